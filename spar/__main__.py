@@ -1,0 +1,5 @@
+import sys
+
+from spar.cli import main
+
+sys.exit(main())

@@ -1,0 +1,89 @@
+"""Command line entry point: the one place that maps errors to exit codes."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from spar import __version__
+from spar.errors import EXIT_INTERNAL, EXIT_USAGE, NotImplementedYet, SparError
+
+# command name -> (module under spar.commands, one-line summary); order is the help order
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("run", "run one review round with every configured reviewer in parallel"),
+    "record": ("record", "record a result spar did not collect itself (native reviewer, transcript)"),
+    "triage": ("triage", "give a finding a disposition (fixed, duplicate, rejected, deferred, answered)"),
+    "extend": ("extend", "raise a stage's round cap for a series, with a cause"),
+    "waive": ("waive", "accept a round without a required reviewer, with the user's words"),
+    "gate": ("gate", "judge a list of rounds and write the review-gate/v1 file"),
+    "cap-report": ("cap_report", "summarize the caps, rounds and extensions of a series"),
+    "config": ("config", "print the applied configuration, its files and digest"),
+}
+
+USAGE = "usage: spar [--version] [--help] <command> [<args>]"
+
+
+def _help_text() -> str:
+    lines = [USAGE, "", "Spar runs AI code reviewers in parallel and keeps auditable records.", "", "commands:"]
+    for name, (_, summary) in COMMANDS.items():
+        lines.append(f"  {name:<11} {summary}")
+    lines += ["", "Run `spar <command> --help` for a command's options.",
+              "Exit codes: 0 ok, 1 not clean (run) or blocked (gate), 64 usage, 65 refused, 70 internal."]
+    return "\n".join(lines)
+
+
+def _dispatch(argv: list[str]) -> int:
+    if not argv:
+        print(_help_text(), file=sys.stderr)
+        return EXIT_USAGE
+    first = argv[0]
+    if first in ("-h", "--help", "help"):
+        print(_help_text())
+        return 0
+    if first == "--version":
+        print(f"spar {__version__}")
+        return 0
+    if first.startswith("-"):
+        raise _usage(f"unknown option {first!r} (see spar --help)")
+    if first not in COMMANDS:
+        raise _usage(f"unknown command {first!r} (see spar --help)")
+    module_name, _ = COMMANDS[first]
+    module = importlib.import_module(f"spar.commands.{module_name}")
+    entry = getattr(module, "main", None)
+    if entry is None:
+        raise NotImplementedYet(f"{first}: not implemented yet")
+    return entry(argv[1:])
+
+
+def _usage(message: str):
+    from spar.errors import UsageError
+
+    return UsageError(message)
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    try:
+        return _dispatch(argv)
+    except SystemExit as exc:  # argparse --help exits 0 through SystemExit
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
+    except SparError as err:
+        print(f"spar: {err.message}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("spar: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_INTERNAL
+    except Exception as exc:  # anything unexpected is an internal error, never a traceback-only exit 1
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+        print(f"spar: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""See spar.cli; this command is not built yet."""

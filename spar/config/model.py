@@ -1,0 +1,94 @@
+"""The applied configuration as plain data, shared by every command."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+
+PRESETS = ("claude", "codex", "agy", "native", "command")
+ANGLES = ("criteria", "correctness", "checks", "contracts", "risk")
+STAGES = ("plan", "plan-delta", "code")  # CLI / record spelling
+CAP_KEYS = {"plan": "plan", "plan-delta": "plan_delta", "code": "code"}  # stage -> config key
+DEFAULT_REVIEWERS = ("claude", "codex")
+DEFAULT_TIMEOUT = 900
+DEFAULT_CAPS = {"plan": 2, "plan_delta": 2, "code": 3}
+
+
+@dataclass
+class ReviewerConfig:
+    name: str
+    preset: str
+    model: str = ""  # "" = the CLI's default model
+    fallback_model: str = ""  # "" = no fallback
+    effort: str = ""  # "" = not passed
+    binary: str = ""  # "" = look up the preset name on PATH
+    argv: list[str] = field(default_factory=list)  # command preset only
+    timeout_seconds: int = DEFAULT_TIMEOUT
+    allowed_models: list[str] | None = None
+    allowed_efforts: list[str] | None = None
+    model_written: bool = False  # the user file wrote `model` (so --model is refused)
+    effort_written: bool = False
+    source: str = "default"  # "<file>:<line>" of the [[reviewers]] entry, or "default"
+
+    def applied(self) -> dict:
+        """Applied values only (what the digest covers)."""
+        out = {
+            "name": self.name,
+            "preset": self.preset,
+            "timeout_seconds": self.timeout_seconds,
+        }
+        if self.preset in ("claude", "codex", "agy"):
+            out.update(model=self.model, fallback_model=self.fallback_model, binary=self.binary)
+            if self.preset != "agy":
+                out["effort"] = self.effort
+        if self.preset == "command":
+            out["argv"] = list(self.argv)
+        if self.allowed_models is not None:
+            out["allowed_models"] = list(self.allowed_models)
+        if self.allowed_efforts is not None:
+            out["allowed_efforts"] = list(self.allowed_efforts)
+        return out
+
+    def with_changes(self, **kw) -> "ReviewerConfig":
+        return replace(self, **kw)
+
+
+@dataclass
+class AppliedConfig:
+    reviewers: list[ReviewerConfig]
+    timeout_seconds: int = DEFAULT_TIMEOUT
+    rules: list[str] = field(default_factory=list)  # repository-relative paths
+    check_paths: list[str] = field(default_factory=list)
+    angles: list[str] = field(default_factory=lambda: list(ANGLES))
+    caps: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_CAPS))
+    files: list[dict] = field(default_factory=list)  # {"path", "sha256", "role": "user"|"project"}
+    skipped: list[dict] = field(default_factory=list)  # {"path", "why"}
+
+    def applied_values(self) -> dict:
+        return {
+            "reviewers": [r.applied() for r in self.reviewers],
+            "timeout_seconds": self.timeout_seconds,
+            "rules": list(self.rules),
+            "check_paths": list(self.check_paths),
+            "angles": list(self.angles),
+            "caps": dict(self.caps),
+        }
+
+    def digest(self) -> str:
+        return sha256_canonical(self.applied_values())
+
+    def reviewer(self, name: str) -> ReviewerConfig | None:
+        for r in self.reviewers:
+            if r.name == name:
+                return r
+        return None
+
+
+def canonical_json(value) -> bytes:
+    """Sorted keys, no spaces, UTF-8: the form every digest in Spar hashes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def sha256_canonical(value) -> str:
+    return hashlib.sha256(canonical_json(value)).hexdigest()

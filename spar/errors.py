@@ -1,0 +1,102 @@
+"""Errors that carry their exit code.
+
+Only `spar.cli` turns these into exit codes and stderr lines; everything else
+raises. Exit codes: 0 ok, 1 recorded-but-not-clean (run) / blocked (gate),
+64 usage, 65 refused or configuration error (nothing written), 70 internal
+error or a write that may have been applied.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_NOT_CLEAN = 1
+EXIT_USAGE = 64
+EXIT_REFUSED = 65
+EXIT_INTERNAL = 70
+
+
+class SparError(Exception):
+    """Base class: `str(err)` is the one-line message (without `spar: `)."""
+
+    exit_code = EXIT_INTERNAL
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(SparError):
+    """Bad command line shape: unknown option, missing value, bad `--model` form."""
+
+    exit_code = EXIT_USAGE
+
+
+class Refused(SparError):
+    """Input is well formed but not acceptable; nothing was written."""
+
+    exit_code = EXIT_REFUSED
+
+
+class ConfigError(Refused):
+    """A configuration problem, reported as `<file>:<line>: <message>`."""
+
+    def __init__(self, file: str, line: int | None, message: str):
+        self.file = str(file)
+        self.line = line
+        self.detail = message
+        where = f"{self.file}:{line}" if line is not None else self.file
+        super().__init__(f"{where}: {message}")
+
+
+class RecordError(Refused):
+    """A record read back is unreadable (G32). Readers that must refuse raise this;
+    `spar gate` turns it into a blocked reason instead."""
+
+
+class WriteFailed(SparError):
+    """A write failed part-way or may have been applied (exit 70)."""
+
+    exit_code = EXIT_INTERNAL
+
+
+class NotImplementedYet(SparError):
+    exit_code = EXIT_INTERNAL
+
+
+def quote(value: str) -> str:
+    """Go-style %q quoting, used wherever the contract says values are shown with %q."""
+    out = ['"']
+    for ch in value:
+        code = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\a":
+            out.append("\\a")
+        elif ch == "\b":
+            out.append("\\b")
+        elif ch == "\f":
+            out.append("\\f")
+        elif ch == "\v":
+            out.append("\\v")
+        elif 0xDC80 <= code <= 0xDCFF:
+            # surrogateescape byte from undecodable input: Go prints invalid bytes as \xNN
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif not ch.isprintable():
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)

@@ -1,0 +1,281 @@
+"""Thin wrapper around the `git` program (never a shell, never GitPython).
+
+Every call runs with `LC_ALL=C` (stable messages), no terminal prompt, no pager,
+fsmonitor off (it can name a program to run) and `core.quotepath=off`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from spar.errors import Refused, quote
+
+# Variables that would point git at another repository than the one we name with -C.
+_DROPPED_ENV = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_PAGER",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+)
+
+BLOB_MODES = {"100644": "file", "100755": "executable", "120000": "symlink"}
+
+
+class GitError(Exception):
+    """git failed in a way the caller did not expect (not a plain "no")."""
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    mode: str  # "100644", "100755" or "120000"
+    kind: str  # "file", "executable" or "symlink" (from the mode)
+    sha: str
+    path: str  # repository-relative, "/"-separated; non-UTF-8 bytes as surrogateescape
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
+    env.update({"LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "PAGER": "cat",
+                "GIT_OPTIONAL_LOCKS": "0"})
+    return env
+
+
+def _argv(repo: Path | str, args: Iterable[str]) -> list[str]:
+    return ["git", "--no-pager", "-c", "core.fsmonitor=false",
+            "-c", "core.quotepath=off", "-C", os.fspath(repo), *args]
+
+
+def run(repo: Path | str, *args: str, input: bytes | None = None,
+        ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[bytes]:
+    """Run git in `repo`; raise GitError unless the exit status is in `ok`."""
+    try:
+        proc = subprocess.run(_argv(repo, args), input=input, capture_output=True,
+                              env=_env(), check=False,
+                              stdin=None if input is not None else subprocess.DEVNULL)
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
+    if proc.returncode not in ok:
+        raise GitError(_failure(args, proc))
+    return proc
+
+
+def _failure(args: Iterable[str], proc: subprocess.CompletedProcess[bytes]) -> str:
+    err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+    detail = err[-1] if err else f"exit status {proc.returncode}"
+    return f"git {next(iter(args), '')} failed: {detail}"
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _existing_dir(path: Path) -> Path | None:
+    """Nearest existing folder at or above `path` (a file counts as its parent)."""
+    p = Path(os.path.abspath(path))
+    while True:
+        if p.is_dir():
+            return p
+        if p.exists() or p.is_symlink():
+            p = p.parent
+            continue
+        if p.parent == p:
+            return None
+        p = p.parent
+
+
+def repo_root(path: Path | str) -> Path | None:
+    """Innermost work tree containing `path` (which may not exist yet), or None.
+
+    Raises GitError when git fails for another reason than "not a git repository"
+    (e.g. dubious ownership, a broken `.git`), so callers can refuse instead of
+    guessing."""
+    start = _existing_dir(Path(path))
+    if start is None:
+        return None
+    proc = run(start, "rev-parse", "--show-toplevel", ok=(0, 128))
+    if proc.returncode == 0:
+        out = _decode(proc.stdout).rstrip("\n")
+        return Path(out) if out else None
+    stderr = proc.stderr.decode("utf-8", "replace")
+    # only the discovery failure means "no repository"; "not a git repository: X"
+    # (a .git file pointing nowhere) is git failing to decide
+    if "not a git repository (or any" in stderr:
+        return None
+    if "must be run in a work tree" in stderr:
+        # inside a .git folder or a bare repository: the work tree (if any) is above
+        gitdir = _decode(run(start, "rev-parse", "--absolute-git-dir").stdout).rstrip("\n")
+        inside = run(start, "rev-parse", "--is-bare-repository").stdout.strip() == b"false"
+        if inside and gitdir:
+            return Path(gitdir).parent
+        raise GitError(f"git cannot find the work tree of {start}")
+    raise GitError(_failure(["rev-parse"], proc))
+
+
+def resolve_commit(repo: Path | str, rev: str, *, what: str = "revision") -> str:
+    """Full commit ID of `rev` (G27). The value is never read as an option."""
+    if not rev or "\0" in rev:
+        raise Refused(f"{what} {quote(rev)} is not a commit")
+    proc = run(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}",
+               ok=(0, 1, 128))
+    out = proc.stdout.decode("ascii", "replace").strip()
+    if proc.returncode != 0 or not out:
+        raise Refused(f"{what} {quote(rev)} is not a commit")
+    return out
+
+
+def head_commit(repo: Path | str) -> str:
+    proc = run(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok=(0, 1, 128))
+    out = proc.stdout.decode("ascii", "replace").strip()
+    if proc.returncode != 0 or not out:
+        raise Refused(f"{repo}: HEAD is not a commit")
+    return out
+
+
+def _ref_exists(repo: Path | str, ref: str) -> bool:
+    return run(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}",
+               ok=(0, 1, 128)).returncode == 0
+
+
+def _default_branch(repo: Path | str) -> str | None:
+    proc = run(repo, "symbolic-ref", "-q", "refs/remotes/origin/HEAD", ok=(0, 1, 128))
+    candidates = []
+    if proc.returncode == 0 and proc.stdout.strip():
+        candidates.append(_decode(proc.stdout).strip())
+    candidates += ["refs/heads/main", "refs/heads/master"]
+    for ref in candidates:
+        if _ref_exists(repo, ref):
+            return ref
+    return None
+
+
+def default_base(repo: Path | str, head: str) -> str:
+    """Design §5: merge-base of head with the default branch; failing that head~1."""
+    branch = _default_branch(repo)
+    if branch is not None:
+        proc = run(repo, "merge-base", head, branch, ok=(0, 1))
+        base = proc.stdout.decode("ascii", "replace").strip()
+        # a merge-base equal to head (head is on or behind the branch) reviews nothing
+        if proc.returncode == 0 and base and base != head:
+            return base
+    proc = run(repo, "rev-parse", "--verify", "--quiet", f"{head}~1^{{commit}}", ok=(0, 1, 128))
+    parent = proc.stdout.decode("ascii", "replace").strip()
+    if proc.returncode == 0 and parent:
+        return parent
+    raise Refused(f"cannot choose a base for {head[:12]}: it has no parent and no default "
+                  "branch diverges from it (give --base)")
+
+
+def ls_tree(repo: Path | str, commit: str) -> list[TreeEntry]:
+    """Blob entries (regular, executable, symlink) of the commit's whole tree; no gitlinks."""
+    out = run(repo, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
+    entries = []
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw_path = record.partition(b"\t")
+        mode, typ, sha = meta.decode("ascii").split(" ")
+        if typ != "blob":
+            continue
+        kind = BLOB_MODES.get(mode)
+        if kind is None:
+            # old trees may hold e.g. 100664: git treats any other 100xxx as a regular file
+            if not mode.startswith("100"):
+                continue
+            mode, kind = "100644", "file"
+        entries.append(TreeEntry(mode=mode, kind=kind, sha=sha, path=_decode(raw_path)))
+    return entries
+
+
+def read_blobs(repo: Path | str, shas: Iterable[str]) -> dict[str, bytes]:
+    """Contents of every blob in `shas`, through one `git cat-file --batch` process."""
+    wanted = list(dict.fromkeys(shas))
+    if not wanted:
+        return {}
+    for sha in wanted:
+        if not sha or any(c in sha for c in " \t\n\0"):
+            raise GitError(f"not an object ID: {sha!r}")
+    out = run(repo, "cat-file", "--batch", input="".join(s + "\n" for s in wanted).encode()).stdout
+    result: dict[str, bytes] = {}
+    pos = 0
+    for sha in wanted:
+        eol = out.index(b"\n", pos)
+        header = out[pos:eol].decode("ascii", "replace").split(" ")
+        pos = eol + 1
+        if len(header) != 3 or header[1] != "blob":
+            raise GitError(f"git cat-file: {sha} is not a blob ({' '.join(header[1:]) or 'no answer'})")
+        size = int(header[2])
+        result[sha] = out[pos:pos + size]
+        pos += size + 1  # content is followed by one newline
+    return result
+
+
+def show_file(repo: Path | str, commit: str, path: str) -> bytes | None:
+    """Bytes of `path` in `commit`, or None when it is not a blob there."""
+    proc = run(repo, "cat-file", "blob", f"{commit}:{path}", ok=(0, 1, 128))
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _relative(repo: Path | str, path: Path | str) -> str:
+    """`path` relative to the repository root (paths are resolved so symlinked
+    temp folders compare equal); "." for the root itself."""
+    root = Path(os.path.realpath(repo))
+    p = Path(path)
+    if not p.is_absolute():
+        p = root / p
+    p = Path(os.path.realpath(p))
+    try:
+        rel = p.relative_to(root)
+    except ValueError as exc:
+        raise GitError(f"{path} is outside the repository {repo}") from exc
+    return rel.as_posix() if rel.parts else "."
+
+
+def is_ignored(repo: Path | str, path: Path | str, *, directory: bool | None = None) -> bool:
+    """Whether the repository's ignore rules ignore `path` (which may not exist).
+
+    `directory` says the path is (or will be) a folder, so `name/` patterns apply;
+    None means: a folder when it exists as one."""
+    rel = _relative(repo, path)
+    if directory is None:
+        directory = Path(path).is_dir() if Path(path).is_absolute() else (Path(repo) / path).is_dir()
+    if directory and rel != ".":
+        rel += "/"
+    proc = run(repo, "check-ignore", "-q", "--no-index", "--", rel, ok=(0, 1))
+    return proc.returncode == 0
+
+
+def tracked_under(repo: Path | str, path: Path | str) -> bool:
+    """Whether the index holds any file at or under `path`."""
+    rel = _relative(repo, path)
+    # literal: a record path may hold `*` or `[` (check-ignore takes plain paths already)
+    out = run(repo, "ls-files", "-z", "--full-name", "--", f":(literal){rel}").stdout
+    return bool(out.strip(b"\0"))
+
+
+def _diff_args(base: str, head: str) -> list[str]:
+    # fixed prefixes and no external programs, whatever the user's diff settings
+    return ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",
+            "--src-prefix=a/", "--dst-prefix=b/", base, head, "--"]
+
+
+def diff_stat(repo: Path | str, base: str, head: str) -> str:
+    args = _diff_args(base, head)
+    args.insert(1, "--stat")
+    return _decode(run(repo, *args).stdout)
+
+
+def diff(repo: Path | str, base: str, head: str) -> bytes:
+    return run(repo, *_diff_args(base, head)).stdout

@@ -1,0 +1,98 @@
+"""Append-only JSON Lines: each record is one whole line written by one `write`.
+
+Appends happen under the series lock (G33), so lines never interleave; the
+single `O_APPEND` write keeps a crash from leaving more than one torn line, and
+readers refuse a torn line instead of guessing (G32).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from spar.errors import RecordError, WriteFailed
+
+
+def dumps_line(obj: Any) -> bytes:
+    # json.dumps escapes newlines inside strings, so the only newline is the last byte
+    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+
+
+def append(path: Path | str, obj: dict) -> None:
+    path = Path(path)
+    data = dumps_line(obj)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from exc
+    try:
+        try:
+            size = os.fstat(fd).st_size
+            if size and _last_byte(path, size) != b"\n":
+                # appending would glue our line onto a torn one; the file needs a person
+                raise RecordError(f"{path}: the last line is incomplete (a write was interrupted)")
+            written = os.write(fd, data)
+            if written != len(data):
+                raise WriteFailed(f"cannot write {path}: only {written} of {len(data)} bytes were written")
+            os.fsync(fd)
+        except OSError as exc:
+            raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    if size == 0:
+        try:
+            dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except OSError as exc:
+            raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _last_byte(path: Path, size: int) -> bytes:
+    # the append fd is write-only; read the tail through a second descriptor
+    with open(path, "rb") as f:
+        f.seek(size - 1)
+        return f.read(1)
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse(data: bytes, path: Path | str) -> list[dict]:
+    """Lines of `data` as JSON objects; RecordError names `path:line` of the first bad one."""
+    pieces = data.split(b"\n")
+    if pieces and pieces[-1] == b"":
+        pieces.pop()  # the newline ending the last line
+    records = []
+    for number, raw in enumerate(pieces, start=1):
+        try:
+            text = raw.decode("utf-8")
+            value = json.loads(text, parse_constant=_no_constants)
+        except UnicodeDecodeError:
+            raise RecordError(f"{path}:{number}: not UTF-8") from None
+        except ValueError as exc:
+            torn = number == len(pieces) and not data.endswith(b"\n")
+            what = "incomplete last line" if torn else "not JSON"
+            raise RecordError(f"{path}:{number}: {what} ({exc})") from None
+        if not isinstance(value, dict):
+            raise RecordError(f"{path}:{number}: not a JSON object")
+        records.append(value)
+    return records
+
+
+def read(path: Path | str, *, missing_ok: bool = False) -> list[dict]:
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        if missing_ok:
+            return []
+        raise RecordError(f"{path}: missing") from None
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    return parse(data, path)

@@ -1,0 +1,92 @@
+"""The series lock (G33): one write at a time per series.
+
+`flock` on `SERIES/.spar.lock` is released by the kernel when the holder dies,
+so a crashed run never leaves the series locked. The file never holds data.
+Callers must read the records again after taking the lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, TextIO
+
+from spar.errors import WriteFailed
+
+LOCK_NAME = ".spar.lock"
+
+# flock locks of one process on two descriptors still exclude each other, so a
+# nested take of the same series would wait forever; catch that bug loudly.
+_held: set[str] = set()
+_held_guard = threading.Lock()
+
+
+def waiting_message(series: Path | str) -> str:
+    return f"spar: waiting for another write of {series} to finish"
+
+
+def _open_lock(series: Path) -> int:
+    try:
+        series.mkdir(parents=True, exist_ok=True)
+        return os.open(series / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise WriteFailed(f"cannot lock {series}: {exc.strerror or exc}") from exc
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        a, b = os.fstat(fd), os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+@contextmanager
+def series_lock(series: Path | str, *, stderr: TextIO | None = None) -> Iterator[None]:
+    """Hold the series lock; when another write holds it, say so once on stderr and wait.
+
+    Creates the series folder and its `.spar.lock` when missing."""
+    shown = series
+    series = Path(series)
+    key = os.path.realpath(series)
+    with _held_guard:
+        if key in _held:
+            raise RuntimeError(f"series lock of {series} is already held by this process")
+        _held.add(key)
+    try:
+        told = False
+        while True:
+            fd = _open_lock(series)
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    if not told:
+                        out = stderr if stderr is not None else sys.stderr
+                        print(waiting_message(shown), file=out, flush=True)
+                        told = True
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError as exc:
+                os.close(fd)
+                raise WriteFailed(f"cannot lock {series}: {exc.strerror or exc}") from exc
+            except BaseException:
+                os.close(fd)
+                raise
+            # the lock file was removed or replaced while we waited: lock the new one
+            if _same_file(fd, series / LOCK_NAME):
+                break
+            os.close(fd)
+        try:
+            yield
+        finally:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+    finally:
+        with _held_guard:
+            _held.discard(key)

@@ -1,0 +1,135 @@
+"""Where records may be written (G28). Every check only reads; nothing is written.
+
+One rule for run --out, the series of extend and gate --out: every git
+repository containing the path (the innermost and each one around it) must
+ignore it, none may track a file under it, and when a `.git` sits above it git
+must be able to decide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Iterable
+
+from spar import git
+from spar.errors import Refused, quote
+
+GATE_SCHEMA = "review-gate/v1"
+
+
+def _real(path: Path | str) -> Path:
+    return Path(os.path.realpath(os.path.abspath(path)))
+
+
+def _git_dirs_above(real: Path) -> list[Path]:
+    """Folders at or above `real` that hold a `.git` entry (file, folder or link)."""
+    found = []
+    for folder in (real, *real.parents):
+        if os.path.lexists(folder / ".git"):
+            found.append(folder)
+    return found
+
+
+def containing_repos(path: Path | str, *, kind: str = "path") -> list[Path]:
+    """Work tree roots containing `path`, innermost first; Refused when git cannot decide."""
+    real = _real(path)
+    shown = quote(str(path))
+    roots: list[Path] = []
+    current = real
+    while True:
+        try:
+            root = git.repo_root(current)
+        except git.GitError as exc:
+            above = _git_dirs_above(current)
+            folder = quote(str(above[0] if above else current))
+            raise Refused(f"{kind} {shown}: git cannot decide whether {folder} ignores it ({exc})") from None
+        if root is None:
+            break
+        root = _real(root)
+        if root in roots:  # defensive: never loop
+            break
+        roots.append(root)
+        if root.parent == root:
+            break
+        current = root.parent
+    for folder in _git_dirs_above(real):
+        if folder not in roots:
+            raise Refused(f"{kind} {shown}: git cannot decide whether {quote(str(folder))} "
+                          f"ignores it ({quote(str(folder / '.git'))} is not a repository git can read)")
+    return roots
+
+
+def check_record_path(path: Path | str, *, kind: str, directory: bool | None = None) -> None:
+    """G28 for one record path. `kind` names the argument in messages (e.g. "--out");
+    `directory` says whether the path is (or will be) a folder, which decides
+    whether `name/` ignore patterns apply (default: a folder unless kind is "file")."""
+    real = _real(path)
+    shown = quote(str(path))
+    if real.exists():
+        directory = real.is_dir()
+    elif directory is None:
+        directory = kind != "file"
+    roots = containing_repos(path, kind=kind)
+    for number, root in enumerate(roots):
+        where = quote(str(root))
+        # an outer repository sees a nested one as one opaque folder (and its
+        # check-ignore would wrongly apply the nested .gitignore files), so it
+        # must ignore the nested repository's folder itself
+        subject = real if number == 0 else roots[number - 1]
+        try:
+            ignored = git.is_ignored(root, subject, directory=directory if number == 0 else True)
+            tracked = git.tracked_under(root, real)
+        except git.GitError as exc:
+            raise Refused(f"{kind} {shown}: git cannot decide whether the repository {where} "
+                          f"ignores it ({exc})") from None
+        if tracked:
+            raise Refused(f"{kind} {shown} holds files tracked by the git repository {where}")
+        if not ignored and number == 0:
+            raise Refused(f"{kind} {shown} is inside the git repository {where}, which does not "
+                          "ignore it (add it to .gitignore)")
+        if not ignored:
+            raise Refused(f"{kind} {shown} is inside the git repository {where}, which does not "
+                          f"ignore the nested repository {quote(str(subject))} holding it")
+
+
+def check_run_out(path: Path | str) -> None:
+    """run --out: G28, and the round folder must not exist yet."""
+    if os.path.lexists(path):
+        raise Refused(f"--out {quote(str(path))} already exists (a round folder must be new)")
+    check_record_path(path, kind="--out", directory=True)
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    return child == parent or parent in child.parents
+
+
+def check_gate_out(path: Path | str, round_dirs: Iterable[Path | str],
+                   series_dirs: Iterable[Path | str]) -> str | None:
+    """gate --out: G28 plus the gate's own rules. Returns previous_gate_digest
+    (sha256 of the existing file's bytes) or None when the file is new."""
+    real = _real(path)
+    shown = quote(str(path))
+    for round_dir in round_dirs:
+        if _inside(real, _real(round_dir)):
+            raise Refused(f"--out {shown} is inside the round folder {quote(str(round_dir))}")
+    for series in series_dirs:
+        if real == _real(Path(series) / "extensions.jsonl"):
+            raise Refused(f"--out {shown} is the series' extensions.jsonl")
+    check_record_path(path, kind="--out", directory=False)
+    if not os.path.lexists(path):
+        return None
+    not_gate = f"--out {shown} exists and is not a {GATE_SCHEMA} file"
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise Refused(f"{not_gate} ({exc.strerror or exc})") from None
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except ValueError:
+        raise Refused(not_gate) from None
+    if not isinstance(value, dict) or value.get("schema") != GATE_SCHEMA:
+        raise Refused(not_gate)
+    return hashlib.sha256(data).hexdigest()

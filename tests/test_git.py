@@ -1,0 +1,250 @@
+"""spar.git against real temporary repositories."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from spar import git
+from spar.errors import Refused, quote
+from tests.gitrepo import commit, git as run_git, make_repo
+
+DATA = Path(__file__).parent / "data"
+
+
+# --- the shared helper itself -------------------------------------------------
+
+def test_gitrepo_is_reproducible(tmp_path):
+    a = make_repo(tmp_path, {"x.txt": "hello\n"}, name="a")
+    b = make_repo(tmp_path, {"x.txt": "hello\n"}, name="b")
+    assert run_git(a, "rev-parse", "HEAD") == run_git(b, "rev-parse", "HEAD")
+    sha = commit(a, {"y.txt": b"\x00bin"}, message="second", remove=["x.txt"])
+    assert len(sha) == 40 and sha == run_git(a, "rev-parse", "HEAD").strip()
+    assert run_git(a, "ls-files").split() == ["y.txt"]
+    assert run_git(a, "log", "-1", "--format=%an <%ae> %s") == "Spar Test <spar-test@example.invalid> second\n"
+
+
+# --- G27 ----------------------------------------------------------------------
+
+@pytest.fixture
+def two_commits(tmp_path):
+    repo = make_repo(tmp_path, {"a.txt": "one\n", "dir/b.txt": "b\n"})
+    base = run_git(repo, "rev-parse", "HEAD").strip()
+    run_git(repo, "tag", "-a", "v1", "-m", "tag")
+    head = commit(repo, {"a.txt": "two\n"}, message="second")
+    return repo, base, head
+
+
+G27_ROWS = json.loads((DATA / "g27_revisions.json").read_text())["rows"]
+
+
+@pytest.mark.parametrize("row", G27_ROWS, ids=[repr(r["rev"]) for r in G27_ROWS])
+def test_resolve_commit_g27(two_commits, row, monkeypatch, tmp_path):
+    repo, base, head = two_commits
+    fill = {
+        "{head}": head,
+        "{head_short}": head[:7],
+        "{base}": base,
+        "{blob}": run_git(repo, "rev-parse", "HEAD:a.txt").strip(),
+        "{tree}": run_git(repo, "rev-parse", "HEAD^{tree}").strip(),
+    }
+    rev = fill.get(row["rev"], row["rev"])
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    before = sorted(p.name for p in repo.iterdir())
+    if row["expect"] is None:
+        with pytest.raises(Refused) as err:
+            git.resolve_commit(repo, rev, what="--base")
+        assert str(err.value) == f"--base {quote(rev)} is not a commit"
+    else:
+        assert git.resolve_commit(repo, rev) == {"head": head, "base": base}[row["expect"]]
+    # an option-looking value is never acted on: no file appears anywhere
+    assert sorted(p.name for p in repo.iterdir()) == before
+    assert list(cwd.iterdir()) == []
+
+
+def test_head_commit(tmp_path):
+    empty = make_repo(tmp_path, name="empty")
+    with pytest.raises(Refused):
+        git.head_commit(empty)
+    repo = make_repo(tmp_path, {"a": "a"})
+    assert git.head_commit(repo) == run_git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_git_dir_in_environment_is_ignored(two_commits, tmp_path, monkeypatch):
+    repo, _, head = two_commits
+    other = make_repo(tmp_path, {"z": "z"}, name="other")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(other))
+    assert git.resolve_commit(repo, "HEAD") == head
+    assert git.repo_root(repo / "dir") == repo.resolve()
+
+
+# --- default base --------------------------------------------------------------
+
+def test_default_base_merge_base_with_main(tmp_path):
+    repo = make_repo(tmp_path, {"a": "1"})
+    c1 = commit(repo, {"a": "2"})
+    run_git(repo, "checkout", "-q", "-b", "feature")
+    commit(repo, {"b": "1"})
+    head = commit(repo, {"b": "2"})
+    run_git(repo, "checkout", "-q", "main")
+    commit(repo, {"c": "main moved on"})
+    run_git(repo, "checkout", "-q", "feature")
+    assert git.default_base(repo, head) == c1
+
+
+def test_default_base_on_main_is_parent(tmp_path):
+    repo = make_repo(tmp_path, {"a": "1"})
+    parent = commit(repo, {"a": "2"})
+    head = commit(repo, {"a": "3"})
+    assert git.default_base(repo, head) == parent
+
+
+def test_default_base_master_fallback(tmp_path):
+    repo = make_repo(tmp_path, {"a": "1"}, branch="master")
+    fork = commit(repo, {"a": "2"})
+    run_git(repo, "checkout", "-q", "-b", "topic")
+    commit(repo, {"t": "1"})
+    head = commit(repo, {"t": "2"})
+    assert git.default_base(repo, head) == fork
+
+
+def test_default_base_prefers_origin_head(tmp_path):
+    repo = make_repo(tmp_path, {"a": "1"})
+    fork = commit(repo, {"a": "dev"})
+    run_git(repo, "update-ref", "refs/remotes/origin/develop", fork)
+    run_git(repo, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/develop")
+    head = commit(repo, {"a": "more"})
+    head = commit(repo, {"a": "even more"})
+    # main is at head; origin/HEAD names develop, which diverges at `fork`
+    assert git.default_base(repo, head) == fork
+
+
+def test_default_base_single_commit_refused(tmp_path):
+    repo = make_repo(tmp_path, {"a": "1"}, branch="trunk")
+    head = git.head_commit(repo)
+    with pytest.raises(Refused, match="give --base"):
+        git.default_base(repo, head)
+
+
+# --- tree listing and blobs -----------------------------------------------------
+
+def test_ls_tree_kinds_and_gitlinks(tmp_path):
+    odd = os.fsdecode(b"caf\xe9.txt")
+    repo = make_repo(tmp_path, {"plain.txt": "p\n", "sub dir/ü.md": "u\n", odd: b"latin1\n"},
+                     symlinks={"link": "plain.txt"})
+    script = repo / "run.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    run_git(repo, "add", "run.sh")
+    sub = make_repo(tmp_path, {"s": "s"}, name="sub")
+    sub_head = run_git(sub, "rev-parse", "HEAD").strip()
+    run_git(repo, "update-index", "--add", "--cacheinfo", f"160000,{sub_head},vendor/sub")
+    run_git(repo, "commit", "-q", "-m", "more")
+    entries = {e.path: e for e in git.ls_tree(repo, git.head_commit(repo))}
+    assert set(entries) == {"plain.txt", "sub dir/ü.md", odd, "link", "run.sh"}
+    assert (entries["plain.txt"].mode, entries["plain.txt"].kind) == ("100644", "file")
+    assert (entries["run.sh"].mode, entries["run.sh"].kind) == ("100755", "executable")
+    assert (entries["link"].mode, entries["link"].kind) == ("120000", "symlink")
+    blobs = git.read_blobs(repo, [e.sha for e in entries.values()])
+    assert blobs[entries["link"].sha] == b"plain.txt"
+    assert blobs[entries[odd].sha] == b"latin1\n"
+    assert blobs[entries["sub dir/ü.md"].sha] == b"u\n"
+
+
+def test_read_blobs_binary_empty_duplicates(tmp_path):
+    contents = {"empty": b"", "bin": bytes(range(256)) * 3, "nl": b"\n\n", "noeol": b"x"}
+    repo = make_repo(tmp_path, contents)
+    entries = {e.path: e.sha for e in git.ls_tree(repo, "HEAD")}
+    shas = [entries[n] for n in contents] + [entries["bin"]]
+    got = git.read_blobs(repo, shas)
+    assert {n: got[entries[n]] for n in contents} == contents
+    assert git.read_blobs(repo, []) == {}
+    with pytest.raises(git.GitError):
+        git.read_blobs(repo, ["0" * 40])
+    tree = run_git(repo, "rev-parse", "HEAD^{tree}").strip()
+    with pytest.raises(git.GitError):
+        git.read_blobs(repo, [tree])
+
+
+def test_show_file(two_commits):
+    repo, base, head = two_commits
+    assert git.show_file(repo, base, "a.txt") == b"one\n"
+    assert git.show_file(repo, head, "a.txt") == b"two\n"
+    assert git.show_file(repo, head, "missing") is None
+    assert git.show_file(repo, head, "dir") is None
+
+
+# --- ignore, tracking, roots ----------------------------------------------------
+
+def test_is_ignored_and_tracked_under(tmp_path):
+    repo = make_repo(tmp_path, {
+        ".gitignore": "reviews/\n*.log\nsolo/\n!keep.log\n",
+        "src/a.py": "a\n",
+        "ab/x": "x\n",
+        "reviews/tracked.md": "forced\n",
+    })
+    assert git.is_ignored(repo, "reviews/series/r1")  # inside an ignored folder, not existing
+    assert git.is_ignored(repo, repo / "x.log")
+    assert not git.is_ignored(repo, "keep.log")
+    assert not git.is_ignored(repo, "src/new")
+    # a "name/" pattern applies only to folders: say so for a folder not made yet
+    assert not git.is_ignored(repo, "solo", directory=False)
+    assert git.is_ignored(repo, "solo", directory=True)
+    (repo / "solo").mkdir()
+    assert git.is_ignored(repo, "solo")
+    assert not git.is_ignored(repo, repo)
+    with pytest.raises(git.GitError):
+        git.is_ignored(repo, tmp_path / "elsewhere")
+
+    assert git.tracked_under(repo, "reviews")  # added with -f despite the ignore rule
+    assert git.tracked_under(repo, repo / "src")
+    assert git.tracked_under(repo, "src/a.py")
+    assert not git.tracked_under(repo, "reviews/series")
+    assert not git.tracked_under(repo, "a*")  # literal, not a glob
+    assert not git.tracked_under(repo, "sr")
+    assert git.tracked_under(repo, repo)
+
+
+def test_repo_root(tmp_path):
+    outer = make_repo(tmp_path, {".gitignore": "nested/\n", "f": "f"}, name="outer")
+    inner = make_repo(outer / "nested", {"g": "g"}, name="inner")
+    assert git.repo_root(outer / "not" / "yet") == outer.resolve()
+    assert git.repo_root(outer / "f") == outer.resolve()
+    assert git.repo_root(inner / "deep" / "x") == inner.resolve()
+    assert git.repo_root(inner.parent) == outer.resolve()
+    assert git.repo_root(outer / ".git" / "objects") == outer.resolve()
+    lonely = tmp_path / "lonely" / "x"
+    assert git.repo_root(lonely) is None
+
+
+def test_repo_root_broken_git_file_is_an_error(tmp_path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / ".git").write_text("gitdir: /nonexistent/place\n")
+    with pytest.raises(git.GitError):
+        git.repo_root(bad / "records")
+
+
+# --- diffs -----------------------------------------------------------------------
+
+def test_diff_ignores_user_diff_settings(two_commits):
+    repo, base, head = two_commits
+    commit(repo, {"naïve.txt": "new\n"}, message="unicode name")
+    head2 = git.head_commit(repo)
+    run_git(repo, "config", "diff.noprefix", "true")
+    run_git(repo, "config", "diff.external", "/bin/false")
+    run_git(repo, "config", "color.ui", "always")
+    patch = git.diff(repo, base, head2)
+    assert b"diff --git a/a.txt b/a.txt\n" in patch
+    assert "+++ b/naïve.txt\n".encode() in patch  # not octal-quoted
+    assert b"\x1b[" not in patch
+    assert b"-one\n+two\n" in patch
+    stat = git.diff_stat(repo, base, head2)
+    assert "a.txt" in stat and "naïve.txt" in stat and "2 files changed" in stat
+    assert git.diff(repo, head, head) == b""

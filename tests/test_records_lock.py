@@ -1,0 +1,122 @@
+"""The series lock (G33) between real processes."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from spar.records import jsonl
+from spar.records.lock import LOCK_NAME, series_lock, waiting_message
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Holds the lock, says "locked", waits for a line on stdin, appends one record, releases.
+HOLDER = """
+import sys
+from spar.records.lock import series_lock
+from spar.records import jsonl
+series = sys.argv[1]
+with series_lock(series):
+    print("locked", flush=True)
+    sys.stdin.readline()
+    jsonl.append(series + "/extensions.jsonl", {"stage": "code", "by": 1, "at": "holder"})
+"""
+
+# Takes the lock (waiting if needed), then reads the records again and prints them.
+WAITER = """
+import json, sys
+from spar.records.lock import series_lock
+from spar.records import jsonl
+series = sys.argv[1]
+with series_lock(series):
+    lines = jsonl.read(series + "/extensions.jsonl", missing_ok=True)
+    print(json.dumps(lines), flush=True)
+"""
+
+
+def _spawn(code: str, series: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", code, str(series)], cwd=ROOT,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def test_second_writer_waits_then_sees_fresh_records(tmp_path):
+    series = tmp_path / "reviews" / "goal-1"
+    holder = _spawn(HOLDER, series)
+    waiter = None
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        waiter = _spawn(WAITER, series)
+        # the waiter announces that it waits, exactly once, and keeps waiting
+        assert waiter.stderr.readline() == waiting_message(series) + "\n"
+        time.sleep(0.3)
+        assert waiter.poll() is None
+        holder.stdin.write("go\n")
+        holder.stdin.flush()
+        assert holder.wait(timeout=10) == 0
+        out, err = waiter.communicate(timeout=10)
+        assert waiter.returncode == 0, err
+        assert err == ""
+        assert json.loads(out) == [{"stage": "code", "by": 1, "at": "holder"}]
+    finally:
+        for proc in (holder, waiter):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert waiting_message(series) == f"spar: waiting for another write of {series} to finish"
+
+
+def test_killed_holder_releases(tmp_path):
+    series = tmp_path / "s"
+    holder = _spawn(HOLDER, series)
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(timeout=10)
+        err = io.StringIO()
+        with series_lock(series, stderr=err):
+            pass
+        # the dead holder's lock is gone; at most we waited for the kernel to drop it
+        assert err.getvalue() in ("", waiting_message(series) + "\n")
+        assert jsonl.read(series / "extensions.jsonl", missing_ok=True) == []
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
+def test_uncontended_is_silent_and_creates_series(tmp_path):
+    series = tmp_path / "new" / "series"
+    err = io.StringIO()
+    with series_lock(series, stderr=err):
+        assert (series / LOCK_NAME).is_file()
+    with series_lock(series, stderr=err):
+        pass
+    assert err.getvalue() == ""
+    assert (series / LOCK_NAME).read_bytes() == b""
+
+
+def test_nested_take_in_one_process_is_a_bug(tmp_path):
+    with series_lock(tmp_path):
+        with pytest.raises(RuntimeError):
+            with series_lock(tmp_path / "." ):
+                pass
+    with series_lock(tmp_path):  # released properly after the error
+        pass
+
+
+def test_unlockable_series(tmp_path):
+    from spar.errors import WriteFailed
+
+    (tmp_path / "file").write_text("")
+    with pytest.raises(WriteFailed, match="cannot lock"):
+        with series_lock(tmp_path / "file" / "series"):
+            pass

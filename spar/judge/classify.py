@@ -1,0 +1,61 @@
+"""Classification of one finding: design §3 (Review round §6) and contract §4.
+
+Readable location, first match from the top:
+  1 defect       in check paths and check_impact false_pass / meaning_inverted
+  2 defect       in check paths, contract_violation and the link confirmed
+  3 hardening    in check paths (everything else there)
+  4 requirement-question   proposed requirement-question
+  5 defect       introduced_by_change and regression both yes
+  6 note         proposed defect without a confirmed link
+  7 proposed_class
+Unreadable location (§4): rules 3 and 6 are not used and 1, 2 drop the path
+condition, so a misread location can only add defects, never hide one.
+Rule numbers in class_reason are always those of the seven rules above.
+"""
+
+from __future__ import annotations
+
+_CHECK_IMPACT_DEFECTS = ("false_pass", "meaning_inverted")
+
+
+def classify(item: dict, *, in_check_paths: bool, link_confirmed: bool,
+             unreadable: bool, why: str = "") -> tuple[str, str]:
+    """(class, class_reason) of a validated finding item."""
+    if unreadable:
+        cls, reason = _unreadable(item, link_confirmed)
+        return cls, f"unreadable location ({why}): {reason}" if why else f"unreadable location: {reason}"
+    return _readable(item, in_check_paths=bool(in_check_paths), link_confirmed=link_confirmed)
+
+
+def _readable(item: dict, *, in_check_paths: bool, link_confirmed: bool) -> tuple[str, str]:
+    impact = item["check_impact"]
+    proposed = item["proposed_class"]
+    if in_check_paths and impact in _CHECK_IMPACT_DEFECTS:
+        return "defect", f"rule 1: {impact} in check paths"
+    if in_check_paths and impact == "contract_violation" and link_confirmed:
+        return "defect", "rule 2: contract_violation with a confirmed link in check paths"
+    if in_check_paths:
+        return "hardening", "rule 3: in check paths"
+    if proposed == "requirement-question":
+        return "requirement-question", "rule 4: proposed requirement-question"
+    if item["introduced_by_change"] == "yes" and item["regression"] == "yes":
+        return "defect", "rule 5: introduced by the change and a regression"
+    if proposed == "defect" and not link_confirmed:
+        return "note", "rule 6: proposed defect without a confirmed link"
+    return proposed, f"rule 7: proposed {proposed}"
+
+
+def _unreadable(item: dict, link_confirmed: bool) -> tuple[str, str]:
+    impact = item["check_impact"]
+    proposed = item["proposed_class"]
+    if impact in _CHECK_IMPACT_DEFECTS:
+        return "defect", f"rule 1: {impact}"
+    if impact == "contract_violation" and link_confirmed:
+        return "defect", "rule 2: contract_violation with a confirmed link"
+    if proposed == "requirement-question":
+        return "requirement-question", "rule 4: proposed requirement-question"
+    if item["introduced_by_change"] == "yes" and item["regression"] == "yes":
+        return "defect", "rule 5: introduced by the change and a regression"
+    if proposed == "defect" and not link_confirmed:
+        return "defect", "rule 7: proposed defect (rule 6 not used)"
+    return proposed, f"rule 7: proposed {proposed}"

@@ -1,0 +1,110 @@
+"""What location (G7) and link (G8, G9) judgments look at: the two copies, the
+round documents, the check paths and the criterion IDs of one round.
+
+The dataclasses are plain data so judgments stay pure; `context_from_git` is the
+one builder that talks to git.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Callable, Iterable
+
+DOC_KINDS = ("criteria", "rules", "subject")
+REGULAR_MODES = ("100644", "100755")  # G8: a contract link's head file must be one of these
+
+
+def count_lines(text: bytes) -> int:
+    """Newlines, plus one when the last line does not end with one (empty = 0)."""
+    n = text.count(b"\n")
+    if text and not text.endswith(b"\n"):
+        n += 1
+    return n
+
+
+@dataclass
+class RoundDoc:
+    kind: str  # "criteria", "rules" or "subject"
+    name: str  # G26 name: repository-relative path inside the repository, file name outside
+    real_path: str  # real absolute path
+    file_name: str
+    text: bytes
+
+    @property
+    def lines(self) -> int:
+        return count_lines(self.text)
+
+
+def _folders(paths: Iterable[str]) -> frozenset[str]:
+    """Every folder above a file ("" for the root is left out: the root is handled apart)."""
+    out: set[str] = set()
+    for path in paths:
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            out.add("/".join(parts[:i]))
+    return frozenset(out)
+
+
+@dataclass
+class RoundContext:
+    head_files: dict[str, str]  # path -> mode of the head commit's blob entries
+    base_files: dict[str, str]
+    documents: list[RoundDoc]
+    check_paths: list[str]
+    criteria_ids: set[str]
+    read_head_blob: Callable[[str], bytes] | None = None  # bytes of a head file (line counts)
+
+    @cached_property
+    def head_folders(self) -> frozenset[str]:
+        return _folders(self.head_files)
+
+    @cached_property
+    def base_folders(self) -> frozenset[str]:
+        return _folders(self.base_files)
+
+    @property
+    def rule_documents(self) -> list[RoundDoc]:
+        return [d for d in self.documents if d.kind == "rules"]
+
+    def in_copy(self, copy: str, path: str) -> bool:
+        """Whether `path` (already without its trailing "/") is a file or folder of the
+        "head" or "base" copy. "" is the repository root, always there."""
+        if path == "":
+            return True
+        files, folders = ((self.head_files, self.head_folders) if copy == "head"
+                          else (self.base_files, self.base_folders))
+        return path in files or path in folders
+
+
+def context_from_git(repo: Path | str, base: str, head: str, documents: list[RoundDoc],
+                     check_paths: list[str], criteria_ids: Iterable[str]) -> RoundContext:
+    """Build a RoundContext from the trees of two commits (blob entries only, so a
+    gitlink is in neither copy). Head blobs are read lazily and only for contract
+    links that give lines."""
+    from spar import git
+
+    head_entries = git.ls_tree(repo, head)
+    base_entries = git.ls_tree(repo, base)
+    shas = {e.path: e.sha for e in head_entries}
+    cache: dict[str, bytes] = {}
+
+    def read_head_blob(path: str) -> bytes:
+        if path not in cache:
+            sha = shas[path]
+            cache[path] = git.read_blobs(repo, [sha])[sha]
+        return cache[path]
+
+    return RoundContext(
+        head_files={e.path: e.mode for e in head_entries},
+        base_files={e.path: e.mode for e in base_entries},
+        documents=list(documents),
+        check_paths=list(check_paths),
+        criteria_ids=set(criteria_ids),
+        read_head_blob=read_head_blob,
+    )
+
+
+__all__ = ["DOC_KINDS", "REGULAR_MODES", "RoundDoc", "RoundContext", "context_from_git",
+           "count_lines"]

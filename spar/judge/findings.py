@@ -1,0 +1,55 @@
+"""Building findings.json entries from a validated result (docs/records.md).
+
+Each entry: id, reviewer, reviewer_id, the item's keys (link_kind/link set to
+none/"" when the link is unconfirmed), path, in_check_paths, location_unreadable,
+class, class_reason, claimed_link_kind, claimed_link (the reviewer's own values).
+"""
+
+from __future__ import annotations
+
+from spar.judge.classify import classify
+from spar.judge.context import RoundContext
+from spar.judge.globs import match_any
+from spar.judge.locate import confirm_link, locate
+from spar.judge.result import FINDING_KEYS, FINDING_OPTIONAL
+
+_ITEM_KEYS = tuple(k for k in FINDING_KEYS if k != "id") + FINDING_OPTIONAL
+
+
+def build_finding(reviewer: str, n: int, item: dict, ctx: RoundContext) -> dict:
+    """The findings.json entry `<reviewer>-F<n>` for one validated finding item."""
+    located = locate(item["location"], ctx)
+    confirmed = confirm_link(item["link_kind"], item["link"], ctx)
+    # the repository root ("") is never a check path, nor is an unreadable location
+    in_check_paths = (not located.unreadable and located.path != ""
+                      and match_any(ctx.check_paths, located.path))
+    cls, reason = classify(item, in_check_paths=in_check_paths, link_confirmed=confirmed,
+                           unreadable=located.unreadable, why=located.why)
+    entry = {"id": f"{reviewer}-F{n}", "reviewer": reviewer, "reviewer_id": item["id"]}
+    for key in _ITEM_KEYS:
+        if key in item:
+            entry[key] = item[key]
+    if not confirmed:
+        entry["link_kind"], entry["link"] = "none", ""
+    entry.update({
+        "path": located.path,
+        "in_check_paths": in_check_paths,
+        "location_unreadable": located.unreadable,
+        "class": cls,
+        "class_reason": reason,
+        "claimed_link_kind": item["link_kind"],
+        "claimed_link": item["link"],
+    })
+    return entry
+
+
+def build_findings(reviewer: str, result: dict, ctx: RoundContext) -> list[dict]:
+    """Entries for every finding of one reviewer's validated result, numbered from 1."""
+    return [build_finding(reviewer, n, item, ctx) for n, item in enumerate(result["findings"], 1)]
+
+
+def auto_deferrals(findings: list[dict]) -> list[str]:
+    """IDs deferred automatically when the round is recorded: hardening findings whose
+    location was read (an unreadable hardening finding keeps no disposition, §4)."""
+    return [f["id"] for f in findings
+            if f["class"] == "hardening" and not f.get("location_unreadable", False)]

@@ -1,1 +1,126 @@
-"""See spar.cli; this command is not built yet."""
+"""`spar config`: print the applied configuration, the files it came from and its digest.
+
+Runs the same configuration checks as `spar run` (G16–G25), with the same run
+arguments that change the applied values, so a user can see what a run would use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from spar.argparsing import command_parser
+from spar.config import add_check_paths, load_config, select_reviewers
+from spar.config.model import AppliedConfig
+from spar.errors import Refused, UsageError
+
+DESCRIPTION = """\
+Print the applied configuration: the user configuration (first found of
+$SPAR_CONFIG, $XDG_CONFIG_HOME/jaekit/spar.toml, ~/.config/jaekit/spar.toml,
+clean-review's config.json), the project configuration .jaekit/spar.toml of
+the repository holding the current folder (or -C DIR), and the run arguments
+given here. Checks are the same as spar run's.
+
+Exit codes: 0 printed; 64 usage error; 65 configuration error or refused
+argument (the message names <file>:<line> or the argument)."""
+
+EPILOG = """\
+--format json prints one object:
+  "repository"  absolute path of the repository root, or null outside a repository
+  "config"      the applied values (what round.json keeps as config):
+                reviewers (name, preset, timeout_seconds, and by preset model,
+                fallback_model, effort, binary, argv, allowed_models,
+                allowed_efforts), timeout_seconds, rules, check_paths, angles, caps
+  "digest"      sha256 of the canonical JSON of "config" (round.json config_digest)
+  "files"       every configuration file read: {"path", "sha256", "role": "user"|"project"}
+  "skipped"     user configuration paths looked at and absent: {"path", "why"}
+In the text form, - stands for an empty value: the CLI's default model, no
+fallback model, effort not passed, the preset name looked up on PATH."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = command_parser("config", DESCRIPTION)
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = EPILOG
+    p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
+    p.add_argument("--reviewers", metavar="LIST", help="comma-separated reviewer names, as for spar run")
+    p.add_argument("--model", dest="models", action="append", default=[], metavar="NAME=MODEL",
+                   help="model for one reviewer of this run (repeatable)")
+    p.add_argument("--effort", dest="efforts", action="append", default=[], metavar="NAME=EFFORT",
+                   help="effort for one claude or codex reviewer of this run (repeatable)")
+    p.add_argument("--check-path", dest="check_paths", action="append", default=[], metavar="GLOB",
+                   help="add a check path glob for this run (repeatable)")
+    p.add_argument("-C", dest="directory", metavar="DIR", help="look for the repository from DIR instead of here")
+    return p
+
+
+def _repository(directory: str | None) -> Path | None:
+    from spar import git  # the git wrapper; imported here so `spar config --help` needs no git
+
+    start = Path(directory) if directory is not None else Path.cwd()
+    if directory is not None and not start.is_dir():
+        raise UsageError(f"config: -C {directory!r}: not a folder")
+    try:
+        return git.repo_root(start)
+    except git.GitError as err:
+        raise Refused(f"cannot find the repository of {os.path.abspath(start)}: {err}") from None
+
+
+def build(args: argparse.Namespace) -> tuple[Path | None, AppliedConfig]:
+    root = _repository(args.directory)
+    cfg = load_config(root)
+    cfg = select_reviewers(cfg, args.reviewers, args.models, args.efforts)
+    cfg = add_check_paths(cfg, args.check_paths)
+    return root, cfg
+
+
+def as_json(root: Path | None, cfg: AppliedConfig) -> dict:
+    return {
+        "repository": str(root) if root is not None else None,
+        "config": cfg.applied_values(),
+        "digest": cfg.digest(),
+        "files": [dict(f) for f in cfg.files],
+        "skipped": [dict(s) for s in cfg.skipped],
+    }
+
+
+def as_text(root: Path | None, cfg: AppliedConfig) -> str:
+    def show(value) -> str:
+        if isinstance(value, list):
+            return "[" + ", ".join(json.dumps(v, ensure_ascii=False) for v in value) + "]"
+        if value == "":
+            return "-"
+        return str(value)
+
+    lines = [f"repository       {root if root is not None else '(none: no project configuration)'}", "reviewers"]
+    width = max((len(r.name) for r in cfg.reviewers), default=0)
+    pwidth = max((len(r.preset) for r in cfg.reviewers), default=0)
+    for r in cfg.reviewers:
+        extra = [f"{k}={show(v)}" for k, v in r.applied().items() if k not in ("name", "preset")]
+        lines.append(f"  {r.name:<{width}}  {r.preset:<{pwidth}}  {'  '.join(extra)}")
+    lines += [
+        f"timeout_seconds  {cfg.timeout_seconds}",
+        f"rules            {', '.join(cfg.rules) or '-'}",
+        f"check_paths      {', '.join(cfg.check_paths) or '-'}",
+        f"angles           {', '.join(cfg.angles)}",
+        "caps             " + "  ".join(f"{k}={v}" for k, v in cfg.caps.items()),
+        "files",
+    ]
+    lines += [f"  {f['role']:<7}  {f['path']}  sha256 {f['sha256']}" for f in cfg.files] or ["  - (defaults only)"]
+    lines.append("skipped")
+    lines += [f"  {s['path']}  ({s['why']})" for s in cfg.skipped] or ["  -"]
+    lines.append(f"digest           {cfg.digest()}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    root, cfg = build(args)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(as_json(root, cfg), indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(as_text(root, cfg) + "\n")
+    return 0

@@ -1,0 +1,344 @@
+"""Checks of parsed configuration files (G17, G19–G24), without I/O.
+
+Each check walks a `LocatedDoc` in file order and raises `ConfigError` at the
+offending key's own line for the first problem. Rule documents are only
+checked here as text (G23 shape); whether they are readable files inside the
+repository is `load.py`'s job, since that needs the disk.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from spar.config.model import ANGLES, DEFAULT_CAPS, DEFAULT_REVIEWERS, DEFAULT_TIMEOUT, PRESETS, ReviewerConfig
+from spar.config.toml_positions import LocatedDoc
+from spar.errors import ConfigError, quote
+from spar.judge.globs import glob_problem, normalize_glob
+
+# --- names (G20) and values (G25) -------------------------------------------
+
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_ROUND_FILES = ("round.json", "packet.md", "schema.json", "findings.json", "ledger.jsonl",
+                "summary.md", "waivers.jsonl", "workspace")
+RESERVED_NAMES = frozenset(_ROUND_FILES + tuple(n + ".tmp" for n in _ROUND_FILES))
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot be a reviewer name (G20), or None."""
+    if NAME_RE.fullmatch(name) is None:
+        return "is not a valid reviewer name (letters, digits, '.', '_', '-'; first a letter or digit; at most 64)"
+    if name.lower() in RESERVED_NAMES:
+        return "is reserved (spar writes a file or folder of that name in the round folder)"
+    return None
+
+
+def value_problem(value: str) -> str | None:
+    """Why `value` cannot be passed as a model or effort (G25 value format), or None."""
+    if value == "":
+        return "is empty"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid UTF-8"
+    if value.startswith("-"):
+        return "starts with '-'"
+    for ch in value:
+        if ch.isspace() or unicodedata.category(ch) == "Cc":
+            return "holds whitespace or a control character"
+    return None
+
+
+# --- keys ---------------------------------------------------------------------
+
+USER_KEYS = ("timeout_seconds", "reviewers")
+PROJECT_KEYS = ("rules", "check_paths", "angles", "caps")
+CAP_NAMES = tuple(DEFAULT_CAPS)  # plan, plan_delta, code
+FORBIDDEN_PROJECT_KEYS = frozenset({
+    "reviewers", "preset", "name", "binary", "argv", "model", "fallback_model", "effort",
+    "allowed_models", "allowed_efforts", "timeout_seconds",
+})
+_COMMON = frozenset({"name", "preset", "timeout_seconds"})
+_CLI = _COMMON | {"model", "fallback_model", "binary", "allowed_models"}
+PRESET_KEYS: dict[str, frozenset[str]] = {
+    "claude": _CLI | {"effort", "allowed_efforts"},
+    "codex": _CLI | {"effort", "allowed_efforts"},
+    "agy": _CLI,  # agy has no effort
+    "native": _COMMON,
+    "command": _COMMON | {"argv"},
+}
+REVIEWER_KEYS = frozenset().union(*PRESET_KEYS.values())
+
+
+def show(value) -> str:
+    """A TOML/JSON value as a message shows it: strings with %q, others by kind."""
+    if isinstance(value, str):
+        return quote(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return f"a {type(value).__name__} value"  # dates and times
+
+
+def is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# --- user file ----------------------------------------------------------------
+
+@dataclass
+class UserPart:
+    timeout_seconds: int
+    reviewers: list[ReviewerConfig]
+
+
+def default_reviewers(timeout: int, names=DEFAULT_REVIEWERS, source: str = "default") -> list[ReviewerConfig]:
+    return [ReviewerConfig(name=n, preset=n, timeout_seconds=timeout, source=source) for n in names]
+
+
+def check_user(doc: LocatedDoc) -> UserPart:
+    data = doc.data
+    for key in data:
+        if key not in USER_KEYS:
+            hint = " (it belongs in the project configuration .jaekit/spar.toml)" if key in PROJECT_KEYS else ""
+            raise ConfigError(doc.file, doc.line((key,)), f"unknown key {quote(key)}{hint}")
+    timeout = DEFAULT_TIMEOUT
+    if "timeout_seconds" in data:
+        timeout = _positive_int(doc, ("timeout_seconds",), data["timeout_seconds"], "timeout_seconds")
+    if "reviewers" not in data:
+        return UserPart(timeout, default_reviewers(timeout))
+    entries = data["reviewers"]
+    if not isinstance(entries, list):
+        raise ConfigError(doc.file, doc.line(("reviewers",)),
+                          f"reviewers must be an array of tables ([[reviewers]]), got {show(entries)}")
+    if not entries:  # `reviewers = []`: native alone, as for an empty list elsewhere (G18, G25)
+        return UserPart(timeout, default_reviewers(timeout, ("native",), f"{doc.file}:{doc.line(('reviewers',))}"))
+    reviewers: list[ReviewerConfig] = []
+    seen: dict[str, int] = {}  # lower-case name -> entry number
+    for index, entry in enumerate(entries):
+        r = _check_reviewer(doc, index, entry, timeout)
+        where = ("reviewers", index, "name") if "name" in entry else ("reviewers", index)
+        first = seen.get(r.name.lower())
+        if first is not None:
+            implicit = "" if "name" in entry else " (the preset name; name is not set)"
+            raise ConfigError(doc.file, doc.line(where),
+                              f"reviewer name {quote(r.name)}{implicit} duplicates reviewer entry {first} "
+                              f"(names are compared ignoring case)")
+        seen[r.name.lower()] = index + 1
+        reviewers.append(r)
+    return UserPart(timeout, reviewers)
+
+
+def _check_reviewer(doc: LocatedDoc, index: int, entry, timeout: int) -> ReviewerConfig:
+    base = ("reviewers", index)
+    label = f"reviewer entry {index + 1}"
+    if not isinstance(entry, dict):
+        raise ConfigError(doc.file, doc.line(base), f"{label} must be a table, got {show(entry)}")
+
+    def err(key: str, message: str) -> ConfigError:
+        return ConfigError(doc.file, doc.line(base + (key,)), f"{label}: {message}")
+
+    if "preset" not in entry:
+        raise ConfigError(doc.file, doc.line(base), f"{label}: preset is required (one of {', '.join(PRESETS)})")
+    preset = entry["preset"]
+    if not isinstance(preset, str) or preset not in PRESETS:
+        raise err("preset", f"preset must be one of {', '.join(PRESETS)}, got {show(preset)}")
+    name = entry.get("name", preset)
+    if isinstance(name, str) and name_problem(name) is None:
+        label = f"reviewer {quote(name)}"
+
+    r = ReviewerConfig(name=preset, preset=preset, timeout_seconds=timeout,
+                       source=f"{doc.file}:{doc.line(base)}")
+    for key, value in entry.items():
+        if key not in REVIEWER_KEYS:
+            raise err(key, f"unknown key {quote(key)}")
+        if key not in PRESET_KEYS[preset]:
+            raise err(key, f"key {quote(key)} is not used by preset {quote(preset)}")
+        if key == "name":
+            if not isinstance(value, str):
+                raise err(key, f"name must be a string, got {show(value)}")
+            problem = name_problem(value)
+            if problem:
+                raise err(key, f"name {quote(value)} {problem}")
+            r.name = value
+        elif key == "timeout_seconds":
+            r.timeout_seconds = _positive_int(doc, base + (key,), value, f"{label}: timeout_seconds")
+        elif key == "model":
+            _string(err, key, value)
+            if value == "":
+                raise err(key, "model must not be empty (leave the key out for the CLI's default model)")
+            r.model, r.model_written = value, True
+        elif key == "effort":
+            r.effort, r.effort_written = _string(err, key, value), True
+        elif key in ("fallback_model", "binary"):
+            setattr(r, key, _string(err, key, value))
+        elif key == "argv":
+            r.argv = _argv(err, value)
+        elif key in ("allowed_models", "allowed_efforts"):
+            setattr(r, key, _allowed(err, key, value))
+
+    if preset == "command" and "argv" not in entry:
+        raise ConfigError(doc.file, doc.line(base), f"{label}: preset \"command\" needs argv")
+    for one, many in (("model", "allowed_models"), ("effort", "allowed_efforts")):
+        if one in entry and many in entry:
+            later = max((one, many), key=lambda k: doc.line(base + (k,)))
+            raise err(later, f"{one} and {many} cannot both be set (the allowed list is for --{one})")
+    return r
+
+
+def _string(err, key: str, value) -> str:
+    if not isinstance(value, str):
+        raise err(key, f"{key} must be a string, got {show(value)}")
+    return value
+
+
+def _argv(err, value) -> list[str]:
+    if not isinstance(value, list) or not value:
+        raise err("argv", f"argv must be a non-empty array of strings, got {show(value) if value != [] else 'an empty array'}")
+    for n, item in enumerate(value, 1):
+        if not isinstance(item, str):
+            raise err("argv", f"argv item {n} must be a string, got {show(item)}")
+        if item == "":
+            raise err("argv", f"argv item {n} is empty")
+    return list(value)
+
+
+def _allowed(err, key: str, value) -> list[str]:
+    if not isinstance(value, list):
+        raise err(key, f"{key} must be an array of strings, got {show(value)}")
+    if not value:
+        raise err(key, f"{key} must not be empty")
+    for n, item in enumerate(value, 1):
+        if not isinstance(item, str):
+            raise err(key, f"{key} item {n} must be a string, got {show(item)}")
+        problem = value_problem(item)
+        if problem:
+            raise err(key, f"{key} item {n} {quote(item)} {problem}")
+    return list(value)
+
+
+def _positive_int(doc: LocatedDoc, path, value, what: str) -> int:
+    if not is_int(value) or value <= 0:
+        raise ConfigError(doc.file, doc.line(path), f"{what} must be a positive integer, got {show(value)}")
+    return value
+
+
+# --- project file ---------------------------------------------------------------
+
+@dataclass
+class ProjectPart:
+    rules: list[str]
+    check_paths: list[str]
+    angles: list[str]
+    caps: dict[str, int]
+
+
+def check_project(doc: LocatedDoc) -> ProjectPart:
+    forbidden = _forbidden_keys(doc.data, ())
+    if forbidden:
+        path = min(forbidden, key=doc.line)
+        raise ConfigError(doc.file, doc.line(path),
+                          f"key {quote(path[-1])} is not allowed in the project configuration "
+                          f"(only the user configuration chooses reviewers, programs, models and timeouts)")
+    data = doc.data
+    for key in data:
+        if key not in PROJECT_KEYS:
+            hint = " (it belongs in the user configuration)" if key in USER_KEYS else ""
+            raise ConfigError(doc.file, doc.line((key,)), f"unknown key {quote(key)}{hint}")
+    part = ProjectPart(rules=[], check_paths=[], angles=list(ANGLES), caps=dict(DEFAULT_CAPS))
+    for key, value in data.items():
+        def err(message: str, key=key) -> ConfigError:
+            return ConfigError(doc.file, doc.line((key,)), message)
+
+        if key == "rules":
+            part.rules = [_rule(err, n, item) for n, item in enumerate(_str_list(err, key, value), 1)]
+        elif key == "check_paths":
+            for n, item in enumerate(_str_list(err, key, value), 1):
+                problem = glob_problem(item)
+                if problem:
+                    raise err(f"check_paths item {n} {quote(item)}: {problem}")
+                part.check_paths.append(normalize_glob(item))
+        elif key == "angles":
+            part.angles = _angles(err, _str_list(err, key, value))
+        elif key == "caps":
+            part.caps = _caps(doc, value)
+    return part
+
+
+def _forbidden_keys(value, path) -> list[tuple]:
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in FORBIDDEN_PROJECT_KEYS:
+                found.append(path + (key,))
+            found += _forbidden_keys(item, path + (key,))
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            found += _forbidden_keys(item, path + (n,))
+    return found
+
+
+def _str_list(err, key: str, value) -> list[str]:
+    if not isinstance(value, list):
+        raise err(f"{key} must be an array of strings, got {show(value)}")
+    for n, item in enumerate(value, 1):
+        if not isinstance(item, str):
+            raise err(f"{key} item {n} must be a string, got {show(item)}")
+    return value
+
+
+def _rule(err, n: int, item: str) -> str:
+    """G23 as text: relative, not leaving through `..`; normalized (`./a` is `a`)."""
+    if item == "":
+        raise err(f"rules item {n} is empty")
+    if item.startswith("/"):
+        raise err(f"rules item {n} {quote(item)} is an absolute path (rules are repository-relative)")
+    norm = posixpath.normpath(item)
+    if norm == ".." or norm.startswith("../"):
+        raise err(f"rules item {n} {quote(item)} leaves the repository through '..'")
+    if norm == ".":
+        raise err(f"rules item {n} {quote(item)} is the repository folder, not a file")
+    return norm
+
+
+def _angles(err, items: list[str]) -> list[str]:
+    if not items:
+        raise err("angles must name at least one angle")
+    seen = set()
+    for n, item in enumerate(items, 1):
+        if item not in ANGLES:
+            raise err(f"angles item {n} {quote(item)} is not an angle (one of {', '.join(ANGLES)})")
+        if item in seen:
+            raise err(f"angles item {n} {quote(item)} is a duplicate")
+        seen.add(item)
+    return [a for a in ANGLES if a in seen]  # the fixed order (G22)
+
+
+def _caps(doc: LocatedDoc, value) -> dict[str, int]:
+    if not isinstance(value, dict):
+        raise ConfigError(doc.file, doc.line(("caps",)), f"caps must be a table, got {show(value)}")
+    caps = dict(DEFAULT_CAPS)
+    for key, item in value.items():
+        line = doc.line(("caps", key))
+        if key not in CAP_NAMES:
+            raise ConfigError(doc.file, line, f"unknown key {quote('caps.' + key)} (caps are {', '.join(CAP_NAMES)})")
+        if not is_int(item) or item < 0:
+            raise ConfigError(doc.file, line, f"caps.{key} must be an integer of 0 or more, got {show(item)}")
+        caps[key] = item
+    return caps
+
+
+__all__ = [
+    "NAME_RE", "RESERVED_NAMES", "FORBIDDEN_PROJECT_KEYS", "PRESET_KEYS",
+    "name_problem", "value_problem", "check_user", "check_project", "default_reviewers",
+    "UserPart", "ProjectPart", "show",
+]

@@ -1,0 +1,104 @@
+"""Run arguments that change the applied configuration: `--reviewers`,
+`--model`, `--effort` (G25) and `--check-path` (G24). Pure: no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from spar.config.checks import name_problem, value_problem
+from spar.config.model import PRESETS, AppliedConfig, ReviewerConfig
+from spar.errors import ConfigError, Refused, UsageError, quote
+from spar.judge.globs import glob_problem, normalize_glob
+
+# which presets take --model / --effort, and the allowed-list attribute for each
+_KEY_PRESETS = {"model": ("claude", "codex", "agy"), "effort": ("claude", "codex")}
+
+
+def parse_reviewers_list(text: str) -> list[str]:
+    """Comma list, items trimmed, empties skipped; nothing left = native alone."""
+    names = [item.strip() for item in text.split(",")]
+    names = [n for n in names if n]
+    return names or ["native"]
+
+
+def split_assignment(option: str, raw: str) -> tuple[str, str]:
+    """`NAME=VALUE` split at the first `=`; a missing `=` or empty name is a usage error."""
+    name, sep, value = raw.partition("=")
+    if not sep:
+        raise UsageError(f"{option} {quote(raw)}: expected NAME=VALUE")
+    if name == "":
+        raise UsageError(f"{option} {quote(raw)}: the reviewer name before '=' is empty")
+    return name, value
+
+
+def select_reviewers(cfg: AppliedConfig, reviewers_arg: str | None, models: list[str],
+                     efforts: list[str]) -> AppliedConfig:
+    """Apply `--reviewers`, then every `--model` and `--effort` (G25).
+
+    Usage errors (64) for the shape of every `--model`/`--effort` come before
+    any refusal (65)."""
+    model_args = [split_assignment("--model", raw) for raw in models]
+    effort_args = [split_assignment("--effort", raw) for raw in efforts]
+
+    reviewers = list(cfg.reviewers)
+    if reviewers_arg is not None:
+        reviewers = _pick(cfg, parse_reviewers_list(reviewers_arg))
+
+    for key, args in (("model", model_args), ("effort", effort_args)):
+        done: set[str] = set()
+        for name, value in args:
+            where = f"--{key} {quote(name)}={quote(value)}"
+            index = next((i for i, r in enumerate(reviewers) if r.name == name), None)
+            if index is None:
+                raise Refused(f"{where}: reviewer {quote(name)} is not in this run")
+            r = reviewers[index]
+            if r.preset not in _KEY_PRESETS[key]:
+                raise Refused(f"{where}: preset {quote(r.preset)} has no {key}")
+            if getattr(r, f"{key}_written"):
+                raise Refused(f"{where}: the user configuration already sets {key} for reviewer {quote(name)}")
+            if name in done:
+                raise Refused(f"{where}: --{key} given twice for reviewer {quote(name)}")
+            done.add(name)
+            problem = value_problem(value)
+            if problem:
+                raise Refused(f"{where}: the value {problem}")
+            allowed = getattr(r, f"allowed_{key}s")
+            if allowed is not None and value not in allowed:
+                raise Refused(f"{where}: not in allowed_{key}s ({', '.join(quote(a) for a in allowed)})")
+            reviewers[index] = r.with_changes(**{key: value})
+    return replace(cfg, reviewers=reviewers)
+
+
+def _pick(cfg: AppliedConfig, names: list[str]) -> list[ReviewerConfig]:
+    picked: list[ReviewerConfig] = []
+    seen: set[str] = set()
+    for name in names:
+        problem = name_problem(name)
+        if problem:
+            raise ConfigError("--reviewers", None, f"{quote(name)} {problem}")
+        if name.lower() in seen:
+            raise ConfigError("--reviewers", None, f"{quote(name)} is a duplicate (names are compared ignoring case)")
+        seen.add(name.lower())
+        configured = cfg.reviewer(name)  # literal match (G20)
+        if configured is not None:
+            picked.append(configured)
+        elif name in PRESETS and name != "command":
+            # a preset by name, with the user file's top-level timeout (G19)
+            picked.append(ReviewerConfig(name=name, preset=name, timeout_seconds=cfg.timeout_seconds,
+                                         source="--reviewers"))
+        else:
+            raise ConfigError("--reviewers", None,
+                              f"{quote(name)} is neither a configured reviewer nor a preset "
+                              f"(claude, codex, agy, native)")
+    return picked
+
+
+def add_check_paths(cfg: AppliedConfig, globs: list[str]) -> AppliedConfig:
+    """`--check-path` globs appended to the configured ones (G24); a bad one is refused."""
+    added = []
+    for glob in globs:
+        problem = glob_problem(glob)
+        if problem:
+            raise Refused(f"--check-path {quote(glob)}: {problem}")
+        added.append(normalize_glob(glob))
+    return replace(cfg, check_paths=list(cfg.check_paths) + added)

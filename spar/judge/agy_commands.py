@@ -1,0 +1,736 @@
+"""G11: which shell command lines an agy reviewer may run.
+
+A line is accepted when it only joins read-only programs (and `sed -n`) with
+`|`, `&&`, `||` and `;`.  `2>/dev/null` and `2>&1` (exactly so written, as a
+word of their own) are removed before checking.  Quoting (`'…'`, `"…"`) and
+`\\` escapes work as in bash: operator characters inside quotes or after `\\`
+are not operators.
+
+`check_command(line)` returns None for an accepted line, else the *first
+problem* as text.  Order: a newline first; then a shell construct anywhere
+in the line (the leftmost one); else the first part, from the left, that
+breaks the rule (a command's program, then its arguments left to right).
+
+Shell constructs (reported as shown):
+  operators other than `|` `&&` `||` `;`: `&`, `|&`, `;;`, `;&`, `;;&`, `(`,
+  `((`, `)`; redirections `<` `>` `>>` `<<` `<<<` `<<-` `<>` `>|` `>&` `<&`
+  `&>` `&>>` (an fd number in front is not shown: `ls 2> x` → `>`); process
+  substitution `<(` `>(`; command substitution `$(` and `` ` ``; a `$` outside
+  single quotes that starts an expansion (`$x`, `${…}`, `$[…]`, `$'…'`,
+  `$"…"`, `$1`, `$?` …) → `$`; a `$` before anything else (`foo$`, `x$`,
+  `"foo$"`) is literal; brace expansion outside quotes → `{` (an unquoted `{`
+  with a later unquoted `}` in the same word and a `,` or `..` between; a bare
+  `{}` as in `find … {} +` is not an expansion, and `{}` only means something
+  after `-exec`, which is refused anyway); a reserved word in command
+  position (`for`, `if`, `while`, `{`, `[[`, `!`, `time`, …); an operator
+  with no command before, after or between it (the leftmost operator of the
+  empty stretch: `ls &&` → `&&`, `ls ; ; ls` → `;`; a trailing `;` counts);
+  a comment (`#` starting a word) → `#`; an unterminated quote → the quote.
+
+Read-only programs (by name, or by a path whose folder is exactly /bin,
+/usr/bin, /usr/local/bin or /opt/homebrew/bin) and their forbidden arguments;
+see `docs/agy-commands.md` for the same table with reasons:
+
+  ls cat head tail wc grep egrep fgrep nl cut tr pwd true echo stat
+  basename dirname realpath readlink: no forbidden arguments
+  diff: -l --paginate (runs pr)
+  find: -delete -exec -execdir -ok -okdir -fprint -fprint0 -fprintf -fls
+        (prefixes of the word: `-exec…` and `-ok…` all count)
+  sort: -o -T --output --compress-program --temporary-directory
+  rg: -z --search-zip --pre --hostname-bin
+  file: -C -z -Z --compile --uncompress       tree: -o -R
+  uniq: a second operand (uniq writes its output there)
+  sed:  see below
+
+Long options of GNU programs may be abbreviated (`sort --comp=sh`), so an
+abbreviation of a forbidden long option is forbidden too; rg takes long
+options only whole.  A short forbidden letter anywhere in a cluster counts
+(`sort -uo x` → `-uo`).  After `--` the words are operands (except for find,
+which has no `--` for its expression).
+
+sed: `-n`/`--quiet`/`--silent` is required (else the problem is the program
+word, `sed`); scripts come from `-e`/`--expression` or, without them, the first
+operand; `-i`/`--in-place`/`-f`/`--file`, unknown or ambiguous options, and any
+option after the first operand (GNU sed permutes, so `sed -n 'w x' -e 1p f`
+would make `w x` a file name) are problems shown as the word; so is `-l` with
+a value that is not a number (BSD sed's `-l` takes none, so its next word
+would be the script there).  Scripts may
+use addresses and only the commands `p P l = d D n N q Q g G h H x z F y { }
+! : b t T #` and `s` with flags `g p i I m M` and numbers; `e w W r R a i c
+v` and the `s` flags `e w W` make the whole script the problem (`e id`).
+A regex whose bracket expression holds the delimiter is refused, because GNU
+and BSD sed end such a regex at different places.
+
+A blank line runs nothing and is accepted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from spar.errors import quote
+
+ALLOWED_DIRS = ("/bin", "/usr/bin", "/usr/local/bin", "/opt/homebrew/bin")
+
+# `2>/dev/null` and `2>&1` are dropped before checking (G11)
+_REMOVED = ("2>/dev/null", "2>&1")
+
+_METACHARS = set(" \t|&;<>()")
+_BLANKS = " \t"
+
+# bash `compgen -k`; only special as the first word of a command
+RESERVED_WORDS = frozenset(
+    "! case coproc do done elif else esac fi for function if in select then until while "
+    "{ } time [[ ]]".split()
+)
+
+
+@dataclass(frozen=True)
+class ProgramRule:
+    """Forbidden arguments of one read-only program."""
+
+    short: str = ""  # forbidden letters of single-dash option clusters
+    long: tuple[str, ...] = ()  # forbidden long option names (without `--`)
+    prefixes: tuple[str, ...] = ()  # a word starting with one of these is forbidden
+    abbreviations: bool = True  # GNU getopt_long accepts unique prefixes of long names
+    dashdash: bool = True  # `--` ends the options
+
+
+PROGRAMS: dict[str, ProgramRule] = {
+    **{name: ProgramRule() for name in (
+        "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "nl", "cut", "tr",
+        "pwd", "true", "echo", "stat", "basename", "dirname", "realpath", "readlink",
+    )},
+    # -l/--paginate pipes the output through the `pr` program
+    "diff": ProgramRule(short="l", long=("paginate",)),
+    # -exec… and -ok… run programs, -delete removes, -fprint…/-fls write files
+    "find": ProgramRule(
+        prefixes=("-delete", "-exec", "-ok", "-fprint", "-fls"), abbreviations=False, dashdash=False
+    ),
+    # -o writes a file; --compress-program runs a program; -T puts temporary files in a folder
+    "sort": ProgramRule(short="oT", long=("output", "compress-program", "temporary-directory")),
+    # --pre and --hostname-bin run programs; -z runs decompressors
+    "rg": ProgramRule(short="z", long=("pre", "hostname-bin", "search-zip"), abbreviations=False),
+    # -C writes a compiled magic file; -z/-Z may run decompressors
+    "file": ProgramRule(short="CzZ", long=("compile", "uncompress", "uncompress-noreport")),
+    # -o writes a file; -R runs tree again writing 00Tree.html files
+    "tree": ProgramRule(short="oR", abbreviations=False),
+    "uniq": ProgramRule(),  # second operand checked separately
+    "sed": ProgramRule(),  # checked separately
+}
+
+
+# ---------------------------------------------------------------------------
+# tokens
+
+
+@dataclass
+class _Word:
+    value: str  # after quote removal
+    raw: str  # as written
+    start: int
+    plain: bool  # no quoting or escaping at all (reserved words must be plain)
+
+
+@dataclass
+class _Op:
+    text: str
+    start: int
+
+
+@dataclass
+class _Scan:
+    segments: list[list[_Word]] = field(default_factory=list)
+    constructs: list[tuple[int, str]] = field(default_factory=list)
+
+
+_SEPARATORS = {"|", "||", "&&", ";"}
+_BAD_SEPARATORS = {"&", "|&", ";;", ";&", ";;&"}
+_OPERATORS = (  # longest first
+    ";;&", "&>>", "<<<", "<<-",
+    "&&", "||", "|&", ";;", ";&", "&>", "<(", "<<", "<>", "<&", ">(", ">>", ">|", ">&", "((",
+    "|", "&", ";", "<", ">", "(", ")",
+)
+
+
+def _is_word_end(line: str, i: int) -> bool:
+    return i >= len(line) or line[i] in _METACHARS
+
+
+def _dollar_problem(line: str, i: int, in_double: bool) -> str | None:
+    """The construct a `$` at line[i] starts, or None when it is a literal `$`."""
+    nxt = line[i + 1] if i + 1 < len(line) else ""
+    if nxt == "(":
+        return "$("
+    if nxt in ("{", "["):
+        return "$"
+    if nxt in ("'", '"'):
+        return None if in_double else "$"  # `$'…'` and `$"…"`; inside "…" a literal `$`
+    if nxt and (nxt.isalnum() or nxt == "_" or nxt in "?#@*!$-"):
+        return "$"
+    return None
+
+
+def _scan(line: str) -> _Scan:
+    out = _Scan()
+    n = len(line)
+    segment: list[_Word] = []
+    seg_has_tokens = False
+    last_sep: _Op | None = None
+    i = 0
+
+    def separator(op: _Op) -> None:
+        nonlocal segment, seg_has_tokens, last_sep
+        if not seg_has_tokens:
+            # an empty stretch: blame the operator before it (nothing after it),
+            # or this one when the line starts with it (nothing before it)
+            blame = last_sep if last_sep is not None else op
+            out.constructs.append((blame.start, blame.text))
+        out.segments.append(segment)
+        segment, seg_has_tokens, last_sep = [], False, op
+
+    while i < n:
+        c = line[i]
+        if c in _BLANKS:
+            i += 1
+            continue
+        removed = next((r for r in _REMOVED if line.startswith(r, i) and _is_word_end(line, i + len(r))), None)
+        if removed:
+            i += len(removed)
+            continue
+        if c in _METACHARS:
+            op = next(o for o in _OPERATORS if line.startswith(o, i))
+            if op in _SEPARATORS or op in _BAD_SEPARATORS:
+                if op in _BAD_SEPARATORS:
+                    out.constructs.append((i, op))
+                separator(_Op(op, i))
+            else:
+                out.constructs.append((i, op))  # redirection, substitution, parenthesis
+                seg_has_tokens = True
+            i += len(op)
+            continue
+        if c == "#":
+            out.constructs.append((i, "#"))  # a comment hides the rest of the line
+            break
+        word, i, stop = _scan_word(line, i, out.constructs)
+        if word.plain and not segment and word.value in RESERVED_WORDS:
+            out.constructs.append((word.start, word.value))
+        segment.append(word)
+        seg_has_tokens = True
+        if stop:
+            break
+    if not seg_has_tokens and last_sep is not None:
+        out.constructs.append((last_sep.start, last_sep.text))
+    if seg_has_tokens or last_sep is not None:
+        out.segments.append(segment)
+    return out
+
+
+def _scan_word(line: str, i: int, constructs: list[tuple[int, str]]) -> tuple[_Word, int, bool]:
+    """Scan one word from line[i]; returns (word, next index, stop scanning)."""
+    n = len(line)
+    start = i
+    value: list[str] = []
+    plain = True
+    # unquoted brace characters: (position in line, char); `,`/`..` anywhere count
+    braces: list[tuple[int, str]] = []
+    sep_positions: list[int] = []
+    while i < n and line[i] not in _METACHARS:
+        c = line[i]
+        if c == "\\":
+            plain = False
+            if i + 1 < n:
+                value.append(line[i + 1])
+                i += 2
+            else:
+                value.append("\\")
+                i += 1
+        elif c == "'":
+            plain = False
+            end = line.find("'", i + 1)
+            if end < 0:
+                constructs.append((i, "'"))
+                return _Word("".join(value), line[start:], start, False), n, True
+            value.append(line[i + 1:end])
+            if "," in line[i + 1:end] or ".." in line[i + 1:end]:
+                sep_positions.append(i)
+            i = end + 1
+        elif c == '"':
+            plain = False
+            j = i + 1
+            chunk: list[str] = []
+            while j < n and line[j] != '"':
+                d = line[j]
+                if d == "\\" and j + 1 < n and line[j + 1] in '$`"\\':
+                    chunk.append(line[j + 1])
+                    j += 2
+                    continue
+                if d == "$":
+                    problem = _dollar_problem(line, j, in_double=True)
+                    if problem:
+                        constructs.append((j, problem))
+                elif d == "`":
+                    constructs.append((j, "`"))
+                chunk.append(d)
+                j += 1
+            if j >= n:
+                constructs.append((i, '"'))
+                return _Word("".join(value), line[start:], start, False), n, True
+            text = "".join(chunk)
+            value.append(text)
+            if "," in text or ".." in text:
+                sep_positions.append(i)
+            i = j + 1
+        elif c == "$":
+            problem = _dollar_problem(line, i, in_double=False)
+            if problem:
+                constructs.append((i, problem))
+                if line[i + 1:i + 2] == "{":
+                    value.append("${")  # `${` opens a parameter, not a brace expansion
+                    i += 2
+                    continue
+            value.append(c)
+            i += 1
+        elif c == "`":
+            constructs.append((i, "`"))
+            value.append(c)
+            i += 1
+        else:
+            if c in "{},":
+                braces.append((i, c))
+            elif c == "." and line[i + 1:i + 2] == ".":
+                braces.append((i, ","))  # `..` of {1..3}
+            value.append(c)
+            i += 1
+    raw = line[start:i]
+    brace = _brace_expansion(braces, sep_positions)
+    if brace is not None:
+        constructs.append((brace, "{"))
+    return _Word("".join(value), raw, start, plain), i, False
+
+
+def _brace_expansion(braces: list[tuple[int, str]], quoted_seps: list[int]) -> int | None:
+    """Position of an unquoted `{` that opens a brace expansion, if any.
+
+    Conservative: any `,` or `..` (quoted or not) between an unquoted `{` and a
+    later unquoted `}` makes it an expansion.
+    """
+    opens = [pos for pos, ch in braces if ch == "{" and pos >= 0]
+    for open_pos in opens:
+        closes = [pos for pos, ch in braces if ch == "}" and pos > open_pos]
+        if not closes:
+            continue
+        close_pos = max(closes)
+        if any(ch == "," and open_pos < pos < close_pos for pos, ch in braces) or any(
+            open_pos < pos < close_pos for pos in quoted_seps
+        ):
+            return open_pos
+    return None
+
+
+# ---------------------------------------------------------------------------
+# parts
+
+
+def _shown(word: _Word) -> str:
+    return word.value if word.value else word.raw
+
+
+def _program_problem(word: _Word) -> tuple[str | None, str | None]:
+    """(program name, problem) for the first word of a command."""
+    value = word.value
+    if "/" in value:
+        folder, name = value.rsplit("/", 1)
+        if folder not in ALLOWED_DIRS or name not in PROGRAMS:
+            return None, _shown(word)
+        return name, None
+    if value not in PROGRAMS:
+        return None, _shown(word)
+    return value, None
+
+
+def _long_matches(name: str, forbidden: tuple[str, ...], abbreviations: bool) -> bool:
+    if not name:
+        return False
+    return any(name == f or (abbreviations and f.startswith(name)) for f in forbidden)
+
+
+def _generic_problem(rule: ProgramRule, args: list[_Word]) -> str | None:
+    for word in args:
+        v = word.value
+        if rule.dashdash and v == "--":
+            return None
+        if any(v.startswith(p) for p in rule.prefixes):
+            return _shown(word)
+        if v.startswith("--"):
+            if _long_matches(v[2:].split("=", 1)[0], rule.long, rule.abbreviations):
+                return _shown(word)
+        elif v.startswith("-") and len(v) > 1:
+            if any(ch in rule.short for ch in v[1:]):
+                return _shown(word)
+    return None
+
+
+# uniq: options taking a value, so operands can be counted
+_UNIQ_SHORT_ARG = "fsw"
+_UNIQ_LONG_ARG = ("skip-fields", "skip-chars", "check-chars")
+
+
+def _uniq_problem(args: list[_Word]) -> str | None:
+    operands = 0
+    options_done = False
+    skip_next = False
+    for word in args:
+        v = word.value
+        if skip_next:
+            skip_next = False
+            continue
+        if not options_done and v == "--":
+            options_done = True
+            continue
+        if not options_done and v.startswith("--"):
+            name = v[2:].split("=", 1)[0]
+            if "=" not in v and any(f.startswith(name) for f in _UNIQ_LONG_ARG) and name:
+                skip_next = True
+            continue
+        if not options_done and v.startswith("-") and len(v) > 1:
+            for k, ch in enumerate(v[1:], start=1):
+                if ch in _UNIQ_SHORT_ARG:
+                    skip_next = k == len(v) - 1  # value in the next word
+                    break
+            continue
+        operands += 1
+        if operands == 2:
+            return _shown(word)  # uniq INPUT OUTPUT writes OUTPUT
+    return None
+
+
+# sed -------------------------------------------------------------------------
+
+_SED_LONG = {
+    "quiet": "n", "silent": "n", "expression": "e", "file": "f", "in-place": "i",
+    "line-length": "l", "null-data": "z", "zero-terminated": "z", "regexp-extended": "E",
+    "separate": "s", "sandbox": "", "unbuffered": "u", "debug": "", "posix": "",
+    "follow-symlinks": "", "binary": "", "help": "", "version": "",
+}
+_SED_FLAGS = set("nEsuzr")
+_SED_FORBIDDEN = set("if")
+
+
+def _resolve_long(name: str, table: dict[str, str]) -> str | None:
+    """GNU getopt_long: an exact name, else a unique prefix; None when unknown or ambiguous."""
+    if name in table:
+        return name
+    hits = [k for k in table if k.startswith(name)] if name else []
+    return hits[0] if len(hits) == 1 else None
+
+
+def _sed_problem(prog: _Word, args: list[_Word]) -> str | None:
+    quiet = False
+    scripts: list[str] = []
+    operands: list[_Word] = []
+    options_done = False
+    k = 0
+    while k < len(args):
+        word = args[k]
+        v = word.value
+        k += 1
+        if options_done or v == "-" or not v.startswith("-"):
+            operands.append(word)
+            continue
+        if v == "--":
+            options_done = True
+            continue
+        if operands:
+            return _shown(word)  # an option after the first operand
+        if v.startswith("--"):
+            name, eq, val = v[2:].partition("=")
+            full = _resolve_long(name, _SED_LONG)
+            if full is None:
+                return _shown(word)
+            letter = _SED_LONG[full]
+            if letter in _SED_FORBIDDEN:
+                return _shown(word)
+            if letter == "n":
+                quiet = True
+            elif letter in ("e", "l"):
+                if not eq:
+                    if k >= len(args):
+                        return _shown(word)
+                    val = args[k].value
+                    k += 1
+                if letter == "e":
+                    scripts.append(val)
+                elif not val.isdigit():
+                    return _shown(word)  # see -l below
+            continue
+        cluster = v[1:]
+        for pos, ch in enumerate(cluster):
+            if ch in _SED_FORBIDDEN or (ch not in _SED_FLAGS and ch not in "el"):
+                return _shown(word)
+            if ch == "n":
+                quiet = True
+            elif ch in "el":
+                rest = cluster[pos + 1:]
+                if not rest:
+                    if k >= len(args):
+                        return _shown(word)
+                    rest = args[k].value
+                    k += 1
+                if ch == "e":
+                    scripts.append(rest)
+                elif not rest.isdigit():
+                    # BSD sed's -l takes no value: there the next word would be the script
+                    return _shown(word)
+                break
+    if not quiet:
+        return _shown(prog)
+    if not scripts:
+        if not operands:
+            return _shown(prog)
+        scripts.append(operands[0].value)
+    for script in scripts:
+        if not sed_script_prints_only(script):
+            return script
+    return None
+
+
+_SED_SIMPLE = set("pPl=dDnNqQgGhHxzF")
+_SED_NUMBER_ARG = set("lqQL")
+_S_FLAGS = set("gpiImM0123456789")
+
+
+class _SedSyntax(Exception):
+    pass
+
+
+def sed_script_prints_only(script: str) -> bool:
+    """True when a sed script only selects and prints (no e/w/W/r/R/a/i/c, no s///e or s///w)."""
+    try:
+        _SedParser(script).parse()
+    except _SedSyntax:
+        return False
+    return True
+
+
+class _SedParser:
+    def __init__(self, text: str):
+        self.t = text
+        self.i = 0
+
+    def peek(self) -> str:
+        return self.t[self.i] if self.i < len(self.t) else ""
+
+    def skip_blanks(self) -> None:
+        while self.peek() and self.peek() in " \t":
+            self.i += 1
+
+    def parse(self) -> None:
+        depth = 0
+        while True:
+            while self.peek() and self.peek() in " \t;":
+                self.i += 1
+            if not self.peek():
+                break
+            if self.peek() == "#":
+                break  # a comment runs to the end (scripts here have no newline)
+            if self.peek() != ":":
+                self.address()
+            self.skip_blanks()
+            while self.peek() == "!":
+                self.i += 1
+                self.skip_blanks()
+            cmd = self.peek()
+            self.i += 1
+            if cmd == "{":
+                depth += 1
+                continue
+            if cmd == "}":
+                depth -= 1
+                if depth < 0:
+                    raise _SedSyntax
+            elif cmd == ":":
+                self.label()
+            elif cmd and cmd in "btT":
+                self.skip_blanks()
+                self.label()
+            elif cmd == "s":
+                self.substitute()
+            elif cmd == "y":
+                delim = self.delimiter()
+                self.regex(delim, brackets=False)
+                self.regex(delim, brackets=False)
+            elif cmd and cmd in _SED_SIMPLE:
+                if cmd in _SED_NUMBER_ARG:
+                    self.skip_blanks()
+                    while self.peek().isdigit():
+                        self.i += 1
+            else:
+                raise _SedSyntax  # e w W r R a i c v and anything unknown
+            self.end_of_command()
+        if depth != 0:
+            raise _SedSyntax
+
+    def end_of_command(self) -> None:
+        self.skip_blanks()
+        if self.peek() in ("", ";", "}", "#"):
+            return
+        raise _SedSyntax
+
+    def label(self) -> None:
+        # GNU sed ends a label at `;` or a blank
+        while self.peek() and self.peek() not in " \t;}":
+            self.i += 1
+
+    def delimiter(self) -> str:
+        d = self.peek()
+        if not d or d in "\\\n":
+            raise _SedSyntax
+        self.i += 1
+        return d
+
+    def regex(self, delim: str, brackets: bool = True) -> None:
+        """Skip a regex (or replacement: brackets=False) up to and past its unescaped delimiter."""
+        while True:
+            c = self.peek()
+            if not c:
+                raise _SedSyntax
+            self.i += 1
+            if c == "\\":
+                if not self.peek():
+                    raise _SedSyntax
+                self.i += 1
+            elif c == delim:
+                return
+            elif c == "[" and brackets:
+                self.bracket(delim)
+
+    def bracket(self, delim: str) -> None:
+        """A bracket expression; the delimiter inside one is refused (GNU and BSD sed differ)."""
+        start = self.i
+        if self.peek() == "^":
+            self.i += 1
+        if self.peek() == "]":
+            self.i += 1
+        while True:
+            c = self.peek()
+            if not c:
+                # no closing `]`: GNU reads `[` literally; re-scan from after it
+                self.i = start
+                return
+            if c == delim:
+                raise _SedSyntax
+            self.i += 1
+            if c == "[" and self.peek() in (":", ".", "="):
+                kind = self.peek()
+                close = self.t.find(kind + "]", self.i + 1)
+                if close < 0:
+                    raise _SedSyntax
+                if delim in self.t[self.i:close]:
+                    raise _SedSyntax
+                self.i = close + 2
+            elif c == "]":
+                return
+
+    def address(self) -> None:
+        if not self.one_address():
+            return
+        self.skip_blanks()
+        if self.peek() == ",":
+            self.i += 1
+            self.skip_blanks()
+            if self.peek() in ("+", "~"):
+                self.i += 1
+                self.number(required=True)
+            elif not self.one_address():
+                raise _SedSyntax
+
+    def one_address(self) -> bool:
+        c = self.peek()
+        if c.isdigit():
+            self.number(required=True)
+            if self.peek() == "~":
+                self.i += 1
+                self.number(required=True)
+            return True
+        if c == "$":
+            self.i += 1
+            return True
+        if c in ("/", "\\"):
+            self.i += 1
+            delim = "/" if c == "/" else self.delimiter()
+            self.regex(delim)
+            while self.peek() in ("I", "M"):
+                self.i += 1
+            return True
+        return False
+
+    def number(self, required: bool) -> None:
+        start = self.i
+        while self.peek().isdigit():
+            self.i += 1
+        if required and self.i == start:
+            raise _SedSyntax
+
+    def substitute(self) -> None:
+        delim = self.delimiter()
+        self.regex(delim)
+        self.regex(delim, brackets=False)
+        while self.peek() and self.peek() in _S_FLAGS:
+            self.i += 1
+        # anything else here (e, w, W, unknown) is refused by end_of_command
+
+
+# ---------------------------------------------------------------------------
+
+
+def _command_problem(words: list[_Word]) -> str | None:
+    if not words:
+        return None
+    name, problem = _program_problem(words[0])
+    if problem is not None:
+        return problem
+    args = words[1:]
+    if name == "sed":
+        return _sed_problem(words[0], args)
+    if name == "uniq":
+        return _uniq_problem(args)
+    return _generic_problem(PROGRAMS[name], args)
+
+
+def check_command(line: str) -> str | None:
+    """None when the line is accepted (G11), else its first problem as text."""
+    if "\n" in line:
+        return "\n"
+    scan = _scan(line)
+    if scan.constructs:
+        return min(scan.constructs, key=lambda c: c[0])[1]
+    for words in scan.segments:
+        problem = _command_problem(words)
+        if problem is not None:
+            return problem
+    return None
+
+
+def describe_problem(problem: str) -> str:
+    return "a newline" if problem == "\n" else quote(problem)
+
+
+def describe_violation(line: str) -> str:
+    """The tool_violation reason: the line (%q) and its first problem."""
+    problem = check_command(line)
+    if problem is None:
+        raise ValueError(f"agy command {quote(line)} is accepted")
+    return f"agy command {quote(line)} is not a read-only command line: first problem {describe_problem(problem)}"
+
+
+__all__ = [
+    "ALLOWED_DIRS",
+    "PROGRAMS",
+    "ProgramRule",
+    "RESERVED_WORDS",
+    "check_command",
+    "describe_problem",
+    "describe_violation",
+    "sed_script_prints_only",
+]

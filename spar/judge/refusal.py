@@ -1,0 +1,133 @@
+"""Contract §5 (row G13): usage/rate-limit and authentication refusals, reset times.
+
+spar looks, ignoring case, for the phrases of §5 in a reviewer's stderr and in
+the error messages of its output; any other message is not a refusal.
+
+Decisions (documented here because §5 leaves them open):
+- Phrases match as plain substrings of one line, ignoring case.
+- `code 429` / `status 429` (and 401): `code` or `status`, then zero to four
+  symbols, then the number not followed by another digit.  A symbol is any
+  character that is not an ASCII letter or digit; a space counts (so
+  `code 429`, `code: 429`, `(code 429)`, `status=429`, `status": 429` and
+  `"error_code":429` all match; `code 4290` and a bare `429` do not).
+- When both kinds appear anywhere in the texts, authentication wins: a fallback
+  model cannot fix a login problem, so no second attempt is spent on it.
+  Within one kind, the first matching line (texts in order, lines in order)
+  is the message.
+- `message` is that line stripped; a line longer than 300 characters is cut
+  to a 300-character window around the phrase, with `…` marking the cuts.
+- Reset (`find_resets`): `reset`/`resets` as a word, optionally followed by
+  `in` or `at`, or `try again in`/`try again at`; then whitespace; then the
+  text from the first word containing a digit (words before it are skipped,
+  without crossing a period) up to a period or the end of the line, stripped.
+  `resets Apr 24, 4am` → `24, 4am`.  The first reset phrase found in the
+  texts (in order) gives `resets`, whichever line holds the refusal phrase.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+MAX_MESSAGE = 300
+
+QUOTA_PHRASES = (
+    "RESOURCE_EXHAUSTED", "429 Too Many Requests", "too many requests", "rate limit",
+    "rate_limit", "rate-limit", "ratelimit", "quota reached", "quota exceeded",
+    "quota exhausted", "insufficient_quota", "hit your limit", "hit your usage limit",
+    "usage limit reached",
+)
+AUTH_PHRASES = (
+    "UNAUTHENTICATED", "401 Unauthorized", "not logged in", "authentication required",
+    "authentication failed", "login again", "log in again", "sign in again", "codex login",
+    "agy login", "claude login", "run /login", "oauth token expired", "oauth token has expired",
+    "invalid api key", "incorrect api key",
+)
+
+
+def _phrase_pattern(phrases: tuple[str, ...], number: str) -> re.Pattern[str]:
+    literal = "|".join(re.escape(p) for p in phrases)
+    status = rf"(?:code|status)[^A-Za-z0-9]{{0,4}}{number}(?![0-9])"
+    return re.compile(f"{literal}|{status}", re.IGNORECASE)
+
+
+QUOTA_RE = _phrase_pattern(QUOTA_PHRASES, "429")
+AUTH_RE = _phrase_pattern(AUTH_PHRASES, "401")
+
+# `in`/`at` must be whole words so `resets instantly` is not `resets in stantly`
+RESET_RE = re.compile(
+    r"(?:\bresets?(?:\s+(?:in|at)\b)?|\btry again (?:in|at)\b)\s+[^.\n\d]*?(?<=\s)([^\s.]*\d[^.\n]*)",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    kind: Literal["quota", "auth"]
+    message: str
+    resets: str | None
+
+
+def _lines(texts: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for text in texts:
+        if isinstance(text, str) and text:
+            out.extend(text.splitlines())
+    return out
+
+
+def _trim(line: str, match_start: int) -> str:
+    stripped = line.strip()
+    if len(stripped) <= MAX_MESSAGE:
+        return stripped
+    at = match_start - (len(line) - len(line.lstrip()))
+    # a window of MAX_MESSAGE characters (the `…` marks included) that starts
+    # up to 100 characters before the phrase, so the phrase stays whole
+    start = max(0, min(at - 100, len(stripped) - MAX_MESSAGE))
+    end = start + MAX_MESSAGE
+    head = "…" if start > 0 else ""
+    tail = "…" if end < len(stripped) else ""
+    return head + stripped[start + len(head): end - len(tail)] + tail
+
+
+def _first(lines: list[str], pattern: re.Pattern[str]) -> str | None:
+    for line in lines:
+        m = pattern.search(line)
+        if m:
+            return _trim(line, m.start())
+    return None
+
+
+def find_resets(text: str) -> str | None:
+    """The reset time a message names (§5 reset phrases), or None."""
+    for line in text.splitlines():
+        for m in RESET_RE.finditer(line):
+            value = m.group(1).strip()
+            if value:
+                return value
+    return None
+
+
+def detect_refusal(texts: Iterable[str]) -> Refusal | None:
+    """A §5 refusal in stderr text and output error messages, or None."""
+    lines = _lines(texts)
+    resets = next((r for r in (find_resets(line) for line in lines) if r), None)
+    message = _first(lines, AUTH_RE)
+    if message is not None:
+        return Refusal("auth", message, resets)
+    message = _first(lines, QUOTA_RE)
+    if message is not None:
+        return Refusal("quota", message, resets)
+    return None
+
+
+def reason_for(refusal: Refusal) -> str:
+    """The `reason` recorded for an unavailable reviewer (§5 Record column)."""
+    if refusal.kind == "quota":
+        return f"quota or rate limit: {refusal.message}"
+    return f"authentication: {refusal.message}"
+
+
+__all__ = ["Refusal", "detect_refusal", "find_resets", "reason_for", "QUOTA_PHRASES", "AUTH_PHRASES"]

@@ -1,0 +1,48 @@
+"""Preset registry and the one entry point for reviewer inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spar.config.model import ReviewerConfig
+from spar.errors import Refused
+from spar.presets.base import InputContext, InputSpec, Preset
+
+__all__ = ["InputSpec", "Preset", "get_preset", "prepare_input"]
+
+
+def get_preset(name: str) -> Preset:
+    """The preset object for a preset name (`claude`, `codex`, `agy`, `native`, `command`)."""
+    # imported here so that importing spar.presets stays cheap and cycle-free
+    from spar.presets import agy, claude, codex, command, native
+
+    table = {
+        "claude": claude.PRESET,
+        "codex": codex.PRESET,
+        "agy": agy.PRESET,
+        "native": native.PRESET,
+        "command": command.PRESET,
+    }
+    try:
+        return table[name]
+    except KeyError:
+        # configuration checks reject unknown presets long before this; reaching here is a caller bug
+        raise Refused(f"unknown preset {name!r}") from None
+
+
+def prepare_input(cfg: ReviewerConfig, *, reviewer_dir: Path, packet_text: str, packet_path: Path,
+                  standpoint: str | None, standpoints_active: bool, dry_run: bool) -> InputSpec:
+    """Decide what this reviewer receives and which files go into its folder.
+
+    The caller writes `spec.files` (reviewer-folder-relative) before the run.
+    `reviewer_dir` and `packet_path` should be absolute: some inputs name them.
+    """
+    ctx = InputContext(
+        reviewer_dir=Path(reviewer_dir),
+        packet_text=packet_text,
+        packet_path=Path(packet_path),
+        standpoint=standpoint,
+        standpoints_active=standpoints_active,
+        dry_run=dry_run,
+    )
+    return get_preset(cfg.preset).prepare_input(cfg, ctx)

@@ -1,0 +1,144 @@
+"""agy (Antigravity CLI) preset: prompt in `-p`, stream-json out, plan mode."""
+
+from __future__ import annotations
+
+from spar.config.model import ReviewerConfig
+from spar.judge import agy_commands  # G11 checker
+from spar.presets.base import (
+    Answer,
+    InputContext,
+    InputSpec,
+    Monitor,
+    Preset,
+    RunPaths,
+    StreamInfo,
+    as_text,
+    join_parts,
+    parse_answer_text,
+    standpoint_instruction,
+)
+
+READ_TOOLS = ("view_file", "read_file", "grep_search", "list_dir")
+SUCCESS_STATUSES = ("SUCCESS", "OK")  # OK: older versions
+# Linux caps one argument at 128 KiB; stay well below it
+MAX_PROMPT_BYTES = 100 * 1024
+
+def _command_note() -> str:
+    """The G11 rule in one paragraph, so agy knows which shell commands it may run."""
+    # the checker's own list keeps the note in step with G11
+    programs = ", ".join(sorted(p for p in agy_commands.PROGRAMS if p != "sed"))
+    return (
+        "Shell commands: you may run only read-only command lines in run_command. Allowed "
+        f"programs: {programs}, and `sed -n` to print lines; no option that runs a program or "
+        "writes a file (such as find -exec or -delete, sort -o). Join commands only with |, &&, "
+        "|| and ;. Anything else stops your review as a tool violation: other programs (cd, git, "
+        "python3, …) or a program path outside /bin, /usr/bin, /usr/local/bin and "
+        "/opt/homebrew/bin; redirection other than 2>/dev/null and 2>&1; command substitution; "
+        "a $ outside single quotes; brace expansion; a line with a newline. Prefer the "
+        "view_file, grep_search and list_dir tools.\n"
+    )
+
+
+COMMAND_NOTE = _command_note()
+
+
+class AgyPreset(Preset):
+    name = "agy"
+
+    def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
+        instruction = standpoint_instruction(ctx.standpoint, ctx.standpoints_active)
+        text = join_parts(COMMAND_NOTE, instruction, ctx.packet_text)
+        files: dict[str, str] = {}
+        if len(text.encode("utf-8")) > MAX_PROMPT_BYTES:
+            packet_file = (ctx.reviewer_dir / "PACKET.md").absolute()
+            reference = (
+                f"The review packet is too large for this prompt; it is in the file {packet_file}. "
+                "Read all of it before you start: it holds the change, the angles to check and "
+                "how to report.\n"
+            )
+            text = join_parts(COMMAND_NOTE, instruction, reference)
+            files["PACKET.md"] = ctx.packet_text
+        if ctx.writes_input_md:
+            files["input.md"] = text  # for agy: the -p text
+        return InputSpec(text=text, files=files)
+
+    def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
+        argv = [exe, "-p", spec.text, "--output-format", "stream-json", "--mode", "plan"]
+        if model:
+            argv += ["--model", model]
+        argv += ["--json-schema", str(paths.schema_path)]
+        return argv
+
+    def monitor(self) -> "AgyMonitor":
+        return AgyMonitor()
+
+
+class AgyMonitor(Monitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.result_event: dict | None = None
+
+    def event(self, event: dict) -> str | None:
+        kind = event.get("event")
+        if kind == "init":
+            init = event.get("init") if isinstance(event.get("init"), dict) else {}
+            if isinstance(init.get("model"), str) and init["model"]:
+                self.observed_model = init["model"]
+        elif kind == "step_update":
+            step = event.get("step_update") if isinstance(event.get("step_update"), dict) else {}
+            if step.get("step_type") == "tool":
+                return self._tool(step)
+        elif kind == "result":
+            self.result_event = event.get("result") if isinstance(event.get("result"), dict) else {}
+        elif kind == "error":
+            self.error_texts.append(as_text(event.get("error") or event.get("message")))
+        return None
+
+    def _tool(self, step: dict) -> str | None:
+        name = step.get("tool_name")
+        if name in READ_TOOLS:
+            return None
+        if name == "run_command":
+            info = step.get("tool_info") if isinstance(step.get("tool_info"), dict) else {}
+            params = info.get("parameters") if isinstance(info.get("parameters"), dict) else {}
+            line = params.get("CommandLine")
+            if not isinstance(line, str):
+                return "run_command without a CommandLine"
+            if agy_commands.check_command(line) is None:
+                return None
+            return agy_commands.describe_violation(line)
+        return (f"tool {as_text(name)} is not allowed (agy reviewers may use "
+                f"{', '.join(READ_TOOLS)} and run_command with read-only commands)")
+
+    def finish(self, exit_code: int | None, stdout: StreamInfo) -> Answer:
+        texts = self.error_texts
+        if exit_code == 3:
+            # 3 = model/API failure; the reason (AGY_ERROR …) is on stderr
+            return Answer(False, failure="agy reported a model or API failure", error_texts=texts)
+        res = self.result_event
+        if res is None:
+            return Answer(False, failure="no result event in the output", error_texts=texts)
+        status = as_text(res.get("status"))
+        response = res.get("response")
+        if status not in SUCCESS_STATUSES:
+            detail = f": {as_text(response)}" if response else ""
+            return Answer(False, failure=f"result status {status or '(none)'}{detail}",
+                          error_texts=texts + ([as_text(response)] if response else []))
+        denied = res.get("denied_actions")
+        if denied:
+            return Answer(False, failure=f"agy denied actions: {as_text(denied)}", error_texts=texts)
+        if exit_code != 0:
+            return Answer(False, failure="the result reports success but the exit code does not",
+                          error_texts=texts)
+        structured = res.get("structured_output")
+        if isinstance(structured, dict):
+            return Answer(True, result=structured)
+        if structured is not None:
+            return Answer(True, output_error="structured_output of the result is not a JSON object")
+        if not isinstance(response, str) or not response.strip():
+            return Answer(False, failure="the result has an empty response", error_texts=texts)
+        result, error = parse_answer_text(response, "the result response")
+        return Answer(True, result=result, output_error=error)
+
+
+PRESET = AgyPreset()

@@ -1,0 +1,215 @@
+"""What every preset shares: the input a reviewer receives, run paths, output monitors.
+
+A preset turns a reviewer configuration into an input (text + files, decided
+before anything runs, dry runs too), an argv, a version argv and a line-by-line
+output monitor that watches tool use (G10/G11), the observed model (G12) and
+the final answer. Nothing here starts a process.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spar.config.model import ReviewerConfig
+
+
+@dataclass
+class InputSpec:
+    """What a reviewer receives; produced before anything runs (dry runs too)."""
+
+    text: str  # exactly what the reviewer receives (stdin text, -p text, {prompt} file content, prompt.md)
+    files: dict[str, str] = field(default_factory=dict)  # reviewer-folder-relative files to write
+    # command preset only: the file `{prompt}` names (the reviewer's input.md, or the
+    # round's packet.md when no input.md is written); None for other presets
+    prompt_path: Path | None = None
+
+
+@dataclass
+class InputContext:
+    """Arguments of `prepare_input`, bundled for the preset modules."""
+
+    reviewer_dir: Path
+    packet_text: str
+    packet_path: Path
+    standpoint: str | None  # this reviewer's standpoint text, None when it has none
+    standpoints_active: bool  # the round has standpoints (for any reviewer)
+    dry_run: bool
+
+    @property
+    def writes_input_md(self) -> bool:
+        # contract: input.md in standpoint rounds and dry runs only, so that rounds
+        # without standpoints keep their inputs byte for byte unchanged
+        return self.standpoints_active or self.dry_run
+
+    @property
+    def round_dir(self) -> Path:
+        return self.reviewer_dir.parent
+
+
+@dataclass
+class RunPaths:
+    """Where one reviewer run happens (all absolute)."""
+
+    reviewer_dir: Path
+    round_dir: Path
+    workspace: Path
+    schema_path: Path
+
+
+def standpoint_instruction(standpoint: str | None, standpoints_active: bool) -> str:
+    """The per-reviewer instruction of a standpoint round ("" outside standpoint rounds)."""
+    if not standpoints_active:
+        return ""
+    if standpoint is not None:
+        return (
+            "Your standpoint for this round (also listed under \"Standpoints for this round\" "
+            "in the packet):\n\n"
+            f"{standpoint}\n\n"
+            "Attack this risk in particular, while still checking every angle the packet asks for. "
+            "Report on it in `standpoint_report`: `checked: true` with what you checked, or "
+            "`checked: false` with why you could not check it.\n"
+        )
+    return (
+        "This round assigns standpoints to other reviewers (see \"Standpoints for this round\" "
+        "in the packet); you have none. Review the whole change, checking every angle the "
+        "packet asks for. You need not give a `standpoint_report`.\n"
+    )
+
+
+def join_parts(*parts: str) -> str:
+    """Join non-empty parts with one blank line between them."""
+    kept = [p if p.endswith("\n") else p + "\n" for p in parts if p]
+    return "\n".join(kept)
+
+
+# ---------------------------------------------------------------- monitors
+
+
+@dataclass
+class StreamInfo:
+    """What the process layer knows about one captured output stream."""
+
+    path: Path | None  # the log file (None when kept in memory only)
+    bytes_seen: int = 0
+    bytes_kept: int = 0
+    truncated: bool = False  # more than the cap arrived; the log holds the first `cap` bytes
+    cut_lines: int = 0  # lines longer than the line limit, not given to the monitor
+
+
+@dataclass
+class Answer:
+    """How a finished run ended, as the output and exit code tell it."""
+
+    completed: bool  # a final answer exists and the exit code agrees
+    result: dict | None = None  # the raw result object (completed, parseable)
+    output_error: str | None = None  # completed, but the answer is not one JSON object
+    failure: str = ""  # not completed: what happened (without exit code / stderr)
+    error_texts: list[str] = field(default_factory=list)  # output error messages (refusal detection)
+
+
+class Monitor:
+    """Fed stdout line by line while the reviewer runs; judges the end."""
+
+    def __init__(self) -> None:
+        self.observed_model: str | None = None
+        self.violation: str | None = None
+        self.error_texts: list[str] = []
+
+    def feed(self, line: str) -> str | None:
+        """Look at one stdout line; return a violation reason the first time one is seen."""
+        if self.violation is not None:
+            return None
+        event = parse_json_line(line)
+        if event is None:
+            return None  # CLIs print banners and progress; skip what is not JSON
+        reason = self.event(event)
+        if reason:
+            self.violation = reason
+            return reason
+        return None
+
+    def event(self, event: dict) -> str | None:  # pragma: no cover - overridden
+        return None
+
+    def finish(self, exit_code: int | None, stdout: StreamInfo) -> Answer:  # pragma: no cover
+        raise NotImplementedError
+
+
+def parse_json_line(line: str) -> dict | None:
+    text = line.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def parse_answer_text(text: str, what: str) -> tuple[dict | None, str | None]:
+    """Read a final answer given as text: (object, None) or (None, output error)."""
+    body = _strip_fence(text.strip())
+    try:
+        value = json.loads(body)
+    except ValueError as exc:
+        return None, f"{what} is not JSON: {exc}"
+    if not isinstance(value, dict):
+        return None, f"{what} is not a JSON object (got {json_type(value)})"
+    return value, None
+
+
+def _strip_fence(text: str) -> str:
+    # models sometimes wrap JSON in a ```json fence even when told not to
+    if text.startswith("```") and text.endswith("```") and "\n" in text:
+        inner = text[text.index("\n") + 1 : -3]
+        return inner.strip()
+    return text
+
+
+def json_type(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def as_text(value) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False)
+
+
+class Preset:
+    """One preset: input, argv, version argv and output monitor."""
+
+    name = ""
+    runs_process = True  # native runs nothing
+    version_args: tuple[str, ...] | None = ("--version",)  # None: no version check
+
+    def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:  # pragma: no cover
+        raise NotImplementedError
+
+    def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
+        raise NotImplementedError  # pragma: no cover
+
+    def executable_name(self, cfg: ReviewerConfig, paths: RunPaths, spec: InputSpec) -> str:
+        """What G14 looks up: `binary`, else the preset name."""
+        return cfg.binary or self.name
+
+    def stdin_text(self, spec: InputSpec) -> str | None:
+        """Text written to the reviewer's stdin (then closed); None = no stdin."""
+        return None
+
+    def monitor(self) -> Monitor:  # pragma: no cover
+        raise NotImplementedError

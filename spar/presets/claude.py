@@ -1,0 +1,162 @@
+"""claude (Claude Code) preset: packet on stdin, stream-json out, structured output."""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+from spar.config.model import ReviewerConfig
+from spar.presets.base import (
+    Answer,
+    InputContext,
+    InputSpec,
+    Monitor,
+    Preset,
+    RunPaths,
+    StreamInfo,
+    as_text,
+    join_parts,
+    parse_answer_text,
+    standpoint_instruction,
+)
+
+ALLOWED_TOOLS = ("Read", "Grep", "Glob", "StructuredOutput")
+SYNTHETIC_MODEL = "<synthetic>"  # locally made error message, not a model
+
+
+def stdin_input(cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
+    """claude and codex: the packet on stdin, preceded by the standpoint instruction."""
+    instruction = standpoint_instruction(ctx.standpoint, ctx.standpoints_active)
+    text = join_parts(instruction, ctx.packet_text) if instruction else ctx.packet_text
+    files = {"input.md": text} if ctx.writes_input_md else {}
+    return InputSpec(text=text, files=files)
+
+
+class ClaudePreset(Preset):
+    name = "claude"
+
+    def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
+        return stdin_input(cfg, ctx)
+
+    def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
+        # --json-schema takes the schema itself, not a path: this round's schema.json as one string
+        schema = paths.schema_path.read_text(encoding="utf-8")
+        argv = [exe, "-p", "--output-format", "stream-json", "--verbose", "--json-schema", schema,
+                "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk"]
+        if model:
+            argv += ["--model", model]
+        if cfg.effort:
+            argv += ["--effort", cfg.effort]
+        return argv
+
+    def stdin_text(self, spec: InputSpec) -> str | None:
+        return spec.text
+
+    def monitor(self) -> "ClaudeMonitor":
+        return ClaudeMonitor()
+
+
+class ClaudeMonitor(Monitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.init_model: str | None = None
+        self.assistant_model: str | None = None
+        self.result_event: dict | None = None
+
+    def event(self, event: dict) -> str | None:
+        kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "init":
+            if isinstance(event.get("model"), str) and event["model"]:
+                self.init_model = event["model"]
+        elif kind == "assistant":
+            return self._assistant(event)
+        elif kind == "rate_limit_event":
+            self._rate_limit(event)
+        elif kind == "result":
+            self.result_event = event
+        self._update_model()
+        return None
+
+    def _assistant(self, event: dict) -> str | None:
+        message = event.get("message") if isinstance(event.get("message"), dict) else {}
+        model = message.get("model")
+        if isinstance(model, str) and model and model != SYNTHETIC_MODEL:
+            self.assistant_model = model
+        content = message.get("content") if isinstance(message.get("content"), list) else []
+        if event.get("error"):
+            # e.g. "rate_limit" plus the message text "API Error: Rate limit reached"
+            texts = [as_text(event["error"])]
+            texts += [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+            self.error_texts.append(": ".join(t for t in texts if t))
+        self._update_model()
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                name = block.get("name")
+                if name not in ALLOWED_TOOLS:
+                    return f"tool {as_text(name)} is not allowed (claude reviewers may use {', '.join(ALLOWED_TOOLS)})"
+        return None
+
+    def _rate_limit(self, event: dict) -> None:
+        info = event.get("rate_limit_info") if isinstance(event.get("rate_limit_info"), dict) else {}
+        if info.get("status") != "rejected":
+            return
+        text = "rate_limit rejected"
+        resets = info.get("resetsAt")
+        if isinstance(resets, (int, float)) and not isinstance(resets, bool):
+            try:
+                when = _dt.datetime.fromtimestamp(resets, _dt.timezone.utc)
+                text += f"; resets at {when.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+            except (OverflowError, OSError, ValueError):
+                pass
+        self.error_texts.append(text)
+
+    def _update_model(self) -> None:
+        # Decision (G12): the result's modelUsage, when it names exactly one model, is the
+        # most reliable (it shows a fallback the CLI made); else the last real assistant
+        # model; else the init model; else the modelUsage model with most output tokens.
+        usage = self.result_event.get("modelUsage") if self.result_event else None
+        keys = [k for k in usage if isinstance(k, str) and k] if isinstance(usage, dict) else []
+        if len(keys) == 1:
+            self.observed_model = keys[0]
+        elif self.assistant_model:
+            self.observed_model = self.assistant_model
+        elif self.init_model:
+            self.observed_model = self.init_model
+        elif keys:
+            self.observed_model = max(keys, key=lambda k: _output_tokens(usage[k]))
+
+    def finish(self, exit_code: int | None, stdout: StreamInfo) -> Answer:
+        self._update_model()
+        res = self.result_event
+        if res is None:
+            return Answer(False, failure="no result event in the output", error_texts=self.error_texts)
+        # API failures come as subtype "success" with is_error true: check is_error first
+        if res.get("is_error") is True:
+            message = as_text(res.get("result")) or "; ".join(as_text(e) for e in res.get("errors") or [])
+            texts = self.error_texts + [message] + [as_text(e) for e in res.get("errors") or []]
+            return Answer(False, failure=f"claude reported an error: {message or '(no message)'}",
+                          error_texts=[t for t in texts if t])
+        if exit_code != 0:
+            return Answer(False, failure="the result event reports success but the exit code does not",
+                          error_texts=self.error_texts)
+        structured = res.get("structured_output")
+        if isinstance(structured, dict):
+            return Answer(True, result=structured)
+        if structured is not None:
+            return Answer(True, output_error="structured_output of the result event is not a JSON object")
+        text = res.get("result")
+        if not isinstance(text, str) or not text.strip():
+            return Answer(False, failure="the result event has no structured_output and no result text",
+                          error_texts=self.error_texts)
+        result, error = parse_answer_text(text, "the result text (no structured_output)")
+        return Answer(True, result=result, output_error=error)
+
+
+def _output_tokens(entry) -> float:
+    if isinstance(entry, dict):
+        value = entry.get("outputTokens")
+        if isinstance(value, (int, float)):
+            return value
+    return 0
+
+
+PRESET = ClaudePreset()

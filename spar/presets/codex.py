@@ -1,0 +1,108 @@
+"""codex (OpenAI Codex CLI) preset: `codex exec --json`, prompt on stdin via `-`."""
+
+from __future__ import annotations
+
+import re
+
+from spar.config.model import ReviewerConfig
+from spar.presets.base import (
+    Answer,
+    InputContext,
+    InputSpec,
+    Monitor,
+    Preset,
+    RunPaths,
+    StreamInfo,
+    as_text,
+    parse_answer_text,
+)
+from spar.presets.claude import stdin_input
+
+ALLOWED_ITEMS = ("agent_message", "reasoning", "command_execution", "todo_list", "error")
+_REROUTED = re.compile(r"model rerouted:\s*(\S+)\s*->\s*(\S+)", re.IGNORECASE)
+
+
+class CodexPreset(Preset):
+    name = "codex"
+
+    def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
+        return stdin_input(cfg, ctx)
+
+    def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
+        argv = [exe, "exec", "--json", "--sandbox", "read-only", "--skip-git-repo-check", "--ephemeral",
+                "--output-schema", str(paths.schema_path)]
+        if model:
+            argv += ["-m", model]
+        if cfg.effort:
+            # -c takes TOML: the value is a quoted string
+            argv += ["-c", f'model_reasoning_effort="{cfg.effort}"']
+        argv += ["-C", str(paths.workspace), "-"]
+        return argv
+
+    def stdin_text(self, spec: InputSpec) -> str | None:
+        return spec.text
+
+    def monitor(self) -> "CodexMonitor":
+        return CodexMonitor()
+
+
+class CodexMonitor(Monitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_message: str | None = None
+        self.turn_completed = False
+        self.turn_failed: str | None = None
+        self.top_error: str | None = None
+
+    def event(self, event: dict) -> str | None:
+        kind = event.get("type")
+        if kind in ("item.started", "item.updated", "item.completed"):
+            item = event.get("item") if isinstance(event.get("item"), dict) else {}
+            item_kind = item.get("type")
+            if item_kind not in ALLOWED_ITEMS:
+                return (f"item kind {as_text(item_kind)} is not allowed "
+                        f"(codex reviewers may produce {', '.join(ALLOWED_ITEMS)})")
+            if item_kind == "agent_message" and kind == "item.completed" and isinstance(item.get("text"), str):
+                self.last_message = item["text"]
+            elif item_kind == "error" and kind == "item.completed":
+                self._error_text(as_text(item.get("message")))
+        elif kind == "turn.completed":
+            self.turn_completed = True
+        elif kind == "turn.failed":
+            error = event.get("error")
+            message = as_text(error.get("message")) if isinstance(error, dict) else as_text(error)
+            self.turn_failed = message or "(no message)"
+            self._error_text(message)
+        elif kind == "error":
+            message = as_text(event.get("message"))
+            self.top_error = message or "(no message)"
+            self._error_text(message)
+        return None
+
+    def _error_text(self, message: str) -> None:
+        if not message:
+            return
+        self.error_texts.append(message)
+        # the stream never names the model, except when the service reroutes it
+        m = _REROUTED.search(message)
+        if m:
+            self.observed_model = m.group(2).rstrip(".,;")
+
+    def finish(self, exit_code: int | None, stdout: StreamInfo) -> Answer:
+        texts = self.error_texts
+        if self.turn_failed is not None:
+            return Answer(False, failure=f"turn failed: {self.turn_failed}", error_texts=texts)
+        if self.top_error is not None:
+            return Answer(False, failure=f"error: {self.top_error}", error_texts=texts)
+        if not self.turn_completed:
+            return Answer(False, failure="no turn.completed event in the output", error_texts=texts)
+        if exit_code != 0:
+            return Answer(False, failure="the turn completed but the exit code does not report success",
+                          error_texts=texts)
+        if self.last_message is None:
+            return Answer(False, failure="the turn completed without an agent_message", error_texts=texts)
+        result, error = parse_answer_text(self.last_message, "the last agent_message")
+        return Answer(True, result=result, output_error=error)
+
+
+PRESET = CodexPreset()

@@ -1,0 +1,147 @@
+"""Live reviewer progress on stderr: a rich table on a terminal, plain lines otherwise.
+
+Never writes to stdout. Everything runs on the event loop's thread; rich's
+refresh thread only reads the state under a lock.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import TextIO
+
+QUIET = ("starting", "running")  # shown in the live table only; plain lines stay few
+FINAL = ("completed", "failed", "unavailable", "timeout", "tool_violation", "awaiting_record",
+         "invalid_output")
+
+
+@dataclass
+class _Row:
+    name: str
+    status: str = "pending"
+    attempt: int = 0
+    model: str = ""
+    detail: str = ""
+    started: float | None = None
+    finished: float | None = None
+
+    def elapsed(self, now: float) -> float:
+        if self.started is None:
+            return 0.0
+        return (self.finished if self.finished is not None else now) - self.started
+
+
+def _model_text(model: str) -> str:
+    return model if model else "CLI default"
+
+
+class Progress:
+    """Reviewer events; `live=True` draws a rich table on `stream`, else one line per event."""
+
+    def __init__(self, stream: TextIO | None = None, *, live: bool = False,
+                 clock=time.monotonic):
+        self.stream = stream if stream is not None else sys.stderr
+        self._clock = clock
+        self._rows: dict[str, _Row] = {}
+        self._lock = threading.Lock()
+        self._live = None
+        if live:
+            from rich.console import Console
+            from rich.live import Live
+
+            console = Console(file=self.stream, force_terminal=True)
+            self._live = Live(_Table(self), console=console, refresh_per_second=4, transient=False,
+                              redirect_stdout=False, redirect_stderr=False)
+            self._live.start()
+
+    @property
+    def live(self) -> bool:
+        return self._live is not None
+
+    def _row(self, name: str) -> _Row:
+        row = self._rows.get(name)
+        if row is None:
+            row = self._rows[name] = _Row(name)
+        return row
+
+    def reviewer_started(self, name: str, attempt: int, model: str) -> None:
+        with self._lock:
+            row = self._row(name)
+            if row.started is None:
+                row.started = self._clock()  # elapsed counts from the first attempt
+            row.finished = None
+            row.attempt = attempt
+            row.model = model
+            row.status = "starting"
+            row.detail = ""
+        self._plain(f"{name}: started attempt {attempt} (model {_model_text(model)})")
+
+    def reviewer_status(self, name: str, status: str, detail: str = "") -> None:
+        with self._lock:
+            row = self._row(name)
+            row.status = status
+            row.detail = detail
+            if status in FINAL:
+                row.finished = self._clock()
+            elapsed = row.elapsed(self._clock())
+        if self._live is None and status in QUIET:
+            return
+        if status in FINAL:
+            text = f"{name}: {status} in {elapsed:.1f}s"
+        else:
+            text = f"{name}: {status}"
+        if detail:
+            text += f": {detail}"
+        self._plain(text)
+
+    def _plain(self, text: str) -> None:
+        if self._live is not None:
+            self._live.refresh()
+            return
+        try:
+            self.stream.write(f"spar: {text}\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass  # progress is a courtesy; a closed stderr must not stop the round
+
+    def rows(self) -> list[_Row]:
+        with self._lock:
+            return [_Row(**vars(r)) for r in self._rows.values()]
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.refresh()
+            self._live.stop()
+            self._live = None
+
+
+class _Table:
+    """Rebuilt on every refresh so elapsed times keep moving."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+
+    def __rich__(self):
+        from rich.table import Table
+
+        now = self.progress._clock()
+        table = Table(title="spar reviewers", title_justify="left", expand=False)
+        for column in ("reviewer", "status", "attempt", "model", "elapsed"):
+            table.add_column(column)
+        for row in self.progress.rows():
+            status = row.status + (f": {row.detail}" if row.detail else "")
+            table.add_row(row.name, status[:80], str(row.attempt or ""), _model_text(row.model),
+                          f"{row.elapsed(now):.1f}s")
+        return table
+
+
+def make_progress(stream: TextIO | None = None) -> Progress:
+    """A live table when `stream` (default stderr) is a terminal, plain lines otherwise."""
+    stream = stream if stream is not None else sys.stderr
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return Progress(stream, live=tty)

@@ -1,0 +1,310 @@
+"""One reviewer subprocess in its own process group: streaming, output cap, kill.
+
+The child starts with `start_new_session=True`, so it leads a new process
+group and everything it spawns can be killed with one `os.killpg`. stdout and
+stderr are read concurrently as they stream: each goes to its log file up to
+the cap (the rest is drained and counted, so the child never blocks on a full
+pipe), and stdout lines go to a monitor one at a time, so memory stays bounded
+however much the reviewer prints.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import anyio
+from anyio.abc import ByteReceiveStream
+
+from spar.presets.base import StreamInfo
+
+OUTPUT_CAP = 64 * 1024 * 1024  # bytes kept per log file
+LINE_LIMIT = 16 * 1024 * 1024  # a longer stdout line is cut (not given to the monitor)
+KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
+DRAIN_GRACE = 2.0  # seconds to read what is left in the pipes once the group is gone
+TAIL_BYTES = 64 * 1024  # last part of each stream kept in memory (reasons, refusal phrases)
+_CHUNK = 64 * 1024
+_POLL = 0.05
+
+
+@dataclass
+class ProcessResult:
+    exit_code: int | None  # None when spar killed the process before it exited
+    timed_out: bool = False
+    violation: str | None = None  # first violation the stdout monitor reported
+    stdout: StreamInfo = field(default_factory=lambda: StreamInfo(None))
+    stderr: StreamInfo = field(default_factory=lambda: StreamInfo(None))
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+
+    @property
+    def last_stderr_line(self) -> str:
+        return last_line(self.stderr_tail)
+
+    @property
+    def last_stdout_line(self) -> str:
+        return last_line(self.stdout_tail)
+
+
+def last_line(text: str) -> str:
+    for line in reversed(text.splitlines()):
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+class _Sink:
+    """One output stream: capped log file, bounded tail, optional line monitor."""
+
+    def __init__(self, path: Path | None, cap: int, line_limit: int,
+                 on_line: Callable[[str], str | None] | None, on_violation: Callable[[], None]):
+        self.info = StreamInfo(path)
+        self._file = open(path, "wb") if path is not None else None
+        self._cap = cap
+        self._line_limit = line_limit
+        self._on_line = on_line
+        self._on_violation = on_violation
+        self._buf = bytearray()
+        self._skipping = False  # inside a line longer than the limit
+        self._tail = bytearray()
+        self.violation: str | None = None
+
+    def write(self, chunk: bytes) -> None:
+        self.info.bytes_seen += len(chunk)
+        if self._file is not None and self.info.bytes_kept < self._cap:
+            room = self._cap - self.info.bytes_kept
+            self._file.write(chunk[:room])
+            self.info.bytes_kept += min(room, len(chunk))
+        if self.info.bytes_seen > self._cap:
+            self.info.truncated = True
+        self._tail += chunk
+        if len(self._tail) > TAIL_BYTES:
+            del self._tail[: len(self._tail) - TAIL_BYTES]
+        if self._on_line is not None:
+            self._split(chunk)
+
+    def _split(self, chunk: bytes) -> None:
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                break
+            if self._skipping:
+                self._skipping = False  # the overlong line ends here
+            elif len(self._buf) + (nl - start) > self._line_limit:
+                self._buf.clear()
+                self.info.cut_lines += 1
+            else:
+                self._buf += chunk[start:nl]
+                self._emit()
+            start = nl + 1
+        if not self._skipping:
+            self._buf += chunk[start:]
+            if len(self._buf) > self._line_limit:
+                self._buf.clear()
+                self._skipping = True
+                self.info.cut_lines += 1
+
+    def _emit(self) -> None:
+        line = self._buf.decode("utf-8", errors="replace")
+        self._buf.clear()
+        if self._on_line is None:
+            return
+        reason = self._on_line(line)
+        if reason and self.violation is None:
+            self.violation = reason
+            self._on_violation()
+
+    def eof(self) -> None:
+        if self._on_line is not None and self._buf and not self._skipping:
+            self._emit()
+        self._buf.clear()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def tail_text(self) -> str:
+        return self._tail.decode("utf-8", errors="replace")
+
+
+def _group_alive(pgid: int) -> bool:
+    """Some process of the group still runs (zombies do not count)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # killpg also "finds" zombies: killed grandchildren wait for an init that may never
+    # reap them. Where /proc exists, look for a member that is not a zombie.
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def _wait_group_gone(pgid: int, exited: anyio.Event, seconds: float) -> bool:
+    """Wait until the leader has exited and no process is left in the group."""
+    with anyio.move_on_after(seconds):
+        await exited.wait()
+        while _group_alive(pgid):
+            await anyio.sleep(_POLL)
+        return True
+    return False
+
+
+async def terminate_group(pgid: int, exited: anyio.Event, grace: float) -> None:
+    """SIGTERM the whole group, then SIGKILL what is left after `grace` seconds."""
+    _signal_group(pgid, signal.SIGTERM)
+    if await _wait_group_gone(pgid, exited, grace):
+        return
+    _signal_group(pgid, signal.SIGKILL)
+    # SIGKILL cannot be ignored; a short wait lets the leader be reaped. A grandchild that is
+    # a zombie of an init that never reaps still "exists" for killpg, so this wait is bounded.
+    await _wait_group_gone(pgid, exited, max(grace, 1.0))
+
+
+async def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path | str,
+    deadline: float,
+    env: Mapping[str, str] | None = None,
+    stdin_text: str | None = None,
+    stdout_path: Path | None = None,
+    stderr_path: Path | None = None,
+    on_stdout_line: Callable[[str], str | None] | None = None,
+    output_cap: int = OUTPUT_CAP,
+    line_limit: int = LINE_LIMIT,
+    kill_grace: float = KILL_GRACE,
+) -> ProcessResult:
+    """Run one program until it exits, the deadline (anyio clock) passes, or the monitor objects.
+
+    Raises OSError when the program cannot be started at all.
+    """
+    wake = anyio.Event()
+    exited = anyio.Event()
+    out = _Sink(stdout_path, output_cap, line_limit, on_stdout_line, wake.set)
+    err = _Sink(stderr_path, output_cap, line_limit, None, wake.set)
+    try:
+        proc = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=str(cwd),
+            env=dict(env) if env is not None else None,
+            start_new_session=True,  # own process group: one killpg reaches every descendant
+        )
+    except BaseException:
+        out.close()
+        err.close()
+        raise
+    pgid = proc.pid
+    killed = False
+    timed_out = False
+    try:
+        async with anyio.create_task_group() as tg:
+            out_done = anyio.Event()
+            err_done = anyio.Event()
+
+            async def feed_stdin() -> None:
+                data = stdin_text.encode("utf-8")
+                try:
+                    for i in range(0, len(data), _CHUNK):
+                        await proc.stdin.send(data[i : i + _CHUNK])
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    pass  # the child closed its stdin or exited; its output tells the rest
+                finally:
+                    # close so programs that read to EOF (codex) go on
+                    with anyio.CancelScope(shield=True):
+                        try:
+                            await proc.stdin.aclose()
+                        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                            pass
+
+            async def pump(stream: ByteReceiveStream, sink: _Sink, done: anyio.Event) -> None:
+                try:
+                    while True:
+                        try:
+                            chunk = await stream.receive(_CHUNK)
+                        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            break
+                        sink.write(chunk)
+                finally:
+                    sink.eof()
+                    done.set()
+
+            async def wait_exit() -> None:
+                await proc.wait()
+                exited.set()
+                wake.set()
+
+            if stdin_text is not None:
+                tg.start_soon(feed_stdin)
+            tg.start_soon(pump, proc.stdout, out, out_done)
+            tg.start_soon(pump, proc.stderr, err, err_done)
+            tg.start_soon(wait_exit)
+
+            with anyio.move_on_at(deadline):
+                await wake.wait()
+            if out.violation is not None or not exited.is_set():
+                if not exited.is_set():
+                    killed = True
+                    timed_out = out.violation is None
+                await terminate_group(pgid, exited, kill_grace)
+            elif _group_alive(pgid):
+                # the leader is done; descendants left behind would hold the pipes open
+                await terminate_group(pgid, exited, kill_grace)
+            with anyio.move_on_after(DRAIN_GRACE):
+                await out_done.wait()
+                await err_done.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if proc.returncode is None:
+                # cancelled from outside (or a bug): never leave the group running
+                _signal_group(pgid, signal.SIGKILL)
+                killed = True
+                with anyio.move_on_after(5):
+                    await proc.wait()
+            for stream in (proc.stdout, proc.stderr):
+                try:
+                    await stream.aclose()
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    pass
+            out.close()
+            err.close()
+    return ProcessResult(
+        exit_code=None if killed else proc.returncode,
+        timed_out=timed_out,
+        violation=out.violation,
+        stdout=out.info,
+        stderr=err.info,
+        stdout_tail=out.tail_text(),
+        stderr_tail=err.tail_text(),
+    )

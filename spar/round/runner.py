@@ -1,0 +1,256 @@
+"""All reviewers of a round at once, in one anyio task group: attempts, fallback, timeouts.
+
+Per attempt everything runs inside the reviewer's `timeout_seconds` (G19): the
+version check (≤ 30 s), then the run. A quota refusal (contract §5) with a
+`fallback_model` gets one more attempt with that model and a fresh time limit.
+The runner delivers raw facts (status, reason, attempts, the raw result); the
+caller validates results (G1–G6) and writes the records.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping
+
+import anyio
+
+from spar.config.model import ReviewerConfig
+from spar.errors import quote
+from spar.judge.refusal import detect_refusal, reason_for
+from spar.presets import get_preset
+from spar.presets.base import InputSpec, Preset, RunPaths
+from spar.records.clock import now
+from spar.round.executable import find_executable
+from spar.round.process import KILL_GRACE, OUTPUT_CAP, ProcessResult, run_process
+
+if TYPE_CHECKING:
+    from spar.progress import Progress
+
+VERSION_TIMEOUT = 30.0
+
+
+@dataclass
+class ReviewerJob:
+    config: ReviewerConfig  # after --model/--effort overrides; timeout_seconds is the per-attempt limit
+    reviewer_dir: Path  # ROUND/<name>/ exists; input files already written
+    round_dir: Path
+    workspace: Path  # ROUND/workspace (cwd of the reviewer)
+    schema_path: Path  # ROUND/schema.json
+    input: InputSpec
+
+
+@dataclass
+class ReviewerOutcome:
+    name: str
+    # "completed" (raw result present, not yet validated) | "failed" | "unavailable" | "timeout"
+    # | "tool_violation" | "awaiting_record"
+    status: str
+    reason: str  # "" when completed
+    resets: str | None
+    observed_model: str | None
+    attempts: list[dict]  # model, observed_model (absent when unknown), started_at, finished_at,
+    #                       exit_code, status, reason, resets
+    result: dict | None  # the raw result object for completed (None when output_error is set)
+    model: str  # model of the last attempt ("" = CLI default)
+    # completed, but the final answer is not one JSON object: the caller records invalid_output
+    output_error: str | None = None
+
+
+@dataclass
+class _Attempt:
+    record: dict
+    status: str
+    reason: str = ""
+    resets: str | None = None
+    observed_model: str | None = None
+    result: dict | None = None
+    output_error: str | None = None
+    quota: bool = False  # refused for quota or rate limit (fallback may follow)
+
+
+@dataclass
+class _Settings:
+    env: Mapping[str, str]
+    output_cap: int
+    kill_grace: float
+    version_timeout: float
+    progress: "Progress | None" = None
+    started: dict = field(default_factory=dict)
+
+
+async def run_reviewers(jobs: list[ReviewerJob], *, progress: "Progress | None" = None,
+                        env: Mapping[str, str] | None = None, output_cap: int = OUTPUT_CAP,
+                        kill_grace: float = KILL_GRACE,
+                        version_timeout: float = VERSION_TIMEOUT) -> list[ReviewerOutcome]:
+    """Run every job at once; outcomes in the order of `jobs`.
+
+    `env` is the reviewers' environment (default: this process's); its PATH is
+    where bare executable names are looked up. One reviewer's failure never
+    stops the others.
+    """
+    settings = _Settings(env=dict(os.environ if env is None else env), output_cap=output_cap,
+                         kill_grace=kill_grace, version_timeout=version_timeout, progress=progress)
+    outcomes: list[ReviewerOutcome | None] = [None] * len(jobs)
+
+    async def one(index: int, job: ReviewerJob) -> None:
+        outcomes[index] = await _run_reviewer(job, settings)
+
+    async with anyio.create_task_group() as tg:
+        for index, job in enumerate(jobs):
+            tg.start_soon(one, index, job)
+    return [o for o in outcomes if o is not None]
+
+
+async def _run_reviewer(job: ReviewerJob, st: _Settings) -> ReviewerOutcome:
+    cfg = job.config
+    preset = get_preset(cfg.preset)
+    if not preset.runs_process:
+        _status(st, cfg.name, "awaiting_record", "awaiting spar record")
+        return ReviewerOutcome(cfg.name, "awaiting_record", "awaiting spar record", None, None, [], None,
+                               cfg.model)
+    models = [cfg.model]
+    if cfg.fallback_model:
+        models.append(cfg.fallback_model)
+    attempts: list[_Attempt] = []
+    for number, model in enumerate(models, start=1):
+        attempt = await _attempt(job, preset, model, number, st)
+        attempts.append(attempt)
+        if not (attempt.quota and number < len(models)):
+            break
+        _status(st, cfg.name, "fallback", f"quota or rate limit; retrying with model {model_label(models[number])}")
+    last = attempts[-1]
+    outcome = ReviewerOutcome(
+        name=cfg.name,
+        status=last.status,
+        reason=last.reason,
+        resets=last.resets,
+        observed_model=last.observed_model,
+        attempts=[a.record for a in attempts],
+        result=last.result,
+        model=models[len(attempts) - 1],
+        output_error=last.output_error,
+    )
+    detail = last.reason if last.status != "completed" else (last.output_error or "")
+    _status(st, cfg.name, last.status, detail)
+    return outcome
+
+
+async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: _Settings) -> _Attempt:
+    cfg = job.config
+    paths = RunPaths(reviewer_dir=Path(job.reviewer_dir).absolute(), round_dir=Path(job.round_dir).absolute(),
+                     workspace=Path(job.workspace).absolute(), schema_path=Path(job.schema_path).absolute())
+    started_at = now()
+    exit_code: int | None = None
+    if st.progress is not None:
+        st.progress.reviewer_started(cfg.name, number, model)
+
+    def done(status: str, reason: str = "", *, resets: str | None = None, observed_model: str | None = None,
+             **kw) -> _Attempt:
+        record: dict = {"model": model}
+        if observed_model:
+            record["observed_model"] = observed_model  # G12: absent from the attempt when unknown
+        record.update(started_at=started_at, finished_at=now(), exit_code=exit_code, status=status,
+                      reason=reason, resets=resets)
+        return _Attempt(record=record, status=status, reason=reason, resets=resets,
+                        observed_model=observed_model, **kw)
+
+    lookup = find_executable(preset.executable_name(cfg, paths, job.input), st.env.get("PATH"))
+    if lookup.status != "ok":
+        return done(lookup.status, lookup.reason)
+    exe = lookup.path
+    deadline = anyio.current_time() + cfg.timeout_seconds
+    suffix = "" if number == 1 else f".{number}"
+
+    if preset.version_args is not None:
+        problem = await _version_check(exe, preset, paths, deadline, st)
+        if problem is not None:
+            status, reason = problem
+            return done(status, reason)
+
+    _status(st, cfg.name, "running", "")
+    monitor = preset.monitor()
+    try:
+        argv = preset.argv(exe, cfg, model, paths, job.input)  # claude reads schema.json here
+        proc = await run_process(
+            argv, cwd=paths.workspace, deadline=deadline, env=st.env,
+            stdin_text=preset.stdin_text(job.input),
+            stdout_path=paths.reviewer_dir / f"stdout{suffix}.log",
+            stderr_path=paths.reviewer_dir / f"stderr{suffix}.log",
+            on_stdout_line=monitor.feed, output_cap=st.output_cap, kill_grace=st.kill_grace,
+        )
+    except OSError as exc:
+        return done("failed", f"could not start {quote(exe)}: {exc.strerror or exc}")
+    exit_code = proc.exit_code
+    observed = monitor.observed_model
+
+    if proc.violation is not None:
+        return done("tool_violation", proc.violation, observed_model=observed)
+    if proc.timed_out:
+        return done("timeout", f"no answer within {cfg.timeout_seconds}s (timeout_seconds); process group killed",
+                    observed_model=observed)
+    answer = monitor.finish(proc.exit_code, proc.stdout)
+    observed = monitor.observed_model
+    if answer.completed:
+        return done("completed", "", observed_model=observed, result=answer.result,
+                    output_error=answer.output_error)
+    # not completed: a refusal (G13, contract §5) decides unavailable (and maybe a fallback), else failed
+    refusal = detect_refusal([proc.stderr_tail] + answer.error_texts)
+    if refusal is not None:
+        return done("unavailable", reason_for(refusal), resets=refusal.resets, observed_model=observed,
+                    quota=refusal.kind == "quota")
+    return done("failed", failure_reason(proc, answer.failure), observed_model=observed)
+
+
+def failure_reason(proc: ProcessResult, failure: str) -> str:
+    """Say what happened: exit code, what the output said, the last stderr line."""
+    code = proc.exit_code
+    if code is None:
+        head = "killed"
+    elif code < 0:
+        head = f"killed by signal {-code}"
+    else:
+        head = f"exit code {code}"
+    parts = [f"{head}: {failure}" if failure else head]
+    line = proc.last_stderr_line
+    if line:
+        parts.append(f"stderr: {line[:500]}")
+    if proc.stdout.cut_lines:
+        parts.append(f"{proc.stdout.cut_lines} stdout line(s) too long to read")
+    return "; ".join(parts)
+
+
+async def _version_check(exe: str, preset: Preset, paths: RunPaths, deadline: float,
+                         st: _Settings) -> tuple[str, str] | None:
+    """None when `<exe> --version` answers with exit 0; else (status, reason)."""
+    args = [exe, *preset.version_args]
+    shown = " ".join(args)
+    own_limit = anyio.current_time() + st.version_timeout
+    try:
+        proc = await run_process(args, cwd=paths.workspace, deadline=min(deadline, own_limit), env=st.env,
+                                 output_cap=64 * 1024, kill_grace=st.kill_grace)
+    except OSError as exc:
+        return "failed", f"version check failed: could not start {quote(exe)}: {exc.strerror or exc}"
+    if proc.timed_out:
+        if deadline <= own_limit:
+            # the attempt's own limit ran out first: that is the reviewer's timeout (G19)
+            return "timeout", f"no answer within the time limit (timeout_seconds) during the version check `{shown}`"
+        return "failed", f"version check failed: `{shown}` gave no answer within {st.version_timeout:g}s"
+    if proc.exit_code != 0:
+        detail = proc.last_stderr_line or proc.last_stdout_line
+        code = "killed" if proc.exit_code is None else f"exited with code {proc.exit_code}"
+        return "failed", f"version check failed: `{shown}` {code}" + (f": {detail[:300]}" if detail else "")
+    return None
+
+
+def model_label(model: str) -> str:
+    return model or "(CLI default)"
+
+
+def _status(st: _Settings, name: str, status: str, detail: str) -> None:
+    if st.progress is not None:
+        st.progress.reviewer_status(name, status, detail)
+
+
+__all__ = ["ReviewerJob", "ReviewerOutcome", "run_reviewers", "failure_reason"]

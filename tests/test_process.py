@@ -1,0 +1,190 @@
+"""One reviewer subprocess: its own process group, streaming, output cap, kill."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from spar.round.process import run_process
+
+PY = sys.executable
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request):
+    return request.param
+
+
+def gone(pid: int, wait: float = 3.0) -> bool:
+    """The process no longer runs (a zombie no init has reaped yet counts as gone)."""
+    end = time.monotonic() + wait
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state in ("Z", "X"):
+                return True
+        except (OSError, IndexError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def py(code: str) -> list[str]:
+    return [PY, "-c", code]
+
+
+async def _run(tmp_path, argv, *, seconds=10.0, **kw):
+    return await run_process(argv, cwd=tmp_path, deadline=anyio.current_time() + seconds,
+                             stdout_path=tmp_path / "stdout.log", stderr_path=tmp_path / "stderr.log", **kw)
+
+
+@pytest.mark.anyio
+async def test_streams_lines_to_the_monitor_and_logs_bytes(tmp_path):
+    seen = []
+    code = "import sys\nfor i in range(5): print(f'line {i}', flush=True)\nsys.stderr.write('oops\\nlast err\\n')\nsys.exit(3)"
+    res = await _run(tmp_path, py(code), on_stdout_line=lambda l: seen.append(l))
+    assert seen == [f"line {i}" for i in range(5)]
+    assert res.exit_code == 3 and not res.timed_out and res.violation is None
+    assert (tmp_path / "stdout.log").read_text() == "".join(f"line {i}\n" for i in range(5))
+    assert (tmp_path / "stderr.log").read_text() == "oops\nlast err\n"
+    assert res.last_stderr_line == "last err"
+    assert res.stdout.bytes_kept == res.stdout.bytes_seen and not res.stdout.truncated
+
+
+@pytest.mark.anyio
+async def test_stdin_is_written_whole_then_closed(tmp_path):
+    text = "ä" * 300_000 + "\nend"
+    code = "import sys, hashlib\nd = sys.stdin.buffer.read()\nprint(len(d), hashlib.sha256(d).hexdigest())"
+    res = await _run(tmp_path, py(code), stdin_text=text)
+    import hashlib
+
+    data = text.encode()
+    assert (tmp_path / "stdout.log").read_text().split() == [str(len(data)), hashlib.sha256(data).hexdigest()]
+    assert res.exit_code == 0
+
+
+@pytest.mark.anyio
+async def test_child_that_ignores_stdin_does_not_block(tmp_path):
+    res = await _run(tmp_path, py("print('done')"), stdin_text="x" * 5_000_000, seconds=10)
+    assert res.exit_code == 0 and not res.timed_out
+
+
+@pytest.mark.anyio
+async def test_output_above_the_cap_is_truncated_but_drained_and_monitored(tmp_path):
+    seen = []
+    code = "import sys\nfor i in range(2000): sys.stdout.write('%05d' % i + 'x' * 94 + '\\n')\nsys.stderr.write('e' * 50000)"
+    res = await _run(tmp_path, py(code), on_stdout_line=lambda l: seen.append(l) and None, output_cap=1000)
+    assert res.exit_code == 0
+    assert res.stdout.truncated and res.stdout.bytes_seen == 200_000 and res.stdout.bytes_kept == 1000
+    assert (tmp_path / "stdout.log").stat().st_size == 1000
+    assert res.stderr.truncated and (tmp_path / "stderr.log").stat().st_size == 1000
+    assert len(seen) == 2000 and seen[-1].startswith("01999")
+
+
+@pytest.mark.anyio
+async def test_overlong_line_is_cut_and_counted(tmp_path):
+    seen = []
+    code = "import sys\nsys.stdout.write('a' * 5000 + '\\n' + 'short\\n' + 'b' * 3000)"
+    res = await _run(tmp_path, py(code), on_stdout_line=lambda l: seen.append(l) and None, line_limit=1000)
+    assert seen == ["short"]
+    assert res.stdout.cut_lines == 2
+    assert res.stdout.bytes_kept == 8007  # the log keeps everything below the cap
+
+
+@pytest.mark.anyio
+async def test_invalid_utf8_is_replaced_not_fatal(tmp_path):
+    seen = []
+    code = "import sys\nsys.stdout.buffer.write(b'\\xff\\xfe ok\\n\\xc3\\x28\\n'); sys.stderr.buffer.write(b'\\xff bad\\n')"
+    res = await _run(tmp_path, py(code), on_stdout_line=lambda l: seen.append(l) and None)
+    assert seen == ["\ufffd\ufffd ok", "\ufffd("]
+    assert res.last_stderr_line == "\ufffd bad"
+    assert (tmp_path / "stdout.log").read_bytes() == b"\xff\xfe ok\n\xc3\x28\n"
+
+
+GRANDCHILD = (
+    "import subprocess, sys, time\n"
+    "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+    "open(sys.argv[1], 'w').write(str(c.pid))\n"
+    "print('started', flush=True)\n"
+)
+
+
+@pytest.mark.anyio
+async def test_timeout_kills_the_whole_group(tmp_path):
+    pid_file = tmp_path / "pid"
+    start = time.monotonic()
+    res = await _run(tmp_path, [*py(GRANDCHILD + "time.sleep(600)"), str(pid_file)], seconds=1.0, kill_grace=0.5)
+    assert res.timed_out and res.exit_code is None and res.violation is None
+    assert time.monotonic() - start < 8
+    assert gone(int(pid_file.read_text()))
+
+
+@pytest.mark.anyio
+async def test_grandchild_holding_stdout_after_the_leader_exits_is_killed(tmp_path):
+    pid_file = tmp_path / "pid"
+    start = time.monotonic()
+    res = await _run(tmp_path, [*py(GRANDCHILD + "sys.exit(0)"), str(pid_file)], seconds=30, kill_grace=0.5)
+    assert res.exit_code == 0 and not res.timed_out
+    assert time.monotonic() - start < 8
+    assert gone(int(pid_file.read_text()))
+
+
+@pytest.mark.anyio
+async def test_sigterm_ignored_gets_sigkill(tmp_path):
+    code = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('x', flush=True)\ntime.sleep(600)"
+    start = time.monotonic()
+    res = await _run(tmp_path, py(code), seconds=0.5, kill_grace=0.3)
+    assert res.timed_out and res.exit_code is None
+    assert time.monotonic() - start < 8
+
+
+@pytest.mark.anyio
+async def test_violation_stops_the_process_at_once(tmp_path):
+    pid_file = tmp_path / "pid"
+    code = GRANDCHILD + "print('ok'); print('BAD tool', flush=True)\ntime.sleep(600)"
+
+    def monitor(line):
+        return f"saw {line}" if line.startswith("BAD") else None
+
+    start = time.monotonic()
+    res = await _run(tmp_path, [*py(code), str(pid_file)], seconds=30, on_stdout_line=monitor, kill_grace=0.5)
+    assert res.violation == "saw BAD tool" and not res.timed_out and res.exit_code is None
+    assert time.monotonic() - start < 8
+    assert gone(int(pid_file.read_text()))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("tail", ["import os; os.close(1); time.sleep(600)", "time.sleep(600)"])
+async def test_closed_or_open_stdout_while_running_is_bounded_by_the_deadline(tmp_path, tail):
+    code = "import time\nprint('{\"answer\": 1}', flush=True)\n" + tail
+    start = time.monotonic()
+    res = await _run(tmp_path, py(code), seconds=1.0, kill_grace=0.3)
+    assert res.timed_out and res.exit_code is None
+    assert time.monotonic() - start < 8
+    assert (tmp_path / "stdout.log").read_text() == '{"answer": 1}\n'
+
+
+@pytest.mark.anyio
+async def test_unstartable_program_raises_oserror(tmp_path):
+    bad = tmp_path / "bad"
+    bad.write_bytes(b"\x00\x01garbage")
+    bad.chmod(0o755)
+    with pytest.raises(OSError):
+        await _run(tmp_path, [str(bad)])
+
+
+@pytest.mark.anyio
+async def test_memory_only_streams_keep_a_tail(tmp_path):
+    res = await run_process(py("print('v' * 100000); print('1.2.3')"), cwd=tmp_path,
+                            deadline=anyio.current_time() + 10)
+    assert res.last_stdout_line == "1.2.3" and res.stdout.path is None
+    assert len(res.stdout_tail) <= 64 * 1024

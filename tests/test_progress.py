@@ -1,0 +1,81 @@
+"""Progress on stderr: plain lines when not a terminal, a rich live table on a terminal."""
+
+from __future__ import annotations
+
+import io
+
+from spar.progress import Progress, make_progress
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+class TTY(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_plain_lines():
+    out = io.StringIO()
+    clock = FakeClock()
+    p = Progress(out, clock=clock)
+    p.reviewer_started("claude", 1, "opus")
+    p.reviewer_status("claude", "running")  # shown in the live table only
+    p.reviewer_status("claude", "fallback", "quota or rate limit; retrying with model sonnet")
+    clock.t += 2.14
+    p.reviewer_started("claude", 2, "sonnet")
+    p.reviewer_status("claude", "completed")
+    p.reviewer_started("codex", 1, "")
+    clock.t += 1
+    p.reviewer_status("codex", "timeout", "no answer within 1s")
+    p.close()
+    assert out.getvalue().splitlines() == [
+        "spar: claude: started attempt 1 (model opus)",
+        "spar: claude: fallback: quota or rate limit; retrying with model sonnet",
+        "spar: claude: started attempt 2 (model sonnet)",
+        "spar: claude: completed in 2.1s",  # elapsed counts from the first attempt
+        "spar: codex: started attempt 1 (model CLI default)",
+        "spar: codex: timeout in 1.0s: no answer within 1s",
+    ]
+    rows = {r.name: r for r in p.rows()}
+    assert rows["claude"].attempt == 2 and rows["claude"].model == "sonnet"
+
+
+def test_make_progress_picks_by_terminal():
+    plain = make_progress(io.StringIO())
+    assert not plain.live
+    plain.close()
+    live = make_progress(TTY())
+    try:
+        assert live.live
+    finally:
+        live.close()
+
+
+def test_live_table_shows_every_reviewer():
+    out = TTY()
+    p = make_progress(out)
+    p.reviewer_started("claude", 1, "opus")
+    p.reviewer_started("agy", 1, "")
+    p.reviewer_status("claude", "running")
+    p.reviewer_status("agy", "tool_violation", 'agy command "ls; touch x"')
+    p.close()
+    text = out.getvalue()
+    for word in ("reviewer", "status", "attempt", "model", "elapsed", "claude", "running", "opus",
+                 "agy", "tool_violation", "CLI default"):
+        assert word in text
+    assert "spar: claude" not in text  # no plain lines on a terminal
+
+
+def test_closed_stream_does_not_raise():
+    out = io.StringIO()
+    p = Progress(out)
+    out.close()
+    p.reviewer_started("x", 1, "")
+    p.reviewer_status("x", "failed", "boom")
+    p.close()

@@ -1,0 +1,322 @@
+"""The parallel runner with real subprocesses (the fake CLIs), on both anyio backends."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from spar.config.model import ReviewerConfig
+from spar.presets import prepare_input
+from spar.progress import Progress
+from spar.round.executable import find_executable
+from spar.round.runner import ReviewerJob, run_reviewers
+
+FAKES = Path(__file__).parent / "fakes"
+ROWS = json.loads((Path(__file__).parent / "data" / "runner_scenarios.json").read_text(encoding="utf-8"))
+STRICT_SCHEMA = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"],
+                 "additionalProperties": False}
+PACKET = "# Review packet\n\nhead: abc1234\n"
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request):
+    return request.param
+
+
+def gone(pid: int, wait: float = 3.0) -> bool:
+    end = time.monotonic() + wait
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                return True
+        except (OSError, IndexError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class Round:
+    """A round folder with reviewers whose binaries are named symlinks to the fakes."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.dir = tmp / "ROUND"
+        (self.dir / "workspace").mkdir(parents=True)
+        (self.dir / "schema.json").write_text(json.dumps(STRICT_SCHEMA), encoding="utf-8")
+        (self.dir / "packet.md").write_text(PACKET, encoding="utf-8")
+        self.bin = tmp / "bin"
+        self.bin.mkdir()
+        self.scenarios: dict[str, dict] = {}
+        self.record = tmp / "record.jsonl"
+        self.env = dict(os.environ)
+        self.env["PATH"] = os.pathsep.join([str(tmp), str(FAKES), os.path.dirname(sys.executable), "/usr/bin", "/bin"])
+        self.env["SPAR_FAKE_SCENARIO"] = str(tmp / "scenario.json")
+        self.env.pop("FAKE_NAME", None)
+
+    def job(self, name: str, preset: str, scenario: dict | None = None, *, standpoint=None, active=False,
+            **config) -> ReviewerJob:
+        if preset in ("claude", "codex", "agy") and "binary" not in config:
+            link = self.bin / name  # the fake reads its scenario under its own file name
+            link.symlink_to(FAKES / preset)
+            config["binary"] = str(link)
+        config.setdefault("timeout_seconds", 10)
+        cfg = ReviewerConfig(name=name, preset=preset, **config)
+        self.scenarios[name] = {"record": str(self.record), **(scenario or {})}
+        reviewer_dir = self.dir / name
+        reviewer_dir.mkdir()
+        spec = prepare_input(cfg, reviewer_dir=reviewer_dir, packet_text=PACKET, packet_path=self.dir / "packet.md",
+                             standpoint=standpoint, standpoints_active=active, dry_run=False)
+        for rel, text in spec.files.items():
+            (reviewer_dir / rel).write_text(text, encoding="utf-8")
+        return ReviewerJob(config=cfg, reviewer_dir=reviewer_dir, round_dir=self.dir,
+                           workspace=self.dir / "workspace", schema_path=self.dir / "schema.json", input=spec)
+
+    async def run(self, jobs, **kw):
+        (self.tmp / "scenario.json").write_text(json.dumps(self.scenarios), encoding="utf-8")
+        return await run_reviewers(jobs, env=self.env, **kw)
+
+    def records(self) -> list[dict]:
+        if not self.record.exists():
+            return []
+        return [json.loads(line) for line in self.record.read_text().splitlines()]
+
+
+def _subst(value, tmp: Path):
+    return value.replace("{tmp}", str(tmp)) if isinstance(value, str) else value
+
+
+@pytest.mark.anyio
+async def test_scenario_matrix_all_at_once(tmp_path):
+    rnd = Round(tmp_path)
+    noexec = tmp_path / "noexec"
+    noexec.write_text("#!/bin/sh\necho hi\n")
+    noexec.chmod(0o644)
+    jobs = [rnd.job(r["name"], r["preset"], r["scenario"], **{k: _subst(v, tmp_path) for k, v in r["config"].items()})
+            for r in ROWS]
+    start = time.monotonic()
+    outcomes = await rnd.run(jobs)
+    assert time.monotonic() - start < 15  # violations stop their 30 s reviewers early
+    assert [o.name for o in outcomes] == [r["name"] for r in ROWS]
+    failures = []
+    for r, o in zip(ROWS, outcomes):
+        try:
+            _check(r["expect"], o, rnd.dir / r["name"])
+        except AssertionError as exc:
+            failures.append(f"{r['name']}: {exc} -- {o}")
+    assert not failures, "\n".join(failures)
+
+
+def _check(expect: dict, o, reviewer_dir: Path) -> None:
+    assert o.status == expect["status"], o.status
+    if o.status == "completed":
+        assert o.reason == ""
+    else:
+        assert o.reason
+    for text in expect.get("reason_contains", []):
+        assert text in o.reason, text
+    if "reason_prefix" in expect:
+        assert o.reason.startswith(expect["reason_prefix"])
+    if "result" in expect:
+        assert o.result == expect["result"]
+    if "output_error_contains" in expect:
+        assert o.output_error and expect["output_error_contains"] in o.output_error
+    elif o.status == "completed":
+        assert o.output_error is None and isinstance(o.result, dict)
+    if "observed_model" in expect:
+        assert o.observed_model == expect["observed_model"]
+    if "model" in expect:
+        assert o.model == expect["model"]
+    if "resets" in expect:
+        assert o.resets == expect["resets"]
+    assert len(o.attempts) == expect.get("attempts", len(o.attempts))
+    if expect.get("attempts", 1):
+        assert len(o.attempts) >= 1
+    for a in o.attempts:
+        assert set(a) - {"observed_model"} == {"model", "started_at", "finished_at", "exit_code", "status",
+                                               "reason", "resets"}
+        assert a["started_at"] <= a["finished_at"]
+        assert a["started_at"].endswith("Z")
+    last = o.attempts[-1] if o.attempts else None
+    if last is not None:
+        assert (last["status"], last["reason"], last["resets"]) == (o.status, o.reason, o.resets)
+        assert last.get("observed_model") == o.observed_model
+    for key, field in (("attempt_statuses", "status"), ("attempt_models", "model"), ("attempt_resets", "resets"),
+                       ("attempt_exit_codes", "exit_code")):
+        if key in expect:
+            assert [a[field] for a in o.attempts] == expect[key], key
+    for a, prefix in zip(o.attempts, expect.get("attempt_reason_prefixes", [])):
+        assert a["reason"].startswith(prefix)
+    for a, has in zip(o.attempts, expect.get("attempt_has_observed", [])):
+        assert ("observed_model" in a) is has
+    for name in expect.get("logs", []):
+        assert (reviewer_dir / name).is_file(), name
+    for name in expect.get("no_logs", []):
+        assert not (reviewer_dir / name).exists(), name
+
+
+@pytest.mark.anyio
+async def test_three_two_second_reviewers_overlap(tmp_path):
+    rnd = Round(tmp_path)
+    jobs = [rnd.job(p, p, {"delay": 2}) for p in ("claude", "codex", "agy")]
+    start = time.monotonic()
+    outcomes = await rnd.run(jobs)
+    elapsed = time.monotonic() - start
+    assert [o.status for o in outcomes] == ["completed"] * 3
+    runs = [r for r in rnd.records() if "--version" not in r["argv"]]
+    assert sorted(r["prog"] for r in runs) == ["agy", "claude", "codex"]
+    # every run's interval overlaps every other's: all started before any ended
+    assert max(r["start"] for r in runs) < min(r["end"] for r in runs)
+    assert elapsed < 5.5  # one after another would take over 6 s
+    # every reviewer ran in the workspace; codex got it through -C
+    assert {os.path.realpath(r["cwd"]) for r in runs} == {os.path.realpath(rnd.dir / "workspace")}
+
+
+@pytest.mark.anyio
+async def test_inputs_arrive_exactly(tmp_path):
+    import hashlib
+
+    rnd = Round(tmp_path)
+    jobs = [rnd.job("claude", "claude", standpoint="Attack the parser.", active=True),
+            rnd.job("codex", "codex", active=True),
+            rnd.job("agy", "agy", standpoint="Check error paths.", active=True)]
+    outcomes = await rnd.run(jobs)
+    assert [o.status for o in outcomes] == ["completed"] * 3
+    runs = {r["prog"]: r for r in rnd.records() if "--version" not in r["argv"]}
+    for job in jobs:
+        on_disk = (job.reviewer_dir / "input.md").read_bytes()  # what the reviewer receives, exactly
+        digest = hashlib.sha256(on_disk).hexdigest()
+        run = runs[job.config.preset]
+        assert (run["prompt_sha256"] if job.config.preset == "agy" else run["stdin_sha256"]) == digest
+
+
+@pytest.mark.anyio
+async def test_timeouts_kill_reviewer_and_grandchild(tmp_path):
+    rnd = Round(tmp_path)
+    pid_file = tmp_path / "grandchild.pid"
+    jobs = [rnd.job("slow", "claude", {"spawn_child": str(pid_file), "delay": 60}, timeout_seconds=1),
+            # answered, but never exits: with stdout open, and with stdout closed
+            rnd.job("hang-open", "claude", {"never_close_stdout": True}, timeout_seconds=1),
+            rnd.job("hang-closed", "codex", {"close_stdout_and_hang": True}, timeout_seconds=1),
+            rnd.job("fast", "agy", {})]
+    start = time.monotonic()
+    slow, hang_open, hang_closed, fast = await rnd.run(jobs, kill_grace=0.5)
+    assert time.monotonic() - start < 8
+    assert slow.status == "timeout" and "1s" in slow.reason
+    assert slow.attempts[0]["exit_code"] is None
+    assert gone(int(pid_file.read_text()))
+    assert hang_open.status == "timeout" and hang_closed.status == "timeout"
+    assert fast.status == "completed"  # one reviewer's timeout never stops another
+
+
+@pytest.mark.anyio
+async def test_version_check_limits(tmp_path):
+    rnd = Round(tmp_path)
+    jobs = [rnd.job("own-limit", "codex", {"version_delay": 5}),
+            rnd.job("attempt-limit", "agy", {"version_delay": 5}, timeout_seconds=1)]
+    (own,) = await rnd.run(jobs[:1], version_timeout=0.7, kill_grace=0.3)
+    assert own.status == "failed" and own.reason.startswith("version check failed:")
+    assert "no answer within 0.7s" in own.reason
+    # the 30 s version limit is longer than timeout_seconds: the attempt's limit (G19) ends it
+    (attempt,) = await rnd.run(jobs[1:], kill_grace=0.3)
+    assert attempt.status == "timeout" and "version check" in attempt.reason
+    assert attempt.attempts[0]["exit_code"] is None
+
+
+@pytest.mark.anyio
+async def test_output_above_the_cap(tmp_path):
+    rnd = Round(tmp_path)
+    (o,) = await rnd.run([rnd.job("big", "claude", {"lines": 400, "line_size": 1000})], output_cap=10_000)
+    assert o.status == "completed" and isinstance(o.result, dict)  # the final event still counts
+    assert (rnd.dir / "big" / "stdout.log").stat().st_size == 10_000
+
+
+@pytest.mark.anyio
+async def test_command_preset(tmp_path):
+    rnd = Round(tmp_path)
+    echo = ("import json, sys; text = open(sys.argv[1]).read(); "
+            "print(json.dumps({'prompt': text, 'ws': sys.argv[2], 'schema': sys.argv[3]}))")
+    jobs = [
+        rnd.job("cmd-packet", "command", argv=["python3", "-c", echo, "{prompt}", "{workspace}", "{schema}"]),
+        rnd.job("cmd-standpoint", "command", argv=["python3", "-c", echo, "{prompt}", "{workspace}", "{schema}"],
+                standpoint="Look at locking.", active=True),
+        rnd.job("cmd-array", "command", argv=["python3", "-c", "print('[1, 2]')"]),
+        rnd.job("cmd-fails", "command", argv=["python3", "-c", "import sys; sys.stderr.write('boom\\n'); sys.exit(4)"]),
+        rnd.job("cmd-missing", "command", argv=["{workspace}/no-such-tool", "{prompt}"]),
+    ]
+    packet, standpoint, array, fails, missing = await rnd.run(jobs)
+    assert packet.status == "completed"
+    assert packet.result == {"prompt": PACKET, "ws": str(rnd.dir / "workspace"), "schema": str(rnd.dir / "schema.json")}
+    assert packet.attempts[0]["exit_code"] == 0 and "observed_model" not in packet.attempts[0]
+    assert standpoint.result["prompt"] == (rnd.dir / "cmd-standpoint" / "input.md").read_text()
+    assert "Look at locking." in standpoint.result["prompt"]
+    assert array.status == "completed" and array.result is None and "not a JSON object" in array.output_error
+    assert fails.status == "failed" and fails.reason.startswith("exit code 4") and "stderr: boom" in fails.reason
+    assert missing.status == "unavailable" and "does not exist" in missing.reason
+
+
+@pytest.mark.anyio
+async def test_progress_events(tmp_path):
+    rnd = Round(tmp_path)
+    stream = io.StringIO()
+    progress = Progress(stream)
+    jobs = [rnd.job("a", "claude", {}), rnd.job("n", "native")]
+    await rnd.run(jobs, progress=progress)
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert "spar: a: started attempt 1 (model CLI default)" in lines
+    assert any(line.startswith("spar: a: completed in ") for line in lines)
+    assert any(line.startswith("spar: n: awaiting_record in ") and "awaiting spar record" in line for line in lines)
+
+
+# ---------------------------------------------------------------- G14 lookup, directly
+
+
+def test_find_executable(tmp_path):
+    exe = tmp_path / "tool"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    plain = tmp_path / "plain"
+    plain.write_text("x")
+    plain.chmod(0o644)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "tool").mkdir()  # a folder with the name is skipped on PATH
+    link = tmp_path / "link"
+    link.symlink_to(exe)
+    broken = tmp_path / "broken"
+    broken.symlink_to(tmp_path / "nothing")
+
+    assert find_executable(str(exe), None).path == str(exe)
+    assert find_executable(str(link), None).status == "ok"
+    assert find_executable(str(broken), None).status == "unavailable"
+    assert find_executable(str(tmp_path / "missing"), None).status == "unavailable"
+    assert find_executable(str(tmp_path / "sub"), None).status == "failed"
+    assert find_executable(str(plain), None).status == "failed"
+    assert find_executable(str(plain / "x"), None).status == "unavailable"
+    path = os.pathsep.join([str(tmp_path / "sub"), str(tmp_path)])
+    assert find_executable("tool", path).path == str(exe)
+    only_plain = find_executable("plain", path)
+    assert only_plain.status == "unavailable" and "execute permission" in only_plain.reason
+    assert find_executable("absent", path).status == "unavailable"
+    assert find_executable("tool", "").status == "unavailable"
+
+
+def test_relative_path_is_made_absolute(tmp_path, monkeypatch):
+    (tmp_path / "bin").mkdir()
+    exe = tmp_path / "bin" / "rev"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(stat.S_IRWXU)
+    monkeypatch.chdir(tmp_path)
+    found = find_executable("./bin/rev", None)
+    assert found.status == "ok" and found.path == str(exe)

@@ -1,1 +1,236 @@
-"""See spar.cli; this command is not built yet."""
+"""`spar run`: one review round (design §5).
+
+1. every argument and the configuration are checked: nothing is written before;
+2. under the series lock: the cap decision, the round folder with packet.md,
+   schema.json, each reviewer's input files, round.json (not finished) and the
+   read-only workspace;
+3. all reviewers at once; then validation, classification and the records.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import anyio
+
+from spar import git
+from spar.config import add_check_paths, load_config, select_reviewers
+from spar.config.model import AppliedConfig
+from spar.errors import Refused, quote
+from spar.judge.context import RoundDoc, context_from_git
+from spar.presets import prepare_input
+from spar.progress import make_progress
+from spar.records import atomic, readers
+from spar.records.clock import now
+from spar.records.lock import series_lock
+from spar.records.paths import check_run_out
+from spar.round import caps as caps_mod
+from spar.round.args import RunArgs, check_standpoints, parse_run_args
+from spar.round.documents import read_round_documents
+from spar.round.packet import PacketInput, build_packet, packet_sha256
+from spar.round.recording import (
+    apply_outcome,
+    new_round_json,
+    reviewer_entry,
+    write_round_outputs,
+)
+from spar.round.runner import ReviewerJob, run_reviewers
+from spar.round.schema import schema_text
+from spar.round.summary import counts_text
+from spar.round.workspace import build_workspace
+
+BACKENDS = ("trio", "asyncio")
+BACKEND_ENV = "SPAR_ASYNC_BACKEND"
+
+
+@dataclass
+class RoundPlan:
+    """Everything decided before the first write."""
+
+    args: RunArgs
+    repo: Path
+    config: AppliedConfig
+    base: str
+    head: str
+    expect_head: str | None
+    documents: dict[str, list[RoundDoc]]
+    packet_text: str
+    packet_sha256: str
+    out: Path  # absolute round folder
+    series: Path
+    backend: str
+
+
+def async_backend(env: Mapping[str, str]) -> str:
+    value = env.get(BACKEND_ENV, "") or "trio"
+    if value not in BACKENDS:
+        raise Refused(f"{BACKEND_ENV} {quote(value)}: expected asyncio or trio")
+    return value
+
+
+def _config(args: RunArgs, repo: Path, env: Mapping[str, str]) -> AppliedConfig:
+    cfg = load_config(repo, env=env)
+    configured = [r.name for r in cfg.reviewers]
+    cfg = select_reviewers(cfg, args.reviewers, args.models, args.efforts)
+    cfg = add_check_paths(cfg, args.check_paths)
+    # standpoints may name a configured reviewer left out of this run (contract)
+    accepted = configured + [r.name for r in cfg.reviewers if r.name not in configured]
+    check_standpoints(args.standpoints, accepted)
+    return cfg
+
+
+def _revisions(args: RunArgs, repo: Path) -> tuple[str, str, str | None]:
+    head = git.resolve_commit(repo, args.head if args.head is not None else "HEAD", what="--head")
+    base = git.resolve_commit(repo, args.base, what="--base") if args.base is not None else git.default_base(repo, head)
+    expect = None
+    if args.expect_head is not None:
+        expect = git.resolve_commit(repo, args.expect_head, what="--expect-head")
+        if expect != head:
+            raise Refused(f"--expect-head {quote(args.expect_head)} is {expect}, but the head to review is {head}")
+    return base, head, expect
+
+
+def prepare(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> RoundPlan:
+    """Every check of step 1; reads only."""
+    backend = async_backend(env)
+    try:
+        repo = git.repo_root(cwd)
+    except git.GitError as exc:
+        raise Refused(f"cannot tell which git repository holds {cwd}: {exc}") from None
+    if repo is None:
+        raise Refused(f"{cwd} is not inside a git repository")
+    cfg = _config(args, repo, env)
+    base, head, expect = _revisions(args, repo)
+    documents = read_round_documents(
+        str(repo), config_rules=list(cfg.rules), criteria=args.criteria, rules=args.rules,
+        subject=args.subject, cwd=cwd,
+    )
+    out = Path(os.path.abspath(os.path.join(cwd, args.out)))
+    check_run_out(out)
+    series = out.parent
+    packet = PacketInput(
+        stage=args.stage, series=series.name, base=base, head=head, angles=list(cfg.angles),
+        check_paths=list(cfg.check_paths), documents=documents,
+        standpoints=list(args.standpoints), decisions=list(args.decisions),
+    )
+    if args.stage == "code":
+        packet.diff_stat = git.diff_stat(repo, base, head)
+        packet.diff = git.diff(repo, base, head)
+    text = build_packet(packet)
+    return RoundPlan(args=args, repo=repo, config=cfg, base=base, head=head, expect_head=expect,
+                     documents=documents, packet_text=text, packet_sha256=packet_sha256(text),
+                     out=out, series=series, backend=backend)
+
+
+def read_series(series: Path) -> tuple[list[dict], list[dict]]:
+    """The series' rounds (round.json objects) and extensions; refused when unreadable (G32)."""
+    rounds = [readers.read_round(p) for p in readers.series_rounds(series)]
+    return rounds, readers.read_extensions(series)
+
+
+def cap_decision(plan: RoundPlan, rounds: list[dict], extensions: list[dict]) -> caps_mod.CapDecision:
+    return caps_mod.decide(
+        series=str(plan.series), stage=plan.args.stage, base=plan.base, head=plan.head,
+        packet_sha256=plan.packet_sha256, dry_run=plan.args.dry_run, caps=plan.config.caps,
+        extensions=extensions, rounds=rounds,
+    )
+
+
+def _write_inputs(plan: RoundPlan) -> list:
+    """Each reviewer's folder and input files; returns the runner's jobs."""
+    standpoints = dict(plan.args.standpoints)
+    active = bool(standpoints)
+    jobs = []
+    for cfg in plan.config.reviewers:
+        reviewer_dir = plan.out / cfg.name
+        reviewer_dir.mkdir()
+        spec = prepare_input(
+            cfg, reviewer_dir=reviewer_dir, packet_text=plan.packet_text, packet_path=plan.out / "packet.md",
+            standpoint=standpoints.get(cfg.name), standpoints_active=active, dry_run=plan.args.dry_run,
+        )
+        for rel, content in spec.files.items():
+            target = reviewer_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic.write_text(target, content)
+        jobs.append(ReviewerJob(config=cfg, reviewer_dir=reviewer_dir, round_dir=plan.out,
+                                workspace=plan.out / "workspace", schema_path=plan.out / "schema.json",
+                                input=spec))
+    return jobs
+
+
+def _create_round(plan: RoundPlan, decision: caps_mod.CapDecision) -> tuple[dict, list]:
+    started = now()
+    try:
+        plan.out.mkdir()
+    except OSError as exc:
+        raise Refused(f"--out {quote(str(plan.args.out))}: cannot create it: {exc.strerror or exc}") from None
+    atomic.write_text(plan.out / "packet.md", plan.packet_text)
+    atomic.write_text(plan.out / "schema.json", schema_text(bool(plan.args.standpoints)))
+    jobs = _write_inputs(plan)
+    standpoints = dict(plan.args.standpoints)
+    round_json = new_round_json(
+        name=plan.out.name, stage=plan.args.stage, repository=str(plan.repo), base=plan.base, head=plan.head,
+        expect_head=plan.expect_head, packet_sha256=plan.packet_sha256, documents=plan.documents,
+        config=plan.config, reviewers=[reviewer_entry(c, standpoints.get(c.name)) for c in plan.config.reviewers],
+        standpoints=list(plan.args.standpoints), decisions=list(plan.args.decisions),
+        counted=decision.counted, dry_run=plan.args.dry_run, started_at=started,
+    )
+    atomic.write_json(plan.out / "round.json", round_json)
+    build_workspace(plan.repo, plan.base, plan.head, plan.out / "workspace")
+    return round_json, jobs
+
+
+def _run_all(plan: RoundPlan, jobs: list, progress):
+    return anyio.run(lambda: run_reviewers(jobs, progress=progress), backend=plan.backend)
+
+
+def _record(plan: RoundPlan, round_json: dict, outcomes: list, progress) -> list[dict]:
+    """Validate and classify every outcome, then write the records."""
+    ctx = context_from_git(plan.repo, plan.base, plan.head,
+                           [d for kind in ("criteria", "rules", "subject") for d in plan.documents[kind]],
+                           list(plan.config.check_paths), round_json["links"]["criteria_ids"])
+    findings: list[dict] = []
+    for outcome in outcomes:
+        findings += apply_outcome(round_json, outcome, ctx)
+        entry = next(r for r in round_json["reviewers"] if r["name"] == outcome.name)
+        if outcome.status == "completed" and entry["status"] != "completed":
+            # the runner saw an answer; the checks turned it down: say so where progress is shown
+            progress.reviewer_status(outcome.name, entry["status"], entry["reason"])
+    write_round_outputs(plan.out, round_json, findings)
+    return findings
+
+
+def execute(plan: RoundPlan) -> int:
+    # decide once without the lock so that a refusal creates no series folder;
+    # the decision that counts is taken again under the lock
+    cap_decision(plan, *read_series(plan.series))
+    with series_lock(plan.series):
+        decision = cap_decision(plan, *read_series(plan.series))
+        check_run_out(plan.out)  # another run may have taken the name while we waited
+        round_json, jobs = _create_round(plan, decision)
+        print(plan.out, flush=True)
+        if plan.args.dry_run:
+            print(f"spar: dry run written to {plan.out} (no reviewer started)", file=sys.stderr)
+            return 0
+        progress = make_progress()
+        try:
+            outcomes = _run_all(plan, jobs, progress)
+            findings = _record(plan, round_json, outcomes, progress)
+        finally:
+            progress.close()
+    not_completed = [r for r in round_json["reviewers"] if r["status"] != "completed"]
+    line = f"spar: round {plan.out} recorded: {counts_text(findings)}"
+    if not_completed:
+        line += "; not completed: " + ", ".join(f"{r['name']} ({r['status']})" for r in not_completed)
+    print(line, file=sys.stderr)
+    return 1 if not_completed else 0
+
+
+def main(argv: list[str]) -> int:
+    args = parse_run_args(argv)
+    plan = prepare(args, cwd=os.getcwd(), env=os.environ)
+    return execute(plan)

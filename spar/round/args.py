@@ -1,0 +1,207 @@
+"""`spar run` arguments: shape (usage errors, 64) and the argument-only refusals (65).
+
+`--decision` and `--decision-quote` are taken out of argv before argparse sees
+it: their texts may start with `-` (G35), which argparse would read as an
+option. Every other option keeps argparse's rules, so a missing value there
+stays a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+
+from spar.argparsing import command_parser
+from spar.config.model import STAGES
+from spar.errors import Refused, UsageError, quote
+
+DECISION = "--decision"
+DECISION_QUOTE = "--decision-quote"
+
+# options of `spar run` that take a value (argparse reads the next token as it)
+_VALUE_OPTIONS = (
+    "--stage", "--out", "--base", "--head", "--expect-head", "--criteria", "--rules",
+    "--subject", "--check-path", "--reviewers", "--model", "--effort", "--standpoint",
+)
+
+DESCRIPTION = """\
+Run one review round: every configured reviewer at once on one packet, then
+validate, classify and record their findings in the round folder --out.
+
+Standard output holds one line, the round folder's path, once the folder exists
+(also for --dry-run). Progress and the final summary line go to standard error.
+Exit codes: 0 recorded and every reviewer completed (or a dry run written);
+1 recorded with a reviewer that did not complete (awaiting_record included);
+64 usage error; 65 refused or configuration error (nothing written);
+70 internal error or a write that may have been applied.
+
+--decision TEXT --decision-quote TEXT: a decision the user made and the user's
+words, as a pair (repeatable, in order). Their texts may start with '-' and are
+kept byte for byte."""
+
+
+@dataclass
+class RunArgs:
+    stage: str
+    out: str
+    base: str | None = None
+    head: str | None = None
+    expect_head: str | None = None
+    criteria: list[str] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)
+    subject: list[str] = field(default_factory=list)
+    check_paths: list[str] = field(default_factory=list)
+    reviewers: str | None = None
+    models: list[str] = field(default_factory=list)
+    efforts: list[str] = field(default_factory=list)
+    standpoints: list[tuple[str, str]] = field(default_factory=list)
+    decisions: list[tuple[str, str]] = field(default_factory=list)
+    dry_run: bool = False
+
+
+def _parser():
+    p = command_parser("run", DESCRIPTION)
+    p.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the description's lines
+    p.add_argument("--stage", required=True, choices=STAGES, help="plan, plan-delta or code")
+    p.add_argument("--out", required=True, metavar="SERIES/ROUND", help="round folder to create (must not exist)")
+    p.add_argument("--base", metavar="REV", help="default: merge-base with the default branch, else HEAD~1")
+    p.add_argument("--head", metavar="REV", help="default: HEAD")
+    p.add_argument("--expect-head", metavar="REV", help="refuse unless head is this commit")
+    p.add_argument("--criteria", action="append", default=[], metavar="FILE",
+                   help="acceptance criteria document (AC-n IDs); repeatable")
+    p.add_argument("--rules", action="append", default=[], metavar="FILE",
+                   help="rule document, after the configured rules; repeatable")
+    p.add_argument("--subject", action="append", default=[], metavar="FILE",
+                   help="document under review (the plan); repeatable")
+    p.add_argument("--check-path", dest="check_paths", action="append", default=[], metavar="GLOB",
+                   help="where checks (tests) live, added to the configured ones; repeatable")
+    p.add_argument("--reviewers", metavar="LIST", help="comma-separated reviewer names for this run")
+    p.add_argument("--model", dest="models", action="append", default=[], metavar="NAME=MODEL",
+                   help="model for one reviewer whose configuration writes none; repeatable")
+    p.add_argument("--effort", dest="efforts", action="append", default=[], metavar="NAME=EFFORT",
+                   help="effort for one claude/codex reviewer; repeatable")
+    p.add_argument("--standpoint", dest="standpoints", action="append", default=[], metavar="NAME=TEXT",
+                   help="a risk for one reviewer to attack in this round; repeatable")
+    # listed for --help only: the pre-scan removes them before parsing
+    p.add_argument(DECISION, dest="_decision_help", action="append", metavar="TEXT",
+                   help="what a user decision settles (pair with --decision-quote)")
+    p.add_argument(DECISION_QUOTE, dest="_decision_quote_help", action="append", metavar="TEXT",
+                   help="the user's words for the decision before it")
+    p.add_argument("--dry-run", action="store_true", help="write the round's inputs, start no reviewer")
+    return p
+
+
+def split_decision_options(argv: list[str]) -> tuple[list[str], list[tuple[str, str | None]]]:
+    """Takes `--decision`/`--decision-quote` and their values out of argv, in order.
+
+    Returns the remaining argv and (option, value) items; value None means the
+    option was last on the command line with no value.
+    """
+    rest: list[str] = []
+    items: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            rest.extend(argv[i:])
+            break
+        if tok in (DECISION, DECISION_QUOTE):
+            if i + 1 < len(argv):
+                items.append((tok, argv[i + 1]))
+                i += 2
+            else:
+                items.append((tok, None))
+                i += 1
+            continue
+        opt, eq, value = tok.partition("=")
+        if eq and opt in (DECISION, DECISION_QUOTE):
+            items.append((opt, value))
+            i += 1
+            continue
+        rest.append(tok)
+        if tok in _VALUE_OPTIONS and i + 1 < len(argv):
+            # the next token belongs to this option (argparse judges it), never a decision option
+            rest.append(argv[i + 1])
+            i += 2
+            continue
+        i += 1
+    return rest, items
+
+
+def _utf8_ok(text: str) -> bool:
+    try:
+        text.encode("utf-8")  # undecodable argv bytes arrive as lone surrogates
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def pair_decisions(items: list[tuple[str, str | None]]) -> list[tuple[str, str]]:
+    """G35: pairs in order; any problem is refused naming the decision (1-based) and option."""
+    pairs: list[tuple[str, str]] = []
+    pending: str | None = None  # a --decision waiting for its words
+    for opt, value in items:
+        number = len(pairs) + 1
+        if value is None:
+            raise Refused(f"decision {number}: {opt} has no value at the end of the command line")
+        if not _utf8_ok(value):
+            raise Refused(f"decision {number}: {opt} text is not valid UTF-8")
+        if not value.strip():
+            raise Refused(f"decision {number}: {opt} text is empty")
+        if opt == DECISION:
+            if pending is not None:
+                raise Refused(f"decision {number}: {DECISION} has no {DECISION_QUOTE} before the next {DECISION}")
+            pending = value
+        else:
+            if pending is None:
+                raise Refused(f"decision {number}: {DECISION_QUOTE} has no {DECISION} before it")
+            pairs.append((pending, value))
+            pending = None
+    if pending is not None:
+        raise Refused(f"decision {len(pairs) + 1}: {DECISION} has no {DECISION_QUOTE}")
+    return pairs
+
+
+def split_standpoint(raw: str) -> tuple[str, str]:
+    """NAME=TEXT at the first `=`; no `=` or an empty name is a usage error."""
+    name, eq, text = raw.partition("=")
+    if not eq:
+        raise UsageError(f"run: --standpoint {quote(raw)}: expected NAME=TEXT")
+    if not name:
+        raise UsageError(f"run: --standpoint {quote(raw)}: the reviewer name is empty")
+    return name, text
+
+
+def check_standpoints(standpoints: list[tuple[str, str]], accepted: list[str]) -> None:
+    """The refusals of "Standpoint arguments": unknown name, a second one, blank or non-UTF-8 text."""
+    seen: set[str] = set()
+    for name, text in standpoints:
+        if name not in accepted:
+            raise Refused(f"--standpoint: {quote(name)} is not a reviewer of this run or its configuration")
+        if name in seen:
+            raise Refused(f"--standpoint: more than one standpoint for {quote(name)}")
+        seen.add(name)
+        if not _utf8_ok(text):
+            raise Refused(f"--standpoint: the text for {quote(name)} is not valid UTF-8: {quote(text)}")
+        if not text.strip():
+            raise Refused(f"--standpoint: the text for {quote(name)} is empty: {quote(text)}")
+
+
+def parse_run_args(argv: list[str]) -> RunArgs:
+    """Usage errors (64) first, then the decision refusals (65); nothing else is checked here."""
+    rest, items = split_decision_options(argv)
+    ns = _parser().parse_args(rest)
+    standpoints = [split_standpoint(raw) for raw in ns.standpoints]
+    # the shape of --model/--effort is a usage error too: judge it before any refusal
+    from spar.config.select import split_assignment
+
+    for option, values in (("--model", ns.models), ("--effort", ns.efforts)):
+        for raw in values:
+            split_assignment(option, raw)
+    decisions = pair_decisions(items)
+    return RunArgs(
+        stage=ns.stage, out=ns.out, base=ns.base, head=ns.head, expect_head=ns.expect_head,
+        criteria=ns.criteria, rules=ns.rules, subject=ns.subject, check_paths=ns.check_paths,
+        reviewers=ns.reviewers, models=ns.models, efforts=ns.efforts,
+        standpoints=standpoints, decisions=decisions, dry_run=ns.dry_run,
+    )

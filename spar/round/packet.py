@@ -1,0 +1,239 @@
+"""`packet.md`: the one input every reviewer of a round shares.
+
+Pure text building; the caller reads documents and git. The packet holds
+nothing that differs between a round and its rerun with the same inputs (no
+round name, no reviewer list, no time), because `packet_sha256` decides
+whether a rerun is counted (design §8).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from spar.judge.context import RoundDoc
+
+DIFF_LIMIT = 512 * 1024  # bytes of diff text kept in the packet
+
+ANGLE_TEXT = {
+    "criteria": "does the change meet every acceptance criterion (AC-n)?",
+    "correctness": "logic, edge cases, error handling, data loss.",
+    "checks": "do the tests/checks really observe the criteria (false passes, inverted meaning, missing cases)?",
+    "contracts": "rule documents and public contracts (formats, APIs) kept?",
+    "risk": "security, concurrency, performance, operability, regressions.",
+}
+
+STAGE_TEXT = {
+    "plan": "review a plan before code is written: the subject documents",
+    "plan-delta": "review a change to an agreed plan: what the subject documents change",
+    "code": "review the change from the base commit to the head commit",
+}
+
+LOCATION_SENTENCE = (
+    "Report each finding's `location` as `head/PATH:LINE` or `head/PATH:START-END` for a file of "
+    "the head commit, `base/PATH:LINE` for a file that exists only in the base commit, or a round "
+    "document's name with a line (`NAME:LINE`), with nothing before the path and only a space, "
+    "`,` or `;` after the line; a location Spar cannot find is kept but treated as unreadable, "
+    "which can only make the finding weigh more, never hide it."
+)
+
+
+@dataclass
+class PacketInput:
+    stage: str
+    series: str  # the series folder's base name
+    base: str
+    head: str
+    angles: list[str]
+    check_paths: list[str]
+    documents: dict[str, list[RoundDoc]]  # criteria, rules, subject
+    diff_stat: str = ""  # code stage only
+    diff: bytes = b""  # code stage only
+    standpoints: list[tuple[str, str]] = field(default_factory=list)
+    decisions: list[tuple[str, str]] = field(default_factory=list)
+
+
+def fence(text: str, info: str = "", *, exact: bool = True) -> str:
+    """A fenced block that shows `text`: the fence is longer than any backtick run in it.
+
+    `exact` (user texts such as decisions): the block holds `text` plus one newline, so a
+    final newline of the text stays visible. Otherwise (files) a final newline is not doubled."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    body = text if not exact and text.endswith("\n") else text + "\n"
+    return f"{ticks}{info}\n{body}{ticks}\n"
+
+
+def cut_diff(diff: bytes, limit: int = DIFF_LIMIT) -> tuple[bytes, bool]:
+    """At most `limit` bytes, ending at a line end when one is inside the limit."""
+    if len(diff) <= limit:
+        return diff, False
+    head = diff[:limit]
+    nl = head.rfind(b"\n")
+    if nl >= 0:
+        head = head[: nl + 1]
+    return head, True
+
+
+def _documents(docs: list[RoundDoc], none_text: str) -> list[str]:
+    if not docs:
+        return [none_text, ""]
+    out: list[str] = []
+    for doc in docs:
+        lines = f"{doc.lines} line" + ("" if doc.lines == 1 else "s")
+        text = doc.text.decode("utf-8", "replace")
+        out += [f"### {doc.name}", "", f"File name `{doc.file_name}`, {lines}.", "", fence(text, exact=False)]
+    return out
+
+
+def _header(p: PacketInput) -> list[str]:
+    return [
+        "# Review packet",
+        "",
+        "You are one of several independent reviewers of one change. Read, never change anything.",
+        "",
+        f"- Stage: `{p.stage}` ({STAGE_TEXT[p.stage]})",
+        f"- Series: `{p.series}`",
+        f"- Base commit: `{p.base}`",
+        f"- Head commit: `{p.head}`",
+        "",
+        "Your working folder holds read-only copies of the two commits:",
+        "",
+        "- `head/`: every file of the head commit",
+        "- `base/`: every file of the base commit",
+        "",
+    ]
+
+
+def _angles(p: PacketInput) -> list[str]:
+    out = ["## Angles", "", "Check each of these angles and list each in `angles_checked` or `angles_unchecked`:", ""]
+    out += [f"- `{a}`: {ANGLE_TEXT[a]}" for a in p.angles]
+    return out + [""]
+
+
+def _check_paths(p: PacketInput) -> list[str]:
+    out = ["## Check paths", ""]
+    if not p.check_paths:
+        return out + ["No check paths are configured.", ""]
+    out += ["The project's checks (tests) live here; a finding there is about the checks:", ""]
+    out += [f"- `{g}`" for g in p.check_paths]
+    return out + [""]
+
+
+def _subject(p: PacketInput) -> list[str]:
+    out = ["## Subject", ""]
+    if p.documents["subject"]:
+        out += _documents(p.documents["subject"], "")
+    elif p.stage != "code":
+        out += ["No subject documents were given.", ""]
+    if p.stage == "code":
+        out += ["### Change summary (`git diff --stat base head`)", "", fence(p.diff_stat.rstrip("\n"))]
+        shown, was_cut = cut_diff(p.diff)
+        text = shown.decode("utf-8", "replace").rstrip("\n")
+        out += ["### Diff", "", fence(text, "diff")]
+        if was_cut:
+            out += [
+                f"The diff is cut at 512 KiB ({len(shown)} of {len(p.diff)} bytes shown). "
+                "Read the rest in `head/` and `base/` of your working folder (the round's `workspace/`).",
+                "",
+            ]
+    return out
+
+
+def _standpoints(p: PacketInput) -> list[str]:
+    if not p.standpoints:
+        return []
+    out = [
+        "## Standpoints for this round",
+        "",
+        "Each standpoint below is assigned to one reviewer. The assigned reviewer attacks that risk "
+        "while still checking every angle; every other reviewer reviews the whole change.",
+        "",
+    ]
+    for name, text in p.standpoints:
+        out += [f"### Standpoint of `{name}`", "", fence(text)]
+    return out
+
+
+def _decisions(p: PacketInput) -> list[str]:
+    if not p.decisions:
+        return []
+    out = [
+        "## Decisions the user made",
+        "",
+        "The user settled these questions. Do not ask them again as requirement questions; "
+        "do report where the change does not follow a decision.",
+        "",
+    ]
+    for i, (decision, words) in enumerate(p.decisions, 1):
+        out += [f"### Decision {i}", "", "What it settles:", "", fence(decision), "The user's words:", "", fence(words)]
+    return out
+
+
+def _how_to_report(p: PacketInput) -> list[str]:
+    head7 = p.head[:7]
+    out = [
+        "## How to report",
+        "",
+        "Answer with exactly one JSON object (the round's `schema.json`) and nothing else. Keys:",
+        "",
+        f"- `reviewed_head`: the head commit ID above (at least its first 7 characters, e.g. `{head7}`).",
+        "- `verdict`: `no_blocking_findings`, `blocking_findings`, or `could_not_review`.",
+        "- `angles_checked`: a list of `{\"angle\", \"result\"}`; `angles_unchecked`: a list of "
+        "`{\"angle\", \"reason\"}`. Every angle of this round appears at least once.",
+        "- `findings`: a list of findings (below); `[]` when there are none.",
+        "- `limits`: what you could not check (may be `\"\"`).",
+    ]
+    if p.standpoints:
+        out.append(
+            "- `standpoint_report`: `{\"checked\": true|false, \"detail\": \"…\"}` — what you checked for "
+            "your standpoint, or why you could not; `null` when no standpoint is assigned to you."
+        )
+    out += [
+        "",
+        "Each finding has exactly these string keys:",
+        "",
+        "- `id`: your own id for it.",
+        "- `proposed_class`: `defect`, `hardening`, `note`, or `requirement-question`.",
+        "- `angle`: one of `criteria`, `correctness`, `checks`, `contracts`, `risk` (the five angles).",
+        "- `location`: where (see below).",
+        "- `claim`: what is wrong. `failure_scenario`: how it fails (not blank). `evidence`: what you read that shows it.",
+        "- `link_kind` and `link`: `criterion` with the AC IDs it breaks (`AC-1` or `AC-1,AC-2`); "
+        "`rule` with a rule document and lines (`AGENTS.md:2` or `AGENTS.md:1-3`); `contract` with a "
+        "rule document or a file of the head commit and lines (`docs/api.md:4`); or `none` with `\"\"`.",
+        "- `introduced_by_change` and `regression`: `yes`, `no`, or `unknown`.",
+        "- `check_impact`: `none`, `false_pass` (a check passes though the criterion fails), "
+        "`meaning_inverted` (a check asserts the opposite), or `contract_violation`.",
+        "- `confidence`: `high`, `medium`, or `low`.",
+        "- `smallest_fix`: the smallest change that would fix it, or `\"\"` for no direction.",
+        "",
+        LOCATION_SENTENCE,
+        "",
+        "Links use the same grammar: an optional `head/` or `./` in front, a path, then optionally "
+        "`:LINE` or `:START-END`. A link Spar cannot confirm is kept as the reviewer's claim only.",
+        "",
+    ]
+    return out
+
+
+def build_packet(p: PacketInput) -> str:
+    parts: list[str] = []
+    parts += _header(p)
+    parts += _angles(p)
+    parts += _check_paths(p)
+    parts += ["## Criteria", ""] + _documents(p.documents["criteria"], "No criteria documents were given.")
+    parts += ["## Rules", ""] + _documents(p.documents["rules"], "No rule documents were given.")
+    parts += _subject(p)
+    parts += _standpoints(p)
+    parts += _decisions(p)
+    parts += _how_to_report(p)
+    return "\n".join(parts).rstrip("\n") + "\n"
+
+
+def packet_bytes(text: str) -> bytes:
+    return text.encode("utf-8")
+
+
+def packet_sha256(text: str) -> str:
+    return hashlib.sha256(packet_bytes(text)).hexdigest()

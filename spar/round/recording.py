@@ -1,0 +1,265 @@
+"""Recording a round's results: validation, classification and the files that hold them.
+
+Shared by `spar run` (results it collected) and `spar record` (results a host
+collected), so both apply the same checks (G1–G9, standpoint report) and the
+same record shapes (docs/records.md). Callers hold the series lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from spar import __version__
+from spar.config.model import ReviewerConfig, sha256_canonical
+from spar.errors import RecordError
+from spar.judge.context import RoundContext, RoundDoc, context_from_git
+from spar.judge.criteria import ids_of_documents
+from spar.judge.findings import auto_deferrals, build_findings
+from spar.judge.result import InvalidOutput, is_could_not_review, validate_result
+from spar.records import atomic, jsonl
+from spar.records.clock import now
+from spar.round.summary import render_summary
+
+SCHEMA = "review-round/v1"
+# a reviewer in one of these states has not finished; the round is not finished either
+UNFINISHED = ("pending", "awaiting_record")
+COMPLETED_KEYS = ("verdict", "reviewed_head", "angles_checked", "angles_unchecked", "limits", "finding_count")
+
+
+# ------------------------------------------------------------------ round.json building
+
+
+def reviewer_entry(cfg: ReviewerConfig, standpoint: str | None) -> dict:
+    """A reviewer entry before it ran (`pending`)."""
+    return {
+        "name": cfg.name,
+        "preset": cfg.preset,
+        "status": "pending",
+        "reason": "",
+        "resets": None,
+        "model": cfg.model,
+        "effort": cfg.effort,
+        "timeout_seconds": cfg.timeout_seconds,
+        "observed_model": None,
+        "attempts": [],
+        "warnings": [],
+        "standpoint": standpoint,
+        "standpoint_report": None,
+    }
+
+
+def criteria_digest(criteria: list[RoundDoc]) -> str:
+    return sha256_canonical([{"name": d.name, "sha256": hashlib.sha256(d.text).hexdigest()} for d in criteria])
+
+
+def links_record(documents: dict[str, list[RoundDoc]]) -> dict:
+    return {
+        "rules": [
+            {"names": [d.name, d.real_path], "file_name": d.file_name, "lines": d.lines}
+            for d in documents["rules"]
+        ],
+        "criteria_ids": ids_of_documents(d.text for d in documents["criteria"]),
+    }
+
+
+def standpoints_uncovered(round_json: dict) -> list[str]:
+    """Standpoint reviewers without a completed reviewer (also those not in this round)."""
+    done = {r["name"] for r in round_json.get("reviewers", []) if r.get("status") == "completed"}
+    return [sp["reviewer"] for sp in round_json.get("standpoints") or [] if sp["reviewer"] not in done]
+
+
+# ------------------------------------------------------------------ one reviewer's result
+
+
+def _clear_completed(entry: dict) -> None:
+    for key in COMPLETED_KEYS:
+        entry.pop(key, None)
+    entry["standpoint_report"] = None
+
+
+def record_reviewer_result(round_json: dict, name: str, result: object, ctx: RoundContext) -> list[dict]:
+    """Validate and classify one reviewer's result object.
+
+    Updates that reviewer's entry in `round_json` in place (status `completed`,
+    `invalid_output` with the key in the reason, or `failed` for
+    `could_not_review`) and returns its findings, numbered `<name>-F<n>`
+    (empty unless completed).
+    """
+    entry = reviewer_of(round_json, name)
+    standpoints_active = bool(round_json.get("standpoints"))
+    _clear_completed(entry)
+    try:
+        accepted = validate_result(
+            result,
+            packet_head=round_json["head"],
+            requested_angles=list(round_json["config"]["angles"]),
+            standpoints_active=standpoints_active,
+            assigned=entry.get("standpoint") is not None,
+        )
+    except InvalidOutput as exc:
+        entry["status"] = "invalid_output"
+        entry["reason"] = exc.reason
+        return []
+    if is_could_not_review(accepted):
+        entry["status"] = "failed"
+        entry["reason"] = "could_not_review" + (f": {accepted['limits']}" if accepted["limits"].strip() else "")
+        return []
+    findings = build_findings(name, accepted, ctx)
+    entry["status"] = "completed"
+    entry["reason"] = ""
+    entry["standpoint_report"] = accepted["standpoint_report"]
+    entry.update(
+        verdict=accepted["verdict"],
+        reviewed_head=accepted["reviewed_head"],
+        angles_checked=accepted["angles_checked"],
+        angles_unchecked=accepted["angles_unchecked"],
+        limits=accepted["limits"],
+        finding_count=len(findings),
+    )
+    return findings
+
+
+def record_invalid(round_json: dict, name: str, reason: str) -> None:
+    """An answer that is not one JSON object: invalid_output with the reason given."""
+    entry = reviewer_of(round_json, name)
+    _clear_completed(entry)
+    entry["status"] = "invalid_output"
+    entry["reason"] = reason
+
+
+def apply_outcome(round_json: dict, outcome, ctx: RoundContext) -> list[dict]:
+    """Record one runner outcome (`spar run`): the run's facts, then the result's checks."""
+    entry = reviewer_of(round_json, outcome.name)
+    entry["resets"] = outcome.resets
+    entry["observed_model"] = outcome.observed_model
+    entry["attempts"] = [dict(a) for a in outcome.attempts]
+    entry["model"] = outcome.model  # the last attempt's model (the fallback after a quota refusal)
+    if outcome.status != "completed":
+        _clear_completed(entry)
+        entry["status"] = outcome.status
+        entry["reason"] = outcome.reason
+        return []
+    if outcome.output_error is not None or outcome.result is None:
+        record_invalid(round_json, outcome.name, outcome.output_error or "no result object")
+        return []
+    return record_reviewer_result(round_json, outcome.name, outcome.result, ctx)
+
+
+def reviewer_of(round_json: dict, name: str) -> dict:
+    for entry in round_json.get("reviewers", []):
+        if entry.get("name") == name:
+            return entry
+    raise RecordError(f"round {round_json.get('name')}: no reviewer named {name!r}")
+
+
+def merge_findings(existing: list[dict], name: str, new: list[dict], reviewer_order: list[str]) -> list[dict]:
+    """Replace `name`'s findings by `new`, keeping reviewer order (findings.json order)."""
+    by_reviewer: dict[str, list[dict]] = {}
+    for f in existing:
+        if f.get("reviewer") != name:
+            by_reviewer.setdefault(f.get("reviewer"), []).append(f)
+    by_reviewer[name] = list(new)
+    out: list[dict] = []
+    for reviewer in reviewer_order:
+        out += by_reviewer.pop(reviewer, [])
+    for rest in by_reviewer.values():  # findings of a name no longer listed stay, at the end
+        out += rest
+    return out
+
+
+# ------------------------------------------------------------------ the files
+
+
+def finish_round_json(round_json: dict, at: str | None = None) -> dict:
+    """Mark the round recorded: `recorded_at`, `finished_at` unless a reviewer is unfinished,
+    and `standpoints_uncovered`. Changes and returns `round_json`."""
+    at = at or now()
+    round_json["recorded_at"] = at
+    round_json["standpoints_uncovered"] = standpoints_uncovered(round_json)
+    if any(r.get("status") in UNFINISHED for r in round_json.get("reviewers", [])):
+        round_json.pop("finished_at", None)
+    else:
+        round_json["finished_at"] = at
+    return round_json
+
+
+def write_round_outputs(round_dir: str | Path, round_json: dict, findings: list[dict],
+                        new_findings: list[dict] | None = None, *, at: str | None = None) -> None:
+    """Write findings.json, append the automatic deferrals of `new_findings` (default: all)
+    to ledger.jsonl, write summary.md, then round.json (recorded) last: a reader that
+    sees `recorded_at` finds everything else in place."""
+    round_dir = Path(round_dir)
+    at = at or now()
+    new_findings = findings if new_findings is None else new_findings
+    atomic.write_json(round_dir / "findings.json", findings)
+    ledger_path = round_dir / "ledger.jsonl"
+    for fid in auto_deferrals(new_findings):
+        jsonl.append(ledger_path, {"finding": fid, "disposition": "deferred", "auto": True, "at": at})
+    if not ledger_path.exists():
+        # an empty ledger still says "recorded, nothing disposed" to readers
+        atomic.write_bytes(ledger_path, b"")
+    finish_round_json(round_json, at)
+    ledger = jsonl.read(ledger_path, missing_ok=True)
+    atomic.write_text(round_dir / "summary.md", render_summary(round_json, findings, ledger))
+    atomic.write_json(round_dir / "round.json", round_json)
+
+
+def context_for_round(round_json: dict) -> RoundContext:
+    """The judging context of a recorded round, rebuilt from round.json alone (for `spar record`):
+    its commits, check paths, criterion IDs and documents as they were when the round ran.
+
+    Documents are not read again: the working tree may have moved on, and judging
+    (G7, G8) uses only a document's names and line count, both recorded. Each
+    RoundDoc's text is therefore a stand-in with the recorded number of lines."""
+    docs: list[RoundDoc] = []
+    for kind in ("criteria", "rules", "subject"):
+        for rec in (round_json.get("documents") or {}).get(kind, []):
+            try:
+                path, name, lines = rec["path"], rec["name"], int(rec["lines"])
+            except (KeyError, TypeError, ValueError):
+                raise RecordError(f"round {round_json.get('name')}: a {kind} document entry lacks name, "
+                                  "path or lines") from None
+            docs.append(RoundDoc(kind=kind, name=name, real_path=path, file_name=os.path.basename(path),
+                                 text=b"\n" * lines))
+    return context_from_git(
+        round_json["repository"], round_json["base"], round_json["head"], docs,
+        list(round_json["config"]["check_paths"]), (round_json.get("links") or {}).get("criteria_ids", []),
+    )
+
+
+def new_round_json(*, name: str, stage: str, repository: str, base: str, head: str, expect_head: str | None,
+                   packet_sha256: str, documents: dict[str, list[RoundDoc]], config, reviewers: list[dict],
+                   standpoints: list[tuple[str, str]], decisions: list[tuple[str, str]], counted: bool,
+                   dry_run: bool, started_at: str) -> dict:
+    """round.json as written before any reviewer runs (no finished_at, reviewers pending)."""
+    from spar.round.documents import documents_record
+
+    values = config.applied_values()
+    return {
+        "schema": SCHEMA,
+        "spar_version": __version__,
+        "name": name,
+        "stage": stage,
+        "repository": repository,
+        "base": base,
+        "head": head,
+        "expect_head": expect_head,
+        "packet_sha256": packet_sha256,
+        "documents": documents_record(documents),
+        "criteria_digest": criteria_digest(documents["criteria"]),
+        "links": links_record(documents),
+        "config": values,
+        "config_files": [dict(f) for f in config.files],
+        "config_skipped": [dict(s) for s in config.skipped],
+        "config_digest": sha256_canonical(values),
+        "standpoints": [{"reviewer": n, "text": t} for n, t in standpoints],
+        "standpoints_uncovered": [n for n, _ in standpoints],
+        "decisions": [{"decision": d, "quote": q} for d, q in decisions],
+        "counted": counted,
+        "dry_run": dry_run,
+        "started_at": started_at,
+        "reviewers": reviewers,
+        "warnings": [],
+    }

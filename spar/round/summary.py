@@ -1,0 +1,198 @@
+"""`summary.md`: the round for people, rendered from records already read (pure).
+
+Standpoint parts appear only in rounds with standpoints, so a round without
+them renders exactly as before standpoints existed.
+"""
+
+from __future__ import annotations
+
+CLASS_ORDER = ("defect", "requirement-question", "hardening", "note")
+
+
+def _cell(value) -> str:
+    """One markdown table cell: no line breaks, `|` escaped, empty shown as -."""
+    if value is None or value == "":
+        return "-"
+    text = str(value).replace("|", "\\|")
+    return " ".join(text.split("\n")).replace("\r", " ")
+
+
+def _code(value) -> str:
+    if value is None or value == "":
+        return "-"
+    text = str(value)
+    ticks = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def latest_dispositions(ledger: list[dict]) -> dict[str, dict]:
+    """The line that stands per finding: the latest one."""
+    out: dict[str, dict] = {}
+    for line in ledger:
+        fid = line.get("finding")
+        if isinstance(fid, str):
+            out[fid] = line
+    return out
+
+
+def class_counts(findings: list[dict]) -> dict[str, int]:
+    counts = {c: 0 for c in CLASS_ORDER}
+    for f in findings:
+        cls = f.get("class")
+        if cls in counts:
+            counts[cls] += 1
+    return counts
+
+
+def counts_text(findings: list[dict]) -> str:
+    counts = class_counts(findings)
+    return ", ".join(f"{counts[c]} {c}" for c in CLASS_ORDER)
+
+
+def _disposition(finding: dict, standing: dict[str, dict]) -> str:
+    line = standing.get(finding.get("id"))
+    if not line:
+        return "-"
+    text = str(line.get("disposition", "-"))
+    if line.get("auto"):
+        text += " (auto)"
+    return text
+
+
+def _header(rj: dict) -> list[str]:
+    out = [
+        f"# Review round {rj.get('name', '')}",
+        "",
+        f"- Stage: `{rj.get('stage', '')}`",
+        f"- Base: `{rj.get('base', '')}`",
+        f"- Head: `{rj.get('head', '')}`",
+        f"- Counted: {'yes' if rj.get('counted') else 'no'}",
+        f"- Started: {rj.get('started_at', '-')}",
+    ]
+    if rj.get("recorded_at"):
+        out.append(f"- Recorded: {rj['recorded_at']}")
+    out.append(f"- Finished: {rj['finished_at']}" if rj.get("finished_at") else "- Finished: not yet (a reviewer awaits a record)")
+    for w in rj.get("warnings") or []:
+        out.append(f"- Warning: {w}")
+    return out + [""]
+
+
+def _reviewers(rj: dict) -> list[str]:
+    out = [
+        "## Reviewers",
+        "",
+        "| reviewer | preset | status | model | observed model | attempts | verdict | findings | reason |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rj.get("reviewers", []):
+        reason = r.get("reason") or ""
+        if r.get("resets"):
+            reason = f"{reason} (resets {r['resets']})" if reason else f"resets {r['resets']}"
+        attempts = r.get("attempts") or []
+        out.append(
+            "| " + " | ".join([
+                _cell(r.get("name")), _cell(r.get("preset")), _cell(r.get("status")),
+                _cell(r.get("model") or "(default)"), _cell(r.get("observed_model") or "unknown"),
+                _cell(len(attempts)), _cell(r.get("verdict")),
+                _cell(r.get("finding_count") if r.get("status") == "completed" else None), _cell(reason),
+            ]) + " |"
+        )
+    out.append("")
+    for r in rj.get("reviewers", []):
+        for w in r.get("warnings") or []:
+            if isinstance(w, dict):
+                out.append(f"- `{r.get('name')}` warning: {w.get('kind')} ({w.get('tool')})")
+            else:
+                out.append(f"- `{r.get('name')}` warning: {w}")
+    if out[-1] != "":
+        out.append("")
+    return out
+
+
+def _standpoints(rj: dict) -> list[str]:
+    standpoints = rj.get("standpoints") or []
+    if not standpoints:
+        return []
+    out = ["## Standpoints", ""]
+    by_name = {r.get("name"): r for r in rj.get("reviewers", [])}
+    for sp in standpoints:
+        name = sp.get("reviewer")
+        out.append(f"### `{name}`")
+        out.append("")
+        out += ["> " + line if line else ">" for line in str(sp.get("text", "")).split("\n")]
+        out.append("")
+        r = by_name.get(name)
+        if r is None:
+            out.append("Not a reviewer of this round.")
+        else:
+            report = r.get("standpoint_report")
+            if isinstance(report, dict):
+                state = "checked" if report.get("checked") else "not checked"
+                out.append(f"Report ({state}): {_cell(report.get('detail'))}")
+            else:
+                out.append(f"No report (status {r.get('status')}).")
+        out.append("")
+    uncovered = rj.get("standpoints_uncovered") or []
+    if uncovered:
+        out += ["Standpoints without a completed reviewer: " + ", ".join(f"`{n}`" for n in uncovered), ""]
+    return out
+
+
+def _angles(rj: dict) -> list[str]:
+    done = [r for r in rj.get("reviewers", []) if r.get("status") == "completed"]
+    if not done:
+        return []
+    out = ["## Angles", ""]
+    for r in done:
+        checked = [a.get("angle") for a in r.get("angles_checked") or []]
+        unchecked = [f"{a.get('angle')} ({_cell(a.get('reason'))})" for a in r.get("angles_unchecked") or []]
+        line = f"- `{r.get('name')}`: checked {', '.join(checked) or '-'}"
+        if unchecked:
+            line += f"; not checked {', '.join(unchecked)}"
+        out.append(line)
+    return out + [""]
+
+
+def _findings(findings: list[dict], standing: dict[str, dict]) -> list[str]:
+    out = ["## Findings", "", counts_text(findings) + ".", ""]
+    if not findings:
+        return out
+    out += [
+        "| id | class | angle | location | claim | link | disposition |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for f in findings:
+        location = _code(f.get("location"))
+        if f.get("location_unreadable"):
+            location += " (unreadable location)"
+        link = f"{f.get('link_kind')} {f.get('link')}" if f.get("link_kind") not in (None, "none") else "-"
+        out.append(
+            "| " + " | ".join([
+                _cell(f.get("id")), _cell(f.get("class")), _cell(f.get("angle")), _cell(location),
+                _cell(f.get("claim")), _cell(link), _cell(_disposition(f, standing)),
+            ]) + " |"
+        )
+    return out + [""]
+
+
+def _smallest_fixes(findings: list[dict]) -> list[str]:
+    out = ["## Smallest fixes", ""]
+    fixes = [f for f in findings if isinstance(f.get("smallest_fix"), str) and f["smallest_fix"].strip()]
+    if not fixes:
+        return out + ["No finding gives one.", ""]
+    for f in fixes:
+        out.append(f"- `{f.get('id')}`: {_cell(f['smallest_fix'])}")
+    return out + [""]
+
+
+def render_summary(round_json: dict, findings: list[dict], ledger: list[dict]) -> str:
+    standing = latest_dispositions(ledger)
+    parts: list[str] = []
+    parts += _header(round_json)
+    parts += _reviewers(round_json)
+    parts += _standpoints(round_json)
+    parts += _angles(round_json)
+    parts += _findings(findings, standing)
+    parts += _smallest_fixes(findings)
+    return "\n".join(parts).rstrip("\n") + "\n"

@@ -1,0 +1,159 @@
+"""packet.md: section order, conditional sections, byte-exact texts, the 512 KiB diff cut."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from spar.config.model import ANGLES
+from spar.judge.context import RoundDoc
+from spar.round.packet import DIFF_LIMIT, LOCATION_SENTENCE, PacketInput, build_packet, cut_diff, fence, packet_sha256
+
+BASE = "a" * 40
+HEAD = "b" * 40
+
+
+def doc(kind, name, text):
+    return RoundDoc(kind=kind, name=name, real_path=f"/repo/{name}", file_name=name.rsplit("/", 1)[-1],
+                    text=text.encode())
+
+
+def packet(**kw):
+    values = dict(
+        stage="code", series="reviews", base=BASE, head=HEAD, angles=list(ANGLES), check_paths=["tests/**"],
+        documents={"criteria": [doc("criteria", "docs/criteria.md", "- AC-1: adds\n")],
+                   "rules": [doc("rules", "AGENTS.md", "1. rule\n")],
+                   "subject": []},
+        diff_stat=" calc.py | 2 ++\n 1 file changed, 2 insertions(+)\n",
+        diff=b"diff --git a/calc.py b/calc.py\n+++ b/calc.py\n@@ -1,0 +1,2 @@\n+def f():\n+    pass\n",
+    )
+    values.update(kw)
+    return build_packet(PacketInput(**values))
+
+
+def headings(text):
+    return [line for line in text.splitlines() if re.match(r"^#{1,2} ", line)]
+
+
+def test_section_order_without_standpoints_or_decisions():
+    assert headings(packet()) == [
+        "# Review packet", "## Angles", "## Check paths", "## Criteria", "## Rules", "## Subject",
+        "## How to report",
+    ]
+
+
+def test_section_order_with_everything():
+    text = packet(standpoints=[("codex", "races")], decisions=[("Use SQLite", "yes")],
+                  documents={"criteria": [], "rules": [], "subject": [doc("subject", "PLAN.md", "plan\n")]})
+    assert headings(text) == [
+        "# Review packet", "## Angles", "## Check paths", "## Criteria", "## Rules", "## Subject",
+        "## Standpoints for this round", "## Decisions the user made", "## How to report",
+    ]
+
+
+def test_header_names_commits_series_and_workspace():
+    text = packet()
+    assert f"- Head commit: `{HEAD}`" in text and f"- Base commit: `{BASE}`" in text
+    assert "- Series: `reviews`" in text
+    assert "- Stage: `code` (review the change from the base commit to the head commit)" in text
+    assert "`head/`" in text and "`base/`" in text
+
+
+def test_angles_follow_the_configuration():
+    text = packet(angles=["criteria", "risk"])
+    section = text.split("## Angles", 1)[1].split("## Check paths", 1)[0]
+    assert re.findall(r"^- `(\w+)`", section, re.M) == ["criteria", "risk"]
+
+
+def test_documents_under_their_names_with_line_counts():
+    text = packet()
+    assert "### docs/criteria.md\n\nFile name `criteria.md`, 1 line.\n\n```\n- AC-1: adds\n```\n" in text
+    assert "### AGENTS.md" in text.split("## Rules", 1)[1]
+
+
+def test_no_documents_and_no_check_paths_are_said():
+    text = packet(check_paths=[], documents={"criteria": [], "rules": [], "subject": []})
+    assert "No check paths are configured." in text
+    assert "No criteria documents were given." in text and "No rule documents were given." in text
+
+
+def test_plan_stage_has_no_diff():
+    text = packet(stage="plan", diff_stat="", diff=b"",
+                  documents={"criteria": [], "rules": [], "subject": [doc("subject", "PLAN.md", "the plan\n")]})
+    assert "### Diff" not in text and "git diff --stat" not in text
+    assert "### PLAN.md" in text
+
+
+def test_code_stage_shows_stat_and_diff():
+    text = packet()
+    assert "### Change summary (`git diff --stat base head`)" in text
+    assert "```diff\ndiff --git a/calc.py b/calc.py\n" in text
+    assert "cut at 512 KiB" not in text
+
+
+def test_diff_cut_at_512_kib_with_a_note():
+    line = b"+" + b"x" * 99 + b"\n"
+    big = b"diff --git a/big b/big\n" + line * (DIFF_LIMIT // len(line) + 50)
+    text = packet(diff=big)
+    shown, was_cut = cut_diff(big)
+    assert was_cut and len(shown) <= DIFF_LIMIT and shown.endswith(b"\n")
+    assert f"The diff is cut at 512 KiB ({len(shown)} of {len(big)} bytes shown)" in text
+    assert "workspace/" in text
+    assert len(text.encode()) < DIFF_LIMIT + 20_000
+
+
+def test_diff_exactly_at_the_limit_is_not_cut():
+    data = b"x" * (DIFF_LIMIT - 1) + b"\n"
+    assert cut_diff(data) == (data, False)
+
+
+@pytest.mark.parametrize("decision, words", [
+    ("Use SQLite", "yes, SQLite"),
+    ("  padded\n\ttext  ", "-starts with a dash"),
+    ("```\nfenced\n```", "````four````"),
+    ("line1\nline2\n", ":colon =equals"),
+])
+def test_decision_texts_kept_byte_for_byte(decision, words):
+    text = packet(decisions=[(decision, words)])
+    section = text.split("## Decisions the user made", 1)[1].split("## How to report", 1)[0]
+    assert fence(decision) in section and fence(words) in section
+    assert section.index("What it settles:") < section.index(fence(decision)) < section.index("The user's words:")
+    assert "### Decision 1" in section
+
+
+def test_fence_outlasts_backticks_inside():
+    assert fence("a ``` b") == "````\na ``` b\n````\n"
+    assert fence("plain") == "```\nplain\n```\n"
+
+
+def test_fence_exact_keeps_a_final_newline_visible():
+    assert fence("x\n") == "```\nx\n\n```\n"
+    assert fence("x\n", exact=False) == "```\nx\n```\n"
+    assert fence("x", exact=False) == "```\nx\n```\n"
+
+
+def test_standpoints_listed_with_their_reviewers():
+    text = packet(standpoints=[("claude", "look for races"), ("codex", "perf")])
+    section = text.split("## Standpoints for this round", 1)[1].split("## How to report", 1)[0]
+    assert section.index("### Standpoint of `claude`") < section.index("look for races") < section.index(
+        "### Standpoint of `codex`")
+    assert "`standpoint_report`" in text.split("## How to report", 1)[1]
+
+
+def test_how_to_report():
+    text = packet()
+    how = text.split("## How to report", 1)[1]
+    assert LOCATION_SENTENCE in how
+    for word in ("reviewed_head", "verdict", "angles_checked", "angles_unchecked", "findings", "limits",
+                 "smallest_fix", "link_kind", "failure_scenario", *ANGLES):
+        assert word in how, word
+    assert "standpoint_report" not in text
+
+
+def test_same_input_same_bytes_and_standpoints_change_the_digest():
+    assert packet() == packet()
+    assert packet_sha256(packet()) == packet_sha256(packet())
+    assert packet_sha256(packet()) != packet_sha256(packet(standpoints=[("codex", "x")]))
+    assert packet_sha256(packet()) != packet_sha256(packet(decisions=[("d", "q")]))
+    assert packet().endswith("\n") and not packet().endswith("\n\n")

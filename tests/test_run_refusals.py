@@ -1,0 +1,110 @@
+"""`spar run` refusals and usage errors: exact exit code, the message, and nothing written or started."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.test_run_helpers import make_setup, result
+
+pytestmark = pytest.mark.slow
+
+ROWS = json.loads((Path(__file__).parent / "data" / "run_refusals.json").read_text(encoding="utf-8"))["rows"]
+
+
+def snapshot(root: Path) -> set[str]:
+    """Every path under the repository except .git: a refusal must add none."""
+    out = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in dirnames + filenames:
+            out.add(os.path.relpath(os.path.join(dirpath, name), root))
+    return out
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    s = make_setup(tmp_path_factory.mktemp("refusals"))
+    s.configure([{"name": "claude", "preset": "claude"}, {"name": "codex", "preset": "codex"}])
+    s.scenario({"claude": {"result": result(head=s.head)}, "codex": {"result": result(head=s.head)}})
+    return s
+
+
+def check_refused(s, proc, code: int, says: str, before: set[str]):
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == code, err
+    assert proc.stdout == b""
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("spar: ") and says in line, line
+    assert snapshot(s.repo) == before
+    assert s.fake_calls() == []
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r["why"])
+def test_refused_before_anything_is_written(setup, row):
+    before = snapshot(setup.repo)
+    proc = setup.spar("run", *row["argv"])
+    check_refused(setup, proc, row["exit"], row["says"], before)
+
+
+def test_existing_round_folder_is_refused(setup):
+    (setup.repo / "reviews" / "r9").mkdir(parents=True)
+    try:
+        before = snapshot(setup.repo)
+        proc = setup.run(out="reviews/r9")
+        check_refused(setup, proc, 65, "already exists", before)
+    finally:
+        (setup.repo / "reviews" / "r9").rmdir()
+        (setup.repo / "reviews").rmdir()
+
+
+def test_configuration_error_names_file_and_line(setup):
+    bad = setup.tmp / "bad.toml"
+    bad.write_text('[[reviewers]]\npreset = "claude"\nbogus = 1\n')
+    before = snapshot(setup.repo)
+    proc = setup.spar("run", "--stage", "code", "--out", "reviews/r1", env={**setup.env, "SPAR_CONFIG": str(bad)})
+    check_refused(setup, proc, 65, f"{bad}:3", before)
+
+
+def test_unknown_async_backend_is_refused(setup):
+    before = snapshot(setup.repo)
+    proc = setup.spar("run", "--stage", "code", "--out", "reviews/r1",
+                      env={**setup.env, "SPAR_ASYNC_BACKEND": "curio"})
+    check_refused(setup, proc, 65, "SPAR_ASYNC_BACKEND \"curio\"", before)
+
+
+def test_outside_a_repository_is_refused(setup):
+    proc = setup.spar("run", "--stage", "code", "--out", "reviews/r1", cwd=setup.tmp / "home")
+    assert proc.returncode == 65
+    assert "is not inside a git repository" in proc.stderr.decode()
+    assert not (setup.tmp / "home" / "reviews").exists()
+
+
+def test_unreadable_series_record_is_refused(setup):
+    bad = setup.repo / "reviews" / "r0"
+    bad.mkdir(parents=True)
+    (bad / "round.json").write_text("{not json")
+    try:
+        before = snapshot(setup.repo)
+        proc = setup.run()
+        check_refused(setup, proc, 65, "round.json: not JSON", before)
+    finally:
+        (bad / "round.json").unlink()
+        bad.rmdir()
+        (setup.repo / "reviews").rmdir()
+
+
+def test_unreadable_extensions_are_refused(setup):
+    series = setup.repo / "reviews"
+    series.mkdir()
+    (series / "extensions.jsonl").write_text('{"stage": "code", "by": 0}\n')
+    try:
+        before = snapshot(setup.repo)
+        proc = setup.run()
+        check_refused(setup, proc, 65, "extensions.jsonl:1", before)
+    finally:
+        (series / "extensions.jsonl").unlink()
+        series.rmdir()

@@ -1,0 +1,120 @@
+"""summary.md: reviewers, standpoints (only when given), findings with class, location mark and
+disposition, smallest fixes."""
+
+from __future__ import annotations
+
+from spar.round.summary import counts_text, render_summary
+
+
+def reviewer(name, status="completed", **kw):
+    entry = {"name": name, "preset": "command", "status": status, "reason": "" if status == "completed" else "boom",
+             "resets": None, "model": "", "effort": "", "timeout_seconds": 900, "observed_model": None,
+             "attempts": [{"model": ""}], "warnings": [], "standpoint": None, "standpoint_report": None}
+    if status == "completed":
+        entry.update(verdict="blocking_findings", reviewed_head="abc1234",
+                     angles_checked=[{"angle": "criteria", "result": "ok"}],
+                     angles_unchecked=[{"angle": "risk", "reason": "no time"}], limits="", finding_count=2)
+    entry.update(kw)
+    return entry
+
+
+def round_json(**kw):
+    rj = {"schema": "review-round/v1", "name": "code-1", "stage": "code", "base": "a" * 40, "head": "b" * 40,
+          "counted": True, "dry_run": False, "started_at": "2024-01-01T00:00:00.000Z",
+          "recorded_at": "2024-01-01T00:01:00.000Z", "finished_at": "2024-01-01T00:01:00.000Z",
+          "standpoints": [], "standpoints_uncovered": [], "warnings": [],
+          "reviewers": [reviewer("alpha", observed_model="model-x"), reviewer("beta", "timeout", resets="12pm")]}
+    rj.update(kw)
+    return rj
+
+
+def finding(fid, cls, **kw):
+    f = {"id": fid, "reviewer": "alpha", "class": cls, "angle": "correctness", "location": "head/a.py:3",
+         "claim": "a | b claim\nsecond line", "link_kind": "none", "link": "", "location_unreadable": False,
+         "smallest_fix": ""}
+    f.update(kw)
+    return f
+
+
+FINDINGS = [
+    finding("alpha-F1", "defect", link_kind="criterion", link="AC-2", smallest_fix="check b == 0"),
+    finding("alpha-F2", "hardening", location="tests/t.py:1"),
+    finding("alpha-F3", "hardening", location="head/t.py:10:5", location_unreadable=True),
+    finding("alpha-F4", "note"),
+]
+LEDGER = [
+    {"finding": "alpha-F2", "disposition": "deferred", "auto": True, "at": "t"},
+    {"finding": "alpha-F1", "disposition": "rejected", "auto": False, "at": "t", "evidence": "x"},
+    {"finding": "alpha-F1", "disposition": "deferred", "auto": False, "at": "t", "user_quote": "ok"},
+]
+
+
+def table_row(text, first_cell):
+    return next(line for line in text.splitlines() if line.startswith(f"| {first_cell} |"))
+
+
+def test_reviewers_table():
+    text = render_summary(round_json(), FINDINGS, LEDGER)
+    alpha = table_row(text, "alpha")
+    assert "| completed |" in alpha and "model-x" in alpha and "blocking_findings" in alpha
+    beta = table_row(text, "beta")
+    assert "| timeout |" in beta and "boom (resets 12pm)" in beta and "unknown" in beta
+
+
+def test_findings_table_class_location_mark_and_disposition():
+    text = render_summary(round_json(), FINDINGS, LEDGER)
+    f1 = table_row(text, "alpha-F1")
+    assert "| defect |" in f1 and "| deferred |" in f1 and "criterion AC-2" in f1
+    assert "a \\| b claim second line" in f1
+    assert "| deferred (auto) |" in table_row(text, "alpha-F2")
+    f3 = table_row(text, "alpha-F3")
+    assert "`head/t.py:10:5` (unreadable location)" in f3 and f3.endswith("| - |")
+    assert "(unreadable location)" not in table_row(text, "alpha-F4")
+    assert "1 defect, 0 requirement-question, 2 hardening, 1 note." in text
+
+
+def test_smallest_fixes():
+    text = render_summary(round_json(), FINDINGS, LEDGER)
+    section = text.split("## Smallest fixes", 1)[1]
+    assert "- `alpha-F1`: check b == 0" in section
+    assert "alpha-F2" not in section
+    assert "No finding gives one." in render_summary(round_json(), [finding("alpha-F1", "note")], [])
+
+
+def test_angles_of_completed_reviewers():
+    text = render_summary(round_json(), [], [])
+    assert "- `alpha`: checked criteria; not checked risk (no time)" in text
+    assert "`beta`" not in text.split("## Angles", 1)[1]
+
+
+def test_standpoints_only_in_standpoint_rounds():
+    plain = render_summary(round_json(), FINDINGS, LEDGER)
+    assert "Standpoint" not in plain and "standpoint" not in plain
+    rj = round_json(
+        standpoints=[{"reviewer": "alpha", "text": "races\nand locks"}, {"reviewer": "beta", "text": "perf"},
+                     {"reviewer": "gamma", "text": "docs"}],
+        standpoints_uncovered=["beta", "gamma"],
+        reviewers=[reviewer("alpha", standpoint="races\nand locks",
+                            standpoint_report={"checked": False, "detail": "no lock code"}),
+                   reviewer("beta", "failed", standpoint="perf")],
+    )
+    text = render_summary(rj, [], [])
+    section = text.split("## Standpoints", 1)[1]
+    assert "> races\n> and locks" in section
+    assert "Report (not checked): no lock code" in section
+    assert "No report (status failed)." in section
+    assert "Not a reviewer of this round." in section
+    assert "Standpoints without a completed reviewer: `beta`, `gamma`" in section
+
+
+def test_unfinished_round_says_so():
+    rj = round_json(reviewers=[reviewer("nat", "awaiting_record", preset="native")])
+    del rj["finished_at"]
+    text = render_summary(rj, [], [])
+    assert "- Finished: not yet (a reviewer awaits a record)" in text
+    assert "| awaiting_record |" in table_row(text, "nat")
+
+
+def test_counts_text_and_bytes_stable():
+    assert counts_text(FINDINGS) == "1 defect, 0 requirement-question, 2 hardening, 1 note"
+    assert render_summary(round_json(), FINDINGS, LEDGER) == render_summary(round_json(), FINDINGS, LEDGER)

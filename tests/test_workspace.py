@@ -1,0 +1,125 @@
+"""workspace/head and workspace/base: blob entries of each commit, read-only, one blob batch per commit."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from spar import git as spar_git
+from spar.errors import WriteFailed
+from spar.round.workspace import build_workspace, make_writable
+from tests.gitrepo import commit, git, make_repo
+
+
+@pytest.fixture
+def repo(tmp_path):
+    repo = make_repo(tmp_path, {
+        "README.md": "hello\n",
+        "src/app.py": "print('v1')\n",
+        "old.txt": "only in base\n",
+    })
+    base = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "bin").mkdir()
+    (repo / "bin" / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    os.chmod(repo / "bin" / "run.sh", 0o755)
+    git(repo, "add", "bin/run.sh")
+    # a gitlink (submodule entry) that must not appear in the copies
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{base},vendor/sub")
+    head = commit(repo, {"src/app.py": "print('v2')\n", "docs/deep/x y.md": "space name\n",
+                         "bin.dat": bytes(range(256))},
+                  remove=["old.txt"], symlinks={"link-to-app": "src/app.py", "dangling": "../nowhere"})
+    return repo, base, head
+
+
+def mode(p: Path) -> int:
+    return stat.S_IMODE(os.lstat(p).st_mode)
+
+
+def test_copies_hold_blob_entries_only(repo, tmp_path):
+    repo, base, head = repo
+    ws = tmp_path / "round" / "workspace"
+    ws.parent.mkdir()
+    build_workspace(repo, base, head, ws)
+    files = sorted(str(p.relative_to(ws / "head")) for p in (ws / "head").rglob("*") if not p.is_dir() or p.is_symlink())
+    assert files == ["README.md", "bin.dat", "bin/run.sh", "dangling", "docs/deep/x y.md", "link-to-app", "src/app.py"]
+    assert not (ws / "head" / "vendor").exists()
+    assert (ws / "head" / "src/app.py").read_text() == "print('v2')\n"
+    assert (ws / "head" / "bin.dat").read_bytes() == bytes(range(256))
+    assert (ws / "base" / "old.txt").read_text() == "only in base\n"
+    assert (ws / "base" / "src/app.py").read_text() == "print('v1')\n"
+    assert not (ws / "base" / "bin").exists()
+
+
+def test_symlinks_are_symlinks(repo, tmp_path):
+    repo, base, head = repo
+    ws = tmp_path / "workspace"
+    build_workspace(repo, base, head, ws)
+    assert os.readlink(ws / "head" / "link-to-app") == "src/app.py"
+    assert (ws / "head" / "link-to-app").read_text() == "print('v2')\n"
+    assert os.readlink(ws / "head" / "dangling") == "../nowhere"
+
+
+def test_everything_read_only_and_exec_bits_kept(repo, tmp_path):
+    repo, base, head = repo
+    ws = tmp_path / "workspace"
+    build_workspace(repo, base, head, ws)
+    assert mode(ws / "head" / "bin/run.sh") == 0o555
+    assert mode(ws / "head" / "README.md") == 0o444
+    for d in (ws, ws / "head", ws / "base", ws / "head" / "docs" / "deep"):
+        assert mode(d) == 0o555, d
+    if os.geteuid() != 0:  # root ignores permission bits
+        with pytest.raises(PermissionError):
+            (ws / "head" / "new.txt").write_text("x")
+    make_writable(ws)
+    assert mode(ws / "head") == 0o755
+    (ws / "head" / "new.txt").write_text("x")
+
+
+def test_one_blob_batch_per_commit(repo, tmp_path, monkeypatch):
+    repo, base, head = repo
+    calls = []
+    real = spar_git.read_blobs
+
+    def counting(repo_path, shas):
+        calls.append(list(shas))
+        return real(repo_path, shas)
+
+    monkeypatch.setattr(spar_git, "read_blobs", counting)
+    build_workspace(repo, base, head, tmp_path / "workspace")
+    assert len(calls) == 2
+    assert len(calls[0]) == len(set(calls[0]))
+
+
+def test_existing_workspace_is_a_write_failure(repo, tmp_path):
+    repo, base, head = repo
+    (tmp_path / "workspace").mkdir()
+    with pytest.raises(WriteFailed):
+        build_workspace(repo, base, head, tmp_path / "workspace")
+
+
+def test_many_files_fast(tmp_path):
+    files = {f"pkg{i % 20}/mod{i}.py": f"x = {i}\n" for i in range(2000)}
+    repo = make_repo(tmp_path, files)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    import time
+
+    t0 = time.monotonic()
+    build_workspace(repo, head, head, tmp_path / "workspace")
+    assert time.monotonic() - t0 < 20  # generous: shared CI machines
+    assert (tmp_path / "workspace" / "base" / "pkg7" / "mod1987.py").read_text() == "x = 1987\n"
+
+
+def test_unsafe_tree_paths_are_never_written(tmp_path):
+    from types import SimpleNamespace
+
+    from spar.round.workspace import materialize
+
+    for bad in ("../escape.txt", "a/../../escape.txt", "/abs.txt", "a//b", "./x"):
+        dest = tmp_path / f"copy{abs(hash(bad))}"
+        entry = SimpleNamespace(mode="100644", sha="s", path=bad)
+        with pytest.raises(WriteFailed):
+            materialize([entry], {"s": b"x"}, dest)
+    assert not (tmp_path / "escape.txt").exists() and not (tmp_path.parent / "escape.txt").exists()

@@ -1,1 +1,181 @@
-"""See spar.cli; this command is not built yet."""
+"""`spar cap-report SERIES [--format md|json]` (design §11, G32, G34).
+
+Reads the series without the lock (it writes nothing) and refuses on any record
+it cannot read. Markdown is for people (a table per stage), JSON
+(`cap-report/v1`) for tools; the fields are listed in the epilog below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from spar import __version__
+from spar.argparsing import command_parser
+from spar.config.model import STAGES
+from spar.errors import Refused, UsageError, quote
+from spar.judge.gate import CLASSES
+from spar.records import readers
+from spar.series import SeriesRound, project_caps, read_series, stage_caps
+
+CAUSES = ("churn", "recurring", "unrelated", "hardening", "other")
+NO_CAUSE = "no_recorded_cause"
+SCHEMA = "cap-report/v1"
+
+EPILOG = f"""\
+JSON ({SCHEMA}):
+  schema, series (absolute path), spar_version,
+  caps_from: the round whose config.caps gave the project caps (the latest
+    round), or null when the series has no round (then the defaults),
+  stages[]: stage, project_cap, extended_by, cap, counted (number),
+    counted_rounds (names), remaining (never below 0),
+    extensions[]: by, cause (null when none recorded), reason (null), at,
+  rounds[] (series order: started_at, then name): name, stage, head, base,
+    started_at, counted, dry_run, recorded (findings.json present),
+    reviewers[]: name, preset, status,
+    findings: count per class ({', '.join(CLASSES)}) or null when not recorded,
+    new_defects: defects with introduced_by_change "yes" (null when not recorded),
+  code_extension_causes: for each of {', '.join(CAUSES)} and {NO_CAUSE}:
+    extensions (how many code extensions) and by (rounds they added)."""
+
+
+def _round_row(item: SeriesRound) -> dict:
+    r = item.round
+    folder = item.path
+    recorded = os.path.lexists(folder / readers.FINDINGS_FILE)
+    if not recorded and not r.get("dry_run") and (r.get("finished_at") or r.get("recorded_at")):
+        recorded = True  # read_findings below refuses: the round says it was recorded
+    counts = new = None
+    if recorded:
+        findings = readers.read_findings(folder)
+        counts = {cls: 0 for cls in CLASSES}
+        new = 0
+        for f in findings:
+            cls = f.get("class")
+            if cls in counts:
+                counts[cls] += 1
+            if cls == "defect" and f.get("introduced_by_change") == "yes":
+                new += 1
+    return {
+        "name": item.name,
+        "stage": r["stage"],
+        "head": r["head"],
+        "base": r["base"],
+        "started_at": r.get("started_at"),
+        "counted": r.get("counted") is True and not r.get("dry_run"),
+        "dry_run": r.get("dry_run") is True,
+        "recorded": recorded,
+        "reviewers": [{"name": e["name"], "preset": e.get("preset"), "status": e["status"]} for e in r["reviewers"]],
+        "findings": counts,
+        "new_defects": new,
+    }
+
+
+def build_report(series: Path) -> dict:
+    rounds = read_series(series)
+    extensions = readers.read_extensions(series)
+    caps, caps_from = project_caps(rounds)
+    stages = []
+    for sc in stage_caps(rounds, caps, extensions):
+        stages.append({
+            "stage": sc.stage,
+            "project_cap": sc.project_cap,
+            "extended_by": sc.extended_by,
+            "cap": sc.cap,
+            "counted": len(sc.counted),
+            "counted_rounds": sc.counted,
+            "remaining": sc.remaining,
+            "extensions": [{"by": e["by"], "cause": e.get("cause"), "reason": e.get("reason"), "at": e.get("at")}
+                           for e in sc.extensions],
+        })
+    tally = {cause: {"extensions": 0, "by": 0} for cause in (*CAUSES, NO_CAUSE)}
+    for e in extensions:
+        if e["stage"] != "code":
+            continue
+        cause = e.get("cause") if e.get("cause") in CAUSES else NO_CAUSE
+        tally[cause]["extensions"] += 1
+        tally[cause]["by"] += e["by"]
+    return {
+        "schema": SCHEMA,
+        "series": str(series.resolve()),
+        "spar_version": __version__,
+        "caps_from": caps_from,
+        "stages": stages,
+        "rounds": [_round_row(item) for item in rounds],
+        "code_extension_causes": tally,
+    }
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    text = str(value)
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ") or "-"
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def render_markdown(report: dict) -> str:
+    lines = [f"# Cap report: {report['series']}", ""]
+    if report["caps_from"]:
+        lines += [f"Project caps as applied by round {report['caps_from']}.", ""]
+    else:
+        lines += ["No round yet: default project caps.", ""]
+    for stage in report["stages"]:
+        lines += [f"## {stage['stage']}", "",
+                  f"Cap {stage['cap']} (project {stage['project_cap']}, extended by {stage['extended_by']}); "
+                  f"{stage['counted']} counted, {stage['remaining']} remaining.", ""]
+        if stage["extensions"]:
+            lines += ["| extension | cause | reason | at |", "| --- | --- | --- | --- |"]
+            lines += [_row([f"+{e['by']}", e["cause"] or "no recorded cause", e["reason"], e["at"]])
+                      for e in stage["extensions"]]
+            lines.append("")
+        rows = [r for r in report["rounds"] if r["stage"] == stage["stage"]]
+        if rows:
+            lines += ["| round | head | counted | reviewers | " + " | ".join(CLASSES) + " | new defects |",
+                      "| --- " * (5 + len(CLASSES)) + "|"]
+            for r in rows:
+                counted = "dry run" if r["dry_run"] else ("yes" if r["counted"] else "no (rerun)")
+                reviewers = ", ".join(f"{v['name']}: {v['status']}" for v in r["reviewers"])
+                counts = [r["findings"][c] if r["findings"] else None for c in CLASSES]
+                lines.append(_row([r["name"], r["head"][:12], counted, reviewers, *counts, r["new_defects"]]))
+        else:
+            lines.append("No rounds.")
+        lines.append("")
+    lines += ["## Code extension causes", "", "| cause | extensions | rounds added |", "| --- | --- | --- |"]
+    for cause, t in report["code_extension_causes"].items():
+        lines.append(_row([cause.replace("_", " ") if cause == NO_CAUSE else cause, t["extensions"], t["by"]]))
+    return "\n".join(lines) + "\n"
+
+
+def _parser():
+    p = command_parser("cap-report", "Summarize the caps, rounds and extensions of a series.")
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("series", nargs="?", metavar="SERIES", help="the series folder")
+    p.add_argument("--format", default="md", metavar="md|json", help="md (default) or json")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    if args.series is None:
+        raise UsageError("cap-report: a SERIES folder is required")
+    if args.format not in ("md", "json"):
+        raise UsageError(f"cap-report: --format {quote(args.format)} is not md or json")
+    series = Path(args.series)
+    if not series.exists():
+        raise Refused(f"series {quote(args.series)} does not exist")
+    if not series.is_dir():
+        raise Refused(f"series {quote(args.series)} is not a folder")
+    report = build_report(series)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render_markdown(report))
+    return 0

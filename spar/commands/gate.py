@@ -1,1 +1,193 @@
-"""See spar.cli; this command is not built yet."""
+"""`spar gate ROUND... --out FILE [--expect-head REV]` (design §10, G27–G29, G32, G33).
+
+Never locks: it reads whatever is on disk, and anything it cannot interpret
+(a corrupt record, a round being written) becomes a blocked reason, never a
+crash. Only `--out` itself can be refused (G28); otherwise the gate file is
+always written, atomically. Exit 0 passed, 1 blocked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from spar import __version__, git
+from spar.argparsing import command_parser
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, RecordError, Refused, quote
+from spar.judge import gate as judgement
+from spar.judge.dispositions import standing
+from spar.records import atomic, clock, paths, readers
+
+EPILOG = """\
+Blocked reasons, all that apply, in this order: an unreadable, dry-run or
+unrecorded round in the list (or an unreadable waivers.jsonl); a round of a
+listed round's series missing from the list; the latest round's head differs
+from --expect-head (default: HEAD of the repository named in its round.json);
+a required reviewer of the latest round of a stage neither completed nor
+waived; a defect or requirement-question without a standing disposition (a
+duplicate counts only when the finding it traces to is disposed); a defect of
+the latest code round introduced by the last fix (introduced_by_change: yes)
+outside the check paths that is not disposed. Growth inside the check paths is
+counted in "growth" but does not add a reason of its own.
+"Latest" is by started_at, ties by list order.
+The file is review-gate/v1 (design §10) plus: expect_head, stages (required,
+completed and waived reviewers of the latest round of each stage),
+growth_findings, rounds[].base/dry_run/state, generated_at."""
+
+# the design's key order first, then what Spar adds
+KEY_ORDER = ("schema", "state", "reasons", "head", "base", "criteria_digest", "rounds", "required_reviewers",
+             "completed", "waived", "findings", "open", "auto_deferred", "growth", "previous_gate_digest",
+             "spar_version")
+
+_READ_ERRORS = (RecordError, OSError, ValueError, TypeError, KeyError)
+
+
+def _parser():
+    p = command_parser("gate", "Judge a list of rounds and write the review-gate/v1 file.")
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("rounds", nargs="+", metavar="ROUND", help="round folders, every recorded round of their series")
+    p.add_argument("--out", required=True, metavar="FILE", help="the gate file to write (review-gate/v1)")
+    p.add_argument("--expect-head", metavar="REV", help="the commit the latest round must have reviewed")
+    return p
+
+
+def _read_listed(arg: str) -> judgement.ListedRound:
+    shown = os.path.normpath(arg)
+    real = os.path.realpath(arg)
+    item = judgement.ListedRound(arg=shown, path=real, series_arg=judgement.series_arg_of(arg),
+                                 series=os.path.dirname(real), name=os.path.basename(real))
+    folder = Path(real)
+    try:
+        if not folder.is_dir():
+            raise RecordError("no such round folder")
+        round_json = readers.read_round(folder)
+        problem = judgement.round_problem(round_json)
+        if problem:
+            raise RecordError(problem)
+        item.round = round_json
+        if round_json.get("dry_run") is True:
+            return item
+        has_findings = os.path.lexists(folder / readers.FINDINGS_FILE)
+        if not has_findings:
+            if round_json.get("finished_at") or round_json.get("recorded_at"):
+                raise RecordError("round.json says the round was recorded but findings.json is missing")
+            return item  # stopped before recording: judged like a dry run
+        findings = readers.read_findings(folder)
+        ledger = readers.read_ledger(folder)
+        problem = judgement.findings_problem(findings) or judgement.ledger_problem(ledger)
+        if problem:
+            raise RecordError(problem)
+        item.findings, item.ledger = findings, ledger
+    except _READ_ERRORS as exc:
+        item.round, item.findings, item.ledger = None, None, None
+        item.error = _why(exc)
+        return item
+    try:
+        item.waivers = readers.read_waivers(folder)
+    except _READ_ERRORS as exc:
+        item.waivers, item.waivers_error = [], _why(exc)
+    return item
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc)
+
+
+def _list_series(path: str, arg: str, listed_names: set[str]) -> judgement.SeriesListing:
+    listing = judgement.SeriesListing(path=path, arg=arg)
+    try:
+        folders = readers.series_rounds(path)
+    except _READ_ERRORS as exc:
+        listing.error = _why(exc)
+        return listing
+    for folder in folders:
+        if folder.name in listed_names:
+            continue  # read (and judged) as a listed round
+        try:
+            round_json = readers.read_round(folder)
+            problem = judgement.round_problem(round_json)
+            if problem:
+                raise RecordError(problem)
+            listing.rounds.append(judgement.SeriesRound(
+                folder.name, round_json, has_findings=os.path.lexists(folder / readers.FINDINGS_FILE)))
+        except _READ_ERRORS as exc:
+            listing.rounds.append(judgement.SeriesRound(folder.name, None, _why(exc)))
+    return listing
+
+
+def _head_check(latest: judgement.ListedRound | None, expect: str | None) -> judgement.HeadCheck | None:
+    if latest is None:
+        return None
+    repo = latest.round.get("repository")
+    source = f"--expect-head {quote(expect)}" if expect is not None else f"HEAD of {repo}"
+    if not isinstance(repo, str) or not repo:
+        return judgement.HeadCheck(None, source, f"round {latest.arg} names no repository")
+    try:
+        if expect is not None:
+            return judgement.HeadCheck(git.resolve_commit(repo, expect, what="--expect-head"), source)
+        return judgement.HeadCheck(git.head_commit(repo), source)
+    except (Refused, git.GitError, OSError) as exc:
+        return judgement.HeadCheck(None, source, str(exc))
+
+
+def _extra_lookup(series: str, key: tuple[str, str]):
+    """Findings of a series round that was not listed, for duplicate tracing."""
+    folder = Path(series) / key[0]
+    if not os.path.lexists(folder / readers.ROUND_FILE):
+        return "missing", f"round {key[0]} does not exist in the series"
+    try:
+        readers.read_round(folder)
+        findings = readers.read_findings(folder)
+        ledger = standing(readers.read_ledger(folder))
+    except _READ_ERRORS as exc:
+        return "unreadable", f"round {key[0]} cannot be read: {_why(exc)}"
+    if key[1] not in {f["id"] for f in findings}:
+        return "missing", f"{key[0]}/{key[1]} does not exist"
+    return "ok", ledger.get(key[1])
+
+
+def build_gate(round_args: list[str], expect_head: str | None) -> dict:
+    """Read everything and judge; the document without previous_gate_digest."""
+    listed: list[judgement.ListedRound] = []
+    seen: set[str] = set()
+    for arg in round_args:
+        item = _read_listed(arg)
+        if item.path in seen:  # the same round twice adds nothing
+            continue
+        seen.add(item.path)
+        listed.append(item)
+    series: list[judgement.SeriesListing] = []
+    for item in listed:
+        if any(s.path == item.series for s in series):
+            continue
+        names = {i.name for i in listed if i.series == item.series}
+        series.append(_list_series(item.series, item.series_arg, names))
+    latest = judgement.latest_round(listed)
+    head = _head_check(latest, expect_head)
+    return judgement.judge(listed, series, head, _extra_lookup)
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    out = Path(args.out)
+    round_dirs = [os.path.realpath(a) for a in args.rounds]
+    series_dirs = sorted({os.path.dirname(r) for r in round_dirs})
+    previous = paths.check_gate_out(out, round_dirs, series_dirs)
+    if not out.parent.is_dir():
+        raise Refused(f"--out {quote(args.out)}: the folder {quote(str(out.parent))} does not exist")
+    document = build_gate(args.rounds, args.expect_head)
+    document["previous_gate_digest"] = previous
+    document["spar_version"] = __version__
+    document["generated_at"] = clock.now()
+    ordered = {key: document.pop(key) for key in KEY_ORDER}
+    ordered.update(document)
+    atomic.write_json(out, ordered)
+    print(f"gate {ordered['state']}: {args.out}")
+    for reason in ordered["reasons"]:
+        print(f"  - {reason}")
+    return EXIT_OK if ordered["state"] == "passed" else EXIT_NOT_CLEAN

@@ -1,1 +1,155 @@
-"""See spar.cli; this command is not built yet."""
+"""`spar record ROUND --reviewer NAME (--result FILE | --transcript FILE [--result FILE])` (design §6).
+
+Records a result Spar did not collect itself (a `native` reviewer, or a rerun
+by hand) with the same validation and classification as `spar run`
+(`spar.round.recording`), under the series lock, reading the round again
+after taking it (G33).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from spar.argparsing import command_parser
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, quote
+from spar.records import lock, readers
+from spar.round import recording
+from spar.series import round_folder
+
+EPILOG = """\
+--result FILE: the reviewer's result object (JSON). --transcript FILE: a Claude
+Code transcript (JSONL) of the host's subagent; its warnings go to the
+reviewer's entry in round.json, and the result comes from the transcript
+unless --result is also given.
+Refused (65, nothing written): a reviewer not listed in round.json (compared
+literally), a reviewer that already completed (recording over it would drop
+findings that may still be open: start a new round instead), a dry run, an
+unreadable --result or --transcript file, an unreadable round record.
+A result that is not one valid JSON object is recorded as invalid_output,
+as in spar run. finished_at is set once no reviewer awaits a record.
+Exit 0 when the reviewer completed, 1 when its result was recorded as not
+completed (invalid_output, failed), as spar run does."""
+
+_ID = re.compile(r"-F([0-9]+)$")
+
+
+def _parser():
+    p = command_parser("record", "Record a result spar did not collect itself (native reviewer, transcript).")
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("round", metavar="ROUND", help="the round folder")
+    p.add_argument("--reviewer", required=True, metavar="NAME", help="a reviewer listed in that round.json")
+    p.add_argument("--result", metavar="FILE", help="the result object (JSON)")
+    p.add_argument("--transcript", metavar="FILE", help="a Claude Code transcript (JSONL)")
+    return p
+
+
+def _read_input(path: str, option: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise Refused(f"{option} {quote(path)} cannot be read: {exc.strerror or exc}") from None
+
+
+def recordable(round_json: dict, name: str) -> dict:
+    """The reviewer entry `name` when a result may be recorded for it; Refused otherwise."""
+    if round_json.get("dry_run") is True:
+        raise Refused(f"round {round_json.get('name')} is a dry run; it records no results")
+    for entry in round_json["reviewers"]:
+        if entry["name"] == name:  # literal (G20)
+            break
+    else:
+        names = ", ".join(e["name"] for e in round_json["reviewers"]) or "none"
+        raise Refused(f"{quote(name)} is not a reviewer of round {round_json.get('name')} (its reviewers: {names})")
+    if entry["status"] == "completed":
+        raise Refused(f"reviewer {name} of round {round_json.get('name')} already completed; "
+                      "recording over it would drop its findings (start a new round instead)")
+    return entry
+
+
+def _parse_result(data: bytes) -> tuple[object | None, str | None]:
+    """(result object, None) or (None, why it is not one JSON value)."""
+    try:
+        return json.loads(data.decode("utf-8")), None
+    except UnicodeDecodeError:
+        return None, "result is not UTF-8"
+    except ValueError as exc:
+        return None, f"result is not JSON ({exc})"
+
+
+def _warning(w) -> dict:
+    if isinstance(w, dict):
+        return {"kind": w.get("kind"), "tool": w.get("tool")}
+    return {"kind": getattr(w, "kind"), "tool": getattr(w, "tool")}
+
+
+def _used_numbers(name: str, findings: list[dict], ledger: list[dict]) -> int:
+    """Highest n of `<name>-F<n>` already used in this round (findings or ledger)."""
+    top = 0
+    for fid in [f.get("id") for f in findings] + [line.get("finding") for line in ledger]:
+        if isinstance(fid, str) and fid.startswith(f"{name}-F"):
+            m = _ID.search(fid)
+            if m and fid == f"{name}-F{m.group(1)}":
+                top = max(top, int(m.group(1)))
+    return top
+
+
+def record(round_dir: Path, name: str, result_data: bytes | None, transcript_data: bytes | None,
+           transcript_name: str = "transcript") -> dict:
+    """Record under the lock already held; returns the reviewer's entry afterwards."""
+    round_json = readers.read_round(round_dir)
+    entry = recordable(round_json, name)
+    existing = readers.read_findings(round_dir, missing_ok=True)
+    ledger = readers.read_ledger(round_dir)
+    ctx = recording.context_for_round(round_json)
+    result, problem = (None, None)
+    if result_data is not None:
+        result, problem = _parse_result(result_data)
+    if transcript_data is not None:
+        from spar.judge.transcript import analyze_transcript
+
+        text = transcript_data.decode("utf-8", "surrogateescape")
+        analysis = analyze_transcript(text.splitlines(), workspace=str(round_dir / "workspace"),
+                                      prompt_path=str(round_dir / name / "prompt.md"), source=transcript_name)
+        entry["warnings"] = [_warning(w) for w in analysis.warnings]
+        if analysis.observed_model is not None:
+            entry["observed_model"] = analysis.observed_model
+        if result_data is None:
+            result = analysis.result
+            if result is None:
+                problem = "no result object in the transcript"
+    if problem is not None:
+        recording.record_invalid(round_json, name, problem)
+        new: list[dict] = []
+    else:
+        new = recording.record_reviewer_result(round_json, name, result, ctx)
+    # IDs continue the reviewer's numbering; never reuse an ID a ledger line may name
+    offset = _used_numbers(name, existing, ledger)
+    if offset:
+        for n, f in enumerate(new, offset + 1):
+            f["id"] = f"{name}-F{n}"
+    order = [r["name"] for r in round_json["reviewers"]]
+    merged = recording.merge_findings(existing, name, new, order)
+    recording.write_round_outputs(round_dir, round_json, merged, new)
+    return recording.reviewer_of(round_json, name)
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    if args.result is None and args.transcript is None:
+        raise UsageError("record: give --result FILE or --transcript FILE (or both)")
+    result_data = _read_input(args.result, "--result") if args.result is not None else None
+    transcript_data = _read_input(args.transcript, "--transcript") if args.transcript is not None else None
+    round_dir, series = round_folder(args.round)
+    # refuse a wrong name before taking the lock; checked again under it
+    recordable(readers.read_round(round_dir), args.reviewer)
+    with lock.series_lock(series):
+        entry = record(round_dir, args.reviewer, result_data, transcript_data,
+                       f"--transcript {quote(args.transcript)}" if args.transcript is not None else "transcript")
+    reason = f" ({entry['reason']})" if entry.get("reason") else ""
+    print(f"round {round_dir.name}: {args.reviewer} {entry['status']}{reason}")
+    return EXIT_OK if entry["status"] == "completed" else EXIT_NOT_CLEAN

@@ -1,1 +1,144 @@
-"""See spar.cli; this command is not built yet."""
+"""`spar triage ROUND FINDING --to DISPOSITION [...]` (design §7, G27, G30, G32, G33).
+
+Under the series lock: read the round again, check the finding and the
+disposition's needs, resolve `--commit` in the round's repository, check a
+`--of` target (same round or an earlier round of the series, no
+self-reference, no cycle), then append one ledger.jsonl line. A refused triage
+writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from spar import git
+from spar.argparsing import command_parser
+from spar.errors import RecordError, Refused, quote
+from spar.judge.dispositions import DISPOSITIONS, Key, check_request, parse_of, standing, would_cycle
+from spar.records import clock, jsonl, lock, readers
+from spar.series import is_earlier, round_folder
+
+EPILOG = """\
+dispositions and what each needs (a text blank after trimming counts as not given):
+  fixed      defect only; --commit REV (resolved in the round's repository),
+             --failed-before TEXT and --passed-after TEXT (the check that
+             failed before the fix and passes after it)
+  duplicate  any class; --of ROUND/ID or ID: a finding of this round or of an
+             earlier round of the series; not itself, no cycle
+  rejected   any class; --evidence TEXT (why the finding is wrong)
+  deferred   defect or requirement-question; --user-quote TEXT (the user's words)
+  answered   requirement-question only; --user-quote TEXT (the user's answer)
+An option the chosen disposition does not take is refused (65), so a ledger
+line never carries a claim nobody asked for. Each triage appends one line to
+ROUND/ledger.jsonl; the latest line per finding stands."""
+
+
+def _parser():
+    p = command_parser("triage", "Give a finding a disposition; the history stays in ledger.jsonl.")
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("round", metavar="ROUND", help="the round folder")
+    p.add_argument("finding", metavar="FINDING", help="a finding id of that round's findings.json")
+    p.add_argument("--to", required=True, choices=DISPOSITIONS, metavar="DISPOSITION",
+                   help=", ".join(DISPOSITIONS))
+    p.add_argument("--commit", metavar="REV")
+    p.add_argument("--of", metavar="FINDING")
+    p.add_argument("--evidence", metavar="TEXT")
+    p.add_argument("--user-quote", metavar="TEXT")
+    p.add_argument("--failed-before", metavar="TEXT")
+    p.add_argument("--passed-after", metavar="TEXT")
+    return p
+
+
+class _RoundCache:
+    """Rounds of one series read on demand (round.json, findings, standing ledger)."""
+
+    def __init__(self, series: Path):
+        self.series = series
+        self.rounds: dict[str, tuple[dict, dict[str, dict], dict[str, dict]]] = {}
+
+    def get(self, name: str) -> tuple[dict, dict[str, dict], dict[str, dict]]:
+        """(round.json, findings by id, standing ledger line by finding id)."""
+        if name not in self.rounds:
+            folder = self.series / name
+            if not (folder.is_dir() and (folder / readers.ROUND_FILE).exists()):
+                raise Refused(f"--of: {quote(name)} is not a round of the series {self.series}")
+            round_json = readers.read_round(folder)
+            findings = _recorded_findings(folder, round_json)
+            ledger = standing(readers.read_ledger(folder))
+            self.rounds[name] = (round_json, {f["id"]: f for f in findings}, ledger)
+        return self.rounds[name]
+
+    def lookup(self, key: Key):
+        _, ids, ledger = self.get(key[0])
+        if key[1] not in ids:
+            return "missing", f"{key[0]}/{key[1]} does not exist"
+        return "ok", ledger.get(key[1])
+
+
+def _recorded_findings(folder: Path, round_json: dict) -> list[dict]:
+    if round_json.get("dry_run") is True:
+        raise Refused(f"round {folder.name} is a dry run; it has no findings")
+    if not (folder / readers.FINDINGS_FILE).exists() and not round_json.get("recorded_at") and not round_json.get("finished_at"):
+        raise Refused(f"round {folder.name} has not recorded findings yet")
+    return readers.read_findings(folder)
+
+
+def _resolve_commit(round_json: dict, rev: str) -> str:
+    repo = round_json.get("repository")
+    if not isinstance(repo, str) or not repo:
+        raise RecordError(f"round {round_json.get('name')}: round.json names no repository")
+    try:
+        return git.resolve_commit(repo, rev, what="--commit")
+    except git.GitError as exc:
+        raise Refused(f"--commit {quote(rev)}: {exc}") from None
+
+
+def triage_line(round_dir: Path, series: Path, finding_id: str, disposition: str, options: dict) -> dict:
+    """Everything a triage checks, reading the records; returns the ledger line (without `at`)."""
+    cache = _RoundCache(series)
+    here = round_dir.name
+    round_json, findings, _ = cache.get(here)
+    if finding_id not in findings:  # literal (G30)
+        raise Refused(f"round {here} has no finding {quote(finding_id)}")
+    cls = findings[finding_id].get("class")
+    if not isinstance(cls, str):
+        raise RecordError(f"{round_dir / readers.FINDINGS_FILE}: finding {finding_id} has no class")
+    given_options = check_request(finding_id, cls, disposition, options)
+    if "commit" in given_options:
+        given_options["commit"] = _resolve_commit(round_json, given_options["commit"])
+    if "of" in given_options:
+        target_round, target_id = parse_of(given_options["of"], here)
+        target: Key = (target_round, target_id)
+        if target == (here, finding_id):
+            raise Refused(f"--of {quote(given_options['of'])}: a finding cannot be a duplicate of itself")
+        target_json, target_ids, _ = cache.get(target_round)
+        if target_round != here and not is_earlier(target_json, target_round, round_json, here):
+            raise Refused(f"--of {quote(given_options['of'])}: round {target_round} is not an earlier round "
+                          f"of the series than {here}")
+        if target_id not in target_ids:
+            raise Refused(f"--of {quote(given_options['of'])}: round {target_round} has no finding {quote(target_id)}")
+        if would_cycle((here, finding_id), target, cache.lookup):
+            raise Refused(f"--of {quote(given_options['of'])}: {target_round}/{target_id} already traces back to "
+                          f"{here}/{finding_id} (a duplicate cycle)")
+        given_options["of"] = f"{target_round}/{target_id}"
+    line = {"finding": finding_id, "disposition": disposition, "auto": False}
+    line.update(given_options)
+    return line
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    options = {"commit": args.commit, "of": args.of, "evidence": args.evidence, "user_quote": args.user_quote,
+               "failed_before": args.failed_before, "passed_after": args.passed_after}
+    round_dir, series = round_folder(args.round)
+    with lock.series_lock(series):
+        line = triage_line(round_dir, series, args.finding, args.to, options)
+        readers.read_ledger(round_dir)  # an unreadable ledger is refused, never appended to
+        stamped = {"finding": line.pop("finding"), "disposition": line.pop("disposition"),
+                   "auto": line.pop("auto"), "at": clock.now(), **line}
+        jsonl.append(round_dir / readers.LEDGER_FILE, stamped)
+    print(f"round {round_dir.name}: {args.finding} -> {args.to}", file=sys.stdout)
+    return 0

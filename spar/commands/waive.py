@@ -1,1 +1,73 @@
-"""See spar.cli; this command is not built yet."""
+"""`spar waive ROUND --reviewer NAME --user-quote TEXT` (design §9, G20, G30, G32).
+
+The user accepts a round without one of its required reviewers (a reviewer
+listed in that round.json) that did not complete. Appends one line to the
+round's waivers.jsonl under the series lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from spar.argparsing import command_parser
+from spar.errors import RecordError, Refused, quote
+from spar.judge.dispositions import given
+from spar.records import clock, jsonl, lock, readers
+from spar.series import round_folder
+
+EPILOG = """\
+Refused (65, nothing written): a name that is not a reviewer of that round
+(compared literally), a reviewer that completed, a reviewer of a round not
+recorded yet (status pending) or of a dry run, a missing or blank
+--user-quote, an unreadable round.json or waivers.jsonl.
+Appends {"reviewer", "preset", "user_quote", "at"} to ROUND/waivers.jsonl."""
+
+
+def waivable(round_json: dict, name: str) -> dict:
+    """The reviewer entry `name` of a round when it may be waived; Refused otherwise."""
+    round_name = round_json.get("name")
+    if round_json.get("dry_run") is True:
+        raise Refused(f"round {round_name} is a dry run; there is no reviewer to waive")
+    for entry in round_json["reviewers"]:
+        if entry["name"] == name:  # literal (G20)
+            break
+    else:
+        names = ", ".join(e["name"] for e in round_json["reviewers"]) or "none"
+        raise Refused(f"{quote(name)} is not a required reviewer of round {round_name} (its reviewers: {names})")
+    status = entry["status"]
+    if status == "completed":
+        raise Refused(f"reviewer {name} of round {round_name} completed; only a reviewer that did not complete can be waived")
+    if status == "pending":
+        raise Refused(f"reviewer {name} of round {round_name} has not been recorded yet (status pending)")
+    if not isinstance(entry.get("preset"), str) or not entry["preset"]:
+        raise RecordError(f"round {round_name}: reviewer {name} has no preset in round.json")
+    return entry
+
+
+def _parser():
+    p = command_parser("waive", "Accept a round without a required reviewer that did not complete, with the user's words.")
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("round", metavar="ROUND", help="the round folder")
+    p.add_argument("--reviewer", required=True, metavar="NAME", help="a reviewer listed in that round.json")
+    p.add_argument("--user-quote", metavar="TEXT", help="the user's words accepting the round without it")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    if not given(args.user_quote):
+        raise Refused("waive needs --user-quote with the user's words (a text that is not blank)")
+    round_dir, series = round_folder(args.round)
+    # check everything once before the lock, so a refusal never creates the lock file's folder state
+    entry = waivable(readers.read_round(round_dir), args.reviewer)
+    readers.read_waivers(round_dir)
+    with lock.series_lock(series):
+        entry = waivable(readers.read_round(round_dir), args.reviewer)  # G33: read again
+        readers.read_waivers(round_dir)
+        line = {"reviewer": args.reviewer, "preset": entry["preset"], "user_quote": args.user_quote,
+                "at": clock.now()}
+        jsonl.append(round_dir / readers.WAIVERS_FILE, line)
+    print(f"waived {args.reviewer} ({entry['status']}) in round {round_dir.name}", file=sys.stdout)
+    return 0

@@ -1,0 +1,151 @@
+"""Triage rules (design §7, contract G30) and duplicate tracing — pure logic.
+
+Nothing here reads files: callers hand in the finding, its class, the options
+and a lookup for other findings' standing dispositions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from spar.errors import Refused
+
+DISPOSITIONS = ("fixed", "duplicate", "rejected", "deferred", "answered")
+
+# ledger key -> command line flag, in the order messages list them
+OPTION_FLAGS = {
+    "commit": "--commit",
+    "failed_before": "--failed-before",
+    "passed_after": "--passed-after",
+    "of": "--of",
+    "evidence": "--evidence",
+    "user_quote": "--user-quote",
+}
+
+# disposition -> (classes it applies to, or None for any; options it needs)
+RULES: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...]]] = {
+    "fixed": (("defect",), ("commit", "failed_before", "passed_after")),
+    "duplicate": (None, ("of",)),
+    "rejected": (None, ("evidence",)),
+    "deferred": (("defect", "requirement-question"), ("user_quote",)),
+    "answered": (("requirement-question",), ("user_quote",)),
+}
+
+# classes that block the gate until disposed (design §3)
+BLOCKING_CLASSES = ("defect", "requirement-question")
+
+
+def given(value: str | None) -> bool:
+    """G30: a text that is empty after trimming counts as not given."""
+    return value is not None and value.strip() != ""
+
+
+def check_request(finding_id: str, finding_class: str, disposition: str, options: dict[str, str | None]) -> dict[str, str]:
+    """Check one triage against design §7; return the options that count as given.
+
+    Options that do not belong to the disposition are refused rather than
+    silently dropped, so a ledger line never carries a claim nobody checked.
+    """
+    if disposition not in RULES:
+        raise Refused(f"unknown disposition {disposition!r} (one of {', '.join(DISPOSITIONS)})")
+    classes, needs = RULES[disposition]
+    if classes is not None and finding_class not in classes:
+        allowed = " or ".join(classes)
+        raise Refused(
+            f"finding {finding_id} is {finding_class}; --to {disposition} is only for {allowed} findings"
+        )
+    present = {key: value for key, value in options.items() if given(value)}
+    unknown = [key for key in present if key not in OPTION_FLAGS]
+    if unknown:
+        raise Refused(f"unknown triage option {unknown[0]!r}")
+    extra = [OPTION_FLAGS[key] for key in OPTION_FLAGS if key in present and key not in needs]
+    if extra:
+        raise Refused(f"--to {disposition} does not take {', '.join(extra)}")
+    missing = [OPTION_FLAGS[key] for key in needs if key not in present]
+    if missing:
+        raise Refused(f"--to {disposition} needs {', '.join(missing)} (a value that is not blank)")
+    return {key: present[key] for key in OPTION_FLAGS if key in present}
+
+
+def parse_of(text: str, current_round: str) -> tuple[str, str]:
+    """`ROUND/ID` or `ID` -> (round name, finding id). Round names are folder
+    base names and finding IDs never hold `/`, so exactly one `/` at most."""
+    value = text.strip()
+    if "/" not in value:
+        return current_round, value
+    round_name, _, finding_id = value.partition("/")
+    if not round_name or not finding_id or "/" in finding_id or round_name in (".", ".."):
+        raise Refused(f"--of {text!r} is not ROUND/ID or ID (ROUND is a round name of the series)")
+    return round_name, finding_id
+
+
+def standing(ledger: list[dict]) -> dict[str, dict]:
+    """The latest ledger line per finding stands (history stays on disk)."""
+    out: dict[str, dict] = {}
+    for line in ledger:
+        out[line["finding"]] = line
+    return out
+
+
+Key = tuple[str, str]  # (round name, finding id) inside one series
+
+
+@dataclass
+class Trace:
+    """Where a chain of `duplicate` dispositions ends.
+
+    state: `disposed` (the chain ends in a non-duplicate disposition),
+    `open` (ends in a finding without disposition), `cycle`, `missing` (a link
+    points at a finding that does not exist), `unreadable` (its round could
+    not be read).
+    """
+
+    state: str
+    chain: list[Key] = field(default_factory=list)  # every finding visited, start first
+    detail: str = ""
+
+    @property
+    def end(self) -> Key:
+        return self.chain[-1]
+
+
+# lookup(key) -> ("ok", standing line or None) | ("missing", why) | ("unreadable", why)
+Lookup = Callable[[Key], tuple[str, object]]
+
+
+def trace(start: Key, lookup: Lookup) -> Trace:
+    """Follow `duplicate` links from `start` until a finding that is not a
+    duplicate; never loops (a visited finding ends the walk as a cycle)."""
+    chain: list[Key] = []
+    seen: set[Key] = set()
+    key = start
+    while True:
+        if key in seen:
+            chain.append(key)
+            return Trace("cycle", chain, "the duplicate chain comes back to " + "/".join(key))
+        seen.add(key)
+        chain.append(key)
+        state, value = lookup(key)
+        if state != "ok":
+            return Trace(state, chain, str(value))
+        line = value
+        if not line:
+            return Trace("open", chain)
+        if line.get("disposition") != "duplicate":
+            return Trace("disposed", chain)
+        of = line.get("of")
+        if not isinstance(of, str) or not of:
+            return Trace("missing", chain, "a duplicate line without `of`")
+        try:
+            key = parse_of(of, key[0])
+        except Refused as err:
+            return Trace("missing", chain, str(err))
+
+
+def would_cycle(finding: Key, target: Key, lookup: Lookup) -> bool:
+    """True when marking `finding` a duplicate of `target` closes a loop."""
+    if finding == target:
+        return True
+    result = trace(target, lookup)
+    return finding in result.chain

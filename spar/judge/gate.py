@@ -1,0 +1,359 @@
+"""Gate judgment (design §10, contract G29/G32) over records already read.
+
+The command (`spar.commands.gate`) reads the rounds, lists the series and
+resolves the expected head; this module only decides. Every problem becomes a
+blocked reason here — the gate never refuses over what it reads.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+from spar.config.model import STAGES
+from spar.judge.dispositions import BLOCKING_CLASSES, Key, Trace, standing, trace
+
+CLASSES = ("defect", "requirement-question", "hardening", "note")
+SCHEMA = "review-gate/v1"
+
+
+@dataclass
+class ListedRound:
+    """One round named on the command line, as read from disk."""
+
+    arg: str  # as given (normalized), used in reasons
+    path: str  # real absolute path, used in the gate file
+    series_arg: str  # dirname of `arg`, used in reasons
+    series: str  # real absolute series path, the grouping key
+    name: str
+    round: dict | None = None
+    findings: list[dict] | None = None
+    ledger: list[dict] | None = None
+    waivers: list[dict] | None = None
+    error: str | None = None  # round records unreadable
+    waivers_error: str | None = None
+
+    @property
+    def state(self) -> str:
+        """`unreadable`, `dry_run`, `not_recorded` (G29) or `ok`."""
+        if self.error is not None or self.round is None:
+            return "unreadable"
+        if self.round.get("dry_run") is True:
+            return "dry_run"
+        if self.findings is None:
+            return "not_recorded"
+        return "ok"
+
+
+@dataclass
+class SeriesRound:
+    """A round folder found by listing a series (listed or not)."""
+
+    name: str
+    round: dict | None
+    error: str | None = None
+    has_findings: bool = False
+
+    @property
+    def belongs_in_list(self) -> bool:
+        """G29: every review-round/v1 round of the series that is neither a dry
+        run nor stopped before recording findings."""
+        if self.round is None:
+            return True  # cannot tell; the caller reports it as unreadable
+        if self.round.get("dry_run") is True:
+            return False
+        return bool(self.round.get("finished_at")) or self.has_findings
+
+
+@dataclass
+class SeriesListing:
+    path: str  # real absolute path
+    arg: str  # as first spelled on the command line
+    rounds: list[SeriesRound] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class HeadCheck:
+    """The head the latest round must have reviewed, or why it is unknown."""
+
+    expected: str | None
+    source: str  # e.g. `--expect-head "main"` or `HEAD of /repo`
+    error: str | None = None
+
+
+# lookup for findings of rounds that were not listed: (series path, key) -> see dispositions.Lookup
+ExtraLookup = Callable[[str, Key], tuple[str, object]]
+
+
+def round_problem(round_json: object) -> str | None:
+    """Why a parsed round.json cannot be used by the gate, or None."""
+    if not isinstance(round_json, dict):
+        return "round.json is not a JSON object"
+    if round_json.get("schema") != "review-round/v1":
+        return f"round.json schema is {round_json.get('schema')!r}, not 'review-round/v1'"
+    if round_json.get("stage") not in STAGES:
+        return f"round.json stage {round_json.get('stage')!r} is not a stage"
+    for key in ("head", "base"):
+        if not isinstance(round_json.get(key), str):
+            return f"round.json has no {key} commit"
+    reviewers = round_json.get("reviewers")
+    if not isinstance(reviewers, list):
+        return "round.json reviewers is not a list"
+    for entry in reviewers:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not isinstance(entry.get("status"), str):
+            return "round.json has a reviewer entry without name or status"
+    return None
+
+
+def findings_problem(findings: object) -> str | None:
+    if not isinstance(findings, list):
+        return "findings.json is not a JSON array"
+    for item in findings:
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or item.get("class") not in CLASSES:
+            return "findings.json has an entry without id or with an unknown class"
+    return None
+
+
+def ledger_problem(ledger: object) -> str | None:
+    if not isinstance(ledger, list):
+        return "ledger.jsonl is not a list of lines"
+    for line in ledger:
+        if not isinstance(line, dict) or not isinstance(line.get("finding"), str) or not isinstance(line.get("disposition"), str):
+            return "ledger.jsonl has a line without finding or disposition"
+    return None
+
+
+def waivers_problem(waivers: object) -> str | None:
+    """G32: every line needs reviewer, preset and a user_quote that is not blank."""
+    if not isinstance(waivers, list):
+        return "waivers.jsonl is not a list of lines"
+    for number, line in enumerate(waivers, 1):
+        if not isinstance(line, dict):
+            return f"waivers.jsonl line {number} is not a JSON object"
+        for key in ("reviewer", "preset", "user_quote"):
+            if not isinstance(line.get(key), str):
+                return f"waivers.jsonl line {number} has no {key}"
+        if not line["user_quote"].strip():
+            return f"waivers.jsonl line {number} has a blank user_quote"
+    return None
+
+
+def latest_round(listed: list[ListedRound], stage: str | None = None) -> ListedRound | None:
+    """The latest usable round (of `stage` when given): latest `started_at`,
+    ties broken by list order, so a list given out of order cannot make an older
+    round stand for the series."""
+    best: tuple[str, int] | None = None
+    found = None
+    for index, item in enumerate(listed):
+        if item.state != "ok" or (stage is not None and item.round.get("stage") != stage):
+            continue
+        started = item.round.get("started_at")
+        rank = (started if isinstance(started, str) else "", index)
+        if best is None or rank >= best:
+            best, found = rank, item
+    return found
+
+
+def _reviewer_sets(item: ListedRound) -> tuple[list[str], list[str], list[str], list[dict]]:
+    required = [r["name"] for r in item.round["reviewers"]]
+    completed = [r["name"] for r in item.round["reviewers"] if r["status"] == "completed"]
+    waived_names = {w.get("reviewer") for w in (item.waivers or []) if isinstance(w, dict)}
+    waived = [name for name in required if name in waived_names]
+    missing = [r for r in item.round["reviewers"] if r["status"] != "completed" and r["name"] not in waived_names]
+    return required, completed, waived, missing
+
+
+def judge(
+    listed: list[ListedRound],
+    series: list[SeriesListing],
+    head: HeadCheck | None,
+    extra_lookup: ExtraLookup | None = None,
+) -> dict:
+    """Return the review-gate/v1 document (without `previous_gate_digest` and
+    `spar_version`, which the command adds)."""
+    reasons: list[str] = []
+
+    # 1. unreadable, dry-run and unrecorded rounds in the list (G29, G32)
+    for item in listed:
+        state = item.state
+        if state == "unreadable":
+            reasons.append(f"round {item.arg} cannot be read: {item.error}")
+        elif state == "dry_run":
+            reasons.append(f"round {item.arg} is a dry run; a dry run is not a review")
+        elif state == "not_recorded":
+            reasons.append(
+                f"round {item.arg} stopped before its findings were recorded (neither finished_at nor findings.json)"
+            )
+        if state != "unreadable" and item.waivers_error is not None:
+            reasons.append(f"round {item.arg}: waivers.jsonl cannot be read: {item.waivers_error}")
+
+    # 2. rounds of the series missing from the list (G29)
+    listed_keys = {(item.series, item.name) for item in listed}
+    for listing in series:
+        if listing.error is not None:
+            reasons.append(f"{listing.arg}: the series folder cannot be listed: {listing.error}")
+            continue
+        for found in listing.rounds:
+            if (listing.path, found.name) in listed_keys or not found.belongs_in_list:
+                continue
+            if found.round is None:
+                reasons.append(
+                    f"{listing.arg}: round {found.name} of the series cannot be read ({found.error}), "
+                    "so the gate cannot tell whether it belongs in the list"
+                )
+            else:
+                reasons.append(f"{listing.arg}: round {found.name} of the series is not in the gate list")
+
+    latest = latest_round(listed)
+
+    # 3. the latest round's head against the expected head
+    if latest is not None and head is not None:
+        if head.error is not None:
+            reasons.append(f"the expected head ({head.source}) cannot be resolved: {head.error}")
+        elif head.expected != latest.round["head"]:
+            reasons.append(
+                f"round {latest.arg} reviewed head {latest.round['head']}, but {head.source} is {head.expected}"
+            )
+
+    # 4. required reviewers of the latest round of each stage
+    stages_out = []
+    for stage in STAGES:
+        item = latest_round(listed, stage)
+        if item is None:
+            continue
+        required, completed, waived, missing = _reviewer_sets(item)
+        stages_out.append(
+            {"stage": stage, "round": item.name, "path": item.path,
+             "required_reviewers": required, "completed": completed, "waived": waived}
+        )
+        for entry in missing:
+            why = entry["status"]
+            if entry.get("reason"):
+                why += f": {entry['reason']}"
+            reasons.append(
+                f"round {item.arg}: required reviewer {entry['name']} neither completed nor was waived ({why})"
+            )
+
+    # 5. defects and requirement-questions without a standing disposition
+    usable = [item for item in listed if item.state == "ok"]
+    standing_by_round = {(item.series, item.name): standing(item.ledger or []) for item in usable}
+    ids_by_round = {(item.series, item.name): {f["id"] for f in item.findings} for item in usable}
+
+    def lookup_in(series_path: str) -> Callable[[Key], tuple[str, object]]:
+        def lookup(key: Key) -> tuple[str, object]:
+            where = (series_path, key[0])
+            if where in ids_by_round:
+                if key[1] not in ids_by_round[where]:
+                    return "missing", f"{key[0]}/{key[1]} does not exist"
+                return "ok", standing_by_round[where].get(key[1])
+            if extra_lookup is None:
+                return "unreadable", f"round {key[0]} was not read"
+            return extra_lookup(series_path, key)
+
+        return lookup
+
+    counts = {cls: 0 for cls in CLASSES}
+    open_ids: list[str] = []
+    auto_deferred = 0
+    disposed: dict[tuple[str, str, str], Trace] = {}
+    for item in usable:
+        lines = standing_by_round[(item.series, item.name)]
+        for finding in item.findings:
+            counts[finding["class"]] += 1
+            line = lines.get(finding["id"])
+            if line and line.get("disposition") == "deferred" and line.get("auto") is True:
+                auto_deferred += 1
+            if finding["class"] not in BLOCKING_CLASSES:
+                continue
+            result = trace((item.name, finding["id"]), lookup_in(item.series))
+            disposed[(item.series, item.name, finding["id"])] = result
+            if result.state == "disposed":
+                continue
+            open_ids.append(f"{item.name}/{finding['id']}")
+            reasons.append(f"round {item.arg}: finding {finding['id']} ({finding['class']}) {_open_why(result)}")
+
+    # 6. growth: defects of the latest code round introduced by the last fix
+    growth = {"in_check_paths": 0, "outside_check_paths": 0}
+    growth_ids: list[str] = []
+    code = latest_round(listed, "code")
+    if code is not None:
+        for finding in code.findings:
+            if finding["class"] != "defect" or finding.get("introduced_by_change") != "yes":
+                continue
+            inside = finding.get("in_check_paths") is True
+            growth["in_check_paths" if inside else "outside_check_paths"] += 1
+            growth_ids.append(f"{code.name}/{finding['id']}")
+            result = disposed.get((code.series, code.name, finding["id"]))
+            # reading of "reported, not blocking when disposed": growth is always
+            # counted; growth outside the check paths blocks until disposed
+            if not inside and (result is None or result.state != "disposed"):
+                where = finding.get("path") or "unreadable location"
+                reasons.append(
+                    f"round {code.arg}: finding {finding['id']} (defect) was introduced by the last fix "
+                    f"outside the check paths ({where}) and is not disposed"
+                )
+
+    rounds_out = []
+    for item in listed:
+        r = item.round if isinstance(item.round, dict) else {}
+        rounds_out.append(
+            {
+                "path": item.path,
+                "name": item.name,
+                "stage": r.get("stage"),
+                "head": r.get("head"),
+                "base": r.get("base"),
+                "packet_sha256": r.get("packet_sha256"),
+                "counted": r.get("counted"),
+                "dry_run": r.get("dry_run"),
+                "state": item.state,
+            }
+        )
+
+    if latest is not None:
+        required, completed, waived, _ = _reviewer_sets(latest)
+    else:
+        required, completed, waived = [], [], []
+    return {
+        "schema": SCHEMA,
+        "state": "blocked" if reasons else "passed",
+        "reasons": reasons,
+        "head": latest.round["head"] if latest else None,
+        "base": latest.round["base"] if latest else None,
+        "criteria_digest": latest.round.get("criteria_digest") if latest else None,
+        "expect_head": head.expected if head is not None else None,
+        "rounds": rounds_out,
+        "required_reviewers": required,
+        "completed": completed,
+        "waived": waived,
+        "stages": stages_out,
+        "findings": counts,
+        "open": open_ids,
+        "auto_deferred": auto_deferred,
+        "growth": growth,
+        "growth_findings": growth_ids,
+    }
+
+
+def _open_why(result: Trace) -> str:
+    if len(result.chain) == 1:
+        if result.state == "open":
+            return "has no standing disposition"
+        return f"cannot be traced: {result.detail}"
+    target = "/".join(result.end)
+    if result.state == "open":
+        return f"is a duplicate of {_first_link(result)}, traced to {target}, which has no standing disposition"
+    if result.state == "cycle":
+        return f"is a duplicate of {_first_link(result)}, but the duplicate chain loops back to {target}"
+    return f"is a duplicate of {_first_link(result)}, but the chain cannot be followed: {result.detail}"
+
+
+def _first_link(result: Trace) -> str:
+    return "/".join(result.chain[1])
+
+
+def series_arg_of(arg: str) -> str:
+    """The series as spelled from a round argument (`dirname`, `.` when none)."""
+    return os.path.dirname(os.path.normpath(arg)) or "."

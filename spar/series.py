@@ -1,0 +1,95 @@
+"""Reading a series for the commands that work after a round: where a round
+and its series are, the series' rounds in order, and the caps.
+
+Everything here reads through `spar.records.readers`, so an unreadable record
+raises RecordError (65) for the commands that refuse (G32); `spar gate` reads
+on its own and turns problems into blocked reasons.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from spar.config.model import DEFAULT_CAPS, STAGES
+from spar.errors import Refused, quote
+from spar.records import readers
+from spar.round.caps import stage_cap
+
+
+def round_folder(arg: str) -> tuple[Path, Path]:
+    """(round folder, series folder) of a ROUND argument; refused when it is not
+    an existing folder holding a round.json, before any lock is taken (the lock
+    would otherwise create folders)."""
+    path = Path(os.path.abspath(arg))
+    if not path.is_dir():
+        raise Refused(f"round {quote(arg)} is not a round folder (no such folder)")
+    if not os.path.lexists(path / readers.ROUND_FILE):
+        raise Refused(f"round {quote(arg)} is not a round folder (no round.json)")
+    return path, path.parent
+
+
+def order_key(round_json: dict) -> tuple[str, str]:
+    """Series order: `started_at` (RFC 3339 UTC, same shape everywhere, so text
+    order is time order), then the folder name."""
+    started = round_json.get("started_at")
+    return (started if isinstance(started, str) else "", str(round_json.get("name", "")))
+
+
+@dataclass
+class SeriesRound:
+    path: Path
+    round: dict
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def read_series(series: Path | str) -> list[SeriesRound]:
+    """Every round of the series in series order; RecordError on an unreadable one."""
+    rounds = [SeriesRound(p, readers.read_round(p)) for p in readers.series_rounds(series)]
+    rounds.sort(key=lambda r: (order_key(r.round)[0], r.name))
+    return rounds
+
+
+def is_earlier(a: dict, a_name: str, b: dict, b_name: str) -> bool:
+    """True when round `a` comes before round `b` in the series."""
+    return (order_key(a)[0], a_name) < (order_key(b)[0], b_name)
+
+
+def project_caps(rounds: list[SeriesRound]) -> tuple[dict[str, int], str | None]:
+    """The project caps the latest round applied (round.json `config.caps`), and
+    that round's name; the defaults (and None) for a series without one."""
+    for item in reversed(rounds):
+        caps = (item.round.get("config") or {}).get("caps")
+        if isinstance(caps, dict) and all(isinstance(caps.get(k), int) for k in DEFAULT_CAPS):
+            return {k: caps[k] for k in DEFAULT_CAPS}, item.name
+    return dict(DEFAULT_CAPS), None
+
+
+@dataclass
+class StageCaps:
+    stage: str
+    cap: int
+    project_cap: int
+    extended_by: int
+    extensions: list[dict]
+    counted: list[str]  # names of counted rounds
+
+    @property
+    def remaining(self) -> int:
+        return max(self.cap - len(self.counted), 0)
+
+
+def stage_caps(rounds: list[SeriesRound], caps: dict[str, int], extensions: list[dict]) -> list[StageCaps]:
+    """Design §8 per stage: cap = project cap + extensions; counted rounds are
+    the non-dry rounds whose round.json says `counted`."""
+    out = []
+    for stage in STAGES:
+        cap, project, extra = stage_cap(stage, caps, extensions)
+        counted = [r.name for r in rounds
+                   if r.round.get("stage") == stage and r.round.get("counted") is True and not r.round.get("dry_run")]
+        out.append(StageCaps(stage, cap, project, extra, [e for e in extensions if e.get("stage") == stage], counted))
+    return out

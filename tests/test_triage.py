@@ -74,10 +74,12 @@ def test_g30_rows(repo, capsys, row):
         at = new.pop("at")
         assert at.endswith("Z")
         assert new == _fill(row["line"], repo)
-        # one line, whole, and nothing else in the series changed
+        # one line, whole; summary.md rewritten to show it; nothing else in the series changed
         after = rf.snapshot(series)
         changed = {k for k in after if after[k] != before.get(k)}
-        assert changed == {str(Path(r2.name) / "ledger.jsonl")}
+        assert changed == {str(Path(r2.name) / "ledger.jsonl"), str(Path(r2.name) / "summary.md")}
+        row_line = next(l for l in (r2 / "summary.md").read_text().splitlines() if l.startswith(f"| {row['finding']} |"))
+        assert row["line"]["disposition"] in row_line
     else:
         if "message" in row:
             assert row["message"] in err

@@ -40,6 +40,8 @@ def test_waives_an_unavailable_reviewer(repo, capsys):
     assert list(line) == ["reviewer", "preset", "user_quote", "at"]
     assert (line["reviewer"], line["preset"], line["user_quote"]) == ("codex", "codex", quote)
     assert line["at"].endswith("Z")
+    # summary.md is rewritten to name the waived reviewer and the user's words
+    assert "`codex` waived by the user: Go ahead without codex, it is down today." in (r / "summary.md").read_text()
 
 
 @pytest.mark.parametrize("status", ["failed", "timeout", "invalid_output", "tool_violation", "awaiting_record"])

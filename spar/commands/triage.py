@@ -18,6 +18,7 @@ from spar.argparsing import command_parser
 from spar.errors import RecordError, Refused, quote
 from spar.judge.dispositions import DISPOSITIONS, Key, check_request, parse_of, standing, would_cycle
 from spar.records import clock, jsonl, lock, readers
+from spar.round.recording import refresh_summary
 from spar.series import is_earlier, round_folder
 
 EPILOG = """\
@@ -140,5 +141,6 @@ def main(argv: list[str]) -> int:
         stamped = {"finding": line.pop("finding"), "disposition": line.pop("disposition"),
                    "auto": line.pop("auto"), "at": clock.now(), **line}
         jsonl.append(round_dir / readers.LEDGER_FILE, stamped)
+        refresh_summary(round_dir)  # the disposition column follows the ledger
     print(f"round {round_dir.name}: {args.finding} -> {args.to}", file=sys.stdout)
     return 0

@@ -14,6 +14,7 @@ from spar.argparsing import command_parser
 from spar.errors import RecordError, Refused, quote
 from spar.judge.dispositions import given
 from spar.records import clock, jsonl, lock, readers
+from spar.round.recording import refresh_summary
 from spar.series import round_folder
 
 EPILOG = """\
@@ -69,5 +70,6 @@ def main(argv: list[str]) -> int:
         line = {"reviewer": args.reviewer, "preset": entry["preset"], "user_quote": args.user_quote,
                 "at": clock.now()}
         jsonl.append(round_dir / readers.WAIVERS_FILE, line)
+        refresh_summary(round_dir)  # summary.md names waived reviewers
     print(f"waived {args.reviewer} ({entry['status']}) in round {round_dir.name}", file=sys.stdout)
     return 0

@@ -18,7 +18,7 @@ from spar.judge.context import RoundContext, RoundDoc, context_from_git
 from spar.judge.criteria import ids_of_documents
 from spar.judge.findings import auto_deferrals, build_findings
 from spar.judge.result import InvalidOutput, is_could_not_review, validate_result
-from spar.records import atomic, jsonl
+from spar.records import atomic, jsonl, readers
 from spar.records.clock import now
 from spar.round.summary import render_summary
 
@@ -202,8 +202,19 @@ def write_round_outputs(round_dir: str | Path, round_json: dict, findings: list[
         atomic.write_bytes(ledger_path, b"")
     finish_round_json(round_json, at)
     ledger = jsonl.read(ledger_path, missing_ok=True)
-    atomic.write_text(round_dir / "summary.md", render_summary(round_json, findings, ledger))
+    waivers = jsonl.read(round_dir / "waivers.jsonl", missing_ok=True)
+    atomic.write_text(round_dir / "summary.md", render_summary(round_json, findings, ledger, waivers))
     atomic.write_json(round_dir / "round.json", round_json)
+
+
+def refresh_summary(round_dir: str | Path) -> None:
+    """Rewrite summary.md from the records after a triage or a waiver changed what it shows
+    (its disposition column and waived reviewers); the caller holds the series lock."""
+    round_dir = Path(round_dir)
+    round_json = readers.read_round(round_dir)
+    findings = readers.read_findings(round_dir, missing_ok=True)
+    text = render_summary(round_json, findings, readers.read_ledger(round_dir), readers.read_waivers(round_dir))
+    atomic.write_text(round_dir / "summary.md", text)
 
 
 def context_for_round(round_json: dict) -> RoundContext:

@@ -186,11 +186,17 @@ def _smallest_fixes(findings: list[dict]) -> list[str]:
     return out + [""]
 
 
-def render_summary(round_json: dict, findings: list[dict], ledger: list[dict]) -> str:
+def _waivers(waivers) -> list[str]:
+    out = [f"- `{w.get('reviewer')}` waived by the user: {_cell(str(w.get('user_quote') or '').strip())}" for w in waivers]
+    return out + [""] if out else []
+
+
+def render_summary(round_json: dict, findings: list[dict], ledger: list[dict], waivers=()) -> str:
     standing = latest_dispositions(ledger)
     parts: list[str] = []
     parts += _header(round_json)
     parts += _reviewers(round_json)
+    parts += _waivers(waivers)
     parts += _standpoints(round_json)
     parts += _angles(round_json)
     parts += _findings(findings, standing)

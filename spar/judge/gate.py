@@ -278,7 +278,12 @@ def judge(
     growth = {"in_check_paths": 0, "outside_check_paths": 0}
     growth_ids: list[str] = []
     code = latest_round(listed, "code")
-    if code is not None:
+    # "the last fix" exists only when an earlier code round was reviewed: the first
+    # code round's defects are the change itself and already block as open findings
+    after_fix = code is not None and any(
+        item.state == "ok" and item is not code and item.round.get("stage") == "code"
+        and item.series == code.series for item in listed)
+    if after_fix:
         for finding in code.findings:
             if finding["class"] != "defect" or finding.get("introduced_by_change") != "yes":
                 continue

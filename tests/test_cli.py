@@ -1,0 +1,70 @@
+"""The CLI surface: help, version, exit codes, never exit 2 (issue 2 items 1 and 2)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from spar import __version__, cli
+
+COMMANDS = ["run", "record", "triage", "extend", "waive", "gate", "cap-report", "config"]
+
+
+def _spar(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "spar", *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+
+
+def test_help_lists_every_command():
+    proc = _spar("--help")
+    assert proc.returncode == 0
+    for name in COMMANDS:
+        assert f"  {name} " in proc.stdout
+
+
+def test_version():
+    proc = _spar("--version")
+    assert (proc.returncode, proc.stdout.strip()) == (0, f"spar {__version__}")
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_each_command_has_help(name, capsys):
+    assert cli.main([name, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: spar {name}")
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_unknown_option_is_64_never_2(name, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main([name, "--no-such-option"]) == 64
+    err = capsys.readouterr().err
+    assert err.startswith("spar: ") and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv", [[], ["--bogus"], ["bogus"], ["run"], ["gate"], ["triage", "r"],
+                                  ["extend", "s", "--stage"], ["cap-report", "s", "--format", "yaml"],
+                                  ["config", "--format", "xml"]])
+def test_usage_errors_exit_64(argv, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(argv) == 64
+    assert capsys.readouterr().err.startswith(("spar: ", "usage: spar"))
+
+
+def test_command_without_entry_point_is_70(monkeypatch, capsys):
+    # a command whose module has no main() yet must never look like success
+    monkeypatch.setitem(cli.COMMANDS, "gate", ("__init__", "placeholder"))
+    assert cli.main(["gate"]) == 70
+    assert capsys.readouterr().err == "spar: gate: not implemented yet\n"
+
+
+def test_unexpected_exception_is_70(monkeypatch, capsys):
+    import spar.commands.config as config_cmd
+
+    def boom(argv):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(config_cmd, "main", boom)
+    assert cli.main(["config"]) == 70
+    assert "spar: internal error: RuntimeError: disk on fire" in capsys.readouterr().err

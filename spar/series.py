@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from spar import git
 from spar.config.model import DEFAULT_CAPS, STAGES
 from spar.errors import Refused, quote
 from spar.records import readers
@@ -28,6 +29,48 @@ def round_folder(arg: str) -> tuple[Path, Path]:
     if not os.path.lexists(path / readers.ROUND_FILE):
         raise Refused(f"round {quote(arg)} is not a round folder (no round.json)")
     return path, path.parent
+
+
+def series_folder(arg: str, *, may_be_new: bool = False) -> Path:
+    """The SERIES argument of extend and cap-report: an existing folder that is not
+    itself a round folder (a round's path given by mistake would otherwise read as
+    an empty series, or get an extensions.jsonl that no cap decision ever reads).
+
+    may_be_new (extend): a series without rounds yet may not exist, as long as the
+    folder holding it does; a project cap of 0 makes `spar run` ask for an
+    extension before the series' first round."""
+    path = Path(arg)
+    if not path.exists() and not path.is_symlink() and may_be_new:
+        parent = Path(os.path.abspath(arg)).parent
+        if not parent.is_dir():
+            raise Refused(f"series {quote(arg)} does not exist, nor does the folder {quote(str(parent))} to hold it")
+        return path
+    if not path.exists():
+        raise Refused(f"series {quote(arg)} does not exist")
+    if not path.is_dir():
+        raise Refused(f"series {quote(arg)} is not a folder")
+    if os.path.lexists(path / readers.ROUND_FILE):
+        raise Refused(f"series {quote(arg)} is a round folder (it holds round.json); "
+                      f"its series is {quote(os.path.dirname(os.path.abspath(arg)))}")
+    return path
+
+
+def repository_of(round_json: dict):
+    """The repository round.json names; when that folder is gone (the repository
+    was moved or renamed), the repository holding the current folder, provided it
+    has the round's head commit. Otherwise nothing could be resolved in it again
+    (gate's expected head, triage --commit) and the series would be stuck."""
+    repo = round_json.get("repository")
+    if not isinstance(repo, str) or not repo or os.path.isdir(repo):
+        return repo
+    head = round_json.get("head")
+    try:
+        here = git.repo_root(os.getcwd())
+        if here is not None and isinstance(head, str) and git.resolve_commit(here, head) == head:
+            return str(here)
+    except (Refused, git.GitError, OSError):
+        pass
+    return repo
 
 
 def order_key(round_json: dict) -> tuple[str, str]:

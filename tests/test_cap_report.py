@@ -212,3 +212,29 @@ def test_unreadable_records_refused(repo, capsys, name, file, text, message, fmt
     assert code == 65, captured.out
     assert message in captured.err and captured.out == ""
     assert rf.snapshot(series) == before
+
+
+@pytest.mark.parametrize("fmt", ["md", "json"])
+def test_a_round_folder_is_not_a_series(repo, capsys, fmt):
+    """A round given by mistake would read as an empty series with default caps."""
+    series = rf.fresh_series(repo)
+    r1 = rf.make_round(series, "c1", repo=repo)
+    code, captured = _report(capsys, str(r1), "--format", fmt)
+    assert code == 65 and captured.out == ""
+    assert "is a round folder" in captured.err and str(series) in captured.err
+
+
+def test_round_awaiting_a_native_record_is_recorded_but_not_finished(repo, capsys):
+    """A round whose native reviewer awaits `spar record` has findings (it was
+    recorded) and counts; its reviewer rows say what is still awaited."""
+    series = rf.fresh_series(repo)
+    rf.make_round(series, "c1", repo=repo, reviewers=[rf.reviewer("claude"),
+                                                      rf.reviewer("native", status="awaiting_record")],
+                  findings=[rf.finding("claude", 1, introduced_by_change="yes")])
+    assert "finished_at" not in json.loads((series / "c1" / "round.json").read_text())
+    code, captured = _report(capsys, str(series), "--format", "json")
+    assert code == 0, captured.err
+    (row,) = json.loads(captured.out)["rounds"]
+    assert (row["recorded"], row["counted"], row["new_defects"]) == (True, True, 1)
+    assert row["findings"] == {"defect": 1, "requirement-question": 0, "hardening": 0, "note": 0}
+    assert [r["status"] for r in row["reviewers"]] == ["completed", "awaiting_record"]

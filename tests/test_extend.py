@@ -66,17 +66,32 @@ def test_lines_accumulate_and_read_back(series, capsys):
     assert [(l["stage"], l["by"], l["cause"], l["reason"]) for l in lines] == [("code", 1, "churn", None), ("plan", 2, None, None)]
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda s: None, "does not exist"),
-    (lambda s: s.write_text("not a folder"), "is not a folder"),
-])
-def test_series_missing_or_not_a_folder(tmp_path, capsys, make, message):
-    target = tmp_path / "series"
+@pytest.mark.parametrize("target, make, message", [
+    ("gone/series", lambda s: None, "nor does the folder"),
+    ("series", lambda s: s.write_text("not a folder"), "is not a folder"),
+], ids=["missing with its parent", "a file"])
+def test_series_missing_or_not_a_folder(tmp_path, capsys, target, make, message):
+    target = tmp_path / target
     make(target)
     before = rf.snapshot(tmp_path)
     assert spar_main(["extend", str(target), "--stage", "plan", "--by", "1"]) == 65
     assert message in capsys.readouterr().err
     assert rf.snapshot(tmp_path) == before
+
+
+def test_series_without_rounds_yet(repo, capsys):
+    """A project cap of 0 makes `spar run` ask for `spar extend SERIES` before the
+    series' first round: the series folder is created for the extension (when
+    G28 allows it), instead of a refusal that leaves the user stuck."""
+    series = repo / "reviews" / "fresh-series"
+    assert not series.exists()
+    assert spar_main(["extend", str(series), "--stage", "plan", "--by", "1"]) == 0, capsys.readouterr().err
+    assert [(l["stage"], l["by"]) for l in rf.read_jsonl(series / "extensions.jsonl")] == [("plan", 1)]
+    # G28 still applies to a series that does not exist yet
+    visible = repo / "not-ignored-series"
+    assert spar_main(["extend", str(visible), "--stage", "plan", "--by", "1"]) == 65
+    assert "does not ignore it" in capsys.readouterr().err
+    assert not visible.exists()
 
 
 def test_series_inside_a_repository_that_does_not_ignore_it(repo, capsys):
@@ -149,3 +164,12 @@ def test_cap_reached_then_extended(repo, capsys):
     assert spar_main(["extend", str(series), "--stage", "code", "--by", "1", "--cause", "recurring"]) == 0
     result = decision()
     assert (result.cap, result.extended_by, result.counted) == (4, 1, True)
+
+
+def test_a_round_folder_is_not_a_series(series, capsys):
+    """An extension in a round folder would be read by no cap decision."""
+    before = rf.snapshot(series)
+    assert spar_main(["extend", str(series / "r1"), "--stage", "code", "--by", "1", "--cause", "churn"]) == 65
+    err = capsys.readouterr().err
+    assert "is a round folder" in err and str(series) in err
+    assert rf.snapshot(series) == before

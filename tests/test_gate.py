@@ -15,7 +15,7 @@ from spar.cli import main as spar_main
 from spar.judge import gate as judgement
 from spar.judge.dispositions import trace
 from tests import roundfactory as rf
-from tests.gitrepo import git
+from tests.gitrepo import git, make_repo
 
 DATA = Path(__file__).parent / "data"
 SCENARIOS = json.loads((DATA / "gate_scenarios.json").read_text())["scenarios"]
@@ -61,7 +61,8 @@ def build_series(repo: Path, scenario: dict) -> Path:
         rf.make_round(series, spec["name"], repo=repo, stage=spec.get("stage", "code"), base=base, head=reviewed,
                       reviewers=reviewers, findings=[_finding(f) for f in spec.get("findings", [])], ledger=ledger,
                       waivers=spec.get("waivers"), dry_run=spec.get("dry_run", False),
-                      recorded=spec.get("recorded", True), packet_text=f"packet of {spec['name']}\n")
+                      recorded=spec.get("recorded", True),
+                      packet_text=spec.get("packet", f"packet of {spec['name']}\n"))
         for file, text in spec.get("break", {}).items():
             target = series / spec["name"] / file
             if text is None:
@@ -203,11 +204,12 @@ def test_same_round_twice_counts_once(repo, capsys):
     assert code == 0 and doc["findings"]["note"] == 1 and len(doc["rounds"]) == 1
 
 
-def test_head_of_a_repository_that_is_gone(repo, capsys, tmp_path):
+def test_head_of_a_repository_that_is_gone(repo, capsys, tmp_path, monkeypatch):
     series = build_series(repo, {"rounds": [{"name": "r1"}]})
     rj = json.loads((series / "r1" / "round.json").read_text())
     rj["repository"] = str(tmp_path / "gone")
     (series / "r1" / "round.json").write_text(json.dumps(rj))
+    monkeypatch.chdir(tmp_path)  # no repository here to fall back to
     code, _, out = run_gate(capsys, repo, series, ["r1"])
     doc = json.loads(out.read_text())
     assert code == 1
@@ -244,3 +246,67 @@ def test_judge_with_nothing_readable():
     doc = judgement.judge([item], [judgement.SeriesListing(path="/s", arg="s")], None)
     assert doc["state"] == "blocked" and doc["reasons"] == ["round s/r1 cannot be read: gone"]
     assert doc["head"] is None and doc["required_reviewers"] == []
+
+
+def test_rounds_of_two_series_each_need_their_required_reviewers(repo, capsys):
+    """Each series is its own review subject: a later round of another series never
+    stands in for this series' latest round of a stage."""
+    head, base = _commits(repo)
+    first = Path(os.path.realpath(rf.fresh_series(repo)))
+    second = Path(os.path.realpath(rf.fresh_series(repo)))
+    rf.make_round(first, "r1", repo=repo, base=base, head=head, started_at="2024-03-01T00:00:00.000Z",
+                  reviewers=[rf.reviewer("claude"), rf.reviewer("codex", status="failed", reason="exit status 2")])
+    rf.make_round(second, "r1", repo=repo, base=base, head=head, started_at="2024-03-02T00:00:00.000Z",
+                  reviewers=[rf.reviewer("claude")])
+    out = repo / "gates" / f"{first.name}-{second.name}.json"
+    code = spar_main(["gate", str(first / "r1"), str(second / "r1"), "--out", str(out)])
+    capsys.readouterr()
+    doc = json.loads(out.read_text())
+    assert code == 1
+    assert doc["reasons"] == [f"round {first / 'r1'}: required reviewer codex neither completed nor was waived "
+                              "(failed: exit status 2)"]
+    assert [(s["stage"], s["path"], s["required_reviewers"]) for s in doc["stages"]] == [
+        ("code", str(first / "r1"), ["claude", "codex"]), ("code", str(second / "r1"), ["claude"])]
+    # the top-level lists are those of the latest round (the second series')
+    assert (doc["required_reviewers"], doc["completed"], doc["head"]) == (["claude"], ["claude"], head)
+
+
+def test_a_folder_with_a_round_json_of_another_schema_is_not_a_series_round(repo, capsys):
+    """G29 asks for every review-round/v1 round of the series; a folder whose
+    round.json reads as another format is not one (a torn one still blocks)."""
+    series = build_series(repo, {"rounds": [{"name": "r1"}]})
+    (series / "notes").mkdir()
+    (series / "notes" / "round.json").write_text('{"schema": "someone-else/v1", "rounds": 3}')
+    code, _, out = run_gate(capsys, repo, series, ["r1"])
+    assert code == 0, json.loads(out.read_text())["reasons"]
+    (series / "notes" / "round.json").write_text('{"schema": "someone-else/v1", "rou')
+    code, _, out = run_gate(capsys, repo, series, ["r1"])
+    assert code == 1
+    assert json.loads(out.read_text())["reasons"][0].startswith(f"{series}: round notes of the series cannot be read (")
+
+
+def test_repository_moved_since_the_round(tmp_path, capsys, monkeypatch):
+    """round.json names the repository where the round ran; once that folder is
+    moved, the gate takes HEAD (or --expect-head) from the repository it runs in,
+    when that repository has the round's head commit."""
+    old_home = tmp_path / "old"
+    old_home.mkdir()
+    repo, series = rf.series_repo(old_home)
+    rf.make_round(series, "r1", repo=repo)
+    moved = tmp_path / "moved"
+    os.rename(repo, moved)
+    series = moved / "reviews"
+    out = moved / "gates" / "g.json"
+    monkeypatch.chdir(moved / "app")
+    assert spar_main(["gate", str(series / "r1"), "--out", str(out)]) == 0, capsys.readouterr().out
+    assert json.loads(out.read_text())["expect_head"] == git(moved, "rev-parse", "HEAD").strip()
+    assert spar_main(["gate", str(series / "r1"), "--out", str(out), "--expect-head", "HEAD~1"]) == 1
+    assert json.loads(out.read_text())["reasons"] == [
+        f"round {series / 'r1'} reviewed head {git(moved, 'rev-parse', 'HEAD').strip()}, but --expect-head "
+        f"\"HEAD~1\" is {git(moved, 'rev-parse', 'HEAD~1').strip()}"]
+    # a repository without the round's head commit is not taken for the moved one
+    other = make_repo(tmp_path, {"x.txt": "x\n"}, name="other")
+    monkeypatch.chdir(other)
+    capsys.readouterr()
+    assert spar_main(["gate", str(series / "r1"), "--out", str(out)]) == 1
+    assert json.loads(out.read_text())["reasons"][0].startswith(f"the expected head (HEAD of {old_home / 'repo'}) cannot be resolved")

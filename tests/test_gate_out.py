@@ -95,3 +95,40 @@ def test_out_in_the_series_folder_is_not_a_round(repo, series, capsys):
     # and a later gate does not take the gate file for a round
     code, captured = _gate(capsys, series, out)
     assert code == 0, captured.out
+
+
+def test_out_inside_a_round_folder_of_the_series_that_is_not_listed(repo, series, capsys):
+    """A gate file never lands in a round folder, listed or not."""
+    rf.make_round(series, "r3", repo=repo, packet_text="third\n")
+    before = rf.snapshot(repo)
+    code, captured = _gate(capsys, series, series / "r3" / "gate.json")
+    assert code == 65, captured.err
+    assert f"is inside the round folder {series / 'r3'}" in captured.err.replace('"', "")
+    assert rf.snapshot(repo) == before
+
+
+def test_another_gate_writing_the_same_out_meanwhile(repo, series, capsys, monkeypatch):
+    """The gate takes no lock, so two gates may write one --out at once. Here a
+    second gate runs to the end just before the first puts its file in place:
+    both succeed, and the file is whole (the first one's, written last)."""
+    import os
+
+    out = repo / "gates" / f"{series.name}.json"
+    real_replace = os.replace
+    inner: list[int] = []
+    started = []
+
+    def replace(src, dst, *args, **kwargs):
+        if os.fspath(dst) == str(out) and not started:
+            started.append(True)
+            inner.append(spar_main(["gate", str(series / "r1"), str(series / "r2"), "--out", str(out)]))
+            inner.append(json.loads(out.read_bytes()))
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+    code, captured = _gate(capsys, series, out)
+    assert (code, inner[0]) == (0, 0), captured.err
+    doc = json.loads(out.read_text())
+    # the outer gate judged first and put its file in place last
+    assert doc["state"] == "passed" and doc["generated_at"] < inner[1]["generated_at"]
+    assert [p.name for p in out.parent.iterdir() if p.name.endswith(".tmp")] == []

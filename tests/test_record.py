@@ -248,3 +248,123 @@ def test_usage_errors(repo, capsys, args):
     code, _ = _record(capsys, r, *args)
     assert code == 64
     assert rf.snapshot(r.parent) == before
+
+
+def test_transcript_line_separators_inside_json_strings(repo, capsys, tmp_path):
+    """JSON writers leave U+2028, U+2029 and U+0085 raw inside strings; only a
+    newline ends a transcript line, so the result line survives whole."""
+    r = _round(repo)
+    t = tmp_path / "t.jsonl"
+    claim = "two\u2028lines\u2029and\x85more"
+    text = _transcript(repo, r, _result(repo, [_item(1, claim=claim)]))
+    t.write_text(text.replace("\\u2028", "\u2028").replace("\\u2029", "\u2029").replace("\\u0085", "\x85"),
+                 encoding="utf-8")
+    assert "\u2028" in t.read_text(encoding="utf-8")
+    code, out = _record(capsys, r, "--reviewer", "native", "--transcript", str(t))
+    assert code == 0, out.err
+    assert readers.read_findings(r)[-1]["claim"] == claim
+
+
+def test_recorded_round_that_lost_its_findings_is_refused(repo, capsys, tmp_path):
+    """G32: a round.json that says recorded without findings.json is unreadable;
+    reading it as "no findings" would drop claude-F1 for good."""
+    r = _round(repo)
+    (r / "findings.json").unlink()
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps(_result(repo, [_item(1)])))
+    before = rf.snapshot(r.parent)
+    code, out = _record(capsys, r, "--reviewer", "native", "--result", str(result))
+    assert code == 65, out.err
+    assert "findings.json: missing" in out.err
+    assert rf.snapshot(r.parent) == before
+
+
+def test_round_not_recorded_yet_takes_its_first_result(repo, capsys, tmp_path):
+    """A round that stopped before recording (reviewers pending, no findings.json)
+    can still get a result by hand; it is then recorded but not finished."""
+    r = _round(repo, recorded=False)
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps(_result(repo, [_item(1)])))
+    code, out = _record(capsys, r, "--reviewer", "native", "--result", str(result))
+    assert code == 0, out.err
+    rj = readers.read_round(r)
+    assert rj["recorded_at"] and "finished_at" not in rj
+    assert [f["id"] for f in readers.read_findings(r)] == ["native-F1"]
+
+
+def test_round_named_through_a_symbolic_link(repo, capsys, tmp_path):
+    """The host's subagent works from a physical folder, so its transcript spells
+    the real path; `spar record` may be given another spelling of the same round."""
+    r = _round(repo)
+    link = tmp_path / "linked-series"
+    link.symlink_to(r.parent, target_is_directory=True)
+    t = tmp_path / "t.jsonl"
+    t.write_text(_transcript(repo, r, _result(repo, [_item(1)])))  # real paths
+    code, out = _record(capsys, link / r.name, "--reviewer", "native", "--transcript", str(t))
+    assert code == 0, out.err
+    assert readers.read_round(r)["reviewers"][1]["warnings"] == []
+    # a read outside the workspace is still one, whichever spelling is used
+    r2 = _round(repo)
+    link2 = tmp_path / "linked-series-2"
+    link2.symlink_to(r2.parent, target_is_directory=True)
+    t.write_text(_transcript(repo, r2, _result(repo, [_item(1)]), extra_tools=[("Grep", {"path": str(r2.parent)})]))
+    code, out = _record(capsys, link2 / r2.name, "--reviewer", "native", "--transcript", str(t))
+    assert code == 0, out.err
+    assert readers.read_round(r2)["reviewers"][1]["warnings"] == [{"kind": "read_outside_workspace", "tool": "Grep"}]
+
+
+def test_repository_that_is_gone_is_refused(repo, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # not inside a repository that could stand in for it
+    r = _round(repo)
+    rj = json.loads((r / "round.json").read_text())
+    rj["repository"] = str(tmp_path / "moved-away")
+    (r / "round.json").write_text(json.dumps(rj))
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps(_result(repo, [_item(1)])))
+    before = rf.snapshot(r.parent)
+    code, out = _record(capsys, r, "--reviewer", "native", "--result", str(result))
+    assert code == 65, out.err
+    assert "cannot read the commits of its repository" in out.err and "Traceback" not in out.err
+    assert rf.snapshot(r.parent) == before
+
+
+def test_repository_moved_since_the_round(tmp_path, capsys, monkeypatch):
+    import os
+
+    repo, series = rf.series_repo(tmp_path / "old")
+    r = rf.make_round(series, "r1", repo=repo, reviewers=[rf.reviewer("claude"),
+                                                          rf.reviewer("native", status="awaiting_record")])
+    moved = tmp_path / "moved"
+    os.rename(repo, moved)
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps(_result(moved, [_item(1)])))
+    monkeypatch.chdir(moved)
+    code, out = _record(capsys, moved / "reviews" / r.name, "--reviewer", "native", "--result", str(result))
+    assert code == 0, out.err
+    assert readers.read_findings(moved / "reviews" / r.name)[-1]["path"] == "app/main.py"
+
+
+def test_unreadable_waivers_never_leave_a_half_recorded_round(repo, capsys, tmp_path):
+    # waivers.jsonl is judged only by waive and gate (G32): recording goes on, whole,
+    # and summary.md simply names no waiver
+    r = _round(repo)
+    (r / "waivers.jsonl").write_text('{"reviewer": "claude"')
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps(_result(repo, FINDINGS)))
+    code, out = _record(capsys, r, "--reviewer", "native", "--result", str(result))
+    assert code == 0, out.err
+    rj = readers.read_round(r)
+    assert rj["reviewers"][1]["status"] == "completed" and "finished_at" in rj
+    assert [f["id"] for f in readers.read_findings(r)][1:] == ["native-F1", "native-F2", "native-F3", "native-F4"]
+    assert "waived by the user" not in (r / "summary.md").read_text()
+
+
+def test_torn_ledger_refuses_before_any_write(repo, capsys, tmp_path):
+    r = _round(repo)
+    (r / "ledger.jsonl").write_text('{"finding": "claude-F1", "disposition": "rej')
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps(_result(repo, FINDINGS)))
+    before = rf.snapshot(r.parent)
+    code, out = _record(capsys, r, "--reviewer", "native", "--result", str(result))
+    assert code == 65 and "ledger.jsonl" in out.err
+    assert rf.snapshot(r.parent) == before

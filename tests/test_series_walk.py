@@ -3,8 +3,11 @@
 Code round with a defect, a requirement-question and hardening, and a codex
 reviewer refused by its quota -> gate blocked with every reason -> waiver of
 the unavailable reviewer, triage answered and fixed -> a second round after
-the fix -> gate passed -> a third round refused by the cap, extended, run ->
-cap-report in both formats checked field by field. Runs on trio and asyncio.
+the fix -> gate passed -> a dry run (never a series round to list, blocked
+when listed) -> a third round refused by the cap, extended, run -> cap-report
+in both formats checked field by field. Then a round with native reviewers
+recorded by hand from a Claude Code subagent transcript and a result file.
+Runs on trio and asyncio.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import json
 
 import pytest
 
+from spar import __version__
 from tests.gitrepo import commit, git
 from tests.test_run_helpers import BACKENDS, finding, make_setup, result
 
@@ -73,9 +77,12 @@ def test_whole_series(tmp_path, backend):
     proc, gate = _gate(s, "reviews/r1")
     assert proc.returncode == 1, proc.stderr.decode()
     assert gate["schema"] == "review-gate/v1" and gate["state"] == "blocked"
-    reasons = "\n".join(gate["reasons"])
-    assert "codex" in reasons and "alpha-F1" in reasons and "alpha-F2" in reasons
-    assert len(gate["reasons"]) == 3
+    assert gate["reasons"] == [
+        f"round reviews/r1: required reviewer codex neither completed nor was waived "
+        f"(unavailable: {by_name['codex']['reason']})",
+        "round reviews/r1: finding alpha-F1 (defect) has no standing disposition",
+        "round reviews/r1: finding alpha-F2 (requirement-question) has no standing disposition"]
+    assert (gate["required_reviewers"], gate["completed"], gate["waived"]) == (["alpha", "codex"], ["alpha"], [])
     assert gate["open"] == ["r1/alpha-F1", "r1/alpha-F2"]
     assert gate["findings"] == {"defect": 1, "requirement-question": 1, "hardening": 1, "note": 0}
     assert gate["auto_deferred"] == 1
@@ -114,6 +121,18 @@ def test_whole_series(tmp_path, backend):
     import hashlib
     assert gate["previous_gate_digest"] == hashlib.sha256(first_gate_bytes).hexdigest()
 
+    assert gate["waived"] == []  # r2 is another input than r1: r1's waiver is not r2's
+
+    # a dry run: never a series round to list, always blocked when listed
+    proc = s.run("--criteria", "docs/criteria.md", "--base", s.base, "--dry-run", out="reviews/d1")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads((s.repo / "reviews/d1/round.json").read_text())["dry_run"] is True
+    proc, gate = _gate(s, "reviews/r1", "reviews/r2", out="reviews/gate-dry.json")
+    assert proc.returncode == 0, gate["reasons"]
+    proc, gate = _gate(s, "reviews/r1", "reviews/r2", "reviews/d1", out="reviews/gate-dry.json")
+    assert proc.returncode == 1
+    assert gate["reasons"] == ["round reviews/d1 is a dry run; a dry run is not a review"]
+
     # a series round left out of the list blocks
     proc, gate = _gate(s, "reviews/r2", out="reviews/gate-partial.json")
     assert proc.returncode == 1
@@ -137,28 +156,241 @@ def test_whole_series(tmp_path, backend):
     proc = s.spar("cap-report", "reviews", "--format", "json")
     assert proc.returncode == 0, proc.stderr.decode()
     report = json.loads(proc.stdout)
-    assert report["schema"] == "cap-report/v1"
-    code = next(st for st in report["stages"] if st["stage"] == "code")
-    assert (code["project_cap"], code["extended_by"], code["cap"], code["counted"], code["remaining"]) == (2, 1, 3, 3, 0)
-    assert code["counted_rounds"] == ["r1", "r2", "r3"]
-    (ext,) = code["extensions"]
-    assert (ext["by"], ext["cause"], ext["reason"]) == (1, "churn", "docs-only change after the fix")
-    plan = next(st for st in report["stages"] if st["stage"] == "plan")
-    assert (plan["cap"], plan["counted"], plan["remaining"]) == (2, 0, 2)
-    rounds = {r["name"]: r for r in report["rounds"]}
-    assert [r["name"] for r in report["rounds"]] == ["r1", "r2", "r3"]
-    assert rounds["r1"]["head"] == s.head and rounds["r2"]["head"] == head2 and rounds["r3"]["head"] == head3
-    assert {r["name"]: r["status"] for r in rounds["r1"]["reviewers"]} == {"alpha": "completed", "codex": "unavailable"}
-    assert rounds["r1"]["findings"] == {"defect": 1, "requirement-question": 1, "hardening": 1, "note": 0}
-    assert rounds["r1"]["new_defects"] == 1
-    assert rounds["r2"]["findings"] == {"defect": 0, "requirement-question": 0, "hardening": 0, "note": 0}
-    assert report["code_extension_causes"]["churn"] == {"extensions": 1, "by": 1}
-    assert report["code_extension_causes"]["no_recorded_cause"] == {"extensions": 0, "by": 0}
+    (ext_line,) = [json.loads(l) for l in (s.repo / "reviews/extensions.jsonl").read_text().splitlines()]
+    started = {n: json.loads((s.repo / "reviews" / n / "round.json").read_text())["started_at"]
+               for n in ("r1", "r2", "d1", "r3")}
+    zero = {"defect": 0, "requirement-question": 0, "hardening": 0, "note": 0}
+
+    def row(name, head, statuses, findings, new, counted=True, dry=False):
+        return {"name": name, "stage": "code", "head": head, "base": s.base, "started_at": started[name],
+                "counted": counted, "dry_run": dry, "recorded": not dry,
+                "reviewers": [{"name": "alpha", "preset": "command", "status": statuses[0]},
+                              {"name": "codex", "preset": "codex", "status": statuses[1]}],
+                "findings": findings, "new_defects": new}
+
+    no_cause = {"extensions": 0, "by": 0}
+    assert report == {
+        "schema": "cap-report/v1",
+        "series": str((s.repo / "reviews").resolve()),
+        "spar_version": __version__,
+        "caps_from": "r3",
+        "stages": [
+            {"stage": "plan", "project_cap": 2, "extended_by": 0, "cap": 2, "counted": 0, "counted_rounds": [],
+             "remaining": 2, "extensions": []},
+            {"stage": "plan-delta", "project_cap": 1, "extended_by": 0, "cap": 1, "counted": 0, "counted_rounds": [],
+             "remaining": 1, "extensions": []},
+            {"stage": "code", "project_cap": 2, "extended_by": 1, "cap": 3, "counted": 3,
+             "counted_rounds": ["r1", "r2", "r3"], "remaining": 0,
+             "extensions": [{"by": 1, "cause": "churn", "reason": "docs-only change after the fix",
+                             "at": ext_line["at"]}]},
+        ],
+        "rounds": [
+            row("r1", s.head, ("completed", "unavailable"), {"defect": 1, "requirement-question": 1, "hardening": 1,
+                                                           "note": 0}, 1),
+            row("r2", head2, ("completed", "completed"), zero, 0),
+            row("d1", head2, ("pending", "pending"), None, None, counted=False, dry=True),
+            row("r3", head3, ("completed", "completed"), zero, 0),
+        ],
+        "code_extension_causes": {"churn": {"extensions": 1, "by": 1}, "recurring": no_cause, "unrelated": no_cause,
+                                  "hardening": no_cause, "other": no_cause, "no_recorded_cause": no_cause},
+    }
 
     # ---- cap-report, Markdown for people: a table per stage with the same numbers
     proc = s.spar("cap-report", "reviews")
     assert proc.returncode == 0
-    md = proc.stdout.decode()
-    assert "code" in md and "churn" in md and "docs-only change after the fix" in md
-    assert md.count("| --- ") >= 3  # tables
+    series = (s.repo / "reviews").resolve()
+    header = "| round | head | counted | reviewers | defect | requirement-question | hardening | note | new defects |"
+    rule = "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    done = "alpha: completed, codex: completed"
+    assert proc.stdout.decode() == "\n".join([
+        f"# Cap report: {series}", "", "Project caps as applied by round r3.", "",
+        "## plan", "", "Cap 2 (project 2, extended by 0); 0 counted, 2 remaining.", "", "No rounds.", "",
+        "## plan-delta", "", "Cap 1 (project 1, extended by 0); 0 counted, 1 remaining.", "", "No rounds.", "",
+        "## code", "", "Cap 3 (project 2, extended by 1); 3 counted, 0 remaining.", "",
+        "| extension | cause | reason | at |", "| --- | --- | --- | --- |",
+        f"| +1 | churn | docs-only change after the fix | {ext_line['at']} |", "",
+        header, rule,
+        f"| r1 | {s.head[:12]} | yes | alpha: completed, codex: unavailable | 1 | 1 | 1 | 0 | 1 |",
+        f"| r2 | {head2[:12]} | yes | {done} | 0 | 0 | 0 | 0 | 0 |",
+        f"| d1 | {head2[:12]} | dry run | alpha: pending, codex: pending | - | - | - | - | - |",
+        f"| r3 | {head3[:12]} | yes | {done} | 0 | 0 | 0 | 0 | 0 |", "",
+        "## Code extension causes", "", "| cause | extensions | rounds added |", "| --- | --- | --- |",
+        "| churn | 1 | 1 |", "| recurring | 0 | 0 |", "| unrelated | 0 | 0 |", "| hardening | 0 | 0 |",
+        "| other | 0 | 0 |", "| no recorded cause | 0 | 0 |", ""])
     assert git(s.repo, "status", "--porcelain").strip() == ""  # records are ignored, never tracked
+
+
+# ---------------------------------------------------------------------------- native reviewers
+
+_SESSION = "5c0f3a52-8d0e-4d47-9a53-0a3c8f1e2b77"
+
+
+class _Transcript:
+    """A Claude Code subagent transcript as the host writes it (sidechain JSONL:
+    uuid/parentUuid chain, tool_use blocks answered by tool_result lines)."""
+
+    def __init__(self, cwd, agent: str, model: str = "claude-sonnet-4-5-20250929"):
+        self.cwd, self.agent, self.model, self.lines, self.n = str(cwd), agent, model, [], 0
+
+    def _line(self, kind: str, message: dict, **extra) -> None:
+        self.n += 1
+        line = {"parentUuid": self.lines[-1]["uuid"] if self.lines else None, "isSidechain": True,
+                "userType": "external", "cwd": self.cwd, "sessionId": _SESSION, "version": "2.0.14",
+                "gitBranch": "main", "agentId": self.agent, "type": kind, "message": message,
+                "uuid": f"{self.agent}-{self.n:04d}", "timestamp": f"2025-10-01T10:00:{self.n:02d}.000Z"}
+        line.update(extra)
+        self.lines.append(line)
+
+    def prompt(self, text: str) -> None:
+        self._line("user", {"role": "user", "content": text})
+
+    def tool(self, name: str, **inputs) -> None:
+        tid = f"toolu_{self.agent}{self.n:04d}"
+        self._line("assistant", {"model": self.model, "id": f"msg_{self.n}", "type": "message", "role": "assistant",
+                                 "content": [{"type": "tool_use", "id": tid, "name": name, "input": inputs}],
+                                 "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 5}},
+                   requestId=f"req_{self.n}")
+        self._line("user", {"role": "user", "content": [{"tool_use_id": tid, "type": "tool_result",
+                                                          "content": "     1\tdef add(a, b):\n"}]},
+                   toolUseResult={"type": "text"})
+
+    def answer(self, result_obj: dict) -> None:
+        text = "Review finished.\n\n```json\n" + json.dumps(result_obj, indent=2) + "\n```\n"
+        self._line("assistant", {"model": self.model, "id": f"msg_{self.n}", "type": "message", "role": "assistant",
+                                 "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                                 "usage": {"input_tokens": 10, "output_tokens": 50}})
+
+    def write(self, path) -> None:
+        path.write_text("".join(json.dumps(line) + "\n" for line in self.lines), encoding="utf-8")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_native_reviewers_recorded_by_hand(tmp_path, backend):
+    """Real `spar run` with two native reviewers -> awaiting_record, exit 1 -> the
+    host records one from its subagent's transcript alone (relative paths against
+    the transcript's cwd, the answer in a fenced block) and one from --result plus
+    a transcript with violations -> the gate follows each step."""
+    s = make_setup(tmp_path, backend)
+    s.configure([s.answer_reviewer("alpha", result(findings=[], verdict="no_blocking_findings")),
+                 {"name": "nat", "preset": "native"}, {"name": "nat2", "preset": "native"}], timeout=60)
+    proc = s.run("--criteria", "docs/criteria.md", out="reviews/r1")
+    assert proc.returncode == 1, proc.stderr.decode()
+    r1 = s.repo / "reviews" / "r1"
+    rj = json.loads((r1 / "round.json").read_text())
+    assert [(r["name"], r["status"]) for r in rj["reviewers"]] == [
+        ("alpha", "completed"), ("nat", "awaiting_record"), ("nat2", "awaiting_record")]
+    assert rj["recorded_at"] and "finished_at" not in rj
+    assert (r1 / "nat" / "prompt.md").is_file() and (r1 / "nat2" / "prompt.md").is_file()
+
+    proc, gate = _gate(s, "reviews/r1")
+    assert proc.returncode == 1
+    assert gate["reasons"] == [
+        f"round reviews/r1: required reviewer {n} neither completed nor was waived (awaiting_record: awaiting spar record)"
+        for n in ("nat", "nat2")]
+
+    # nat: the subagent works from the repository (the host's cwd), reads prompt.md and
+    # the workspace with relative and absolute paths, and answers in a fenced block
+    t = _Transcript(s.repo, "a1b2c3")
+    t.prompt("Review the change. Your instructions: reviews/r1/nat/prompt.md")
+    t.tool("Read", file_path="reviews/r1/nat/prompt.md")
+    t.tool("Glob", pattern="**/*.py", path="reviews/r1/workspace/head")
+    t.tool("Read", file_path=str(r1 / "workspace" / "head" / "calc.py"))
+    t.tool("Grep", pattern="def divide", path="reviews/r1/workspace/base", output_mode="content")
+    t.tool("Read", file_path="reviews/r1/workspace/head/tests/test_calc.py")
+    t.answer(result(head=s.head[:12], findings=[
+        finding(id="D1", location="head/calc.py:6", introduced_by_change="yes", regression="yes"),
+        finding(id="H1", proposed_class="hardening", location="head/tests/test_calc.py:9", link_kind="none",
+                link="", claim="no test for divide(1, 0)", introduced_by_change="no")]))
+    t.write(tmp_path / "nat.jsonl")
+    proc = s.spar("record", "reviews/r1", "--reviewer", "nat", "--transcript", str(tmp_path / "nat.jsonl"))
+    assert proc.returncode == 0, proc.stderr.decode()
+    rj = json.loads((r1 / "round.json").read_text())
+    nat = rj["reviewers"][1]
+    assert (nat["status"], nat["warnings"], nat["observed_model"], nat["finding_count"]) == (
+        "completed", [], "claude-sonnet-4-5-20250929", 2)
+    assert "finished_at" not in rj  # nat2 still awaits its record
+    findings = {f["id"]: f for f in json.loads((r1 / "findings.json").read_text())}
+    assert {k: (f["class"], f["reviewer_id"]) for k, f in findings.items()} == {
+        "nat-F1": ("defect", "D1"), "nat-F2": ("hardening", "H1")}
+    ledger = [json.loads(l) for l in (r1 / "ledger.jsonl").read_text().splitlines()]
+    assert [(l["finding"], l["disposition"], l["auto"]) for l in ledger] == [("nat-F2", "deferred", True)]
+
+    # nat2: --result gives the answer; the transcript shows a shell call, a read
+    # outside the workspace and a prompt that was never read
+    (r1 / "nat2" / "result.json").write_text(json.dumps(result(head=s.head, findings=[], verdict="no_blocking_findings")))
+    t2 = _Transcript(s.repo, "d4e5f6")
+    t2.prompt("Review the change as described in the file I gave you.")
+    t2.tool("Bash", command="cat reviews/r1/nat2/prompt.md")
+    t2.tool("Read", file_path="calc.py")  # the working tree, not the workspace
+    t2.tool("Grep", pattern="divide", path=str(r1 / "workspace"))
+    t2.write(tmp_path / "nat2.jsonl")
+    proc = s.spar("record", str(r1), "--reviewer", "nat2", "--transcript", str(tmp_path / "nat2.jsonl"),
+                  "--result", str(r1 / "nat2" / "result.json"))
+    assert proc.returncode == 0, proc.stderr.decode()
+    rj = json.loads((r1 / "round.json").read_text())
+    nat2 = rj["reviewers"][2]
+    assert nat2["status"] == "completed" and nat2["finding_count"] == 0
+    assert nat2["warnings"] == [{"kind": "tool_not_allowed", "tool": "Bash"},
+                                {"kind": "read_outside_workspace", "tool": "Read"},
+                                {"kind": "prompt_not_read", "tool": "Read"}]
+    assert rj["finished_at"] == rj["recorded_at"]
+
+    # the gate: only the native defect is left; rejecting it passes the gate
+    proc, gate = _gate(s, "reviews/r1")
+    assert proc.returncode == 1
+    assert gate["reasons"] == ["round reviews/r1: finding nat-F1 (defect) has no standing disposition"]
+    assert gate["completed"] == ["alpha", "nat", "nat2"] and gate["auto_deferred"] == 1
+    assert s.spar("triage", "reviews/r1", "nat-F1", "--to", "rejected",
+                  "--evidence", "divide(1, 0) raising is the documented contract").returncode == 0
+    proc, gate = _gate(s, "reviews/r1")
+    assert proc.returncode == 0, gate["reasons"]
+    # recording twice is refused: the findings of a completed reviewer are never dropped
+    proc = s.spar("record", "reviews/r1", "--reviewer", "nat", "--transcript", str(tmp_path / "nat.jsonl"))
+    assert proc.returncode == 65 and b"already completed" in proc.stderr
+
+
+def test_records_written_before_the_optional_fields(tmp_path, capsys):
+    """G32: a series written before standpoints, location_unreadable, smallest_fix
+    and extension causes existed is read by every command as documented."""
+    from spar.cli import main as spar_main
+    from tests import roundfactory as rf
+
+    repo, _ = rf.series_repo(tmp_path)
+    series = rf.fresh_series(repo)
+    r = rf.make_round(series, "r1", repo=repo,
+                      reviewers=[rf.reviewer("claude"), rf.reviewer("native", status="awaiting_record")],
+                      findings=[rf.finding("claude", 1),
+                                rf.finding("claude", 2, cls="hardening", in_check_paths=True, path="tests/test_main.py")])
+    rj = json.loads((r / "round.json").read_text())
+    for key in ("standpoints", "standpoints_uncovered", "decisions"):
+        del rj[key]
+    for entry in rj["reviewers"]:
+        del entry["standpoint"], entry["standpoint_report"]
+    (r / "round.json").write_text(json.dumps(rj))
+    old = json.loads((r / "findings.json").read_text())
+    for f in old:
+        del f["location_unreadable"], f["smallest_fix"]
+    (r / "findings.json").write_text(json.dumps(old))
+    (series / "extensions.jsonl").write_text('{"stage": "code", "by": 1, "at": "2024-01-01T00:00:00.000Z"}\n')
+
+    assert spar_main(["triage", str(r), "claude-F1", "--to", "rejected", "--evidence", "not a bug"]) == 0
+    assert spar_main(["waive", str(r), "--reviewer", "native", "--user-quote", "no host today"]) == 0
+    answer = {"reviewed_head": rj["head"][:10], "verdict": "no_blocking_findings", "angles_unchecked": [],
+              "angles_checked": [{"angle": a, "result": "ok"}
+                                 for a in ("criteria", "correctness", "checks", "contracts", "risk")],
+              "findings": [], "limits": ""}
+    (tmp_path / "answer.json").write_text(json.dumps(answer))
+    assert spar_main(["record", str(r), "--reviewer", "native", "--result", str(tmp_path / "answer.json")]) == 0
+    after = json.loads((r / "round.json").read_text())
+    assert after["finished_at"] and after["reviewers"][1]["status"] == "completed"
+    assert spar_main(["extend", str(series), "--stage", "code", "--by", "1", "--cause", "churn"]) == 0
+    capsys.readouterr()
+    assert spar_main(["cap-report", str(series), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["code_extension_causes"]["no_recorded_cause"] == {"extensions": 1, "by": 1}
+    assert report["code_extension_causes"]["churn"] == {"extensions": 1, "by": 1}
+    assert report["rounds"][0]["findings"] == {"defect": 1, "requirement-question": 0, "hardening": 1, "note": 0}
+    out = repo / "gates" / "old.json"
+    assert spar_main(["gate", str(r), "--out", str(out)]) == 0, capsys.readouterr().out
+    gate = json.loads(out.read_text())
+    assert (gate["auto_deferred"], gate["completed"], gate["waived"]) == (1, ["claude", "native"], ["native"])

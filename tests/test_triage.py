@@ -211,3 +211,62 @@ def test_rereads_after_taking_the_lock(repo):
     assert proc.returncode == 65, err
     assert "cycle" in err
     assert [l["finding"] for l in rf.read_jsonl(r2 / "ledger.jsonl")] == ["claude-F3", "codex-F1"]
+
+
+def test_unreadable_waivers_never_refuse_a_triage(repo, capsys):
+    """G32: only waive and gate read waivers.jsonl. A torn one must neither refuse
+    a triage nor fail it after its ledger line was written; the summary then
+    names no waiver, as the gate would count none."""
+    series = _series(repo)
+    r2 = series / "r2"
+    (r2 / "waivers.jsonl").write_text('{"reviewer": "codex", "preset": "codex", "user_quote": "fine"')
+    code = spar_main(["triage", str(r2), "claude-F1", "--to", "rejected", "--evidence", "not a bug"])
+    assert code == 0, capsys.readouterr().err
+    assert rf.read_jsonl(r2 / "ledger.jsonl")[-1]["evidence"] == "not a bug"
+    row = next(l for l in (r2 / "summary.md").read_text().splitlines() if l.startswith("| claude-F1 |"))
+    assert "rejected" in row
+
+
+def test_summary_records_are_read_before_the_line_is_written(repo, capsys):
+    """Whatever refuses a triage refuses it before the append (nothing written)."""
+    series = _series(repo)
+    r2 = series / "r2"
+    rj = json.loads((r2 / "round.json").read_text())
+    rj["reviewers"] = "broken"
+    (r2 / "round.json").write_text(json.dumps(rj))
+    before = rf.snapshot(series)
+    assert spar_main(["triage", str(r2), "claude-F1", "--to", "rejected", "--evidence", "e"]) == 65
+    assert "reviewers is missing or not a list" in capsys.readouterr().err
+    assert rf.snapshot(series) == before
+
+
+def test_an_old_link_to_a_round_that_is_gone_does_not_refuse(repo, capsys):
+    """Cycle checking follows links already in the ledgers; one that points at a
+    round removed since ends the chain (no cycle) instead of being reported as
+    if it were this triage's --of."""
+    series = _series(repo, ledger=[{"finding": "codex-F1", "disposition": "duplicate", "auto": False,
+                                    "at": "2024-01-02T00:00:00.000Z", "of": "r0/claude-F1"}])
+    code = spar_main(["triage", str(series / "r2"), "claude-F1", "--to", "duplicate", "--of", "codex-F1"])
+    assert code == 0, capsys.readouterr().err
+    assert rf.read_jsonl(series / "r2" / "ledger.jsonl")[-1]["of"] == "r2/codex-F1"
+
+
+def test_commit_resolved_in_a_repository_moved_since_the_round(tmp_path, capsys, monkeypatch):
+    """round.json names where the repository was; once moved, --commit resolves in
+    the repository triage runs in, when it has the round's head commit."""
+    import os
+
+    repo, series = rf.series_repo(tmp_path / "old")
+    r1 = rf.make_round(series, "r1", repo=repo, findings=_findings())
+    moved = tmp_path / "moved"
+    os.rename(repo, moved)
+    r1 = moved / "reviews" / r1.name
+    args = ["triage", str(r1), "claude-F1", "--to", "fixed", "--commit", "HEAD", "--failed-before", "t failed",
+            "--passed-after", "t passes"]
+    monkeypatch.chdir(tmp_path)  # not inside a repository: nothing to fall back to
+    assert spar_main(args) == 65
+    assert "--commit" in capsys.readouterr().err
+    monkeypatch.chdir(moved)
+    assert spar_main(args) == 0, capsys.readouterr().err
+    assert rf.read_jsonl(r1 / "ledger.jsonl")[-1]["commit"] == git(moved, "rev-parse", "HEAD").strip()
+    assert json.loads((r1 / "round.json").read_text())["repository"] == str((tmp_path / "old" / "repo").resolve())

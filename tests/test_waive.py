@@ -129,3 +129,21 @@ def test_usage_errors(repo, capsys, args):
 
 def test_no_round_argument_is_a_usage_error(capsys):
     assert spar_main(["waive"]) == 64
+
+
+@pytest.mark.parametrize("file, text, message", [
+    ("ledger.jsonl", '{"finding": "claude-F1"', "ledger.jsonl:1"),
+    ("findings.json", "[{", "findings.json: not JSON"),
+], ids=["torn ledger", "corrupt findings"])
+def test_records_of_the_summary_refuse_before_anything_is_written(repo, capsys, file, text, message):
+    """summary.md names waived reviewers, so waive reads the round's findings and
+    ledger for it; when they are unreadable the waiver is refused with nothing
+    written, never appended and then reported as refused."""
+    r = _round(repo)
+    (r / file).write_text(text)
+    before = rf.snapshot(r.parent)
+    code, out = _waive(capsys, r, "--reviewer", "codex", "--user-quote", "go on")
+    assert code == 65, out.err
+    assert message in out.err
+    assert rf.snapshot(r.parent) == before
+    assert not (r / "waivers.jsonl").exists()

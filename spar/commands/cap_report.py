@@ -15,11 +15,10 @@ from pathlib import Path
 
 from spar import __version__
 from spar.argparsing import command_parser
-from spar.config.model import STAGES
-from spar.errors import Refused, UsageError, quote
+from spar.errors import UsageError, quote
 from spar.judge.gate import CLASSES
 from spar.records import readers
-from spar.series import SeriesRound, project_caps, read_series, stage_caps
+from spar.series import SeriesRound, project_caps, read_series, series_folder, stage_caps
 
 CAUSES = ("churn", "recurring", "unrelated", "hardening", "other")
 NO_CAUSE = "no_recorded_cause"
@@ -168,11 +167,7 @@ def main(argv: list[str]) -> int:
         raise UsageError("cap-report: a SERIES folder is required")
     if args.format not in ("md", "json"):
         raise UsageError(f"cap-report: --format {quote(args.format)} is not md or json")
-    series = Path(args.series)
-    if not series.exists():
-        raise Refused(f"series {quote(args.series)} does not exist")
-    if not series.is_dir():
-        raise Refused(f"series {quote(args.series)} is not a folder")
+    series = series_folder(args.series)
     report = build_report(series)
     if args.format == "json":
         sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")

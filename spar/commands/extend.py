@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from pathlib import Path
 
 from spar.argparsing import command_parser
 from spar.config.model import STAGES
 from spar.errors import Refused, UsageError, quote
 from spar.records import clock, jsonl, lock, paths, readers
+from spar.series import series_folder
 
 CAUSES = ("churn", "recurring", "unrelated", "hardening", "other")
 
@@ -24,7 +24,9 @@ EPILOG = f"""\
 --reason: required for a code extension with --by 2 or more or --cause other;
 not accepted for plan or plan-delta (nor is --cause). A reason that is blank
 after trimming counts as not given; it is stored trimmed.
-Appends {{"stage", "by", "cause", "reason", "at"}} to SERIES/extensions.jsonl."""
+Appends {{"stage", "by", "cause", "reason", "at"}} to SERIES/extensions.jsonl.
+SERIES may not exist yet (a project cap of 0 asks for an extension before the
+first round); the folder holding it must. A round folder is not a series."""
 
 
 def extension_line(stage: str, by: str, cause: str | None, reason: str | None) -> dict:
@@ -69,11 +71,7 @@ def _parser():
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     line = extension_line(args.stage, args.by, args.cause, args.reason)
-    series = Path(args.series)
-    if not series.exists():
-        raise Refused(f"series {quote(args.series)} does not exist")
-    if not series.is_dir():
-        raise Refused(f"series {quote(args.series)} is not a folder")
+    series = series_folder(args.series, may_be_new=True)
     paths.check_record_path(series, kind="series", directory=True)
     readers.read_extensions(series)  # refuse before locking when it is already unreadable
     with lock.series_lock(series):

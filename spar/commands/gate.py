@@ -10,30 +10,37 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
+import tempfile
 from pathlib import Path
 
 from spar import __version__, git
 from spar.argparsing import command_parser
-from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, RecordError, Refused, quote
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, RecordError, Refused, WriteFailed, quote
 from spar.judge import gate as judgement
 from spar.judge.dispositions import standing
 from spar.records import atomic, clock, paths, readers
+from spar.series import repository_of
 
 EPILOG = """\
 Blocked reasons, all that apply, in this order: an unreadable, dry-run or
 unrecorded round in the list (or an unreadable waivers.jsonl); a round of a
 listed round's series missing from the list; the latest round's head differs
-from --expect-head (default: HEAD of the repository named in its round.json);
-a required reviewer of the latest round of a stage neither completed nor
-waived; a defect or requirement-question without a standing disposition (a
-duplicate counts only when the finding it traces to is disposed); a defect of
-the latest code round introduced by the last fix (introduced_by_change: yes)
+from --expect-head (default: HEAD of the repository named in its round.json;
+when that folder is gone, of the repository holding the current folder if it
+has the round's head commit); a required reviewer of the latest round of a
+stage of a series neither completed nor waived (with the listed rounds of the
+same input, reruns of unfinished reviewers: a reviewer of any of them is
+required, and done when it completed or was waived in any of them); a
+defect or requirement-question without a standing disposition (a duplicate
+counts only when the finding it traces to is disposed); a defect of the
+latest code round introduced by the last fix (introduced_by_change: yes)
 outside the check paths that is not disposed. Growth inside the check paths is
 counted in "growth" but does not add a reason of its own.
-"Latest" is by started_at, ties by list order.
+"Latest" is by started_at, ties by list order. --out is refused (65, nothing
+written) inside any round folder of a listed series, as the series'
+extensions.jsonl, or when it exists and is not a review-gate/v1 file.
 The file is review-gate/v1 (design §10) plus: expect_head, stages (required,
-completed and waived reviewers of the latest round of each stage),
+completed and waived reviewers of the latest round of each stage and series),
 growth_findings, rounds[].base/dry_run/state, generated_at."""
 
 # the design's key order first, then what Spar adds
@@ -108,6 +115,8 @@ def _list_series(path: str, arg: str, listed_names: set[str]) -> judgement.Serie
     for folder in folders:
         if folder.name in listed_names:
             continue  # read (and judged) as a listed round
+        if _other_schema(folder):
+            continue  # G29 asks for every review-round/v1 round; this is something else
         try:
             round_json = readers.read_round(folder)
             problem = judgement.round_problem(round_json)
@@ -120,10 +129,20 @@ def _list_series(path: str, arg: str, listed_names: set[str]) -> judgement.Serie
     return listing
 
 
+def _other_schema(folder: Path) -> bool:
+    """True when round.json is a readable JSON object of another schema. Anything
+    that cannot be read (a torn write included) is not known to be another schema."""
+    try:
+        value = readers.read_json(folder / readers.ROUND_FILE)
+    except _READ_ERRORS:
+        return False
+    return isinstance(value, dict) and isinstance(value.get("schema"), str) and value["schema"] != "review-round/v1"
+
+
 def _head_check(latest: judgement.ListedRound | None, expect: str | None) -> judgement.HeadCheck | None:
     if latest is None:
         return None
-    repo = latest.round.get("repository")
+    repo = repository_of(latest.round)
     source = f"--expect-head {quote(expect)}" if expect is not None else f"HEAD of {repo}"
     if not isinstance(repo, str) or not repo:
         return judgement.HeadCheck(None, source, f"round {latest.arg} names no repository")
@@ -172,12 +191,55 @@ def build_gate(round_args: list[str], expect_head: str | None) -> dict:
     return judgement.judge(listed, series, head, _extra_lookup)
 
 
+def _series_round_dirs(series_dirs: list[str]) -> list[str]:
+    out = []
+    for series in series_dirs:
+        try:
+            out += [str(p) for p in readers.series_rounds(series)]
+        except _READ_ERRORS:
+            pass  # the gate reports an unlistable series as a blocked reason
+    return out
+
+
+def write_gate(out: Path, data: bytes) -> None:
+    """Replace `out` whole. The gate takes no lock, so two gates may write the same
+    --out at once: each writes its own uniquely named temporary file (a shared
+    NAME.tmp could be truncated by one while the other renames it into place)."""
+    folder = out.parent if str(out.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{out.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise WriteFailed(f"cannot write {out}: {exc.strerror or exc}") from exc
+    try:
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, out)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError as exc:
+        raise WriteFailed(f"cannot write {out}: {exc.strerror or exc}") from exc
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     out = Path(args.out)
     round_dirs = [os.path.realpath(a) for a in args.rounds]
     series_dirs = sorted({os.path.dirname(r) for r in round_dirs})
-    previous = paths.check_gate_out(out, round_dirs, series_dirs)
+    # every round folder of those series, listed or not: a gate file never goes into a round
+    previous = paths.check_gate_out(out, round_dirs + _series_round_dirs(series_dirs), series_dirs)
     if not out.parent.is_dir():
         raise Refused(f"--out {quote(args.out)}: the folder {quote(str(out.parent))} does not exist")
     document = build_gate(args.rounds, args.expect_head)
@@ -186,7 +248,7 @@ def main(argv: list[str]) -> int:
     document["generated_at"] = clock.now()
     ordered = {key: document.pop(key) for key in KEY_ORDER}
     ordered.update(document)
-    atomic.write_json(out, ordered)
+    write_gate(out, atomic.dumps(ordered).encode("utf-8"))
     print(f"gate {ordered['state']}: {args.out}")
     for reason in ordered["reasons"]:
         print(f"  - {reason}")

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
-import sys
 from pathlib import Path
 
+from spar import git
 from spar.argparsing import command_parser
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, quote
 from spar.records import lock, readers
 from spar.round import recording
-from spar.series import round_folder
+from spar.series import repository_of, round_folder
 
 EPILOG = """\
 --result FILE: the reviewer's result object (JSON). --transcript FILE: a Claude
@@ -98,23 +99,58 @@ def _used_numbers(name: str, findings: list[dict], ledger: list[dict]) -> int:
     return top
 
 
+def transcript_lines(data: bytes) -> list[str]:
+    """JSONL lines of a transcript. Only "\n" ends a line: `str.splitlines` would also
+    split at U+2028, U+0085 and friends, which JSON writers leave raw inside strings,
+    and so lose the very line that holds the result."""
+    return data.decode("utf-8", "surrogateescape").split("\n")
+
+
+def analyze(round_dir: Path, name: str, data: bytes, source: str):
+    """G15 analysis of a transcript of reviewer `name` of `round_dir`.
+
+    The analysis compares paths lexically, and the round folder may be spelled two
+    ways (the path given here, and its real path, which is what a host working from
+    a physical cwd sees). A warning that depends on the spelling is not a fact
+    about the subagent, so only warnings found under every spelling are kept."""
+    from spar.judge.transcript import analyze_transcript
+
+    lines = transcript_lines(data)
+    spellings = list(dict.fromkeys([str(round_dir), os.path.realpath(round_dir)]))
+    results = [analyze_transcript(lines, workspace=os.path.join(folder, "workspace"),
+                                  prompt_path=os.path.join(folder, name, "prompt.md"), source=source)
+               for folder in spellings]
+    first = results[0]
+    first.warnings = [w for w in first.warnings if all(w in other.warnings for other in results[1:])]
+    return first
+
+
+def _context(round_json: dict):
+    # a moved repository is found as gate and triage find it; round.json keeps its words
+    where = dict(round_json, repository=repository_of(round_json))
+    try:
+        return recording.context_for_round(where)
+    except git.GitError as exc:
+        raise Refused(f"round {round_json.get('name')}: cannot read the commits of its repository "
+                      f"{quote(str(round_json.get('repository')))}: {exc}") from None
+
+
 def record(round_dir: Path, name: str, result_data: bytes | None, transcript_data: bytes | None,
            transcript_name: str = "transcript") -> dict:
     """Record under the lock already held; returns the reviewer's entry afterwards."""
     round_json = readers.read_round(round_dir)
     entry = recordable(round_json, name)
-    existing = readers.read_findings(round_dir, missing_ok=True)
+    # a round that says it was recorded must still hold its findings (G32): treating
+    # a lost findings.json as empty would drop every other reviewer's findings
+    recorded = bool(round_json.get("recorded_at") or round_json.get("finished_at"))
+    existing = readers.read_findings(round_dir, missing_ok=not recorded)
     ledger = readers.read_ledger(round_dir)
-    ctx = recording.context_for_round(round_json)
+    ctx = _context(round_json)
     result, problem = (None, None)
     if result_data is not None:
         result, problem = _parse_result(result_data)
     if transcript_data is not None:
-        from spar.judge.transcript import analyze_transcript
-
-        text = transcript_data.decode("utf-8", "surrogateescape")
-        analysis = analyze_transcript(text.splitlines(), workspace=str(round_dir / "workspace"),
-                                      prompt_path=str(round_dir / name / "prompt.md"), source=transcript_name)
+        analysis = analyze(round_dir, name, transcript_data, transcript_name)
         entry["warnings"] = [_warning(w) for w in analysis.warnings]
         if analysis.observed_model is not None:
             entry["observed_model"] = analysis.observed_model

@@ -17,9 +17,9 @@ from spar import git
 from spar.argparsing import command_parser
 from spar.errors import RecordError, Refused, quote
 from spar.judge.dispositions import DISPOSITIONS, Key, check_request, parse_of, standing, would_cycle
-from spar.records import clock, jsonl, lock, readers
-from spar.round.recording import refresh_summary
-from spar.series import is_earlier, round_folder
+from spar.records import atomic, clock, jsonl, lock, readers
+from spar.round.summary import render_summary
+from spar.series import is_earlier, repository_of, round_folder
 
 EPILOG = """\
 dispositions and what each needs (a text blank after trimming counts as not given):
@@ -73,7 +73,15 @@ class _RoundCache:
         return self.rounds[name]
 
     def lookup(self, key: Key):
-        _, ids, ledger = self.get(key[0])
+        """For following a chain already in the ledgers: a link to a round that is
+        gone (or never had findings) ends the chain; it is not this triage's --of,
+        so it is not refused as one. An unreadable round still refuses (G32)."""
+        try:
+            _, ids, ledger = self.get(key[0])
+        except RecordError:
+            raise
+        except Refused as err:
+            return "missing", str(err)
         if key[1] not in ids:
             return "missing", f"{key[0]}/{key[1]} does not exist"
         return "ok", ledger.get(key[1])
@@ -88,7 +96,7 @@ def _recorded_findings(folder: Path, round_json: dict) -> list[dict]:
 
 
 def _resolve_commit(round_json: dict, rev: str) -> str:
-    repo = round_json.get("repository")
+    repo = repository_of(round_json)
     if not isinstance(repo, str) or not repo:
         raise RecordError(f"round {round_json.get('name')}: round.json names no repository")
     try:
@@ -130,6 +138,19 @@ def triage_line(round_dir: Path, series: Path, finding_id: str, disposition: str
     return line
 
 
+def summary_after(round_dir: Path, ledger: list[dict]) -> str:
+    """summary.md as it reads once `ledger` is on disk. Triage does not read
+    waivers.jsonl for itself (G32: only waive and gate do), so an unreadable one
+    never refuses a triage; the summary then names no waiver, as the gate would."""
+    round_json = readers.read_round(round_dir)
+    findings = readers.read_findings(round_dir)
+    try:
+        waivers = readers.read_waivers(round_dir)
+    except RecordError:
+        waivers = []
+    return render_summary(round_json, findings, ledger, waivers)
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     options = {"commit": args.commit, "of": args.of, "evidence": args.evidence, "user_quote": args.user_quote,
@@ -137,10 +158,13 @@ def main(argv: list[str]) -> int:
     round_dir, series = round_folder(args.round)
     with lock.series_lock(series):
         line = triage_line(round_dir, series, args.finding, args.to, options)
-        readers.read_ledger(round_dir)  # an unreadable ledger is refused, never appended to
+        ledger = readers.read_ledger(round_dir)  # an unreadable ledger is refused, never appended to
         stamped = {"finding": line.pop("finding"), "disposition": line.pop("disposition"),
                    "auto": line.pop("auto"), "at": clock.now(), **line}
+        # everything the summary needs is read before the append: a refusal after it
+        # would say "nothing written" about a line that was written
+        summary = summary_after(round_dir, ledger + [stamped])
         jsonl.append(round_dir / readers.LEDGER_FILE, stamped)
-        refresh_summary(round_dir)  # the disposition column follows the ledger
+        atomic.write_text(round_dir / "summary.md", summary)  # the disposition column follows the ledger
     print(f"round {round_dir.name}: {args.finding} -> {args.to}", file=sys.stdout)
     return 0

@@ -13,8 +13,8 @@ import sys
 from spar.argparsing import command_parser
 from spar.errors import RecordError, Refused, quote
 from spar.judge.dispositions import given
-from spar.records import clock, jsonl, lock, readers
-from spar.round.recording import refresh_summary
+from spar.records import atomic, clock, jsonl, lock, readers
+from spar.round.summary import render_summary
 from spar.series import round_folder
 
 EPILOG = """\
@@ -65,11 +65,16 @@ def main(argv: list[str]) -> int:
     entry = waivable(readers.read_round(round_dir), args.reviewer)
     readers.read_waivers(round_dir)
     with lock.series_lock(series):
-        entry = waivable(readers.read_round(round_dir), args.reviewer)  # G33: read again
-        readers.read_waivers(round_dir)
+        round_json = readers.read_round(round_dir)  # G33: read again
+        entry = waivable(round_json, args.reviewer)
+        waivers = readers.read_waivers(round_dir)
         line = {"reviewer": args.reviewer, "preset": entry["preset"], "user_quote": args.user_quote,
                 "at": clock.now()}
+        # summary.md names waived reviewers; its records are read before the append,
+        # so a refusal (an unreadable findings.json or ledger) still writes nothing
+        summary = render_summary(round_json, readers.read_findings(round_dir), readers.read_ledger(round_dir),
+                                 waivers + [line])
         jsonl.append(round_dir / readers.WAIVERS_FILE, line)
-        refresh_summary(round_dir)  # summary.md names waived reviewers
+        atomic.write_text(round_dir / "summary.md", summary)
     print(f"waived {args.reviewer} ({entry['status']}) in round {round_dir.name}", file=sys.stdout)
     return 0

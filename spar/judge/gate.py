@@ -156,13 +156,66 @@ def latest_round(listed: list[ListedRound], stage: str | None = None) -> ListedR
     return found
 
 
-def _reviewer_sets(item: ListedRound) -> tuple[list[str], list[str], list[str], list[dict]]:
-    required = [r["name"] for r in item.round["reviewers"]]
-    completed = [r["name"] for r in item.round["reviewers"] if r["status"] == "completed"]
-    waived_names = {w.get("reviewer") for w in (item.waivers or []) if isinstance(w, dict)}
+def _same_input(a: dict, b: dict) -> bool:
+    """Design §8's rerun test: same stage, base, head and packet_sha256."""
+    if not isinstance(a.get("packet_sha256"), str):
+        return False
+    return all(a.get(k) == b.get(k) for k in ("stage", "base", "head", "packet_sha256"))
+
+
+@dataclass
+class StageReviewers:
+    """Required reviewers of the latest round of one stage of one series."""
+
+    stage: str
+    latest: ListedRound
+    required: list[str]
+    completed: list[str]
+    waived: list[str]
+    missing: list[tuple[ListedRound, dict]]  # (round naming it last, its reviewer entry)
+
+    def record(self) -> dict:
+        return {"stage": self.stage, "round": self.latest.name, "path": self.latest.path,
+                "required_reviewers": self.required, "completed": self.completed, "waived": self.waived}
+
+
+def stage_reviewers(listed: list[ListedRound], series: str, stage: str) -> StageReviewers | None:
+    """The latest round of `stage` in `series`, together with the listed rounds of
+    the same input (reruns of unfinished reviewers, design §8): one review of that
+    input. A reviewer of any of them is required; it is done when it completed,
+    or was waived, in any of them. Without this, rerunning a subset would drop the
+    other reviewers that never completed from the gate's view."""
+    mine = [item for item in listed if item.series == series]
+    latest = latest_round(mine, stage)
+    if latest is None:
+        return None
+    group = [item for item in mine if item.state == "ok" and item.round.get("stage") == stage
+             and (item is latest or _same_input(item.round, latest.round))]
+    group.sort(key=lambda item: (_started(item), mine.index(item)))
+    required: list[str] = []
+    done: set[str] = set()
+    waived_names: set[str] = set()
+    last_entry: dict[str, tuple[ListedRound, dict]] = {}
+    for item in group:
+        waivers = {w.get("reviewer") for w in (item.waivers or []) if isinstance(w, dict)}
+        for entry in item.round["reviewers"]:
+            name = entry["name"]
+            if name not in required:
+                required.append(name)
+            last_entry[name] = (item, entry)
+            if entry["status"] == "completed":
+                done.add(name)
+            if name in waivers:
+                waived_names.add(name)
+    completed = [name for name in required if name in done]
     waived = [name for name in required if name in waived_names]
-    missing = [r for r in item.round["reviewers"] if r["status"] != "completed" and r["name"] not in waived_names]
-    return required, completed, waived, missing
+    missing = [last_entry[name] for name in required if name not in done and name not in waived_names]
+    return StageReviewers(stage, latest, required, completed, waived, missing)
+
+
+def _started(item: ListedRound) -> str:
+    started = item.round.get("started_at") if isinstance(item.round, dict) else None
+    return started if isinstance(started, str) else ""
 
 
 def judge(
@@ -217,24 +270,24 @@ def judge(
                 f"round {latest.arg} reviewed head {latest.round['head']}, but {head.source} is {head.expected}"
             )
 
-    # 4. required reviewers of the latest round of each stage
+    # 4. required reviewers of the latest round of each stage, per series: rounds
+    # of another series (another review subject) never stand in for this one's
     stages_out = []
-    for stage in STAGES:
-        item = latest_round(listed, stage)
-        if item is None:
-            continue
-        required, completed, waived, missing = _reviewer_sets(item)
-        stages_out.append(
-            {"stage": stage, "round": item.name, "path": item.path,
-             "required_reviewers": required, "completed": completed, "waived": waived}
-        )
-        for entry in missing:
-            why = entry["status"]
-            if entry.get("reason"):
-                why += f": {entry['reason']}"
-            reasons.append(
-                f"round {item.arg}: required reviewer {entry['name']} neither completed nor was waived ({why})"
-            )
+    by_key: dict[tuple[str, str], StageReviewers] = {}
+    for series_path in dict.fromkeys(item.series for item in listed):
+        for stage in STAGES:
+            found = stage_reviewers(listed, series_path, stage)
+            if found is None:
+                continue
+            by_key[(series_path, stage)] = found
+            stages_out.append(found.record())
+            for item, entry in found.missing:
+                why = entry["status"]
+                if entry.get("reason"):
+                    why += f": {entry['reason']}"
+                reasons.append(
+                    f"round {item.arg}: required reviewer {entry['name']} neither completed nor was waived ({why})"
+                )
 
     # 5. defects and requirement-questions without a standing disposition
     usable = [item for item in listed if item.state == "ok"]
@@ -317,10 +370,8 @@ def judge(
             }
         )
 
-    if latest is not None:
-        required, completed, waived, _ = _reviewer_sets(latest)
-    else:
-        required, completed, waived = [], [], []
+    top = by_key.get((latest.series, latest.round["stage"])) if latest is not None else None
+    required, completed, waived = (top.required, top.completed, top.waived) if top else ([], [], [])
     return {
         "schema": SCHEMA,
         "state": "blocked" if reasons else "passed",

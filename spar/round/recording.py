@@ -193,28 +193,25 @@ def write_round_outputs(round_dir: str | Path, round_json: dict, findings: list[
     round_dir = Path(round_dir)
     at = at or now()
     new_findings = findings if new_findings is None else new_findings
-    atomic.write_json(round_dir / "findings.json", findings)
+    # read before the first write: a refusal after it would leave the round half-updated.
+    # waivers.jsonl is only judged by waive and gate (G32); unreadable here = none shown
     ledger_path = round_dir / "ledger.jsonl"
+    ledger = jsonl.read(ledger_path, missing_ok=True)
+    try:
+        waivers = readers.read_waivers(round_dir)
+    except RecordError:
+        waivers = []
+    atomic.write_json(round_dir / "findings.json", findings)
     for fid in auto_deferrals(new_findings):
-        jsonl.append(ledger_path, {"finding": fid, "disposition": "deferred", "auto": True, "at": at})
+        line = {"finding": fid, "disposition": "deferred", "auto": True, "at": at}
+        jsonl.append(ledger_path, line)
+        ledger.append(line)
     if not ledger_path.exists():
         # an empty ledger still says "recorded, nothing disposed" to readers
         atomic.write_bytes(ledger_path, b"")
     finish_round_json(round_json, at)
-    ledger = jsonl.read(ledger_path, missing_ok=True)
-    waivers = jsonl.read(round_dir / "waivers.jsonl", missing_ok=True)
     atomic.write_text(round_dir / "summary.md", render_summary(round_json, findings, ledger, waivers))
     atomic.write_json(round_dir / "round.json", round_json)
-
-
-def refresh_summary(round_dir: str | Path) -> None:
-    """Rewrite summary.md from the records after a triage or a waiver changed what it shows
-    (its disposition column and waived reviewers); the caller holds the series lock."""
-    round_dir = Path(round_dir)
-    round_json = readers.read_round(round_dir)
-    findings = readers.read_findings(round_dir, missing_ok=True)
-    text = render_summary(round_json, findings, readers.read_ledger(round_dir), readers.read_waivers(round_dir))
-    atomic.write_text(round_dir / "summary.md", text)
 
 
 def context_for_round(round_json: dict) -> RoundContext:

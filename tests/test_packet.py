@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -157,3 +159,58 @@ def test_same_input_same_bytes_and_standpoints_change_the_digest():
     assert packet_sha256(packet()) != packet_sha256(packet(standpoints=[("codex", "x")]))
     assert packet_sha256(packet()) != packet_sha256(packet(decisions=[("d", "q")]))
     assert packet().endswith("\n") and not packet().endswith("\n\n")
+
+
+# ---------------------------------------------------------------- what "How to report" promises
+
+
+EXAMPLES = json.loads((Path(__file__).parent / "data" / "packet_report_examples.json").read_text(encoding="utf-8"))
+
+
+def _judging_context():
+    from spar.judge.context import RoundContext
+
+    docs = [doc("criteria", "docs/criteria.md", "- AC-1: adds\n- AC-2: divides\n"),
+            doc("rules", "AGENTS.md", "1. one\n2. two\n3. three\n"),
+            doc("subject", "PLAN.md", "# Plan\n\n1\n2\n3\n")]
+    head = {"src/app.py": "100644", "base/x.py": "100644", "docs/api.md": "100644"}
+    base = {"src/app.py": "100644", "src/old.py": "100644"}
+    blobs = {"docs/api.md": b"a\nb\nc\nd\ne\n"}
+    return RoundContext(head_files=head, base_files=base, documents=docs, check_paths=["tests/**"],
+                        criteria_ids={"AC-1", "AC-2"}, read_head_blob=blobs.__getitem__)
+
+
+def _how_section():
+    return packet().split("## How to report", 1)[1]
+
+
+@pytest.mark.parametrize("row", EXAMPLES["locations"], ids=lambda r: r["text"])
+def test_location_examples_given_to_reviewers_are_judged_as_the_packet_says(row):
+    from spar.judge.locate import locate
+
+    how = _how_section()
+    # the example is in the packet as written (an en dash range is shown as `12–20` after `12-20`)
+    shown = row["text"] if row["text"] != "head/src/app.py:12–20" else "12–20"
+    assert f"`{shown}`" in how
+    found = locate(row["text"], _judging_context())
+    if row.get("unreadable"):
+        assert found.unreadable, found
+    else:
+        assert (found.unreadable, found.path) == (False, row["path"]), found
+
+
+@pytest.mark.parametrize("row", EXAMPLES["links"], ids=lambda r: f"{r['kind']} {r['text']}")
+def test_link_examples_given_to_reviewers_are_judged_as_the_packet_says(row):
+    from spar.judge.locate import check_link
+
+    assert f"`{row['text']}`" in _how_section()
+    assert check_link(row["kind"], row["text"], _judging_context()).confirmed is row["confirmed"]
+
+
+def test_how_to_report_names_all_five_angles_with_their_meaning_even_when_fewer_are_asked():
+    how = packet(angles=["criteria", "risk"]).split("## How to report", 1)[1]
+    from spar.round.packet import ANGLE_TEXT
+
+    for angle in ANGLES:
+        assert f"- `{angle}`: {ANGLE_TEXT[angle]}" in how
+    assert "### Locations" in how and "### Links" in how

@@ -188,3 +188,26 @@ async def test_memory_only_streams_keep_a_tail(tmp_path):
                             deadline=anyio.current_time() + 10)
     assert res.last_stdout_line == "1.2.3" and res.stdout.path is None
     assert len(res.stdout_tail) <= 64 * 1024
+
+
+STUBBORN_GRANDCHILD = (
+    "import subprocess, sys\n"
+    "c = subprocess.Popen([sys.executable, '-c', 'import signal, time\\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\\nprint(1, flush=True)\\ntime.sleep(600)'],"
+    " stdout=subprocess.PIPE)\n"
+    "c.stdout.readline()  # its SIGTERM handler is in place\n"
+    "open(sys.argv[1], 'w').write(str(c.pid))\n"
+    "print('started', flush=True)\n"
+)
+
+
+@pytest.mark.anyio
+async def test_cancelled_from_outside_kills_descendants_of_an_exited_leader(tmp_path):
+    """spar interrupted (its task group cancelled) while a descendant that ignores SIGTERM
+    outlives its leader: the group is SIGKILLed even though the leader has exited."""
+    pid_file = tmp_path / "pid"
+    start = time.monotonic()
+    with anyio.move_on_after(1.5):
+        await _run(tmp_path, [*py(STUBBORN_GRANDCHILD + "sys.exit(0)"), str(pid_file)], seconds=60, kill_grace=30)
+    assert time.monotonic() - start < 8
+    assert gone(int(pid_file.read_text()))

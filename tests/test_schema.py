@@ -135,3 +135,39 @@ def test_schema_conforming_results_pass_the_validator(value, standpoints, assign
 ])
 def test_schema_rejects_what_the_validator_rejects(value):
     assert not conforms(value, result_schema(False))
+
+
+# JSON Schema 2020-12 keywords schema.json may use, with the shape the meta-schema requires
+_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
+
+
+def _well_formed(node, where="$"):
+    assert isinstance(node, dict), where
+    allowed = {"$schema", "title", "description", "type", "properties", "required", "additionalProperties",
+               "items", "enum"}
+    assert set(node) <= allowed, (where, set(node) - allowed)
+    if "type" in node:
+        types = node["type"] if isinstance(node["type"], list) else [node["type"]]
+        assert types and set(types) <= _TYPES and len(set(types)) == len(types), where
+    for key in ("title", "description"):
+        assert isinstance(node.get(key, ""), str), where
+    if "enum" in node:
+        assert isinstance(node["enum"], list) and node["enum"], where
+        assert len({json.dumps(v) for v in node["enum"]}) == len(node["enum"]), where
+        assert all(isinstance(v, str) for v in node["enum"]) and node.get("type") == "string", where
+    if "required" in node:
+        assert isinstance(node["required"], list) and len(set(node["required"])) == len(node["required"]), where
+        assert set(node["required"]) <= set(node.get("properties", {})), where
+    if "additionalProperties" in node:
+        assert isinstance(node["additionalProperties"], bool), where
+    for name, sub in node.get("properties", {}).items():
+        _well_formed(sub, f"{where}.{name}")
+    if "items" in node:
+        _well_formed(node["items"], f"{where}[]")
+
+
+@pytest.mark.parametrize("standpoints", [False, True])
+def test_every_node_is_a_well_formed_2020_12_schema(standpoints):
+    schema = json.loads(schema_text(standpoints))
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    _well_formed(schema)

@@ -123,3 +123,60 @@ def test_unsafe_tree_paths_are_never_written(tmp_path):
         with pytest.raises(WriteFailed):
             materialize([entry], {"s": b"x"}, dest)
     assert not (tmp_path / "escape.txt").exists() and not (tmp_path.parent / "escape.txt").exists()
+
+
+TRY_WRITES = ("(echo x > head/new.txt) 2>/dev/null && echo created || echo denied; "
+              "(echo y >> head/README.md) 2>/dev/null && echo appended || echo denied")
+
+
+def _as_owner(ws: Path) -> list[str]:
+    """Run the writes as the user owning the copies, never as root: as root (tests often are)
+    the copies are handed to `nobody` first, as if a non-root user had run spar."""
+    import subprocess
+
+    kw = {}
+    if os.geteuid() == 0:
+        for dirpath, dirnames, filenames in os.walk(ws):
+            for name in [dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)]:
+                os.lchown(name, 65534, 65534)
+        kw = dict(user=65534, group=65534, extra_groups=[])
+    proc = subprocess.run(["sh", "-c", TRY_WRITES], cwd=ws, capture_output=True, text=True, check=True, **kw)
+    return proc.stdout.split()
+
+
+def test_read_only_modes_stop_the_owner_when_not_root(repo, tmp_path):
+    repo, base, head = repo
+    ws = tmp_path / "workspace"
+    build_workspace(repo, base, head, ws)
+    assert _as_owner(ws) == ["denied", "denied"]
+    assert not (ws / "head" / "new.txt").exists()
+    make_writable(ws)  # the same user with the modes undone: the modes were what stopped it
+    assert _as_owner(ws) == ["created", "appended"]
+
+
+def test_workspace_state_sees_what_a_root_writer_changes(repo, tmp_path):
+    from spar.round.workspace import describe_changes, workspace_state
+
+    repo, base, head = repo
+    ws = tmp_path / "workspace"
+    build_workspace(repo, base, head, ws)
+    before = workspace_state(ws)
+    assert describe_changes(before, workspace_state(ws)) is None  # reading changes nothing
+    assert {"head/README.md", "head/docs/deep/x y.md", "base/old.txt", "head/link-to-app"} <= set(before)
+    make_writable(ws)  # so that the test writes as any user; root would not need it
+    before = workspace_state(ws)
+    (ws / "head" / "new.txt").write_text("x")
+    (ws / "base" / "old.txt").unlink()
+    with open(ws / "head" / "README.md", "a") as f:
+        f.write("more\n")
+    os.chmod(ws / "head" / "bin" / "run.sh", 0o777)
+    note = describe_changes(before, workspace_state(ws))
+    assert note.startswith("workspace changed while the reviewers ran: 4 path(s): base/old.txt (removed), "
+                           "head/README.md (changed), head/bin/run.sh (changed), head/new.txt (added); ")
+    assert describe_changes({"a": (1, 1, 1, 1)}, {"a": (1, 2, 1, 1), "b": (1, 1, 1, 2)}) == (
+        "workspace changed while the reviewers ran: 2 path(s): a (changed), b (added); a reviewer wrote "
+        "into the read-only copies (file modes do not stop a process running as root); findings were "
+        "judged against the commits, not the copies")
+    many = {f"p{i}": (1, 1, 1, i) for i in range(8)}
+    assert "p0 (removed), p1 (removed), p2 (removed), p3 (removed), p4 (removed) and 3 more;" in \
+        describe_changes(many, {})

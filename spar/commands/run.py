@@ -5,12 +5,18 @@
    schema.json, each reviewer's input files, round.json (not finished) and the
    read-only workspace;
 3. all reviewers at once; then validation, classification and the records.
+
+SIGINT or SIGTERM while the reviewers run kills every reviewer's process group
+and leaves the round unrecorded (round.json as written in step 2), with exit
+128 + the signal number; the series lock is released on the way out.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -20,7 +26,7 @@ import anyio
 from spar import git
 from spar.config import add_check_paths, load_config, select_reviewers
 from spar.config.model import AppliedConfig
-from spar.errors import Refused, quote
+from spar.errors import Refused, WriteFailed, quote
 from spar.judge.context import RoundDoc, context_from_git
 from spar.presets import prepare_input
 from spar.progress import make_progress
@@ -41,10 +47,13 @@ from spar.round.recording import (
 from spar.round.runner import ReviewerJob, run_reviewers
 from spar.round.schema import schema_text
 from spar.round.summary import counts_text
-from spar.round.workspace import build_workspace
+from spar.round.workspace import build_workspace, describe_changes, workspace_state
 
 BACKENDS = ("trio", "asyncio")
 BACKEND_ENV = "SPAR_ASYNC_BACKEND"
+# while reviewers run, these stop the round: every reviewer's process group is killed (the
+# reviewers run in sessions of their own, so a terminal's Ctrl-C never reaches them itself)
+INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @dataclass
@@ -147,15 +156,16 @@ def _write_inputs(plan: RoundPlan) -> list:
     jobs = []
     for cfg in plan.config.reviewers:
         reviewer_dir = plan.out / cfg.name
-        reviewer_dir.mkdir()
+        try:
+            reviewer_dir.mkdir()
+        except OSError as exc:  # the round folder exists already: exit 70, not a traceback
+            raise WriteFailed(f"cannot create {reviewer_dir}: {exc.strerror or exc}") from exc
         spec = prepare_input(
             cfg, reviewer_dir=reviewer_dir, packet_text=plan.packet_text, packet_path=plan.out / "packet.md",
             standpoint=standpoints.get(cfg.name), standpoints_active=active, dry_run=plan.args.dry_run,
         )
         for rel, content in spec.files.items():
-            target = reviewer_dir / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            atomic.write_text(target, content)
+            atomic.write_text(reviewer_dir / rel, content)  # presets name files directly in the folder
         jobs.append(ReviewerJob(config=cfg, reviewer_dir=reviewer_dir, round_dir=plan.out,
                                 workspace=plan.out / "workspace", schema_path=plan.out / "schema.json",
                                 input=spec))
@@ -184,12 +194,42 @@ def _create_round(plan: RoundPlan, decision: caps_mod.CapDecision) -> tuple[dict
     return round_json, jobs
 
 
-def _run_all(plan: RoundPlan, jobs: list, progress):
-    return anyio.run(lambda: run_reviewers(jobs, progress=progress), backend=plan.backend)
+async def _reviewers_or_signal(jobs: list, progress) -> tuple[list | None, int | None]:
+    """(outcomes, None), or (None, signal number) when SIGINT/SIGTERM came first: the task
+    group is cancelled and run_process kills each reviewer's whole process group."""
+    caught: list[int] = []
+    outcomes = None
+    async with anyio.create_task_group() as tg:
+        async def watch(*, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+            with anyio.open_signal_receiver(*INTERRUPT_SIGNALS) as signals:
+                task_status.started()  # installed before any reviewer starts
+                async for signum in signals:
+                    caught.append(int(signum))
+                    tg.cancel_scope.cancel()
+                    return
+
+        if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
+            await tg.start(watch)
+        outcomes = await run_reviewers(jobs, progress=progress)
+        tg.cancel_scope.cancel()  # stop the watcher
+    return (None, caught[0]) if caught else (outcomes, None)
 
 
-def _record(plan: RoundPlan, round_json: dict, outcomes: list, progress) -> list[dict]:
+def _run_all(plan: RoundPlan, jobs: list, progress) -> tuple[list | None, int | None]:
+    try:
+        return anyio.run(lambda: _reviewers_or_signal(jobs, progress), backend=plan.backend)
+    except BaseExceptionGroup as group:
+        # a Ctrl-C before the watcher was in place comes wrapped by trio: keep it a plain one
+        interrupt, rest = group.split(KeyboardInterrupt)
+        if interrupt is not None and rest is None:
+            raise KeyboardInterrupt from None
+        raise
+
+
+def _record(plan: RoundPlan, round_json: dict, outcomes: list, progress, workspace_note: str | None) -> list[dict]:
     """Validate and classify every outcome, then write the records."""
+    if workspace_note:
+        round_json["warnings"].append(workspace_note)
     ctx = context_from_git(plan.repo, plan.base, plan.head,
                            [d for kind in ("criteria", "rules", "subject") for d in plan.documents[kind]],
                            list(plan.config.check_paths), round_json["links"]["criteria_ids"])
@@ -216,12 +256,25 @@ def execute(plan: RoundPlan) -> int:
         if plan.args.dry_run:
             print(f"spar: dry run written to {plan.out} (no reviewer started)", file=sys.stderr)
             return 0
+        workspace = plan.out / "workspace"
+        # the copies' file modes stop any reviewer that does not run as root; root ignores
+        # them, so spar at least notices a change and says so in the round
+        before = workspace_state(workspace)
         progress = make_progress()
+        signum = None
         try:
-            outcomes = _run_all(plan, jobs, progress)
-            findings = _record(plan, round_json, outcomes, progress)
+            outcomes, signum = _run_all(plan, jobs, progress)
+            if signum is None:
+                note = describe_changes(before, workspace_state(workspace))
+                findings = _record(plan, round_json, outcomes, progress, note)
         finally:
             progress.close()
+        if signum is not None:
+            print(f"spar: interrupted by {signal.Signals(signum).name}: every reviewer was stopped; "
+                  f"round {plan.out} was not recorded (its round.json has no finished_at)", file=sys.stderr)
+            return 128 + signum
+    for warning in round_json["warnings"]:
+        print(f"spar: warning: {warning}", file=sys.stderr)
     not_completed = [r for r in round_json["reviewers"] if r["status"] != "completed"]
     line = f"spar: round {plan.out} recorded: {counts_text(findings)}"
     if not_completed:

@@ -33,7 +33,14 @@ Standard output holds one line, the round folder's path, once the folder exists
 Exit codes: 0 recorded and every reviewer completed (or a dry run written);
 1 recorded with a reviewer that did not complete (awaiting_record included);
 64 usage error; 65 refused or configuration error (nothing written);
-70 internal error or a write that may have been applied.
+70 internal error or a write that may have been applied; 130 (SIGINT, Ctrl-C)
+or 143 (SIGTERM) while reviewers run: every reviewer's process group is
+killed, the lock is released and the round folder stays unrecorded (its
+round.json has no finished_at; a rerun of the same input is not counted).
+
+The workspace copies are read-only by file modes, which stop any reviewer
+not running as root; a change made anyway (root) is noticed and recorded as a
+round warning.
 
 --decision TEXT --decision-quote TEXT: a decision the user made and the user's
 words, as a pair (repeatable, in order). Their texts may start with '-' and are

@@ -38,6 +38,46 @@ LOCATION_SENTENCE = (
     "which can only make the finding weigh more, never hide it."
 )
 
+# The examples below are checked against the judge (tests/test_packet.py), so what the
+# packet tells reviewers is what spar then does with their answer.
+LOCATION_FORMS = [
+    "- `head/src/app.py:12`, `head/src/app.py:12-20` (or `12–20`): lines of a file of the head "
+    "commit; `head/src/app.py` without a line means the whole file, `head/src/` a folder, "
+    "`head/` the whole repository.",
+    "- `base/src/old.py:3`: a file as it is in the base commit (code the change removed).",
+    "- `./src/app.py:12` is the same as `head/src/app.py:12`. Without a prefix, `src/app.py:12` "
+    "is looked up in the head commit, then in the base commit, then among the round documents.",
+    "- `PLAN.md:4`: a round document (under Criteria, Rules or Subject above) by its name, its "
+    "absolute path, or its file name when no other round document shares it.",
+    "- Only one prefix is removed: `head/base/x.py:1` is the repository's own folder `base/`.",
+    "- Lines start at 1; a range may not end before it starts. After the line only a space, `,` "
+    "or `;` may follow, then any text. `head/src/app.py:12:5` (a column), `head/src/app.py:12.` "
+    "and `head/src/app.py:0` cannot be read.",
+]
+
+LINK_FORMS = [
+    "- `criterion`: the criterion IDs the finding breaks, exactly as the criteria documents "
+    "write them: `AC-1`, or several as `AC-1,AC-2`. Every ID must be in a criteria document "
+    "(`AC-01` is not `AC-1`).",
+    "- `rule`: a rule document of this round (under Rules above) by its name, its absolute path "
+    "or its file name (when no other rule document shares it), optionally with lines inside "
+    "it: `AGENTS.md`, `AGENTS.md:2`, `AGENTS.md:1-3`.",
+    "- `contract`: a rule document as for `rule`, or a regular file of the head commit by its "
+    "repository path, optionally with lines inside it: `docs/api.md:4`.",
+    "- `none`, with `link` set to `\"\"`.",
+    "- An optional `head/` or `./` in front is removed (`base/` is not a prefix here), and the "
+    "same line rules as for locations apply; the lines must exist in the document.",
+]
+
+CLASSIFICATION_NOTE = (
+    "How spar classifies what you report: in the check paths, a finding is a `defect` only when "
+    "its `check_impact` is `false_pass` or `meaning_inverted`, or `contract_violation` with a "
+    "confirmed link; otherwise it is `hardening` there. Elsewhere a `requirement-question` stays "
+    "one; a finding with `introduced_by_change` and `regression` both `yes` is a `defect`; a "
+    "proposed `defect` whose link spar cannot confirm is recorded as a `note` (the link you gave "
+    "is kept as `claimed_link_kind` / `claimed_link`). So link every defect to what it breaks."
+)
+
 
 @dataclass
 class PacketInput:
@@ -176,12 +216,16 @@ def _how_to_report(p: PacketInput) -> list[str]:
     out = [
         "## How to report",
         "",
-        "Answer with exactly one JSON object (the round's `schema.json`) and nothing else. Keys:",
+        "Answer with exactly one JSON object that follows the round's `schema.json`, with nothing "
+        "before or after it. Its keys:",
         "",
         f"- `reviewed_head`: the head commit ID above (at least its first 7 characters, e.g. `{head7}`).",
-        "- `verdict`: `no_blocking_findings`, `blocking_findings`, or `could_not_review`.",
-        "- `angles_checked`: a list of `{\"angle\", \"result\"}`; `angles_unchecked`: a list of "
-        "`{\"angle\", \"reason\"}`. Every angle of this round appears at least once.",
+        "- `verdict`: `no_blocking_findings`, `blocking_findings` (you found a defect or a "
+        "requirement question that should stop the change), or `could_not_review` (you could not "
+        "review it; say why in `limits`).",
+        "- `angles_checked`: a list of `{\"angle\", \"result\"}` (what you found for that angle); "
+        "`angles_unchecked`: a list of `{\"angle\", \"reason\"}` (why you could not check it). Every "
+        "angle of this round (under Angles above) appears at least once.",
         "- `findings`: a list of findings (below); `[]` when there are none.",
         "- `limits`: what you could not check (may be `\"\"`).",
     ]
@@ -192,26 +236,38 @@ def _how_to_report(p: PacketInput) -> list[str]:
         )
     out += [
         "",
+        "The five angles (a finding's `angle` may be any of them):",
+        "",
+    ]
+    out += [f"- `{a}`: {text}" for a, text in ANGLE_TEXT.items()]
+    out += [
+        "",
         "Each finding has exactly these string keys:",
         "",
         "- `id`: your own id for it.",
         "- `proposed_class`: `defect`, `hardening`, `note`, or `requirement-question`.",
-        "- `angle`: one of `criteria`, `correctness`, `checks`, `contracts`, `risk` (the five angles).",
-        "- `location`: where (see below).",
+        "- `angle`: one of `criteria`, `correctness`, `checks`, `contracts`, `risk`.",
+        "- `location`: where (see Locations below).",
         "- `claim`: what is wrong. `failure_scenario`: how it fails (not blank). `evidence`: what you read that shows it.",
-        "- `link_kind` and `link`: `criterion` with the AC IDs it breaks (`AC-1` or `AC-1,AC-2`); "
-        "`rule` with a rule document and lines (`AGENTS.md:2` or `AGENTS.md:1-3`); `contract` with a "
-        "rule document or a file of the head commit and lines (`docs/api.md:4`); or `none` with `\"\"`.",
-        "- `introduced_by_change` and `regression`: `yes`, `no`, or `unknown`.",
+        "- `link_kind` and `link`: what the finding breaks (see Links below).",
+        "- `introduced_by_change`: did this change bring it in? `regression`: did something that "
+        "worked before stop working? Each `yes`, `no`, or `unknown`.",
         "- `check_impact`: `none`, `false_pass` (a check passes though the criterion fails), "
         "`meaning_inverted` (a check asserts the opposite), or `contract_violation`.",
         "- `confidence`: `high`, `medium`, or `low`.",
         "- `smallest_fix`: the smallest change that would fix it, or `\"\"` for no direction.",
         "",
+        "### Locations",
+        "",
         LOCATION_SENTENCE,
         "",
-        "Links use the same grammar: an optional `head/` or `./` in front, a path, then optionally "
-        "`:LINE` or `:START-END`. A link Spar cannot confirm is kept as the reviewer's claim only.",
+        *LOCATION_FORMS,
+        "",
+        "### Links",
+        "",
+        *LINK_FORMS,
+        "",
+        CLASSIFICATION_NOTE,
         "",
     ]
     return out

@@ -227,6 +227,7 @@ async def run_process(
     pgid = proc.pid
     killed = False
     timed_out = False
+    settled = False  # the body ran to its end: the group was already dealt with
     try:
         async with anyio.create_task_group() as tg:
             out_done = anyio.Event()
@@ -284,14 +285,27 @@ async def run_process(
                 await out_done.wait()
                 await err_done.wait()
             tg.cancel_scope.cancel()
+        settled = True
     finally:
         with anyio.CancelScope(shield=True):
-            if proc.returncode is None:
-                # cancelled from outside (or a bug): never leave the group running
+            if not settled or proc.returncode is None:
+                # cancelled from outside (spar interrupted) or a bug: never leave the group
+                # running, the leader's descendants included even when the leader is gone
                 _signal_group(pgid, signal.SIGKILL)
+            if proc.returncode is None:
                 killed = True
                 with anyio.move_on_after(5):
                     await proc.wait()
+            if not settled:
+                # read the killed group's pipes to their end: asyncio closes a pipe's transport
+                # only at EOF, and one left open warns once the event loop has closed
+                with anyio.move_on_after(DRAIN_GRACE):
+                    for stream in (proc.stdout, proc.stderr):
+                        try:
+                            while await stream.receive(_CHUNK):
+                                pass
+                        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            pass
             for stream in (proc.stdout, proc.stderr):
                 try:
                     await stream.aclose()

@@ -4,6 +4,17 @@ Only blob entries are copied (regular 100644, executable 100755, symlink
 120000); gitlinks never appear. One `read_blobs` batch per commit keeps this
 fast on large trees. Symlinks are created last, so no file is ever written
 through a link this code made.
+
+What "read-only" holds: files 0444/0555 and folders 0555 stop every process
+that does not run as root, the user who owns the copies included. They do not
+stop root (permission bits do not apply to it), and spar does not drop
+privileges or mount anything. For the AI presets the enforcement that holds
+also under root is the CLI's own read-only mode (claude `--tools
+Read,Grep,Glob`, codex `--sandbox read-only`, agy `--mode plan`) plus spar's
+monitoring (G10/G11); a `command` reviewer is a program the user configured
+and is trusted as such. `workspace_state` / `describe_changes` let `spar run`
+notice a change made anyway and record it as a round warning. Findings are
+judged against the commits through git, never against these copies.
 """
 
 from __future__ import annotations
@@ -86,6 +97,49 @@ def build_workspace(repo: str | Path, base: str, head: str, workspace: Path) -> 
         make_read_only(workspace)
     except OSError as exc:
         raise WriteFailed(f"cannot build {workspace}: {exc}") from exc
+
+
+def workspace_state(root: Path) -> dict[str, tuple[int, int, int, int]]:
+    """Every entry under `root` (not followed): relative path -> (mode, size, mtime_ns, inode)."""
+    out: dict[str, tuple[int, int, int, int]] = {}
+    stack = [(os.fspath(root), "")]
+    while stack:
+        folder, rel = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # a folder made unreadable shows up as changed through its own entry
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            path = rel + entry.name
+            if stat.S_ISDIR(st.st_mode):
+                # a folder's size and mtime move with its entries, which are listed themselves
+                out[path] = (st.st_mode, 0, 0, st.st_ino)
+                stack.append((entry.path, path + "/"))
+            else:
+                out[path] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino)
+    return out
+
+
+def describe_changes(before: dict, after: dict, *, shown: int = 5) -> str | None:
+    """A round warning naming what changed between two `workspace_state`s; None when nothing did."""
+    changes = []
+    for path in sorted(before.keys() | after.keys()):
+        if path not in after:
+            changes.append(f"{path} (removed)")
+        elif path not in before:
+            changes.append(f"{path} (added)")
+        elif before[path] != after[path]:
+            changes.append(f"{path} (changed)")
+    if not changes:
+        return None
+    listed = ", ".join(changes[:shown]) + (f" and {len(changes) - shown} more" if len(changes) > shown else "")
+    return (f"workspace changed while the reviewers ran: {len(changes)} path(s): {listed}; a reviewer "
+            "wrote into the read-only copies (file modes do not stop a process running as root); "
+            "findings were judged against the commits, not the copies")
 
 
 def make_writable(root: Path) -> None:

@@ -128,13 +128,14 @@ def test_command_with_input_md_gets_input_md(tmp_path, active, dry):
 
 def test_native_prompt_md_holds_fixed_instructions_then_packet(tmp_path):
     spec = _prep(tmp_path, "native")
-    round_dir = (tmp_path / "ROUND").absolute()
+    round_dir = (tmp_path / "ROUND").resolve()
     assert set(spec.files) == {"prompt.md"}
     prompt = spec.files["prompt.md"]
     assert prompt == spec.text
     assert prompt.endswith(PACKET)
     assert str(round_dir / "workspace") in prompt
-    assert str(round_dir / "schema.json") in prompt
+    # nothing outside the workspace and prompt.md is named for reading (G15 would warn)
+    assert "schema.json" not in prompt
     assert f"spar record {round_dir} --reviewer native --result {round_dir / 'native' / 'result.json'}" in prompt
     assert "Read, Grep and Glob" in prompt
 

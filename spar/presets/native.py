@@ -7,9 +7,10 @@ from spar.presets.base import InputContext, InputSpec, Preset, join_parts, stand
 
 
 def fixed_instructions(cfg: ReviewerConfig, ctx: InputContext) -> str:
-    round_dir = ctx.round_dir.absolute()
+    # real paths: the transcript check (G15) compares the subagent's reads with them
+    round_dir = ctx.round_dir.resolve()
     workspace = round_dir / "workspace"
-    result_path = ctx.reviewer_dir.absolute() / "result.json"
+    result_path = ctx.reviewer_dir.resolve() / "result.json"
     return (
         f"# Spar review prompt for reviewer {cfg.name}\n"
         "\n"
@@ -24,8 +25,10 @@ def fixed_instructions(cfg: ReviewerConfig, ctx: InputContext) -> str:
         f"- Review read-only. Read only inside `{workspace}`: `head/` is the commit under review, "
         "`base/` the commit it is compared with. Use only Read, Grep and Glob; change nothing, "
         "run nothing, and do not ask for other tools or context.\n"
-        f"- Your final answer is one JSON object that follows `{round_dir / 'schema.json'}` and the "
-        "packet's \"How to report\" section, with nothing before or after it.\n"
+        # no path to schema.json: it lies outside the workspace, and reading it would be
+        # warned as a read outside the native workspace (G15); the packet describes the object
+        "- Your final answer is one JSON object as the packet's \"How to report\" section "
+        "describes it, with nothing before or after it.\n"
         "- The review packet follows this note.\n"
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -239,3 +240,24 @@ def test_real_subprocess(world):
     assert proc.returncode == 65
     assert proc.stderr == f"spar: {world['repo']}/.jaekit/spar.toml:1: key \"model\" is not allowed in the project " \
                           f"configuration (only the user configuration chooses reviewers, programs, models and timeouts)\n"
+
+
+@pytest.mark.parametrize("arg, shown", [
+    # raw bytes in argv: invalid UTF-8 arrives as surrogateescape characters and is shown as Go's %q shows bytes
+    (b"--model=claude=opus\xff\xfe", b'spar: --model "claude"="opus\\xff\\xfe": the value is not valid UTF-8\n'),
+    (b"--model=claude=\xed\xa0\x80", b'spar: --model "claude"="\\xed\\xa0\\x80": the value is not valid UTF-8\n'),
+    (b"--model=claude=a\x01b", b'spar: --model "claude"="a\\x01b": the value holds whitespace or a control character\n'),
+    (b"--model=claude=a\x7f", b'spar: --model "claude"="a\\x7f": the value holds whitespace or a control character\n'),
+    (b"--model=claude=a\xc2\xa0b", b'spar: --model "claude"="a\\u00a0b": the value holds whitespace or a control character\n'),
+    (b"--model=claude=a\tb", b'spar: --model "claude"="a\\tb": the value holds whitespace or a control character\n'),
+    (b"--model=\xff=x", b'spar: --model "\\xff"="x": reviewer "\\xff" is not in this run\n'),
+    (b"--reviewers=\x1cclaude", b'spar: --reviewers: "\\x1cclaude" is not a valid reviewer name'),
+])
+def test_g25_values_as_argv_bytes(world, arg, shown):
+    """G25 through a real process: argv bytes, exit 65, the name and value shown with %q."""
+    spar = ROOT / ".venv" / "bin" / "spar"
+    proc = subprocess.run([os.fsencode(str(spar)), b"config", arg], capture_output=True, cwd=world["repo"],
+                          timeout=60, env={**os.environ, "LC_ALL": "C.UTF-8"})
+    assert proc.returncode == 65, proc.stderr
+    assert proc.stdout == b""
+    assert proc.stderr.startswith(shown), proc.stderr

@@ -8,11 +8,13 @@ import json
 import os
 import re
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 
 from spar.config import load_config
+from spar.config.sources import Source, read_source
 from spar.errors import ConfigError
 
 ROWS = json.loads((Path(__file__).parent / "data" / "config_sources.json").read_text(encoding="utf-8"))["rows"]
@@ -107,3 +109,30 @@ def test_project_file_from_working_tree_not_commit(places):
     cfg = load_config(repo, env={"HOME": places["home"]})
     assert cfg.caps["code"] == 9
     assert cfg.files[0]["sha256"] == hashlib.sha256(b"caps.code = 9\n").hexdigest()
+
+
+def test_reading_a_path_that_became_a_fifo_does_not_block(tmp_path):
+    """G16 is checked on the file actually opened: a path swapped for a FIFO after
+    the existence check is a configuration error, not a read that waits forever."""
+    fifo = tmp_path / "spar.toml"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | None] = []
+
+    def read() -> None:
+        try:
+            read_source(Source(str(fifo), "toml", "user"))
+            outcome.append(None)
+        except BaseException as exc:  # handed to the test thread
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(5)
+    if reader.is_alive():
+        with open(fifo, "wb"):  # release the blocked reader before failing
+            pass
+        reader.join(5)
+        pytest.fail("reading the FIFO blocked")
+    assert isinstance(outcome[0], ConfigError)
+    assert (outcome[0].file, outcome[0].line) == (str(fifo), None)
+    assert "it is a FIFO" in outcome[0].detail

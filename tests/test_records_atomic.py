@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -134,3 +137,73 @@ def test_read_table(tmp_path, row):
         assert str(err.value).startswith(f"{path}:{row['error_line']}: {row['error']}")
     else:
         assert jsonl.read(path) == row["records"]
+
+
+# Reads PATH in a tight loop until it holds {"done": true}; every read must be one
+# whole version: {"n": N, "pad": "x" * (N % 7) * 40000}. Prints reads, versions, bad reads.
+READER = r"""
+import json, sys
+path = sys.argv[1]
+reads = bad = 0
+seen = set()
+while True:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        continue
+    reads += 1
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        bad += 1
+        continue
+    if doc.get("done"):
+        break
+    if doc.get("pad") != "x" * (doc["n"] % 7) * 40000:
+        bad += 1
+    seen.add(doc["n"])
+print(json.dumps({"reads": reads, "versions": len(seen), "bad": bad}))
+"""
+
+
+def _version(n: int) -> dict:
+    return {"n": n, "pad": "x" * (n % 7) * 40000}
+
+
+def _race(tmp_path: Path, write) -> dict:
+    target = tmp_path / "round.json"
+    atomic.write_json(target, _version(0))
+    reader = subprocess.Popen([sys.executable, "-c", READER, str(target)], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.2)  # the reader is reading before the first replacement
+        for n in range(1, 301):
+            write(target, _version(n))
+        atomic.write_json(target, {"done": True})
+        out, _ = reader.communicate(timeout=60)
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+            reader.wait()
+    return json.loads(out)
+
+
+def test_concurrent_reader_sees_whole_versions_only(tmp_path):
+    got = _race(tmp_path, atomic.write_json)
+    assert got["bad"] == 0
+    assert got["versions"] > 1 and got["reads"] > got["versions"]  # the reader really ran alongside
+    assert not (tmp_path / "round.json.tmp").exists()
+
+
+def test_the_reader_would_see_a_torn_write(tmp_path):
+    """Control for the test above: a writer that truncates and writes in place is caught."""
+
+    def in_place(path: Path, obj: dict) -> None:
+        data = atomic.dumps(obj).encode()
+        with open(path, "wb") as fh:
+            fh.write(data[: len(data) // 2])
+            fh.flush()
+            time.sleep(0.002)
+            fh.write(data[len(data) // 2:])
+
+    assert _race(tmp_path, in_place)["bad"] > 0

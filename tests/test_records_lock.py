@@ -48,15 +48,26 @@ def _spawn(code: str, series: Path) -> subprocess.Popen:
                             text=True)
 
 
-def test_second_writer_waits_then_sees_fresh_records(tmp_path):
-    series = tmp_path / "reviews" / "goal-1"
+@pytest.mark.parametrize("folder, alias", [
+    ("reviews/goal-1", None),
+    ("my reviews/goal 1", None),  # spaces: the path is never handed to a shell
+    ("my reviews/목표 1 ", None),  # non-ASCII and a trailing space
+    ("my reviews/goal 1", "other name/goal 1"),  # the same series through a symbolic link
+])
+def test_second_writer_waits_then_sees_fresh_records(tmp_path, folder, alias):
+    series = tmp_path / folder
+    waiter_series = series
+    if alias is not None:
+        series.parent.mkdir(parents=True)
+        (tmp_path / alias).parent.symlink_to(series.parent, target_is_directory=True)
+        waiter_series = tmp_path / alias
     holder = _spawn(HOLDER, series)
     waiter = None
     try:
         assert holder.stdout.readline() == "locked\n"
-        waiter = _spawn(WAITER, series)
-        # the waiter announces that it waits, exactly once, and keeps waiting
-        assert waiter.stderr.readline() == waiting_message(series) + "\n"
+        waiter = _spawn(WAITER, waiter_series)
+        # the waiter announces that it waits (naming the series as it was given), exactly once
+        assert waiter.stderr.readline() == waiting_message(waiter_series) + "\n"
         time.sleep(0.3)
         assert waiter.poll() is None
         holder.stdin.write("go\n")
@@ -72,6 +83,7 @@ def test_second_writer_waits_then_sees_fresh_records(tmp_path):
                 proc.kill()
                 proc.wait()
     assert waiting_message(series) == f"spar: waiting for another write of {series} to finish"
+    assert sorted(os.listdir(series)) == sorted([LOCK_NAME, "extensions.jsonl"])
 
 
 def test_killed_holder_releases(tmp_path):

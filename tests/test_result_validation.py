@@ -130,3 +130,35 @@ def test_any_verdict_string_outside_the_enumeration_is_invalid(text):
         with pytest.raises(InvalidOutput) as err:
             run({"row": "G3"}, obj)
         assert err.value.reason.startswith("verdict: ")
+
+
+def _parsed(text_edit) -> dict:
+    """The template as a reviewer's JSON text, edited as text, parsed as the presets parse it."""
+    return json.loads(text_edit(json.dumps(DATA["template"], ensure_ascii=True)))
+
+
+def test_lone_surrogates_are_replaced_as_go_decodes_them():
+    """JSON `\\ud800` (a lone UTF-16 surrogate) is a string Python keeps as is but
+    UTF-8 cannot hold; Go's encoding/json reads it as U+FFFD. The accepted result
+    holds U+FFFD, so it can be written to findings.json."""
+    obj = _parsed(lambda t: t.replace('"claim": "', '"claim": "\\ud800x\\udfff', 1)
+                  .replace('"limits": "', '"limits": "\\udcff', 1))
+    got = run({"row": "G5"}, obj)
+    assert got["findings"][0]["claim"].startswith("\ufffdx\ufffd")
+    assert got["limits"].startswith("\ufffd")
+    json.dumps(got, ensure_ascii=False).encode("utf-8")  # would raise with a surrogate left in
+    # a surrogate pair is one character and stays as it is
+    pair = run({"row": "G5"}, _parsed(lambda t: t.replace('"claim": "', '"claim": "\\ud83d\\ude00', 1)))
+    assert pair["findings"][0]["claim"].startswith("\U0001F600")
+
+
+def test_a_repeated_key_keeps_its_last_value():
+    """Decision (documented in spar.judge.result): a repeated key is not invalid_output;
+    the last value counts, as in Go's encoding/json."""
+    text = json.dumps(DATA["template"])
+    obj = json.loads(text.replace('"verdict": ', '"verdict": "no_such_verdict", "verdict": ', 1))
+    assert run({"row": "G3"}, obj)["verdict"] == DATA["template"]["verdict"]
+    obj = json.loads(text.replace('"verdict": ', '"verdict": "blocking_findings", "verdict": 7, "x": 1, "verdict": ', 1))
+    with pytest.raises(InvalidOutput) as err:
+        run({"row": "G3"}, obj)
+    assert err.value.reason == 'unknown key "x"'

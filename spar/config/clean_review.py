@@ -13,13 +13,21 @@ import re
 from spar.config.checks import default_reviewers, show
 from spar.config.model import DEFAULT_TIMEOUT, ReviewerConfig
 from spar.errors import ConfigError, quote
+from spar.judge.refs import trim
 
 CLEAN_REVIEW_NAMES = ("claude", "codex", "agy", "native")
+# Python refuses to turn more digits than this into an int (ValueError); Go reads
+# any JSON number, and a huge one in a key spar ignores must not stop spar
+_MAX_INT_DIGITS = 4000
+
+
+def _number(digits: str) -> int | float:
+    return int(digits) if len(digits) <= _MAX_INT_DIGITS else float(digits)
 
 
 def check_clean_review(file: str, text: str) -> list[ReviewerConfig]:
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_number)
     except json.JSONDecodeError as err:
         raise ConfigError(file, err.lineno, f"JSON syntax error: {err.msg}") from None
     lines = _json_lines(text)
@@ -39,7 +47,7 @@ def check_clean_review(file: str, text: str) -> list[ReviewerConfig]:
         where = line(("reviewers", n))
         if not isinstance(item, str):
             raise ConfigError(file, where, f"reviewers item {n + 1} must be a string, got {_kind(item)}")
-        name = item.strip()
+        name = trim(item)  # Unicode whitespace, as Go's strings.TrimSpace in clean-review
         if name == "":  # skipped, as clean-review does
             continue
         if name not in CLEAN_REVIEW_NAMES:
@@ -69,7 +77,7 @@ def _json_lines(text: str) -> dict[tuple, int]:
     Walks text json.loads already accepted; a repeated key keeps its last
     position, as the value json.loads keeps is the last one."""
     newlines = [m.start() for m in re.finditer("\n", text)]
-    dec = json.JSONDecoder()
+    dec = json.JSONDecoder(parse_int=_number)
 
     def line_at(i: int) -> int:
         return bisect.bisect_left(newlines, i) + 1

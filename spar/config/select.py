@@ -9,14 +9,18 @@ from spar.config.checks import name_problem, value_problem
 from spar.config.model import PRESETS, AppliedConfig, ReviewerConfig
 from spar.errors import ConfigError, Refused, UsageError, quote
 from spar.judge.globs import glob_problem, normalize_glob
+from spar.judge.refs import trim
 
 # which presets take --model / --effort, and the allowed-list attribute for each
 _KEY_PRESETS = {"model": ("claude", "codex", "agy"), "effort": ("claude", "codex")}
 
 
 def parse_reviewers_list(text: str) -> list[str]:
-    """Comma list, items trimmed, empties skipped; nothing left = native alone."""
-    names = [item.strip() for item in text.split(",")]
+    """Comma list, items trimmed, empties skipped; nothing left = native alone.
+
+    Trimming is of Unicode whitespace as Go's strings.TrimSpace (clean-review's
+    rule): U+001C..U+001F are not whitespace there, although str.strip() removes them."""
+    names = [trim(item) for item in text.split(",")]
     names = [n for n in names if n]
     return names or ["native"]
 

@@ -101,12 +101,24 @@ def find_user_source(env: Mapping[str, str], home: Path) -> tuple[Source | None,
 
 
 def read_source(source: Source) -> Loaded:
-    """Read and decode one file; the sha256 is of its bytes."""
+    """Read and decode one file; the sha256 is of its bytes.
+
+    The file opened is checked again: a path swapped for a FIFO after
+    `missing_why` looked would otherwise block the open (O_NONBLOCK) or the read."""
     try:
-        with open(source.path, "rb") as fh:
+        fd = os.open(source.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        raise ConfigError(source.path, None, f"cannot read configuration: {err.strerror or err}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ConfigError(source.path, None, f"configuration is not a regular file (it is {_kind(mode)})")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
             raw = fh.read()
     except OSError as err:
         raise ConfigError(source.path, None, f"cannot read configuration: {err.strerror or err}") from None
+    finally:
+        os.close(fd)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -46,7 +46,12 @@ Long options of GNU programs may be abbreviated (`sort --comp=sh`), so an
 abbreviation of a forbidden long option is forbidden too; rg takes long
 options only whole.  A short forbidden letter anywhere in a cluster counts
 (`sort -uo x` → `-uo`).  After `--` the words are operands (except for find,
-which has no `--` for its expression).
+which has no `--` for its expression, and except when `--` directly follows an
+option word, whose value it may be: `sort --random-source -- -o x` writes x).
+Globs: for programs with forbidden arguments and for sed, a word with an
+unquoted `*`, `?` or `[` and nothing or `-…` before it is a problem (bash may
+turn it into a file named `-o` or `--pre=sh`); for uniq any globbed word is
+(it may become a second operand), for sed any globbed script.
 
 sed: `-n`/`--quiet`/`--silent` is required (else the problem is the program
 word, `sed`); scripts come from `-e`/`--expression` or, without them, the first
@@ -95,6 +100,11 @@ class ProgramRule:
     abbreviations: bool = True  # GNU getopt_long accepts unique prefixes of long names
     dashdash: bool = True  # `--` ends the options
 
+    @property
+    def guards_options(self) -> bool:
+        """Whether some option of this program is forbidden (so words becoming options matter)."""
+        return bool(self.short or self.long or self.prefixes)
+
 
 PROGRAMS: dict[str, ProgramRule] = {
     **{name: ProgramRule() for name in (
@@ -130,6 +140,9 @@ class _Word:
     raw: str  # as written
     start: int
     plain: bool  # no quoting or escaping at all (reserved words must be plain)
+    # the value before the first unquoted glob character (`*`, `?`, `[`), or None
+    # when the word has none: bash may replace such a word by file names
+    glob: str | None = None
 
 
 @dataclass
@@ -235,6 +248,7 @@ def _scan_word(line: str, i: int, constructs: list[tuple[int, str]]) -> tuple[_W
     # unquoted brace characters: (position in line, char); `,`/`..` anywhere count
     braces: list[tuple[int, str]] = []
     sep_positions: list[int] = []
+    glob: str | None = None
     while i < n and line[i] not in _METACHARS:
         c = line[i]
         if c == "\\":
@@ -296,6 +310,8 @@ def _scan_word(line: str, i: int, constructs: list[tuple[int, str]]) -> tuple[_W
             value.append(c)
             i += 1
         else:
+            if c in "*?[" and glob is None:
+                glob = "".join(value)
             if c in "{},":
                 braces.append((i, c))
             elif c == "." and line[i + 1:i + 2] == ".":
@@ -306,7 +322,7 @@ def _scan_word(line: str, i: int, constructs: list[tuple[int, str]]) -> tuple[_W
     brace = _brace_expansion(braces, sep_positions)
     if brace is not None:
         constructs.append((brace, "{"))
-    return _Word("".join(value), raw, start, plain), i, False
+    return _Word("".join(value), raw, start, plain, glob), i, False
 
 
 def _brace_expansion(braces: list[tuple[int, str]], quoted_seps: list[int]) -> int | None:
@@ -355,11 +371,29 @@ def _long_matches(name: str, forbidden: tuple[str, ...], abbreviations: bool) ->
     return any(name == f or (abbreviations and f.startswith(name)) for f in forbidden)
 
 
+def _is_option(value: str) -> bool:
+    return value.startswith("-") and len(value) > 1
+
+
+def _may_become_option(word: _Word) -> bool:
+    """Whether bash may replace `word` by file names starting with `-`: an unquoted
+    glob with nothing or `-…` in front of it (`*`, `[-]exec`, `--out*`). Which names
+    exist depends on the folder the command runs in, so such a word is refused
+    wherever options matter."""
+    return word.glob is not None and (word.glob == "" or word.glob.startswith("-"))
+
+
 def _generic_problem(rule: ProgramRule, args: list[_Word]) -> str | None:
+    after_option = False
     for word in args:
         v = word.value
-        if rule.dashdash and v == "--":
+        # `--` right after an option may be that option's value, not the end of the
+        # options: `sort --random-source -- -o x` writes x, `rg -e -- --pre=sh x` runs sh
+        if rule.dashdash and v == "--" and not after_option:
             return None
+        after_option = _is_option(v)
+        if _may_become_option(word) and rule.guards_options:
+            return _shown(word)
         if any(v.startswith(p) for p in rule.prefixes):
             return _shown(word)
         if v.startswith("--"):
@@ -382,6 +416,8 @@ def _uniq_problem(args: list[_Word]) -> str | None:
     skip_next = False
     for word in args:
         v = word.value
+        if word.glob is not None:
+            return _shown(word)  # may expand to several operands (or options)
         if skip_next:
             skip_next = False
             continue
@@ -427,7 +463,7 @@ def _resolve_long(name: str, table: dict[str, str]) -> str | None:
 
 def _sed_problem(prog: _Word, args: list[_Word]) -> str | None:
     quiet = False
-    scripts: list[str] = []
+    scripts: list[tuple[str, bool]] = []  # (script, from a word with an unquoted glob)
     operands: list[_Word] = []
     options_done = False
     k = 0
@@ -435,7 +471,12 @@ def _sed_problem(prog: _Word, args: list[_Word]) -> str | None:
         word = args[k]
         v = word.value
         k += 1
-        if options_done or v == "-" or not v.startswith("-"):
+        if options_done or v == "-":
+            operands.append(word)
+            continue
+        if _may_become_option(word):
+            return _shown(word)  # a glob bash may turn into options (`*` next to a file named -i)
+        if not v.startswith("-"):
             operands.append(word)
             continue
         if v == "--":
@@ -454,13 +495,14 @@ def _sed_problem(prog: _Word, args: list[_Word]) -> str | None:
             if letter == "n":
                 quiet = True
             elif letter in ("e", "l"):
+                globbed = False
                 if not eq:
                     if k >= len(args):
                         return _shown(word)
-                    val = args[k].value
+                    val, globbed = args[k].value, args[k].glob is not None
                     k += 1
                 if letter == "e":
-                    scripts.append(val)
+                    scripts.append((val, globbed))
                 elif not val.isdigit():
                     return _shown(word)  # see -l below
             continue
@@ -472,13 +514,14 @@ def _sed_problem(prog: _Word, args: list[_Word]) -> str | None:
                 quiet = True
             elif ch in "el":
                 rest = cluster[pos + 1:]
+                globbed = False
                 if not rest:
                     if k >= len(args):
                         return _shown(word)
-                    rest = args[k].value
+                    rest, globbed = args[k].value, args[k].glob is not None
                     k += 1
                 if ch == "e":
-                    scripts.append(rest)
+                    scripts.append((rest, globbed))
                 elif not rest.isdigit():
                     # BSD sed's -l takes no value: there the next word would be the script
                     return _shown(word)
@@ -488,9 +531,10 @@ def _sed_problem(prog: _Word, args: list[_Word]) -> str | None:
     if not scripts:
         if not operands:
             return _shown(prog)
-        scripts.append(operands[0].value)
-    for script in scripts:
-        if not sed_script_prints_only(script):
+        scripts.append((operands[0].value, operands[0].glob is not None))
+    for script, globbed in scripts:
+        # an unquoted glob would let bash replace the script by a file name
+        if globbed or not sed_script_prints_only(script):
             return script
     return None
 

@@ -3,6 +3,14 @@
 A result outside the format is `invalid_output`; the reason always names the key
 at fault (`findings[2].check_impact: ...`, `missing key reviewed_head`).
 `could_not_review` is a valid verdict: the caller records it as failed.
+
+Decisions the rows leave open:
+- A repeated key in the reviewer's JSON keeps its last value (Python's json and
+  Go's encoding/json both do); it is not invalid_output, since the object the
+  parser hands over has each key once.
+- A string holding a lone UTF-16 surrogate (JSON `"\ud800"`) is accepted with
+  the surrogate replaced by U+FFFD, as Go's encoding/json decodes it; kept
+  as is, it could not be written to findings.json as UTF-8.
 """
 
 from __future__ import annotations
@@ -163,6 +171,19 @@ def _standpoint_report(value: object) -> dict:
     return {"checked": report["checked"], "detail": detail}
 
 
+def _clean(value):
+    """The accepted value with lone surrogates replaced by U+FFFD (see above)."""
+    if isinstance(value, str):
+        if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+            return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in value)
+        return value
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    return value
+
+
 def validate_result(obj: object, *, packet_head: str, requested_angles: list[str],
                     standpoints_active: bool, assigned: bool) -> dict:
     """The accepted result (a new dict in the fixed key order) or InvalidOutput.
@@ -185,7 +206,7 @@ def validate_result(obj: object, *, packet_head: str, requested_angles: list[str
     report = None
     if standpoints_active and assigned:
         report = _standpoint_report(obj["standpoint_report"])
-    return {
+    return _clean({
         "reviewed_head": head,
         "verdict": verdict,
         "angles_checked": angles["angles_checked"],
@@ -193,7 +214,7 @@ def validate_result(obj: object, *, packet_head: str, requested_angles: list[str
         "findings": findings,
         "limits": limits,
         "standpoint_report": report,
-    }
+    })
 
 
 def is_could_not_review(result: dict) -> bool:

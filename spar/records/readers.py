@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from spar.errors import RecordError, quote
+from spar.judge.refs import trim
 from spar.records import jsonl
 
 ROUND_SCHEMA = "review-round/v1"
@@ -128,10 +129,11 @@ def read_waivers(round_dir: Path | str) -> list[dict]:
     lines = jsonl.read(path, missing_ok=True)
     for number, line in enumerate(lines, start=1):
         for key in ("reviewer", "preset"):
-            if not _is_str(line.get(key)) or not line[key].strip():
+            if not _is_str(line.get(key)) or not trim(line[key]):
                 raise _line_error(path, number, f"{key} is missing or empty")
         quote_text = line.get("user_quote")
-        if not _is_str(quote_text) or not quote_text.strip():
+        # whitespace as Go's unicode.IsSpace (str.strip() would also remove U+001C..U+001F)
+        if not _is_str(quote_text) or not trim(quote_text):
             raise _line_error(path, number, "user_quote is missing or empty")
     return lines
 

@@ -128,3 +128,27 @@ def test_model_effort_shape_is_a_usage_error_before_decision_refusals(option):
         parse_run_args(BASE + [option, "claude", "--decision", "unpaired"])
     with pytest.raises(UsageError):
         parse_run_args(BASE + [option, "=opus"])
+
+
+# "empty after trimming whitespace" uses Unicode White_Space like Go's TrimSpace:
+# U+001C..U+001F are not whitespace there, U+2003 and U+3000 are
+@pytest.mark.parametrize("text, blank", [("\u2003\u3000", True), (" \t\n", True), ("\x1c", False), ("\x1f ", False)])
+def test_decision_and_standpoint_blankness_follows_go_trimspace(text, blank):
+    from spar.round.args import pair_decisions
+
+    items = [("--decision", text), ("--decision-quote", "yes")]
+    if blank:
+        with pytest.raises(Refused, match="decision 1: --decision text is empty"):
+            pair_decisions(items)
+        with pytest.raises(Refused, match="is empty"):
+            check_standpoints([("claude", text)], ["claude"])
+    else:
+        assert pair_decisions(items) == [(text, "yes")]
+        check_standpoints([("claude", text)], ["claude"])
+
+
+@pytest.mark.parametrize("text, given", [("\u2003", False), ("\x1c", True), ("  x ", True), (None, False)])
+def test_triage_texts_given_follows_go_trimspace(text, given):
+    from spar.judge.dispositions import given as is_given
+
+    assert is_given(text) is given

@@ -14,6 +14,7 @@ import sys
 from spar.argparsing import command_parser
 from spar.config.model import STAGES
 from spar.errors import Refused, UsageError, quote
+from spar.judge.refs import trim
 from spar.records import clock, jsonl, lock, paths, readers
 from spar.series import series_folder
 
@@ -36,7 +37,7 @@ def extension_line(stage: str, by: str, cause: str | None, reason: str | None) -
     if not re.fullmatch(r"[0-9]+", by) or int(by) < 1:
         raise UsageError(f"extend: --by {quote(by)} is not an integer of 1 or more")
     amount = int(by)
-    reason_text = reason.strip() if reason is not None else ""
+    reason_text = trim(reason) if reason is not None else ""
     if stage != "code":
         if cause is not None:
             raise UsageError(f"extend: --cause is only for a code extension, not {stage}")

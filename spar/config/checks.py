@@ -198,6 +198,8 @@ def _check_reviewer(doc: LocatedDoc, index: int, entry, timeout: int) -> Reviewe
 def _string(err, key: str, value) -> str:
     if not isinstance(value, str):
         raise err(key, f"{key} must be a string, got {show(value)}")
+    if "\x00" in value:  # every one of these ends up as a program argument, which cannot hold NUL
+        raise err(key, f"{key} {quote(value)} holds a NUL character")
     return value
 
 
@@ -209,6 +211,8 @@ def _argv(err, value) -> list[str]:
             raise err("argv", f"argv item {n} must be a string, got {show(item)}")
         if item == "":
             raise err("argv", f"argv item {n} is empty")
+        if "\x00" in item:
+            raise err("argv", f"argv item {n} {quote(item)} holds a NUL character")
     return list(value)
 
 

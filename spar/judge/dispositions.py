@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from spar.errors import Refused
+from spar.judge.refs import is_blank, trim
 
 DISPOSITIONS = ("fixed", "duplicate", "rejected", "deferred", "answered")
 
@@ -38,7 +39,7 @@ BLOCKING_CLASSES = ("defect", "requirement-question")
 
 def given(value: str | None) -> bool:
     """G30: a text that is empty after trimming counts as not given."""
-    return value is not None and value.strip() != ""
+    return value is not None and not is_blank(value)
 
 
 def check_request(finding_id: str, finding_class: str, disposition: str, options: dict[str, str | None]) -> dict[str, str]:
@@ -71,7 +72,7 @@ def check_request(finding_id: str, finding_class: str, disposition: str, options
 def parse_of(text: str, current_round: str) -> tuple[str, str]:
     """`ROUND/ID` or `ID` -> (round name, finding id). Round names are folder
     base names and finding IDs never hold `/`, so exactly one `/` at most."""
-    value = text.strip()
+    value = trim(text)
     if "/" not in value:
         return current_round, value
     round_name, _, finding_id = value.partition("/")

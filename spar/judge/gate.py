@@ -13,6 +13,7 @@ from typing import Callable
 
 from spar.config.model import STAGES
 from spar.judge.dispositions import BLOCKING_CLASSES, Key, Trace, standing, trace
+from spar.judge.refs import is_blank
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 SCHEMA = "review-gate/v1"
@@ -135,7 +136,7 @@ def waivers_problem(waivers: object) -> str | None:
         for key in ("reviewer", "preset", "user_quote"):
             if not isinstance(line.get(key), str):
                 return f"waivers.jsonl line {number} has no {key}"
-        if not line["user_quote"].strip():
+        if is_blank(line["user_quote"]):
             return f"waivers.jsonl line {number} has a blank user_quote"
     return None
 

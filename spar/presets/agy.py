@@ -34,7 +34,9 @@ def _command_note() -> str:
         "|| and ;. Anything else stops your review as a tool violation: other programs (cd, git, "
         "python3, …) or a program path outside /bin, /usr/bin, /usr/local/bin and "
         "/opt/homebrew/bin; redirection other than 2>/dev/null and 2>&1; command substitution; "
-        "a $ outside single quotes; brace expansion; a line with a newline. Prefer the "
+        "a $ outside single quotes; brace expansion; an unquoted glob (*, ?, [) where it "
+        "could expand to an option (quote patterns: find head -name '*.go'); a line with a "
+        "newline. Prefer the "
         "view_file, grep_search and list_dir tools.\n"
     )
 

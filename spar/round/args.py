@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from spar.argparsing import command_parser
 from spar.config.model import STAGES
 from spar.errors import Refused, UsageError, quote
+from spar.judge.refs import is_blank
 
 DECISION = "--decision"
 DECISION_QUOTE = "--decision-quote"
@@ -153,7 +154,7 @@ def pair_decisions(items: list[tuple[str, str | None]]) -> list[tuple[str, str]]
             raise Refused(f"decision {number}: {opt} has no value at the end of the command line")
         if not _utf8_ok(value):
             raise Refused(f"decision {number}: {opt} text is not valid UTF-8")
-        if not value.strip():
+        if is_blank(value):
             raise Refused(f"decision {number}: {opt} text is empty")
         if opt == DECISION:
             if pending is not None:
@@ -190,7 +191,7 @@ def check_standpoints(standpoints: list[tuple[str, str]], accepted: list[str]) -
         seen.add(name)
         if not _utf8_ok(text):
             raise Refused(f"--standpoint: the text for {quote(name)} is not valid UTF-8: {quote(text)}")
-        if not text.strip():
+        if is_blank(text):
             raise Refused(f"--standpoint: the text for {quote(name)} is empty: {quote(text)}")
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spar.config.model import ReviewerConfig
+from spar.judge.result import json_type
 
 
 @dataclass
@@ -166,20 +167,6 @@ def _strip_fence(text: str) -> str:
         inner = text[text.index("\n") + 1 : -3]
         return inner.strip()
     return text
-
-
-def json_type(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def as_text(value) -> str:

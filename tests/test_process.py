@@ -211,3 +211,17 @@ async def test_cancelled_from_outside_kills_descendants_of_an_exited_leader(tmp_
         await _run(tmp_path, [*py(STUBBORN_GRANDCHILD + "sys.exit(0)"), str(pid_file)], seconds=60, kill_grace=30)
     assert time.monotonic() - start < 8
     assert gone(int(pid_file.read_text()))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("lines", [3, 20000])  # lost on the final flush / lost while streaming
+async def test_a_log_that_cannot_be_written_is_reported_and_the_stream_still_drains(tmp_path, lines):
+    # /dev/full answers every write with ENOSPC, like a full disk
+    seen = []
+    code = f"for i in range({lines}): print('x' * 40, i, flush=True)"
+    res = await run_process(py(code), cwd=tmp_path, deadline=anyio.current_time() + 10,
+                            stdout_path=Path("/dev/full"), stderr_path=tmp_path / "stderr.log",
+                            on_stdout_line=seen.append)
+    assert res.exit_code == 0 and not res.timed_out
+    assert len(seen) == lines  # the monitor saw every line although the log failed
+    assert res.log_error == "cannot write /dev/full: No space left on device"

@@ -40,6 +40,7 @@ class ProcessResult:
     stderr: StreamInfo = field(default_factory=lambda: StreamInfo(None))
     stdout_tail: str = ""
     stderr_tail: str = ""
+    log_error: str | None = None  # a log file could not be written: the record is incomplete
 
     @property
     def last_stderr_line(self) -> str:
@@ -72,13 +73,19 @@ class _Sink:
         self._skipping = False  # inside a line longer than the limit
         self._tail = bytearray()
         self.violation: str | None = None
+        self.log_error: str | None = None  # the first failed log write (full disk, ...)
 
     def write(self, chunk: bytes) -> None:
         self.info.bytes_seen += len(chunk)
         if self._file is not None and self.info.bytes_kept < self._cap:
             room = self._cap - self.info.bytes_kept
-            self._file.write(chunk[:room])
-            self.info.bytes_kept += min(room, len(chunk))
+            try:
+                self._file.write(chunk[:room])
+            except OSError as exc:
+                # keep draining and monitoring: the reviewer must never block on a full pipe
+                self._lose_log(exc)
+            else:
+                self.info.bytes_kept += min(room, len(chunk))
         if self.info.bytes_seen > self._cap:
             self.info.truncated = True
         self._tail += chunk
@@ -124,9 +131,23 @@ class _Sink:
             self._emit()
         self._buf.clear()
 
+    def _lose_log(self, exc: OSError) -> None:
+        if self.log_error is None:
+            self.log_error = f"cannot write {self.info.path}: {exc.strerror or exc}"
+        file, self._file = self._file, None
+        try:
+            file.close()
+        except OSError:
+            pass  # the buffered rest fails the same way; the first error is what we report
+
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
+            try:
+                self._file.close()  # a buffered write may fail only here (ENOSPC on flush)
+            except OSError as exc:
+                self._file = None
+                if self.log_error is None:
+                    self.log_error = f"cannot write {self.info.path}: {exc.strerror or exc}"
             self._file = None
 
     def tail_text(self) -> str:
@@ -321,4 +342,5 @@ async def run_process(
         stderr=err.info,
         stdout_tail=out.tail_text(),
         stderr_tail=err.tail_text(),
+        log_error=out.log_error or err.log_error,
     )

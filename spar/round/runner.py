@@ -190,6 +190,9 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     if proc.timed_out:
         return done("timeout", f"no answer within {cfg.timeout_seconds}s (timeout_seconds); process group killed",
                     observed_model=observed)
+    if proc.log_error is not None:
+        # the raw output is part of the record; an answer whose log was lost is not kept
+        return done("failed", proc.log_error, observed_model=observed)
     answer = monitor.finish(proc.exit_code, proc.stdout)
     observed = monitor.observed_model
     if answer.completed:

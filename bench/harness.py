@@ -1,0 +1,199 @@
+"""Shared timing and memory helpers for the benchmarks (standard library only).
+
+Every benchmark runs the thing measured as a child process and reads the
+child's peak memory from `os.wait4`, which on Linux reports the largest
+resident set of that child and the descendants it waited for. Tables print
+medians over repeated runs next to a baseline measured in the same run, so a
+busy machine slows both sides alike.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+OUT = BENCH / "out"  # cache of generated repositories (ignored by git)
+PYTHON = sys.executable
+
+
+@dataclass
+class Sample:
+    wall: float  # seconds, from start to reaped
+    maxrss_mb: float  # peak RSS (MiB) of the child and the descendants it waited for
+    returncode: int
+    stdout: bytes = b""
+    stderr: bytes = b""
+    user: float = 0.0
+    sys: float = 0.0
+
+
+class ChildFailed(RuntimeError):
+    pass
+
+
+def run_measured(argv: list[str], *, cwd: str | Path | None = None, env: dict | None = None,
+                 timeout: float = 600, check: bool = True, stdin_path: str | None = None) -> Sample:
+    """Run `argv` to the end; wall time, peak RSS and CPU time through os.wait4.
+
+    Output goes to temporary files (not pipes), so nothing in this process
+    competes with the child for CPU while it runs."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
+        try:
+            start = time.perf_counter()
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=stdin, stdout=out, stderr=err,
+                                    start_new_session=True)
+        finally:
+            if stdin_path:
+                stdin.close()
+        timer = threading.Timer(timeout, _kill_group, args=(proc.pid,))
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here; keep Popen from waiting again
+        out.seek(0)
+        err.seek(0)
+        sample = Sample(wall=wall, maxrss_mb=usage.ru_maxrss / 1024, returncode=proc.returncode,
+                        stdout=out.read(), stderr=err.read(), user=usage.ru_utime, sys=usage.ru_stime)
+    if check and sample.returncode != 0:
+        raise ChildFailed(f"{' '.join(map(str, argv[:6]))} … exited {sample.returncode}:\n"
+                          f"{sample.stderr.decode('utf-8', 'replace')[-2000:]}")
+    return sample
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def spar_argv(*args: str) -> list[str]:
+    return [PYTHON, "-m", "spar", *args]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This environment with fixed git identity and no user git configuration."""
+    env = dict(os.environ)
+    env.update({
+        "GIT_AUTHOR_NAME": "Spar Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+        "GIT_COMMITTER_NAME": "Spar Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+        "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
+        "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C",
+    })
+    env.pop("SPAR_FAKE_SCENARIO", None)
+    env.update(extra)
+    return env
+
+
+def git(repo: str | Path, *args: str, input: bytes | None = None) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), *args], input=input, capture_output=True,
+                          env=clean_env(), check=False)
+    if proc.returncode != 0:
+        raise ChildFailed(f"git {' '.join(args)}: {proc.stderr.decode('utf-8', 'replace')}")
+    return proc.stdout.decode("utf-8", "surrogateescape")
+
+
+def remove_tree(path: str | Path) -> None:
+    """rmtree that first makes read-only folders (workspace copies) writable again."""
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return
+    for dirpath, _dirs, _files in os.walk(path):
+        try:
+            os.chmod(dirpath, 0o755)
+        except OSError:
+            pass
+    shutil.rmtree(path, ignore_errors=False)
+
+
+def du_bytes(path: str | Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+# ---------------------------------------------------------------- statistics and tables
+
+
+@dataclass
+class Series:
+    """Repeated samples of one quantity."""
+
+    values: list[float] = field(default_factory=list)
+
+    def add(self, value: float) -> None:
+        self.values.append(value)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values) if self.values else float("nan")
+
+    def spread(self, fmt: str = "{:.3f}") -> str:
+        if not self.values:
+            return "-"
+        return f"{fmt.format(min(self.values))}–{fmt.format(max(self.values))}"
+
+
+def table(title: str, header: list[str], rows: list[list[str]], notes: list[str] | None = None) -> str:
+    """A plain-text table (also valid Markdown), with a title and notes."""
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+
+    def line(cells) -> str:
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    out = [f"### {title}", "", line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(r) for r in rows]
+    for note in notes or []:
+        out.append(f"  {note}")
+    return "\n".join(out) + "\n"
+
+
+def fmt_s(seconds: float) -> str:
+    return f"{seconds:.3f} s"
+
+
+def fmt_mb(mb: float) -> str:
+    return f"{mb:.0f} MiB"
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def machine_line() -> str:
+    load = os.getloadavg()
+    return (f"nproc {os.cpu_count()}, load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
+            f"python {sys.version.split()[0]}, {git_version()}")
+
+
+def git_version() -> str:
+    try:
+        return subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "git ?"
+
+
+def work_dir(prefix: str, where: str | None = None) -> Path:
+    """A fresh temporary folder outside any git repository (record paths must not be
+    tracked or unignored in one, G28)."""
+    return Path(tempfile.mkdtemp(prefix=f"spar-bench-{prefix}-", dir=where))

@@ -1,0 +1,119 @@
+"""Workspace copies: `workspace/head` + `workspace/base` as `spar run` builds them,
+against `git archive <commit> | tar -x` of the same two commits (the practical floor).
+
+Both sides run in a child process per repetition, in alternating order, into
+fresh folders; the first repetition of each is a warm-up and is not counted
+(it fills the page cache with the pack; --quick skips it and runs once). Time
+is wall time of the copies alone (the spar side is timed inside the child,
+without interpreter start-up; the archive side includes starting sh and git).
+
+    python bench/workspace_copies.py [--quick] [--repeat N] [--dir FOLDER] [--proposal]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness import (BENCH, PYTHON, Series, clean_env, fmt_mb, fmt_s, machine_line, remove_tree, run_measured,
+                     table, work_dir)
+from repos import RepoInfo, large_repo, small_repo
+
+_CHILD = """
+import importlib, json, resource, sys, time
+from pathlib import Path
+repo, base, head, dest, module = sys.argv[1:6]
+build_workspace = importlib.import_module(module).build_workspace
+t = time.perf_counter()
+build_workspace(repo, base, head, Path(dest))
+elapsed = time.perf_counter() - t
+print(json.dumps({"seconds": elapsed, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+_ARCHIVE = ("set -e; mkdir -p \"$3/head\" \"$3/base\"; "
+            "git -C \"$1\" archive \"$2\" | tar -x -C \"$3/head\"; "
+            "git -C \"$1\" archive \"$4\" | tar -x -C \"$3/base\"")
+
+
+def _copy_with(module: str):
+    def copy(info: RepoInfo, dest: Path) -> tuple[float, float]:
+        s = run_measured([PYTHON, "-c", _CHILD, info.path, info.base, info.head, str(dest), module],
+                         env=clean_env(PYTHONPATH=str(BENCH)), cwd=BENCH)
+        data = json.loads(s.stdout)
+        return data["seconds"], data["maxrss_kb"] / 1024
+    return copy
+
+
+spar_copy = _copy_with("spar.round.workspace")
+proposed_copy = _copy_with("proposals.stream_workspace")  # bench/proposals: measured, not used by spar
+
+
+def archive_copy(info: RepoInfo, dest: Path) -> tuple[float, float]:
+    s = run_measured(["sh", "-c", _ARCHIVE, "sh", info.path, info.head, str(dest), info.base], env=clean_env())
+    return s.wall, s.maxrss_mb
+
+
+def measure(info: RepoInfo, repeat: int, where: str | None = None, proposal: bool = False,
+            warmup: bool = True) -> dict:
+    tmp = work_dir("ws", where)
+    sides = [("spar", spar_copy), ("archive", archive_copy)] + ([("proposed", proposed_copy)] if proposal else [])
+    res = {name: (Series(), Series()) for name, _ in sides}
+    try:
+        for i in range(0 if warmup else 1, repeat + 1):
+            order = sides if i % 2 == 0 else list(reversed(sides))
+            for name, fn in order:
+                dest = tmp / f"{name}-{i}"
+                os.sync()  # start each copy with no dirty pages left by the one before
+                seconds, mb = fn(info, dest)
+                remove_tree(dest)
+                if i == 0:
+                    continue  # warm-up: fills the page cache with the pack
+                res[name][0].add(seconds)
+                res[name][1].add(mb)
+    finally:
+        remove_tree(tmp)
+    return res
+
+
+def run(quick: bool, repeat: int | None, where: str | None = None, proposal: bool = False) -> str:
+    repeat = repeat or (1 if quick else 5)
+    rows = []
+    for info in (small_repo(), large_repo()):
+        r = measure(info, repeat, where, proposal, warmup=not quick)
+        (st, sm), (at, am) = r["spar"], r["archive"]
+        row = [info.label, fmt_s(st.median), st.spread(), fmt_s(at.median), at.spread(),
+               f"{st.median / at.median:.2f}x", fmt_mb(sm.median), fmt_mb(am.median)]
+        if proposal:
+            pt, pm = r["proposed"]
+            row += [fmt_s(pt.median), f"{pt.median / at.median:.2f}x", fmt_mb(pm.median)]
+        rows.append(row)
+    header = ["repository", "spar build_workspace", "range", "git archive + tar -x", "range", "ratio",
+              "spar peak RSS", "archive peak RSS"]
+    notes = [machine_line(), f"copies written under {where or tempfile.gettempdir()}",
+             "ratio = spar / git archive floor (both commits, same run, alternating order)"]
+    if proposal:
+        header += ["proposed (streaming)", "ratio", "proposed peak RSS"]
+        notes.append("proposed = bench/proposals/stream_workspace.py: blobs streamed from one cat-file process")
+    return table(f"Workspace copies (head + base), median of {repeat}", header, rows, notes)
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--repeat", type=int)
+    p.add_argument("--dir", help="where to write the copies (default: the temp folder)")
+    p.add_argument("--proposal", action="store_true", help="also measure bench/proposals/stream_workspace.py")
+    a = p.parse_args(argv)
+    t = time.perf_counter()
+    print(run(a.quick, a.repeat, a.dir, a.proposal))
+    print(f"(took {time.perf_counter() - t:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

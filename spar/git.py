@@ -7,10 +7,12 @@ fsmonitor off (it can name a program to run) and `core.quotepath=off`.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from spar.errors import Refused, quote
 
@@ -178,8 +180,26 @@ def default_base(repo: Path | str, head: str) -> str:
                   "branch diverges from it (give --base)")
 
 
+# a full commit ID names one tree forever: `spar run` lists each commit twice (the
+# workspace copy, then the judging context), 0.1 s each on 20,000 files
+_TREE_CACHE: dict[tuple[str, str], tuple[TreeEntry, ...]] = {}
+_TREE_CACHE_SIZE = 8
+_FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
 def ls_tree(repo: Path | str, commit: str) -> list[TreeEntry]:
     """Blob entries (regular, executable, symlink) of the commit's whole tree; no gitlinks."""
+    if not _FULL_ID.fullmatch(commit):
+        return _ls_tree(repo, commit)
+    key = (os.path.realpath(repo), commit)
+    if key not in _TREE_CACHE:
+        if len(_TREE_CACHE) >= _TREE_CACHE_SIZE:
+            _TREE_CACHE.pop(next(iter(_TREE_CACHE)))
+        _TREE_CACHE[key] = tuple(_ls_tree(repo, commit))
+    return list(_TREE_CACHE[key])
+
+
+def _ls_tree(repo: Path | str, commit: str) -> list[TreeEntry]:
     out = run(repo, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
     entries = []
     for record in out.split(b"\0"):
@@ -220,6 +240,52 @@ def read_blobs(repo: Path | str, shas: Iterable[str]) -> dict[str, bytes]:
         result[sha] = out[pos:pos + size]
         pos += size + 1  # content is followed by one newline
     return result
+
+
+def stream_blobs(repo: Path | str, shas: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+    """(sha, content) for each blob of `shas` in order, through one `git cat-file --batch`,
+    as git answers: memory holds one blob at a time, not the whole tree."""
+    wanted = list(dict.fromkeys(shas))
+    if not wanted:
+        return
+    for sha in wanted:
+        if not sha or any(c in sha for c in " \t\n\0"):
+            raise GitError(f"not an object ID: {sha!r}")
+    try:
+        proc = subprocess.Popen(_argv(repo, ["cat-file", "--batch"]), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env())
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
+
+    def feed() -> None:  # a thread: the request can be larger than the pipe buffer
+        try:
+            for i in range(0, len(wanted), 1024):
+                proc.stdin.write("".join(s + "\n" for s in wanted[i:i + 1024]).encode())
+            proc.stdin.close()
+        except (BrokenPipeError, ValueError):
+            pass  # git stopped early; the reader reports it
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    finished = False
+    try:
+        out = proc.stdout
+        for sha in wanted:
+            header = out.readline().decode("ascii", "replace").split()
+            if len(header) != 3 or header[1] != "blob":
+                raise GitError(f"git cat-file: {sha} is not a blob ({' '.join(header[1:]) or 'no answer'})")
+            size = int(header[2])
+            data = out.read(size)
+            if len(data) != size or out.read(1) != b"\n":
+                raise GitError(f"git cat-file: the answer for {sha} ended early")
+            yield sha, data
+        finished = True
+    finally:
+        if not finished:
+            proc.kill()  # an error, or the caller stopped reading early
+        proc.stdout.close()
+        writer.join()
+        proc.wait()
 
 
 def show_file(repo: Path | str, commit: str, path: str) -> bytes | None:

@@ -172,6 +172,41 @@ def test_read_blobs_binary_empty_duplicates(tmp_path):
         git.read_blobs(repo, [tree])
 
 
+def test_stream_blobs_in_order_and_stops_cleanly(tmp_path):
+    contents = {"empty": b"", "bin": bytes(range(256)) * 300, "nl": b"\n\n", "noeol": b"x"}
+    repo = make_repo(tmp_path, contents)
+    entries = {e.path: e.sha for e in git.ls_tree(repo, "HEAD")}
+    shas = [entries[n] for n in contents] + [entries["bin"]]  # a duplicate is asked once
+    got = list(git.stream_blobs(repo, shas))
+    assert [sha for sha, _ in got] == [entries[n] for n in contents]
+    assert {sha: data for sha, data in got} == {entries[n]: c for n, c in contents.items()}
+    assert list(git.stream_blobs(repo, [])) == []
+    with pytest.raises(git.GitError):
+        list(git.stream_blobs(repo, [entries["nl"], "0" * 40]))
+    tree = run_git(repo, "rev-parse", "HEAD^{tree}").strip()
+    with pytest.raises(git.GitError):
+        list(git.stream_blobs(repo, [tree]))
+    # a reader that stops early (test_workspace covers more IDs than a pipe buffer holds)
+    stream = git.stream_blobs(repo, [entries["bin"], entries["nl"]])
+    assert next(stream)[0] == entries["bin"]
+    stream.close()  # kills git; nothing hangs
+
+
+def test_ls_tree_remembers_full_commit_ids_only(tmp_path, monkeypatch):
+    repo = make_repo(tmp_path, {"a": "1\n"})
+    head = run_git(repo, "rev-parse", "HEAD").strip()
+    calls = []
+    real = git._ls_tree
+    monkeypatch.setattr(git, "_ls_tree", lambda r, c: calls.append(c) or real(r, c))
+    monkeypatch.setattr(git, "_TREE_CACHE", {})
+    first = git.ls_tree(repo, head)
+    first.clear()  # callers get their own list
+    assert [e.path for e in git.ls_tree(repo, head)] == ["a"]
+    git.ls_tree(repo, "HEAD")
+    git.ls_tree(repo, "HEAD")
+    assert calls == [head, "HEAD", "HEAD"]  # a symbolic name can move: never remembered
+
+
 def test_show_file(two_commits):
     repo, base, head = two_commits
     assert git.show_file(repo, base, "a.txt") == b"one\n"

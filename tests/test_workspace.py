@@ -78,19 +78,51 @@ def test_everything_read_only_and_exec_bits_kept(repo, tmp_path):
     (ws / "head" / "new.txt").write_text("x")
 
 
-def test_one_blob_batch_per_commit(repo, tmp_path, monkeypatch):
+def test_one_blob_stream_per_commit_and_shared_files_are_linked(repo, tmp_path, monkeypatch):
     repo, base, head = repo
     calls = []
-    real = spar_git.read_blobs
+    real = spar_git.stream_blobs
 
     def counting(repo_path, shas):
         calls.append(list(shas))
         return real(repo_path, shas)
 
-    monkeypatch.setattr(spar_git, "read_blobs", counting)
+    monkeypatch.setattr(spar_git, "stream_blobs", counting)
     build_workspace(repo, base, head, tmp_path / "workspace")
     assert len(calls) == 2
     assert len(calls[0]) == len(set(calls[0]))
+    head_blobs = {(e.sha, e.mode) for e in spar_git.ls_tree(repo, head)}
+    ws = tmp_path / "workspace"
+    for e in spar_git.ls_tree(repo, base):
+        if e.mode == "120000":
+            continue
+        linked = os.stat(ws / "base" / e.path).st_ino == os.stat(ws / "head" / e.path).st_ino \
+            if (ws / "head" / e.path).exists() else False
+        # a base file equal to a head file (blob and mode) shares its inode; the stream asks git
+        # only for blobs the head copy did not already write
+        assert linked == ((e.sha, e.mode) in head_blobs), e.path
+        assert (e.sha in calls[1]) == ((e.sha, e.mode) not in head_blobs), e.path
+
+
+def test_links_keep_contents_and_modes_exact(tmp_path):
+    files = {"same.txt": "same\n", "tool.sh": "#!/bin/sh\n", "changed.txt": "old\n", "dup1": "d\n", "dup2": "d\n"}
+    repo = make_repo(tmp_path, files)
+    base = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--chmod=+x", "tool.sh")
+    git(repo, "commit", "-qm", "exec")
+    from tests.gitrepo import commit as make_commit
+
+    head = make_commit(repo, {"changed.txt": "new\n"}, message="change")
+    ws = tmp_path / "workspace"
+    build_workspace(repo, base, head, ws)
+    assert (ws / "base" / "changed.txt").read_text() == "old\n"
+    assert (ws / "head" / "changed.txt").read_text() == "new\n"
+    # same blob, different mode: never linked (a mode belongs to the inode)
+    assert mode(ws / "base" / "tool.sh") == 0o444 and mode(ws / "head" / "tool.sh") == 0o555
+    assert os.stat(ws / "base" / "tool.sh").st_ino != os.stat(ws / "head" / "tool.sh").st_ino
+    assert os.stat(ws / "base" / "same.txt").st_ino == os.stat(ws / "head" / "same.txt").st_ino
+    # the same blob twice within one commit is written once
+    assert os.stat(ws / "head" / "dup1").st_ino == os.stat(ws / "head" / "dup2").st_ino
 
 
 def test_existing_workspace_is_a_write_failure(repo, tmp_path):
@@ -115,13 +147,13 @@ def test_many_files_fast(tmp_path):
 def test_unsafe_tree_paths_are_never_written(tmp_path):
     from types import SimpleNamespace
 
-    from spar.round.workspace import materialize
+    from spar.round.workspace import plan_targets
 
     for bad in ("../escape.txt", "a/../../escape.txt", "/abs.txt", "a//b", "./x"):
         dest = tmp_path / f"copy{abs(hash(bad))}"
         entry = SimpleNamespace(mode="100644", sha="s", path=bad)
         with pytest.raises(WriteFailed):
-            materialize([entry], {"s": b"x"}, dest)
+            plan_targets([entry], dest)
     assert not (tmp_path / "escape.txt").exists() and not (tmp_path.parent / "escape.txt").exists()
 
 
@@ -171,8 +203,15 @@ def test_workspace_state_sees_what_a_root_writer_changes(repo, tmp_path):
         f.write("more\n")
     os.chmod(ws / "head" / "bin" / "run.sh", 0o777)
     note = describe_changes(before, workspace_state(ws))
-    assert note.startswith("workspace changed while the reviewers ran: 4 path(s): base/old.txt (removed), "
-                           "head/README.md (changed), head/bin/run.sh (changed), head/new.txt (added); ")
+    # base files hard-linked to head files change with them (one inode): both are named
+    expected = ["base/old.txt (removed)", "head/README.md (changed)", "head/bin/run.sh (changed)",
+                "head/new.txt (added)"]
+    for rel in ("README.md", "bin/run.sh"):
+        if (ws / "base" / rel).exists() and os.stat(ws / "base" / rel).st_ino == os.stat(ws / "head" / rel).st_ino:
+            expected.append(f"base/{rel} (changed)")
+    expected.sort()
+    shown = ", ".join(expected[:5]) + (f" and {len(expected) - 5} more" if len(expected) > 5 else "")
+    assert note.startswith(f"workspace changed while the reviewers ran: {len(expected)} path(s): {shown}; ")
     assert describe_changes({"a": (1, 1, 1, 1)}, {"a": (1, 2, 1, 1), "b": (1, 1, 1, 2)}) == (
         "workspace changed while the reviewers ran: 2 path(s): a (changed), b (added); a reviewer wrote "
         "into the read-only copies (file modes do not stop a process running as root); findings were "

@@ -1,9 +1,11 @@
 """`workspace/head` and `workspace/base`: read-only copies of two commits' trees.
 
 Only blob entries are copied (regular 100644, executable 100755, symlink
-120000); gitlinks never appear. One `read_blobs` batch per commit keeps this
-fast on large trees. Symlinks are created last, so no file is ever written
-through a link this code made.
+120000); gitlinks never appear. Blobs stream from one `git cat-file --batch`
+per commit (memory holds one file at a time), and a base file equal to a head
+file (same blob and mode) is a hard link to it, so the base copy of a typical
+change costs little more than its folder entries. Symlinks are created last,
+so no file is ever written through a link this code made.
 
 What "read-only" holds: files 0444/0555 and folders 0555 stop every process
 that does not run as root, the user who owns the copies included. They do not
@@ -19,6 +21,7 @@ judged against the commits through git, never against these copies.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -48,12 +51,13 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
         os.close(fd)
 
 
-def materialize(entries, blobs: dict[str, bytes], dest: Path) -> None:
-    """Create `dest` holding `entries` (objects with mode, sha, path); pure disk work, no git."""
+def plan_targets(entries, dest: Path) -> list[tuple[object, Path]]:
+    """(entry, target path) for every blob entry, creating `dest` and the folders
+    above the targets (one mkdir per folder); refuses a path that would leave `dest`."""
     dest = Path(dest)
     dest.mkdir(parents=False, exist_ok=False)
-    made = {dest}  # folders already created: one mkdir per folder, not per file
-    links = []
+    made = {dest}
+    planned = []
     for entry in entries:
         if entry.mode not in (MODE_FILE, MODE_EXEC, MODE_LINK):
             continue  # gitlinks and trees are not part of a copy
@@ -65,12 +69,12 @@ def materialize(entries, blobs: dict[str, bytes], dest: Path) -> None:
         if target.parent not in made:
             target.parent.mkdir(parents=True, exist_ok=True)
             made.add(target.parent)
-        if entry.mode == MODE_LINK:
-            links.append((target, blobs[entry.sha]))
-            continue
-        _write_new(target, blobs[entry.sha], _READ_ONLY_EXEC if entry.mode == MODE_EXEC else _READ_ONLY_FILE)
-    for target, link_to in links:
-        os.symlink(os.fsdecode(link_to), target)
+        planned.append((entry, target))
+    return planned
+
+
+def _file_mode(entry) -> int:
+    return _READ_ONLY_EXEC if entry.mode == MODE_EXEC else _READ_ONLY_FILE
 
 
 def make_read_only(root: Path) -> None:
@@ -79,12 +83,48 @@ def make_read_only(root: Path) -> None:
         os.chmod(dirpath, _READ_ONLY_DIR)
 
 
-def copy_commit(repo: str | Path, commit: str, dest: Path) -> int:
-    """Copy one commit's blob entries to `dest`; returns the number of entries written."""
+def copy_commit(repo: str | Path, commit: str, dest: Path,
+                known: dict[tuple[str, str], Path] | None = None) -> dict[tuple[str, str], Path]:
+    """Copy one commit's blob entries to `dest`. A file whose (blob, mode) is in `known`
+    (or was already written in this copy) becomes a hard link to that file instead of
+    a new one: base and head share most files, and both copies are read-only.
+    Blobs stream from git one at a time, so memory holds one file, not the tree.
+    Returns (blob, mode) -> path of the regular files of this copy."""
     entries = [e for e in git.ls_tree(repo, commit) if e.mode in (MODE_FILE, MODE_EXEC, MODE_LINK)]
-    blobs = git.read_blobs(repo, sorted({e.sha for e in entries}))
-    materialize(entries, blobs, dest)
-    return len(entries)
+    planned = plan_targets(entries, Path(dest))
+    written: dict[tuple[str, str], Path] = {}
+    pending: dict[str, list[tuple[object, Path]]] = {}
+    for entry, target in planned:
+        source = known.get((entry.sha, entry.mode)) if known and entry.mode != MODE_LINK else None
+        if source is not None and _link(source, target):
+            written.setdefault((entry.sha, entry.mode), source)
+            continue
+        pending.setdefault(entry.sha, []).append((entry, target))
+    links = []
+    for sha, data in git.stream_blobs(repo, pending):
+        for entry, target in pending[sha]:
+            if entry.mode == MODE_LINK:
+                links.append((target, data))  # created last: nothing is written through them
+                continue
+            key = (sha, entry.mode)
+            if key in written and _link(written[key], target):
+                continue
+            _write_new(target, data, _file_mode(entry))
+            written.setdefault(key, target)
+    for target, link_to in links:
+        os.symlink(os.fsdecode(link_to), target)
+    return written
+
+
+def _link(source: Path, target: Path) -> bool:
+    """Hard link `target` to `source`; False when the file system will not (the caller writes)."""
+    try:
+        os.link(source, target, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno in (errno.EMLINK, errno.EPERM, errno.EXDEV, errno.EOPNOTSUPP):
+            return False
+        raise
+    return True
 
 
 def build_workspace(repo: str | Path, base: str, head: str, workspace: Path) -> None:
@@ -92,8 +132,8 @@ def build_workspace(repo: str | Path, base: str, head: str, workspace: Path) -> 
     workspace = Path(workspace)
     try:
         workspace.mkdir(parents=False, exist_ok=False)
-        copy_commit(repo, head, workspace / "head")
-        copy_commit(repo, base, workspace / "base")
+        head_files = copy_commit(repo, head, workspace / "head")
+        copy_commit(repo, base, workspace / "base", known=head_files)
         make_read_only(workspace)
     except OSError as exc:
         raise WriteFailed(f"cannot build {workspace}: {exc}") from exc

@@ -6,8 +6,10 @@ alternating order it measures the baselines: the three reviewer commands run
 directly in parallel (S plus process start-up), and `git archive | tar -x` of
 the round's two commits (the floor for the workspace copies spar must make).
 A phase breakdown comes from the round's own timestamps (round.json).
+With --previous, spar as it was before commit 8f1906f (bench/previous/
+workspace_v0.py patched in) runs as a further side of the same alternation.
 
-    python bench/round_overhead.py [--quick] [--repeat N] [--sleep S] [--dir FOLDER] [--proposal]
+    python bench/round_overhead.py [--quick] [--repeat N] [--sleep S] [--dir FOLDER] [--previous]
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from harness import (BENCH, PYTHON, Series, clean_env, fmt_s, machine_line, remove_tree, run_measured, spar_argv,
-                     table, verdict, work_dir)
+from harness import (BENCH, PYTHON, Series, clean_env, fmt_s, machine_line, remove_tree, run_measured, table, verdict,
+                     work_dir)
 from repos import RepoInfo, large_repo, small_repo
 
 ANGLES = ["criteria", "correctness", "checks", "contracts", "risk"]
@@ -65,28 +67,42 @@ def phases(round_dir: Path, launched: float, ended: float) -> dict[str, float]:
     }
 
 
-# `spar` with the two proposals of bench/proposals/stream_workspace.py patched in (measured, not used by spar)
-_PROPOSED = f"""
-import sys
-sys.path.insert(0, {str(BENCH)!r})
-from proposals import stream_workspace
-stream_workspace.remember_trees()
-import spar.commands.run as run
-run.build_workspace = stream_workspace.build_workspace
+# Both sides run spar's own `main` through this wrapper, which writes the peak RSS of the
+# spar process itself and of the largest child it waited for (git, a reviewer) to a file:
+# os.wait4 alone reports only the larger of the two, usually git with the pack mapped.
+_WRAPPER = """
+import resource, sys
+rss_file = sys.argv.pop(1)
+if sys.argv.pop(1) == "previous":
+    # spar as before commit 8f1906f: the old workspace copy and git.ls_tree without its cache
+    sys.path.insert(0, {bench!r})
+    from previous import workspace_v0
+    workspace_v0.install()
 from spar.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
+try:
+    code = main(sys.argv[1:])
+finally:
+    with open(rss_file, "w") as f:
+        f.write(f"{{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}} "
+                f"{{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}}")
+sys.exit(code)
+""".format(bench=str(BENCH))
 
 
-def one_round(info: RepoInfo, tmp: Path, env: dict, i: int, proposed: bool = False) -> tuple[float, dict[str, float]]:
-    out = tmp / f"series-{i}{'-p' if proposed else ''}" / "round"
+def one_round(info: RepoInfo, tmp: Path, env: dict, i: int,
+              previous: bool = False) -> tuple[float, tuple[float, float], dict[str, float]]:
+    """(wall, (peak RSS MiB of spar, of its largest child), phases) of one `spar run`."""
+    side = "previous" if previous else "current"
+    out = tmp / f"series-{i}-{side}" / "round"
+    rss_file = tmp / f"rss-{i}-{side}"
     args = ["run", "--stage", "code", "--base", info.base, "--head", info.head, "--out", str(out)]
     launched = time.time()
-    s = run_measured([PYTHON, "-c", _PROPOSED, *args] if proposed else spar_argv(*args), cwd=info.path, env=env)
+    s = run_measured([PYTHON, "-c", _WRAPPER, str(rss_file), side, *args], cwd=info.path, env=env)
     ended = time.time()
     breakdown = phases(out, launched, ended)
+    own_kb, child_kb = map(int, rss_file.read_text().split())
     remove_tree(out.parent)
-    return s.wall, breakdown
+    return s.wall, (own_kb / 1024, child_kb / 1024), breakdown
 
 
 def direct_reviewers(tmp: Path, sleep: float) -> float:
@@ -104,73 +120,91 @@ def archive_floor(info: RepoInfo, tmp: Path) -> float:
     return wall
 
 
+class Side:
+    """One `spar run` variant's samples: wall time, peak RSS, phases."""
+
+    def __init__(self) -> None:
+        self.wall, self.rss, self.child_rss, self.parts = Series(), Series(), Series(), {}
+
+    def add(self, value: tuple[float, tuple[float, float], dict[str, float]]) -> None:
+        self.wall.add(value[0])
+        self.rss.add(value[1][0])
+        self.child_rss.add(value[1][1])
+        for k, v in value[2].items():
+            self.parts.setdefault(k, Series()).add(v)
+
+
 def measure(info: RepoInfo, repeat: int, sleep: float, where: str | None = None, warmup: bool = True,
-            proposal: bool = False) -> dict:
+            previous: bool = False) -> dict:
     tmp = work_dir("round", where)
     try:
         env = write_setup(tmp, info, sleep)
-        walls, direct, floor, proposed = Series(), Series(), Series(), Series()
-        parts: dict[str, Series] = {}
+        res = {"spar": Side(), "direct": Series(), "floor": Series()}
+        if previous:
+            res["previous"] = Side()
         for i in range(0 if warmup else 1, repeat + 1):  # repetition 0 warms caches and is not counted
             steps = [("spar", lambda: one_round(info, tmp, env, i)), ("direct", lambda: direct_reviewers(tmp, sleep)),
                      ("floor", lambda: archive_floor(info, tmp))]
-            if proposal:
-                steps.append(("proposed", lambda: one_round(info, tmp, env, i, proposed=True)))
+            if previous:
+                steps.append(("previous", lambda: one_round(info, tmp, env, i, previous=True)))
             if i % 2:
                 steps.reverse()
             for name, fn in steps:
                 os.sync()
                 value = fn()
-                if i == 0:
-                    continue
-                if name == "spar":
-                    walls.add(value[0])
-                    for k, v in value[1].items():
-                        parts.setdefault(k, Series()).add(v)
-                elif name == "proposed":
-                    proposed.add(value[0])
-                elif name == "direct":
-                    direct.add(value)
-                else:
-                    floor.add(value)
-        return {"wall": walls, "direct": direct, "floor": floor, "parts": parts, "proposed": proposed}
+                if i > 0:
+                    res[name].add(value)
+        return res
     finally:
         remove_tree(tmp)
 
 
-def run(quick: bool, repeat: int | None, sleep: float, where: str | None = None, proposal: bool = False) -> str:
+def _rss(side: Side) -> str:
+    return f"{side.rss.median:.0f} / {side.child_rss.median:.0f} MiB"
+
+
+def run(quick: bool, repeat: int | None, sleep: float, where: str | None = None, previous: bool = False) -> str:
     repeat = repeat or (1 if quick else 5)
-    rows, prow, results = [], [], []
+    rows, prow = [], []
     for info, size in ((small_repo(), "small"), (large_repo(), "large")):
-        r = measure(info, repeat, sleep, where, warmup=not quick, proposal=proposal)
-        overhead = Series([w - sleep for w in r["wall"].values])
+        r = measure(info, repeat, sleep, where, warmup=not quick, previous=previous)
         floor = r["floor"].median
+
+        def overhead(side: Side) -> Series:
+            return Series([w - sleep for w in side.wall.values])
+
+        spar = overhead(r["spar"])
         if size == "small":
-            target, ok = "< 1 s", overhead.median < 1.0
+            target, ok = "< 1 s", spar.median < 1.0
         else:
-            target, ok = "≤ 2x archive floor", overhead.median <= 2 * floor
-        rows.append([info.label, fmt_s(r["wall"].median), fmt_s(overhead.median), overhead.spread(),
-                     fmt_s(r["direct"].median - sleep), fmt_s(floor), f"{overhead.median / floor:.1f}x",
-                     f"{target}: {verdict(ok)}"])
-        if proposal:
-            p_over = r["proposed"].median - sleep
-            rows[-1] += [fmt_s(p_over), f"{p_over / floor:.1f}x"]
-        prow.append([info.label] + [fmt_s(s.median) for s in r["parts"].values()])
-        results.append(r)
-    header = ["repository", "spar run wall", "overhead (wall − S)", "range", "direct run − S",
-              "archive floor", "overhead / floor", "target"]
-    notes_extra = []
-    if proposal:
-        header += ["proposed: overhead", "proposed / floor"]
-        notes_extra = ["proposed = spar with bench/proposals/stream_workspace.py: streamed workspace copy, "
-                       "each commit's tree listed once"]
+            target, ok = "≤ 2x archive floor", spar.median <= 2 * floor
+        row = [info.label, fmt_s(r["spar"].wall.median), fmt_s(spar.median), spar.spread(),
+               _rss(r["spar"]), fmt_s(r["direct"].median - sleep), fmt_s(floor), r["floor"].spread(),
+               f"{spar.median / floor:.2f}x", f"{target}: {verdict(ok)}"]
+        if previous:
+            prev = overhead(r["previous"])
+            row += [fmt_s(prev.median), prev.spread(), _rss(r["previous"]),
+                    f"{prev.median / floor:.2f}x"]
+        rows.append(row)
+        prow.append([info.label, "spar"] + [fmt_s(v.median) for v in r["spar"].parts.values()])
+        if previous:
+            prow.append([info.label, "previous"] + [fmt_s(v.median) for v in r["previous"].parts.values()])
+        phase_names = list(r["spar"].parts)
+    header = ["repository", "spar run wall", "overhead (wall − S)", "range", "peak RSS spar / git", "direct run − S",
+              "archive floor", "range", "overhead / floor", "target"]
+    notes = [machine_line(), f"round folders and copies written under {where or tempfile.gettempdir()}",
+             "direct run = the 3 reviewer commands started in parallel without spar (same run)",
+             "archive floor = git archive + tar -x of the round's head and base commits (same run)",
+             "peak RSS spar / git = the spar process's own, and its largest child's (git, with the pack "
+             "mapped; or a reviewer)"]
+    if previous:
+        header += ["previous: overhead", "range", "peak RSS spar / git", "previous / floor"]
+        notes.append("previous = spar with bench/previous/workspace_v0.py patched in: the workspace copy and "
+                     "the uncached git.ls_tree as before 8f1906f (same run, alternating order)")
     text = table(f"Round overhead: 3 command reviewers sleeping S = {sleep:g} s, median of {repeat}", header, rows,
-                 [machine_line(), f"round folders and copies written under {where or tempfile.gettempdir()}",
-                  "direct run = the 3 reviewer commands started in parallel without spar (same run)",
-                  "archive floor = git archive + tar -x of the round's head and base commits (same run)"]
-                 + notes_extra)
+                 notes)
     text += "\n" + table("Round overhead by phase (from round.json timestamps), medians",
-                         ["repository"] + list(results[0]["parts"]), prow)
+                         ["repository", "side"] + phase_names, prow)
     return text
 
 
@@ -180,10 +214,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--repeat", type=int)
     p.add_argument("--sleep", type=float, default=1.0, help="seconds each reviewer sleeps (S)")
     p.add_argument("--dir", help="where the series and copies go (default: the temp folder)")
-    p.add_argument("--proposal", action="store_true", help="also measure bench/proposals/stream_workspace.py")
+    p.add_argument("--previous", action="store_true",
+                   help="also measure spar as before 8f1906f (bench/previous/workspace_v0.py patched in)")
     a = p.parse_args(argv)
     t = time.perf_counter()
-    print(run(a.quick, a.repeat, a.sleep, a.dir, a.proposal))
+    print(run(a.quick, a.repeat, a.sleep, a.dir, a.previous))
     print(f"(took {time.perf_counter() - t:.0f} s)")
     return 0
 

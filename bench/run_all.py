@@ -3,7 +3,7 @@
     python bench/run_all.py                     # full: 5–7 repetitions each (10–25 minutes on 2 cores)
     python bench/run_all.py --quick             # one repetition each, no warm-up (a few minutes)
     python bench/run_all.py --only scale,streaming
-    python bench/run_all.py --dir /dev/shm --proposal
+    python bench/run_all.py --dir /dev/shm --previous
 
 The large repository (20,000 files, ~200 MB history) is generated once into
 bench/out/ (about 15 s) and reused. Every table compares against a baseline
@@ -24,8 +24,8 @@ import workspace_copies
 from harness import machine_line
 
 BENCHMARKS = {
-    "round": lambda a: round_overhead.run(a.quick, None, 1.0, a.dir, a.proposal),
-    "workspace": lambda a: workspace_copies.run(a.quick, None, a.dir, a.proposal),
+    "round": lambda a: round_overhead.run(a.quick, None, 1.0, a.dir, a.previous),
+    "workspace": lambda a: workspace_copies.run(a.quick, None, a.dir, a.previous),
     "scale": lambda a: scale.run(a.quick, None, 200),
     "streaming": lambda a: streaming.run(a.quick, None),
 }
@@ -37,8 +37,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--only", help=f"comma-separated subset of {','.join(BENCHMARKS)}")
     p.add_argument("--dir", help="where round folders and workspace copies go (default: the temp folder); "
                                  "/dev/shm takes the disk out of the round and workspace numbers")
-    p.add_argument("--proposal", action="store_true",
-                   help="round and workspace tables: also measure bench/proposals/stream_workspace.py")
+    p.add_argument("--previous", action="store_true",
+                   help="round and workspace tables: also measure spar's workspace copy as before 8f1906f "
+                        "(bench/previous/workspace_v0.py)")
     a = p.parse_args(argv)
     names = a.only.split(",") if a.only else list(BENCHMARKS)
     unknown = [n for n in names if n not in BENCHMARKS]

@@ -7,7 +7,11 @@ fresh folders; the first repetition of each is a warm-up and is not counted
 is wall time of the copies alone (the spar side is timed inside the child,
 without interpreter start-up; the archive side includes starting sh and git).
 
-    python bench/workspace_copies.py [--quick] [--repeat N] [--dir FOLDER] [--proposal]
+With --previous it also measures the copy as it was before commit 8f1906f
+(bench/previous/workspace_v0.py: whole commits read into memory, no hard
+links) as a third side of the same alternating runs.
+
+    python bench/workspace_copies.py [--quick] [--repeat N] [--dir FOLDER] [--previous]
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ def _copy_with(module: str):
 
 
 spar_copy = _copy_with("spar.round.workspace")
-proposed_copy = _copy_with("proposals.stream_workspace")  # bench/proposals: measured, not used by spar
+previous_copy = _copy_with("previous.workspace_v0")  # the code before 8f1906f, kept for before/after only
 
 
 def archive_copy(info: RepoInfo, dest: Path) -> tuple[float, float]:
@@ -58,10 +62,10 @@ def archive_copy(info: RepoInfo, dest: Path) -> tuple[float, float]:
     return s.wall, s.maxrss_mb
 
 
-def measure(info: RepoInfo, repeat: int, where: str | None = None, proposal: bool = False,
+def measure(info: RepoInfo, repeat: int, where: str | None = None, previous: bool = False,
             warmup: bool = True) -> dict:
     tmp = work_dir("ws", where)
-    sides = [("spar", spar_copy), ("archive", archive_copy)] + ([("proposed", proposed_copy)] if proposal else [])
+    sides = [("spar", spar_copy), ("archive", archive_copy)] + ([("previous", previous_copy)] if previous else [])
     res = {name: (Series(), Series()) for name, _ in sides}
     try:
         for i in range(0 if warmup else 1, repeat + 1):
@@ -80,25 +84,27 @@ def measure(info: RepoInfo, repeat: int, where: str | None = None, proposal: boo
     return res
 
 
-def run(quick: bool, repeat: int | None, where: str | None = None, proposal: bool = False) -> str:
+def run(quick: bool, repeat: int | None, where: str | None = None, previous: bool = False) -> str:
     repeat = repeat or (1 if quick else 5)
     rows = []
     for info in (small_repo(), large_repo()):
-        r = measure(info, repeat, where, proposal, warmup=not quick)
+        r = measure(info, repeat, where, previous, warmup=not quick)
         (st, sm), (at, am) = r["spar"], r["archive"]
         row = [info.label, fmt_s(st.median), st.spread(), fmt_s(at.median), at.spread(),
                f"{st.median / at.median:.2f}x", fmt_mb(sm.median), fmt_mb(am.median)]
-        if proposal:
-            pt, pm = r["proposed"]
-            row += [fmt_s(pt.median), f"{pt.median / at.median:.2f}x", fmt_mb(pm.median)]
+        if previous:
+            pt, pm = r["previous"]
+            row += [fmt_s(pt.median), pt.spread(), f"{pt.median / at.median:.2f}x", fmt_mb(pm.median),
+                    f"{pt.median / st.median:.1f}x"]
         rows.append(row)
     header = ["repository", "spar build_workspace", "range", "git archive + tar -x", "range", "ratio",
               "spar peak RSS", "archive peak RSS"]
     notes = [machine_line(), f"copies written under {where or tempfile.gettempdir()}",
              "ratio = spar / git archive floor (both commits, same run, alternating order)"]
-    if proposal:
-        header += ["proposed (streaming)", "ratio", "proposed peak RSS"]
-        notes.append("proposed = bench/proposals/stream_workspace.py: blobs streamed from one cat-file process")
+    if previous:
+        header += ["previous (before 8f1906f)", "range", "ratio", "previous peak RSS", "previous / spar"]
+        notes.append("previous = bench/previous/workspace_v0.py, the copy before 8f1906f: each commit's blobs "
+                     "read whole into memory, every file written (no hard links)")
     return table(f"Workspace copies (head + base), median of {repeat}", header, rows, notes)
 
 
@@ -107,10 +113,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--repeat", type=int)
     p.add_argument("--dir", help="where to write the copies (default: the temp folder)")
-    p.add_argument("--proposal", action="store_true", help="also measure bench/proposals/stream_workspace.py")
+    p.add_argument("--previous", action="store_true",
+                   help="also measure the copy before 8f1906f (bench/previous/workspace_v0.py)")
     a = p.parse_args(argv)
     t = time.perf_counter()
-    print(run(a.quick, a.repeat, a.dir, a.proposal))
+    print(run(a.quick, a.repeat, a.dir, a.previous))
     print(f"(took {time.perf_counter() - t:.0f} s)")
     return 0
 

@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from spar.round.process import run_process
+from tests.proctools import gone
 
 PY = sys.executable
 
@@ -18,24 +19,6 @@ PY = sys.executable
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request):
     return request.param
-
-
-def gone(pid: int, wait: float = 3.0) -> bool:
-    """The process no longer runs (a zombie no init has reaped yet counts as gone)."""
-    end = time.monotonic() + wait
-    while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            if state in ("Z", "X"):
-                return True
-        except (OSError, IndexError):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def py(code: str) -> list[str]:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.proctools import gone
 from tests.test_run_helpers import BACKENDS, FAKES, finding, make_setup, result
 
 pytestmark = pytest.mark.slow
@@ -43,23 +44,6 @@ def load(path: Path):
 
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def gone(pid: int, wait: float = 5.0) -> bool:
-    """The process no longer runs (a zombie nobody has reaped yet counts as gone)."""
-    end = time.monotonic() + wait
-    while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-                return True
-        except (OSError, IndexError):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def fake(s, name: str, program: str) -> str:
@@ -133,7 +117,7 @@ def test_every_reviewer_outcome_in_one_round(tmp_path, backend):
     # a timeout kills the reviewer and what it started
     assert by["hang"]["status"] == "timeout" and "1s" in by["hang"]["reason"]
     assert by["hang"]["attempts"][0]["exit_code"] is None
-    assert gone(int(grandchild.read_text()))
+    assert gone(int(grandchild.read_text()), wait=5.0)
     assert runs(s, "hang") == []  # killed: it never got to write its exit record
 
     # quota refusal, then the fallback model: two attempts recorded, the second log pair too
@@ -219,7 +203,7 @@ def test_interrupt_kills_every_reviewer_and_leaves_the_round_unrecorded(tmp_path
     assert err.decode().strip().splitlines()[-1] == (
         f"spar: interrupted by {signal.Signals(signum).name}: every reviewer was stopped; "
         f"round {rd} was not recorded (its round.json has no finished_at)")
-    assert gone(int(grandchild.read_text())) and gone(int(sleeper_pid.read_text()))
+    assert gone(int(grandchild.read_text()), wait=5.0) and gone(int(sleeper_pid.read_text()), wait=5.0)
 
     rj = load(rd / "round.json")  # still the valid review-round/v1 written before the reviewers
     assert rj["schema"] == "review-round/v1" and "finished_at" not in rj and "recorded_at" not in rj

@@ -18,6 +18,7 @@ from spar.presets import prepare_input
 from spar.progress import Progress
 from spar.round.executable import find_executable
 from spar.round.runner import ReviewerJob, run_reviewers
+from tests.proctools import gone
 
 FAKES = Path(__file__).parent / "fakes"
 ROWS = json.loads((Path(__file__).parent / "data" / "runner_scenarios.json").read_text(encoding="utf-8"))
@@ -29,22 +30,6 @@ PACKET = "# Review packet\n\nhead: abc1234\n"
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request):
     return request.param
-
-
-def gone(pid: int, wait: float = 3.0) -> bool:
-    end = time.monotonic() + wait
-    while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-                return True
-        except (OSError, IndexError):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 class Round:

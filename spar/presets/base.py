@@ -9,6 +9,7 @@ the final answer. Nothing here starts a process.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,7 +111,7 @@ class Answer:
     error_texts: list[str] = field(default_factory=list)  # output error messages (refusal detection)
 
 
-class Monitor:
+class Monitor(ABC):
     """Fed stdout line by line while the reviewer runs; judges the end."""
 
     def __init__(self) -> None:
@@ -134,8 +135,9 @@ class Monitor:
     def event(self, event: dict) -> str | None:  # pragma: no cover - overridden
         return None
 
-    def finish(self, exit_code: int | None, stdout: StreamInfo) -> Answer:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def finish(self, exit_code: int | None, stdout: StreamInfo) -> Answer:
+        """How the run ended, judged from the events seen and the exit code."""
 
 
 def parse_json_line(line: str) -> dict | None:
@@ -177,18 +179,20 @@ def as_text(value) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-class Preset:
+class Preset(ABC):
     """One preset: input, argv, version argv and output monitor."""
 
     name = ""
     runs_process = True  # native runs nothing
     version_args: tuple[str, ...] | None = ("--version",)  # None: no version check
 
-    def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
+        """What this reviewer receives, and the files that hold it."""
 
     def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
-        raise NotImplementedError  # pragma: no cover
+        # only presets that run a process (runs_process) are ever asked
+        raise TypeError(f"preset {self.name} runs no process")
 
     def executable_name(self, cfg: ReviewerConfig, paths: RunPaths, spec: InputSpec) -> str:
         """What G14 looks up: `binary`, else the preset name."""
@@ -198,5 +202,5 @@ class Preset:
         """Text written to the reviewer's stdin (then closed); None = no stdin."""
         return None
 
-    def monitor(self) -> Monitor:  # pragma: no cover
-        raise NotImplementedError
+    def monitor(self) -> Monitor:
+        raise TypeError(f"preset {self.name} runs no process")

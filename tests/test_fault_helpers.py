@@ -192,19 +192,26 @@ def wait_for(condition, timeout: float, poll: float = 0.002) -> bool:
     return condition()
 
 
-def kill_marked_reviewers(markers: Path) -> None:
-    """SIGKILL the process group of every reviewer that left a pid marker (spar ran each
-    in its own group; after spar itself is killed nobody else will)."""
+def marked_pids(markers: Path) -> list[int]:
+    pids = []
     for pid_file in markers.glob("*.pid"):
         try:
             pid = int(pid_file.read_text() or "0")
         except (OSError, ValueError):
             continue
         if pid:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
+            pids.append(pid)
+    return pids
+
+
+def kill_marked_reviewers(markers: Path) -> None:
+    """Safety net after a test: SIGKILL the process group of every reviewer that left a
+    pid marker, so a failing assertion never leaves a stray process behind."""
+    for pid in marked_pids(markers):
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def pid_gone(pid: int) -> bool:

@@ -18,6 +18,7 @@ import random
 import shutil
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -26,6 +27,8 @@ from tests.test_fault_helpers import (
     fault_setup,
     file_hashes,
     kill_marked_reviewers,
+    marked_pids,
+    pid_gone,
     records_whole,
     round_state,
     run_args,
@@ -105,7 +108,10 @@ def test_sigkill_leaves_series_usable(setup, point, seed, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        kill_marked_reviewers(markers)  # reviewers run in their own groups and outlive spar
+    # each reviewer's guard ends its group once spar is gone, SIGKILL included
+    orphans = [pid for pid in marked_pids(markers) if not wait_for(lambda pid=pid: pid_gone(pid), 5.0, poll=0.05)]
+    kill_marked_reviewers(markers)  # safety net only
+    assert orphans == [], f"reviewers still running after spar was killed: {orphans}"
 
     state = round_state(r2)
     if point in ("before_reviewers", "during_reviewers"):
@@ -138,3 +144,30 @@ def test_sigkill_leaves_series_usable(setup, point, seed, tmp_path):
     listed = [r1] + ([r2] if state in ("partial", "recorded") else []) + [r3]
     gate = spar(setup, "gate", *map(str, listed), "--out", str(tmp_path / "gate.json"))
     assert gate.returncode == 0, gate.stdout + gate.stderr
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_reviewers_end_when_spar_is_killed(setup, tmp_path, backend):
+    # reviewers that would run for a minute: once spar dies (SIGKILL, nothing to catch),
+    # each reviewer's guard ends its process group within its poll and grace
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    env = with_env(setup, FAULT_SLEEP="60", FAULT_MARKERS=str(markers), SPAR_ASYNC_BACKEND=backend)
+    proc = subprocess.Popen(run_args(setup, setup.repo / "reviews" / f"long-{backend}" / "r1"), cwd=setup.repo,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_for(lambda: all((markers / f"{r}.started").exists() for r in REVIEWERS), 30, poll=0.02)
+        pids = marked_pids(markers)
+        assert len(pids) == len(REVIEWERS)
+        proc.kill()
+        proc.wait()
+        t0 = time.monotonic()
+        orphans = [pid for pid in pids if not wait_for(lambda pid=pid: pid_gone(pid), 5.0, poll=0.05)]
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_marked_reviewers(markers)  # safety net only
+    assert orphans == [], f"reviewers still running after spar was killed: {orphans}"
+    assert took < 3.0

@@ -157,12 +157,14 @@ async def test_closed_or_open_stdout_while_running_is_bounded_by_the_deadline(tm
 
 
 @pytest.mark.anyio
-async def test_unstartable_program_raises_oserror(tmp_path):
+async def test_unstartable_program_says_why(tmp_path):
+    # the guard starts the reviewer; an exec failure comes back as exit 127 with the reason
     bad = tmp_path / "bad"
     bad.write_bytes(b"\x00\x01garbage")
     bad.chmod(0o755)
-    with pytest.raises(OSError):
-        await _run(tmp_path, [str(bad)])
+    res = await _run(tmp_path, [str(bad)])
+    assert res.exit_code == 127
+    assert res.last_stderr_line == f"spar: cannot start {bad}: Exec format error"
 
 
 @pytest.mark.anyio

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -49,6 +50,12 @@ class ProcessResult:
     @property
     def last_stdout_line(self) -> str:
         return last_line(self.stdout_tail)
+
+
+def guarded(argv: Sequence[str]) -> list[str]:
+    """`argv` run under spar.round.guard, which ends the group should spar die (SIGKILL
+    included); -I keeps the reviewer's folder and PYTHON* variables out of the guard."""
+    return [sys.executable, "-I", "-m", "spar.round.guard", str(os.getpid()), "--", *argv]
 
 
 def last_line(text: str) -> str:
@@ -233,7 +240,7 @@ async def run_process(
     err = _Sink(stderr_path, output_cap, line_limit, None, wake.set)
     try:
         proc = await anyio.open_process(
-            list(argv),
+            guarded(argv),
             stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -90,6 +90,21 @@ def test_dubious_ownership_is_git_failing_to_decide(tmp_path):
         os.chown(repo / ".git", os.getuid(), os.getgid())
 
 
+def test_run_out_in_a_round_folder_is_refused(tmp_path):
+    # a round's folder is not a series: extend and cap-report refuse it, so a round
+    # created there could never be extended, and it would sit among the round's records
+    repo = make_repo(tmp_path, {".gitignore": "reviews/\n"})
+    round_dir = repo / "reviews" / "code-1"
+    round_dir.mkdir(parents=True)
+    paths.check_run_out(round_dir / "code-2")  # no round.json yet: a plain folder
+    (round_dir / "round.json").write_text("{}")
+    with pytest.raises(Refused) as err:
+        paths.check_run_out(round_dir / "code-2")
+    message = str(err.value)
+    assert "is inside the round folder" in message and quote(str(round_dir)) in message
+    assert not (round_dir / "code-2").exists()
+
+
 def test_containing_repos_order(tmp_path):
     outer = make_repo(tmp_path, {".gitignore": "in/\n"}, name="outer")
     inner = make_repo(outer / "in", {"x": "x"}, name="inner")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,20 @@ def test_existing_round_folder_is_refused(setup):
     finally:
         (setup.repo / "reviews" / "r9").rmdir()
         (setup.repo / "reviews").rmdir()
+
+
+def test_round_folder_inside_a_round_folder_is_refused(setup):
+    # a round's folder is not a series (extend and cap-report refuse it as one)
+    proc = setup.run("--dry-run", out="reviews/r1")
+    assert proc.returncode == 0, proc.stderr
+    try:
+        before = snapshot(setup.repo)
+        proc = setup.run(out="reviews/r1/r2")
+        check_refused(setup, proc, 65, "is inside the round folder", before)
+    finally:
+        for dirpath, _, _ in os.walk(setup.repo / "reviews"):
+            os.chmod(dirpath, 0o755)
+        shutil.rmtree(setup.repo / "reviews")
 
 
 def test_configuration_error_names_file_and_line(setup):

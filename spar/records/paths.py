@@ -99,6 +99,12 @@ def check_run_out(path: Path | str) -> None:
     """run --out: G28, and the round folder must not exist yet."""
     if os.path.lexists(path):
         raise Refused(f"--out {quote(str(path))} already exists (a round folder must be new)")
+    # a round folder is not a series (extend and cap-report refuse it as one): a
+    # round made there could never be extended and would sit among another's records
+    series = Path(os.path.abspath(path)).parent
+    if os.path.lexists(series / "round.json"):
+        raise Refused(f"--out {quote(str(path))} is inside the round folder {quote(str(series))}; "
+                      f"put the round next to it, in {quote(str(series.parent))}")
     check_record_path(path, kind="--out", directory=True)
 
 

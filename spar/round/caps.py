@@ -59,9 +59,12 @@ def decide(
     counted = not dry_run and rerun_of is None
     if counted and len(counted_rounds) >= cap:
         names = ", ".join(counted_rounds) if counted_rounds else "none"
+        # spar extend refuses a code extension without a cause: the hint must be runnable
+        cause = (" --cause C (C: churn, recurring, unrelated, hardening or other)"
+                 if stage == "code" else "")
         raise Refused(
             f"stage {stage} of series {series}: {len(counted_rounds)} counted rounds ({names}) "
             f"already reach the cap of {cap} (project cap {project}, extensions {extra}); "
-            f"to allow more, run: spar extend {series} --stage {stage} --by N"
+            f"to allow more, run: spar extend {series} --stage {stage} --by N{cause}"
         )
     return CapDecision(stage, cap, project, extra, counted_rounds, counted, rerun_of)

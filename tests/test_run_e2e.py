@@ -205,7 +205,11 @@ def test_native_reviewer_leaves_the_round_unfinished(tmp_path):
     assert "finished_at" not in rj and "recorded_at" in rj
     assert [r["status"] for r in rj["reviewers"]] == ["completed", "awaiting_record"]
     assert (round_dir / "host" / "prompt.md").read_text().endswith((round_dir / "packet.md").read_text())
-    assert "host (awaiting_record)" in proc.stderr.decode()
+    err = proc.stderr.decode().splitlines()
+    assert "host (awaiting_record)" in err[-1]  # the final line names the round and its counts
+    out = s.repo / "reviews" / "r1"
+    assert f"spar: host: give {out / 'host' / 'prompt.md'} to the host's subagent, save its answer and run: " \
+           f"spar record {out} --reviewer host --result {out / 'host' / 'result.json'}" in err
     assert "Finished: not yet" in (round_dir / "summary.md").read_text()
 
 

@@ -440,3 +440,33 @@ def test_series_flow_standpoints_decisions_dry_run_cap_and_free_rerun(tmp_path, 
     again = load(series / "r1-again" / "round.json")
     assert again["counted"] is False and again["packet_sha256"] == r1["packet_sha256"]
     assert [load(series / n / "round.json")["counted"] for n in ("dry", "r1", "r2")] == [False, True, True]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sigint_ignored_at_start_stays_ignored(tmp_path, backend):
+    # a background job in a script starts with SIGINT ignored; spar must not take it back
+    s = make_setup(tmp_path, backend)
+    marker = tmp_path / "started"
+    slow = tmp_path / "slow.py"  # marks its start, waits, then becomes the answering reviewer
+    slow.write_text("import os, pathlib, sys, time\npathlib.Path(sys.argv[1]).write_text('x')\ntime.sleep(1.5)\n"
+                    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])\n")
+    answer = s.answer_reviewer("quick", result())
+    s.configure([{"name": "slow", "preset": "command", "argv": [sys.executable, str(slow), str(marker),
+                                                                 *answer["argv"][1:]]}])
+    proc = subprocess.Popen([sys.executable, "-m", "spar", "run", "--stage", "code", "--out", "reviews/r1"],
+                            cwd=s.repo, env=s.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        deadline = time.monotonic() + 20
+        while not marker.exists():
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read().decode()
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err.decode()  # the Ctrl-C changed nothing: the round was recorded
+    rj = load(s.repo / "reviews" / "r1" / "round.json")
+    assert "finished_at" in rj and rj["reviewers"][0]["status"] == "completed"

@@ -200,15 +200,18 @@ async def _reviewers_or_signal(jobs: list, progress) -> tuple[list | None, int |
     caught: list[int] = []
     outcomes = None
     async with anyio.create_task_group() as tg:
+        # a signal ignored when spar started (a background job in a script) stays ignored
+        wanted = [s for s in INTERRUPT_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
+
         async def watch(*, task_status=anyio.TASK_STATUS_IGNORED) -> None:
-            with anyio.open_signal_receiver(*INTERRUPT_SIGNALS) as signals:
+            with anyio.open_signal_receiver(*wanted) as signals:
                 task_status.started()  # installed before any reviewer starts
                 async for signum in signals:
                     caught.append(int(signum))
                     tg.cancel_scope.cancel()
                     return
 
-        if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
+        if wanted and threading.current_thread() is threading.main_thread():  # signals reach the main thread only
             await tg.start(watch)
         outcomes = await run_reviewers(jobs, progress=progress)
         tg.cancel_scope.cancel()  # stop the watcher
@@ -275,6 +278,12 @@ def execute(plan: RoundPlan) -> int:
             return 128 + signum
     for warning in round_json["warnings"]:
         print(f"spar: warning: {warning}", file=sys.stderr)
+    for r in round_json["reviewers"]:
+        if r["status"] == "awaiting_record":  # tell the host what to do with a native reviewer
+            folder = plan.out / r["name"]
+            print(f"spar: {r['name']}: give {folder / 'prompt.md'} to the host's subagent, save its answer "
+                  f"and run: spar record {plan.out} --reviewer {r['name']} --result {folder / 'result.json'}",
+                  file=sys.stderr)
     not_completed = [r for r in round_json["reviewers"] if r["status"] != "completed"]
     line = f"spar: round {plan.out} recorded: {counts_text(findings)}"
     if not_completed:

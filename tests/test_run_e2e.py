@@ -230,3 +230,18 @@ def test_plan_stage_with_subject_and_base_head(tmp_path):
     assert "### Diff" not in packet and "### PLAN.md" in packet
     f = load(round_dir / "findings.json")[0]
     assert f["path"] == "PLAN.md" and f["location_unreadable"] is False
+
+
+def test_a_missing_spar_config_is_skipped_with_a_warning(tmp_path):
+    s = make_setup(tmp_path)
+    s.configure([s.example_reviewer("example")])
+    home_config = s.tmp / "home" / ".config" / "jaekit" / "spar.toml"
+    home_config.parent.mkdir(parents=True)
+    home_config.write_text(s.config.read_text())  # the next source (G16) holds the reviewer
+    env = dict(s.env, SPAR_CONFIG=str(s.tmp / "nowhere.toml"))
+    proc = s.run(env=env)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert (f"spar: warning: SPAR_CONFIG {s.tmp / 'nowhere.toml'} was skipped (does not exist); "
+            "using the next configuration source") in proc.stderr.decode()
+    rj = load(s.repo / "reviews" / "r1" / "round.json")
+    assert [f["path"] for f in rj["config_files"] if f["role"] == "user"] == [str(home_config)]

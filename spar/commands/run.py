@@ -83,6 +83,12 @@ def async_backend(env: Mapping[str, str]) -> str:
 
 def _config(args: RunArgs, repo: Path, env: Mapping[str, str]) -> AppliedConfig:
     cfg = load_config(repo, env=env)
+    named = env.get("SPAR_CONFIG")
+    for skipped in cfg.skipped:
+        if named and skipped["path"] == named:
+            # G16 skips a missing SPAR_CONFIG; a file the user named by hand deserves a word
+            print(f"spar: warning: SPAR_CONFIG {named} was skipped ({skipped['why']}); "
+                  "using the next configuration source", file=sys.stderr)
     configured = [r.name for r in cfg.reviewers]
     cfg = select_reviewers(cfg, args.reviewers, args.models, args.efforts)
     cfg = add_check_paths(cfg, args.check_paths)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 QUIET = ("starting", "running")  # shown in the live table only; plain lines stay few
-FINAL = ("completed", "failed", "unavailable", "timeout", "tool_violation", "awaiting_record",
+FINAL = ("answered", "completed", "failed", "unavailable", "timeout", "tool_violation", "awaiting_record",
          "invalid_output")
 
 
@@ -81,9 +81,10 @@ class Progress:
     def reviewer_status(self, name: str, status: str, detail: str = "") -> None:
         with self._lock:
             row = self._row(name)
+            answered = row.status == "answered"
             row.status = status
             row.detail = detail
-            if status in FINAL:
+            if status in FINAL and not answered:  # the verdict on an answer keeps the answer's time
                 row.finished = self._clock()
             elapsed = row.elapsed(self._clock())
         if self._live is None and status in QUIET:

@@ -33,6 +33,11 @@ def test_plain_lines():
     p.reviewer_started("codex", 1, "")
     clock.t += 1
     p.reviewer_status("codex", "timeout", "no answer within 1s")
+    p.reviewer_started("gemini", 1, "")
+    clock.t += 0.5
+    p.reviewer_status("gemini", "answered")
+    clock.t += 3  # judging the answer takes no reviewer time
+    p.reviewer_status("gemini", "invalid_output", "missing key limits")
     p.close()
     assert out.getvalue().splitlines() == [
         "spar: claude: started attempt 1 (model opus)",
@@ -41,6 +46,9 @@ def test_plain_lines():
         "spar: claude: completed in 2.1s",  # elapsed counts from the first attempt
         "spar: codex: started attempt 1 (model CLI default)",
         "spar: codex: timeout in 1.0s: no answer within 1s",
+        "spar: gemini: started attempt 1 (model CLI default)",
+        "spar: gemini: answered in 0.5s",
+        "spar: gemini: invalid_output in 0.5s: missing key limits",
     ]
     rows = {r.name: r for r in p.rows()}
     assert rows["claude"].attempt == 2 and rows["claude"].model == "sonnet"

@@ -261,7 +261,9 @@ async def test_progress_events(tmp_path):
     progress.close()
     lines = stream.getvalue().splitlines()
     assert "spar: a: started attempt 1 (model CLI default)" in lines
-    assert any(line.startswith("spar: a: completed in ") for line in lines)
+    # the runner has not judged the answer yet: "answered", never "completed"
+    assert any(line.startswith("spar: a: answered in ") for line in lines)
+    assert not any(": completed" in line for line in lines)
     assert any(line.startswith("spar: n: awaiting_record in ") and "awaiting spar record" in line for line in lines)
 
 

@@ -246,8 +246,8 @@ def _record(plan: RoundPlan, round_json: dict, outcomes: list, progress, workspa
     for outcome in outcomes:
         findings += apply_outcome(round_json, outcome, ctx)
         entry = next(r for r in round_json["reviewers"] if r["name"] == outcome.name)
-        if outcome.status == "completed" and entry["status"] != "completed":
-            # the runner saw an answer; the checks turned it down: say so where progress is shown
+        if outcome.status == "completed":
+            # the runner said "answered"; the checks decide completed or invalid_output
             progress.reviewer_status(outcome.name, entry["status"], entry["reason"])
     write_round_outputs(plan.out, round_json, findings)
     return findings

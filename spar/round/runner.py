@@ -132,8 +132,12 @@ async def _run_reviewer(job: ReviewerJob, st: _Settings) -> ReviewerOutcome:
         model=models[len(attempts) - 1],
         output_error=last.output_error,
     )
-    detail = last.reason if last.status != "completed" else (last.output_error or "")
-    _status(st, cfg.name, last.status, detail)
+    if last.status == "completed":
+        # the answer is judged after the run (G1-G6), so progress says "answered" here and
+        # `spar run` reports completed or invalid_output once it has checked the answer
+        _status(st, cfg.name, "answered", f"answer not usable: {last.output_error}" if last.output_error else "")
+    else:
+        _status(st, cfg.name, last.status, last.reason)
     return outcome
 
 

@@ -132,16 +132,15 @@ def test_existing_workspace_is_a_write_failure(repo, tmp_path):
         build_workspace(repo, base, head, tmp_path / "workspace")
 
 
-def test_many_files_fast(tmp_path):
+def test_many_files(tmp_path):
+    # more blob IDs than one pipe buffer holds (the stream feeds git from a thread);
+    # speed is measured in bench/workspace_copies.py, not here
     files = {f"pkg{i % 20}/mod{i}.py": f"x = {i}\n" for i in range(2000)}
     repo = make_repo(tmp_path, files)
     head = git(repo, "rev-parse", "HEAD").strip()
-    import time
-
-    t0 = time.monotonic()
     build_workspace(repo, head, head, tmp_path / "workspace")
-    assert time.monotonic() - t0 < 20  # generous: shared CI machines
     assert (tmp_path / "workspace" / "base" / "pkg7" / "mod1987.py").read_text() == "x = 1987\n"
+    assert (tmp_path / "workspace" / "head" / "pkg0" / "mod0.py").read_text() == "x = 0\n"
 
 
 def test_unsafe_tree_paths_are_never_written(tmp_path):

@@ -467,6 +467,23 @@ def _sed_problem(prog: _Word, args: list[_Word]) -> str | None:
     operands: list[_Word] = []
     options_done = False
     k = 0
+
+    def take(letter: str, inline: str | None) -> bool:
+        """The value of -e/-l (given inline, else the next word); False when it is missing
+        or, for -l, not a number (BSD sed's -l takes no value: the next word would be the script)."""
+        nonlocal k
+        if inline is not None:
+            value, globbed = inline, False
+        elif k < len(args):
+            value, globbed = args[k].value, args[k].glob is not None
+            k += 1
+        else:
+            return False
+        if letter == "e":
+            scripts.append((value, globbed))
+            return True
+        return value.isdigit()
+
     while k < len(args):
         word = args[k]
         v = word.value
@@ -494,17 +511,8 @@ def _sed_problem(prog: _Word, args: list[_Word]) -> str | None:
                 return _shown(word)
             if letter == "n":
                 quiet = True
-            elif letter in ("e", "l"):
-                globbed = False
-                if not eq:
-                    if k >= len(args):
-                        return _shown(word)
-                    val, globbed = args[k].value, args[k].glob is not None
-                    k += 1
-                if letter == "e":
-                    scripts.append((val, globbed))
-                elif not val.isdigit():
-                    return _shown(word)  # see -l below
+            elif letter in ("e", "l") and not take(letter, val if eq else None):
+                return _shown(word)
             continue
         cluster = v[1:]
         for pos, ch in enumerate(cluster):
@@ -513,17 +521,7 @@ def _sed_problem(prog: _Word, args: list[_Word]) -> str | None:
             if ch == "n":
                 quiet = True
             elif ch in "el":
-                rest = cluster[pos + 1:]
-                globbed = False
-                if not rest:
-                    if k >= len(args):
-                        return _shown(word)
-                    rest, globbed = args[k].value, args[k].glob is not None
-                    k += 1
-                if ch == "e":
-                    scripts.append((rest, globbed))
-                elif not rest.isdigit():
-                    # BSD sed's -l takes no value: there the next word would be the script
+                if not take(ch, cluster[pos + 1:] or None):
                     return _shown(word)
                 break
     if not quiet:

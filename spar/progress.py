@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
+from spar.textsafe import terminal_safe
+
 QUIET = ("starting", "running")  # shown in the live table only; plain lines stay few
 FINAL = ("answered", "completed", "failed", "unavailable", "timeout", "tool_violation", "awaiting_record",
          "invalid_output")
@@ -102,7 +104,7 @@ class Progress:
             self._live.refresh()
             return
         try:
-            self.stream.write(f"spar: {text}\n")
+            self.stream.write(f"spar: {terminal_safe(text)}\n")
             self.stream.flush()
         except (OSError, ValueError):
             pass  # progress is a courtesy; a closed stderr must not stop the round
@@ -126,6 +128,7 @@ class _Table:
 
     def __rich__(self):
         from rich.table import Table
+        from rich.text import Text
 
         now = self.progress._clock()
         table = Table(title="spar reviewers", title_justify="left", expand=False)
@@ -133,8 +136,10 @@ class _Table:
             table.add_column(column)
         for row in self.progress.rows():
             status = row.status + (f": {row.detail}" if row.detail else "")
-            table.add_row(row.name, status[:80], str(row.attempt or ""), _model_text(row.model),
-                          f"{row.elapsed(now):.1f}s")
+            # Text, not str: rich would read `[...]` in a reviewer's words as markup
+            cells = (row.name, status[:80], str(row.attempt or ""), _model_text(row.model),
+                     f"{row.elapsed(now):.1f}s")
+            table.add_row(*(Text(terminal_safe(cell)) for cell in cells))
         return table
 
 

@@ -87,3 +87,30 @@ def test_closed_stream_does_not_raise():
     p.reviewer_started("x", 1, "")
     p.reviewer_status("x", "failed", "boom")
     p.close()
+
+
+HOSTILE = "\x1b[2J\x1b]52;c;ZXZpbA==\x07\x9b31m[red]boom[/red]\rX"
+
+
+def test_plain_lines_escape_reviewer_text():
+    out = io.StringIO()
+    p = Progress(out)
+    p.reviewer_started("x", 1, "")
+    p.reviewer_status("x", "failed", HOSTILE + "\nsecond line")
+    p.close()
+    text = out.getvalue()
+    assert "\x1b" not in text and "\x9b" not in text and "\r" not in text and "\x07" not in text
+    assert "\\e[2J\\e]52;c;ZXZpbA==\\a\\x9b31m[red]boom[/red]\\rX\\nsecond line" in text
+    assert len(text.splitlines()) == 2
+
+
+def test_live_table_escapes_reviewer_text():
+    out = TTY()
+    p = make_progress(out)
+    p.reviewer_started("x", 1, "")
+    p.reviewer_status("x", "failed", "[red]x[/red]\x1b]52;c;eA==\x07\x9b2J")
+    p.close()
+    text = out.getvalue()
+    assert "\x1b]52" not in text and "\x9b" not in text and "\x07" not in text
+    assert "\\e]52;c;eA==" in text and "\\x9b" in text
+    assert "[red]x[/red]" in text  # shown as text, not read as rich markup

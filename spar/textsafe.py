@@ -1,0 +1,50 @@
+"""Reviewer-derived text made safe to print on the user's terminal.
+
+A reviewer's output (and anything the change under review made it say) is
+untrusted: ESC sequences can clear the screen, rewrite earlier lines, set the
+window title or write the clipboard (OSC 52); C1 controls (U+0080-U+009F) are
+the same introducers in 8-bit form; CR and backspace overwrite what is shown;
+bidi overrides and zero-width characters make text read differently from what
+it is. Everything `str.isprintable()` rejects (categories Cc, Cf, Cs, Co, Cn,
+Zl, Zp and spaces other than U+0020) is shown escaped instead:
+
+- the usual short forms `\\t \\n \\r \\a \\b \\f \\v` and `\\e` for ESC;
+- bytes that were not UTF-8 (surrogateescape code points U+DC80-U+DCFF) as
+  `\\xNN` with the original byte;
+- other code points below U+0100 as `\\xNN`, the rest as `\\uNNNN` or
+  `\\UNNNNNNNN`.
+
+Newlines and tabs: by default (one-line uses: progress lines, live table
+cells, reasons) both are escaped, so one reviewer value is one line.
+`multiline=True` keeps `\\n` and `\\t` as they are (summaries printed as a
+block); CR is escaped in both modes. Backslashes are left alone: the output
+is for reading, not for parsing back.
+"""
+
+from __future__ import annotations
+
+_SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\a": "\\a", "\b": "\\b", "\f": "\\f",
+          "\v": "\\v", "\x1b": "\\e"}
+
+
+def _escape(ch: str) -> str:
+    short = _SHORT.get(ch)
+    if short is not None:
+        return short
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"\\x{code - 0xDC00:02x}"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def terminal_safe(text: str, *, multiline: bool = False) -> str:
+    """`text` with every character that could act on a terminal shown escaped."""
+    if text.isprintable():  # fast path: the common case needs no copy
+        return text
+    kept = "\n\t" if multiline else ""
+    return "".join(ch if ch == " " or ch in kept or ch.isprintable() else _escape(ch) for ch in text)
+
+
+__all__ = ["terminal_safe"]

@@ -207,3 +207,15 @@ def test_the_reader_would_see_a_torn_write(tmp_path):
             fh.write(data[len(data) // 2:])
 
     assert _race(tmp_path, in_place)["bad"] > 0
+
+
+def test_unique_tmp_replaces_whole_and_readable(tmp_path):
+    """Writers without a lock (the gate) use a temporary name of their own; the
+    file ends up like any other replacement: whole, mode 0644, no leftover."""
+    target = tmp_path / "gate.json"
+    (tmp_path / "gate.json.tmp").write_text("someone else's NAME.tmp")
+    atomic.write_json(target, {"state": "passed"}, unique_tmp=True)
+    assert json.loads(target.read_text()) == {"state": "passed"}
+    assert target.stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gate.json", "gate.json.tmp"]
+    assert (tmp_path / "gate.json.tmp").read_text() == "someone else's NAME.tmp"

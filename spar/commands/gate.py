@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 from pathlib import Path
 
 from spar import __version__, git
 from spar.argparsing import command_parser
-from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, RecordError, Refused, WriteFailed, quote
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, RecordError, Refused, quote
 from spar.judge import gate as judgement
 from spar.judge.dispositions import standing
 from spar.records import atomic, clock, paths, readers
@@ -201,38 +200,6 @@ def _series_round_dirs(series_dirs: list[str]) -> list[str]:
     return out
 
 
-def write_gate(out: Path, data: bytes) -> None:
-    """Replace `out` whole. The gate takes no lock, so two gates may write the same
-    --out at once: each writes its own uniquely named temporary file (a shared
-    NAME.tmp could be truncated by one while the other renames it into place)."""
-    folder = out.parent if str(out.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{out.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise WriteFailed(f"cannot write {out}: {exc.strerror or exc}") from exc
-    try:
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, out)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError as exc:
-        raise WriteFailed(f"cannot write {out}: {exc.strerror or exc}") from exc
-
-
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     out = Path(args.out)
@@ -248,7 +215,8 @@ def main(argv: list[str]) -> int:
     document["generated_at"] = clock.now()
     ordered = {key: document.pop(key) for key in KEY_ORDER}
     ordered.update(document)
-    write_gate(out, atomic.dumps(ordered).encode("utf-8"))
+    # the gate takes no lock: two gates may write the same --out at once
+    atomic.write_json(out, ordered, unique_tmp=True)
     print(f"gate {ordered['state']}: {args.out}")
     for reason in ordered["reasons"]:
         print(f"  - {reason}")

@@ -1,20 +1,25 @@
-"""Whole-file replacement: a reader sees the old file or the new one, never a mix.
+"""Durable writes: whole-file replacement and whole-line appends.
 
-Write `NAME.tmp` beside the target, flush and fsync it, rename it over the
-target, then fsync the folder so the rename itself survives a crash.
+Replacement writes a temporary file beside the target, fsyncs it, renames it
+over the target, then fsyncs the folder so the rename itself survives a crash:
+a reader sees the old file or the new one, never a mix. Appends add one whole
+line with a single `O_APPEND` write (callers hold the series lock, G33).
+Every failure is `WriteFailed` (exit 70) naming the target.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from spar.errors import WriteFailed
+from spar.errors import RecordError, WriteFailed
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
+    """Make a rename or a new name in `folder` durable."""
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
@@ -26,39 +31,58 @@ def _failed(path: Path, exc: OSError) -> WriteFailed:
     return WriteFailed(f"cannot write {path}: {exc.strerror or exc}")
 
 
-def write_bytes(path: Path | str, data: bytes) -> None:
-    path = Path(path)
+def _open_tmp(path: Path, unique: bool) -> tuple[int, Path]:
+    if unique:
+        # writers without a lock (the gate): each gets its own name, since a shared
+        # NAME.tmp could be truncated by one while the other renames it into place
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        return fd, Path(name)
     tmp = path.with_name(path.name + ".tmp")
+    # O_NOFOLLOW/O_TRUNC: a leftover or planted NAME.tmp is never followed or appended to
+    return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644), tmp
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def write_bytes(path: Path | str, data: bytes, *, unique_tmp: bool = False) -> None:
+    """Replace `path` whole. Writers under the series lock use `NAME.tmp` (a name
+    reviewers cannot take, G21); `unique_tmp` is for writers that take no lock."""
+    path = Path(path)
     try:
-        # O_NOFOLLOW/O_TRUNC: a leftover or planted NAME.tmp is never followed or appended to
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        fd, tmp = _open_tmp(path, unique_tmp)
     except OSError as exc:
         raise _failed(path, exc) from exc
     try:
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            if unique_tmp:
+                os.fchmod(fd, 0o644)  # mkstemp makes it private; the gate file is for everybody
+            _write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        raise _failed(path, exc) from exc
+        if isinstance(exc, OSError):
+            raise _failed(path, exc) from exc
+        raise
     try:
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
     except OSError as exc:
         # the new file is in place but its rename may not be durable: exit 70 says "may have been applied"
         raise _failed(path, exc) from exc
 
 
-def write_text(path: Path | str, text: str) -> None:
-    write_bytes(path, text.encode("utf-8"))
+def write_text(path: Path | str, text: str, *, unique_tmp: bool = False) -> None:
+    write_bytes(path, text.encode("utf-8"), unique_tmp=unique_tmp)
 
 
 def dumps(obj: Any) -> str:
@@ -66,6 +90,42 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def write_json(path: Path | str, obj: Any) -> None:
+def write_json(path: Path | str, obj: Any, *, unique_tmp: bool = False) -> None:
     # encode first: an object that cannot be written touches nothing on disk
-    write_text(path, dumps(obj))
+    write_text(path, dumps(obj), unique_tmp=unique_tmp)
+
+
+def append_line(path: Path | str, data: bytes) -> None:
+    """Append one whole line (`data` ends with its only newline) in one write.
+    Refuses (RecordError) when the file's last line is torn: appending would glue
+    this line onto it, and the file needs a person."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise _failed(path, exc) from exc
+    try:
+        try:
+            size = os.fstat(fd).st_size
+            if size and _last_byte(path, size) != b"\n":
+                raise RecordError(f"{path}: the last line is incomplete (a write was interrupted)")
+            written = os.write(fd, data)
+            if written != len(data):
+                raise WriteFailed(f"cannot write {path}: only {written} of {len(data)} bytes were written")
+            os.fsync(fd)
+        except OSError as exc:
+            raise _failed(path, exc) from exc
+    finally:
+        os.close(fd)
+    if size == 0:
+        try:
+            fsync_dir(path.parent)  # the file may be new: make its name durable
+        except OSError as exc:
+            raise _failed(path, exc) from exc
+
+
+def _last_byte(path: Path, size: int) -> bytes:
+    # the append fd is write-only; read the tail through a second descriptor
+    with open(path, "rb") as f:
+        f.seek(size - 1)
+        return f.read(1)

@@ -8,11 +8,11 @@ readers refuse a torn line instead of guessing (G32).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from spar.errors import RecordError, WriteFailed
+from spar.errors import RecordError
+from spar.records import atomic
 
 
 def dumps_line(obj: Any) -> bytes:
@@ -21,42 +21,7 @@ def dumps_line(obj: Any) -> bytes:
 
 
 def append(path: Path | str, obj: dict) -> None:
-    path = Path(path)
-    data = dumps_line(obj)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except OSError as exc:
-        raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from exc
-    try:
-        try:
-            size = os.fstat(fd).st_size
-            if size and _last_byte(path, size) != b"\n":
-                # appending would glue our line onto a torn one; the file needs a person
-                raise RecordError(f"{path}: the last line is incomplete (a write was interrupted)")
-            written = os.write(fd, data)
-            if written != len(data):
-                raise WriteFailed(f"cannot write {path}: only {written} of {len(data)} bytes were written")
-            os.fsync(fd)
-        except OSError as exc:
-            raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from exc
-    finally:
-        os.close(fd)
-    if size == 0:
-        try:
-            dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-        except OSError as exc:
-            raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from exc
-
-
-def _last_byte(path: Path, size: int) -> bytes:
-    # the append fd is write-only; read the tail through a second descriptor
-    with open(path, "rb") as f:
-        f.seek(size - 1)
-        return f.read(1)
+    atomic.append_line(path, dumps_line(obj))
 
 
 def _no_constants(name: str) -> Any:

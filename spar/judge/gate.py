@@ -219,17 +219,9 @@ def _started(item: ListedRound) -> str:
     return started if isinstance(started, str) else ""
 
 
-def judge(
-    listed: list[ListedRound],
-    series: list[SeriesListing],
-    head: HeadCheck | None,
-    extra_lookup: ExtraLookup | None = None,
-) -> dict:
-    """Return the review-gate/v1 document (without `previous_gate_digest` and
-    `spar_version`, which the command adds)."""
+def listed_round_reasons(listed: list[ListedRound]) -> list[str]:
+    """Step 1: unreadable, dry-run and unrecorded rounds in the list (G29, G32)."""
     reasons: list[str] = []
-
-    # 1. unreadable, dry-run and unrecorded rounds in the list (G29, G32)
     for item in listed:
         state = item.state
         if state == "unreadable":
@@ -242,8 +234,12 @@ def judge(
             )
         if state != "unreadable" and item.waivers_error is not None:
             reasons.append(f"round {item.arg}: waivers.jsonl cannot be read: {item.waivers_error}")
+    return reasons
 
-    # 2. rounds of the series missing from the list (G29)
+
+def unlisted_round_reasons(listed: list[ListedRound], series: list[SeriesListing]) -> list[str]:
+    """Step 2: rounds of the series missing from the list (G29)."""
+    reasons: list[str] = []
     listed_keys = {(item.series, item.name) for item in listed}
     for listing in series:
         if listing.error is not None:
@@ -259,118 +255,160 @@ def judge(
                 )
             else:
                 reasons.append(f"{listing.arg}: round {found.name} of the series is not in the gate list")
+    return reasons
 
-    latest = latest_round(listed)
 
-    # 3. the latest round's head against the expected head
-    if latest is not None and head is not None:
-        if head.error is not None:
-            reasons.append(f"the expected head ({head.source}) cannot be resolved: {head.error}")
-        elif head.expected != latest.round["head"]:
-            reasons.append(
-                f"round {latest.arg} reviewed head {latest.round['head']}, but {head.source} is {head.expected}"
-            )
+def head_reasons(latest: ListedRound | None, head: HeadCheck | None) -> list[str]:
+    """Step 3: the latest round's head against the expected head."""
+    if latest is None or head is None:
+        return []
+    if head.error is not None:
+        return [f"the expected head ({head.source}) cannot be resolved: {head.error}"]
+    if head.expected != latest.round["head"]:
+        return [f"round {latest.arg} reviewed head {latest.round['head']}, but {head.source} is {head.expected}"]
+    return []
 
-    # 4. required reviewers of the latest round of each stage, per series: rounds
-    # of another series (another review subject) never stand in for this one's
-    stages_out = []
+
+def all_stage_reviewers(listed: list[ListedRound]) -> dict[tuple[str, str], StageReviewers]:
+    """Step 4: required reviewers of the latest round of each stage, per series
+    (series path, stage): rounds of another series (another review subject)
+    never stand in for this one's."""
     by_key: dict[tuple[str, str], StageReviewers] = {}
     for series_path in dict.fromkeys(item.series for item in listed):
         for stage in STAGES:
             found = stage_reviewers(listed, series_path, stage)
-            if found is None:
-                continue
-            by_key[(series_path, stage)] = found
-            stages_out.append(found.record())
-            for item, entry in found.missing:
-                why = entry["status"]
-                if entry.get("reason"):
-                    why += f": {entry['reason']}"
-                reasons.append(
-                    f"round {item.arg}: required reviewer {entry['name']} neither completed nor was waived ({why})"
-                )
+            if found is not None:
+                by_key[(series_path, stage)] = found
+    return by_key
 
-    # 5. defects and requirement-questions without a standing disposition
+
+def reviewer_reasons(by_key: dict[tuple[str, str], StageReviewers]) -> list[str]:
+    reasons: list[str] = []
+    for found in by_key.values():
+        for item, entry in found.missing:
+            why = entry["status"]
+            if entry.get("reason"):
+                why += f": {entry['reason']}"
+            reasons.append(
+                f"round {item.arg}: required reviewer {entry['name']} neither completed nor was waived ({why})"
+            )
+    return reasons
+
+
+@dataclass
+class FindingTally:
+    """Step 5's outcome: findings counted by class, and the blocking ones traced."""
+
+    counts: dict[str, int]
+    open: list[str]  # ROUND/ID of blocking findings without a standing disposition
+    auto_deferred: int
+    traces: dict[tuple[str, str, str], Trace]  # (series, round, id) of every blocking finding
+    reasons: list[str]
+
+
+RoundKey = tuple[str, str]  # (series path, round name)
+
+
+def _lookup_in(series_path: str, ids_by_round: dict[RoundKey, set[str]], standing_by_round: dict[RoundKey, dict],
+               extra_lookup: ExtraLookup | None) -> Callable[[Key], tuple[str, object]]:
+    """Finding lookup for duplicate tracing inside one series: listed rounds
+    first, then `extra_lookup` for rounds that were not listed."""
+
+    def lookup(key: Key) -> tuple[str, object]:
+        where = (series_path, key[0])
+        if where in ids_by_round:
+            if key[1] not in ids_by_round[where]:
+                return "missing", f"{key[0]}/{key[1]} does not exist"
+            return "ok", standing_by_round[where].get(key[1])
+        if extra_lookup is None:
+            return "unreadable", f"round {key[0]} was not read"
+        return extra_lookup(series_path, key)
+
+    return lookup
+
+
+def tally_findings(listed: list[ListedRound], extra_lookup: ExtraLookup | None) -> FindingTally:
+    """Step 5: defects and requirement-questions without a standing disposition."""
     usable = [item for item in listed if item.state == "ok"]
     standing_by_round = {(item.series, item.name): standing(item.ledger or []) for item in usable}
-    ids_by_round = {(item.series, item.name): {f["id"] for f in item.findings} for item in usable}
-
-    def lookup_in(series_path: str) -> Callable[[Key], tuple[str, object]]:
-        def lookup(key: Key) -> tuple[str, object]:
-            where = (series_path, key[0])
-            if where in ids_by_round:
-                if key[1] not in ids_by_round[where]:
-                    return "missing", f"{key[0]}/{key[1]} does not exist"
-                return "ok", standing_by_round[where].get(key[1])
-            if extra_lookup is None:
-                return "unreadable", f"round {key[0]} was not read"
-            return extra_lookup(series_path, key)
-
-        return lookup
-
-    counts = {cls: 0 for cls in CLASSES}
-    open_ids: list[str] = []
-    auto_deferred = 0
-    disposed: dict[tuple[str, str, str], Trace] = {}
+    ids_by_round = {(item.series, item.name): {f["id"] for f in item.findings or []} for item in usable}
+    lookups = {path: _lookup_in(path, ids_by_round, standing_by_round, extra_lookup)
+               for path in dict.fromkeys(item.series for item in usable)}
+    tally = FindingTally({cls: 0 for cls in CLASSES}, [], 0, {}, [])
     for item in usable:
         lines = standing_by_round[(item.series, item.name)]
-        for finding in item.findings:
-            counts[finding["class"]] += 1
+        for finding in item.findings or []:
+            tally.counts[finding["class"]] += 1
             line = lines.get(finding["id"])
             if line and line.get("disposition") == "deferred" and line.get("auto") is True:
-                auto_deferred += 1
+                tally.auto_deferred += 1
             if finding["class"] not in BLOCKING_CLASSES:
                 continue
-            result = trace((item.name, finding["id"]), lookup_in(item.series))
-            disposed[(item.series, item.name, finding["id"])] = result
+            result = trace((item.name, finding["id"]), lookups[item.series])
+            tally.traces[(item.series, item.name, finding["id"])] = result
             if result.state == "disposed":
                 continue
-            open_ids.append(f"{item.name}/{finding['id']}")
-            reasons.append(f"round {item.arg}: finding {finding['id']} ({finding['class']}) {_open_why(result)}")
+            tally.open.append(f"{item.name}/{finding['id']}")
+            tally.reasons.append(f"round {item.arg}: finding {finding['id']} ({finding['class']}) {_open_why(result)}")
+    return tally
 
-    # 6. growth: defects of the latest code round introduced by the last fix
-    growth = {"in_check_paths": 0, "outside_check_paths": 0}
-    growth_ids: list[str] = []
+
+@dataclass
+class Growth:
+    """Step 6's outcome: defects of the latest code round introduced by the last fix."""
+
+    counts: dict[str, int]  # in_check_paths, outside_check_paths
+    ids: list[str]
+    reasons: list[str]
+
+
+def growth(listed: list[ListedRound], traces: dict[tuple[str, str, str], Trace]) -> Growth:
+    """Step 6. Reading of "reported, not blocking when disposed": growth is always
+    counted; growth outside the check paths blocks until disposed."""
+    out = Growth({"in_check_paths": 0, "outside_check_paths": 0}, [], [])
     code = latest_round(listed, "code")
     # "the last fix" exists only when an earlier code round was reviewed: the first
     # code round's defects are the change itself and already block as open findings
-    after_fix = code is not None and any(
-        item.state == "ok" and item is not code and item.round.get("stage") == "code"
-        and item.series == code.series for item in listed)
-    if after_fix:
-        for finding in code.findings:
-            if finding["class"] != "defect" or finding.get("introduced_by_change") != "yes":
-                continue
-            inside = finding.get("in_check_paths") is True
-            growth["in_check_paths" if inside else "outside_check_paths"] += 1
-            growth_ids.append(f"{code.name}/{finding['id']}")
-            result = disposed.get((code.series, code.name, finding["id"]))
-            # reading of "reported, not blocking when disposed": growth is always
-            # counted; growth outside the check paths blocks until disposed
-            if not inside and (result is None or result.state != "disposed"):
-                where = finding.get("path") or "unreadable location"
-                reasons.append(
-                    f"round {code.arg}: finding {finding['id']} (defect) was introduced by the last fix "
-                    f"outside the check paths ({where}) and is not disposed"
-                )
+    if code is None or not any(item.state == "ok" and item is not code and item.round.get("stage") == "code"
+                               and item.series == code.series for item in listed):
+        return out
+    for finding in code.findings or []:
+        if finding["class"] != "defect" or finding.get("introduced_by_change") != "yes":
+            continue
+        inside = finding.get("in_check_paths") is True
+        out.counts["in_check_paths" if inside else "outside_check_paths"] += 1
+        out.ids.append(f"{code.name}/{finding['id']}")
+        result = traces.get((code.series, code.name, finding["id"]))
+        if not inside and (result is None or result.state != "disposed"):
+            where = finding.get("path") or "unreadable location"
+            out.reasons.append(
+                f"round {code.arg}: finding {finding['id']} (defect) was introduced by the last fix "
+                f"outside the check paths ({where}) and is not disposed"
+            )
+    return out
 
-    rounds_out = []
-    for item in listed:
-        r = item.round if isinstance(item.round, dict) else {}
-        rounds_out.append(
-            {
-                "path": item.path,
-                "name": item.name,
-                "stage": r.get("stage"),
-                "head": r.get("head"),
-                "base": r.get("base"),
-                "packet_sha256": r.get("packet_sha256"),
-                "counted": r.get("counted"),
-                "dry_run": r.get("dry_run"),
-                "state": item.state,
-            }
-        )
 
+def round_entry(item: ListedRound) -> dict:
+    """The gate file's `rounds[]` entry of a listed round."""
+    r = item.round if isinstance(item.round, dict) else {}
+    entry = {key: r.get(key) for key in ("stage", "head", "base", "packet_sha256", "counted", "dry_run")}
+    return {"path": item.path, "name": item.name, **entry, "state": item.state}
+
+
+def judge(
+    listed: list[ListedRound],
+    series: list[SeriesListing],
+    head: HeadCheck | None,
+    extra_lookup: ExtraLookup | None = None,
+) -> dict:
+    """Return the review-gate/v1 document (without `previous_gate_digest` and
+    `spar_version`, which the command adds). Reasons come in the order of the steps."""
+    latest = latest_round(listed)
+    by_key = all_stage_reviewers(listed)
+    tally = tally_findings(listed, extra_lookup)
+    grown = growth(listed, tally.traces)
+    reasons = (listed_round_reasons(listed) + unlisted_round_reasons(listed, series) + head_reasons(latest, head)
+               + reviewer_reasons(by_key) + tally.reasons + grown.reasons)
     top = by_key.get((latest.series, latest.round["stage"])) if latest is not None else None
     required, completed, waived = (top.required, top.completed, top.waived) if top else ([], [], [])
     return {
@@ -381,16 +419,16 @@ def judge(
         "base": latest.round["base"] if latest else None,
         "criteria_digest": latest.round.get("criteria_digest") if latest else None,
         "expect_head": head.expected if head is not None else None,
-        "rounds": rounds_out,
+        "rounds": [round_entry(item) for item in listed],
         "required_reviewers": required,
         "completed": completed,
         "waived": waived,
-        "stages": stages_out,
-        "findings": counts,
-        "open": open_ids,
-        "auto_deferred": auto_deferred,
-        "growth": growth,
-        "growth_findings": growth_ids,
+        "stages": [found.record() for found in by_key.values()],
+        "findings": tally.counts,
+        "open": tally.open,
+        "auto_deferred": tally.auto_deferred,
+        "growth": grown.counts,
+        "growth_findings": grown.ids,
     }
 
 

@@ -10,6 +10,7 @@ from spar.errors import EXIT_INTERNAL, EXIT_USAGE, NotImplementedYet, SparError
 
 # command name -> (module under spar.commands, one-line summary); order is the help order
 COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("init", "write the user (and project) configuration and ignore the series folder"),
     "run": ("run", "run one review round with every configured reviewer in parallel"),
     "record": ("record", "record a result spar did not collect itself (native reviewer, transcript)"),
     "triage": ("triage", "give a finding a disposition (fixed, duplicate, rejected, deferred, answered)"),

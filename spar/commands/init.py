@@ -1,0 +1,254 @@
+"""`spar init`: set a user up in one command (user configuration, optional
+project configuration, the series folder in the repository's ignore rules).
+
+Every change is planned first; when any part cannot be done safely nothing is
+written at all and the user gets the exact lines to add by hand. Existing
+files are only ever added to (`spar.config.scaffold`), never rewritten.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from spar.argparsing import command_parser
+from spar.config.checks import check_project, check_user
+from spar.config.scaffold import (CLI_PRESETS, TIMEOUT_BLOCK, CannotEdit, Edit, append_line, caps_block, fit,
+                                  ignore_pattern, project_key_block, project_template, project_values,
+                                  reviewer_blocks, user_template)
+from spar.config.sources import PROJECT_FILE, find_user_source, missing_why, user_candidates
+from spar.config.toml_positions import TomlSyntaxError, locate_toml
+from spar.errors import ConfigError, Refused, UsageError, quote
+from spar.records import atomic
+from spar.round.executable import find_executable
+
+DESCRIPTION = """\
+Set Spar up: write the user configuration (reviewers for the CLIs found on
+PATH among claude, codex, agy; otherwise the host's native reviewer), with
+--project the repository's .jaekit/spar.toml, and add the series folder
+(--series, default reviews) to the repository's ignore rules so that
+`spar run --out reviews/ROUND` is accepted (G28).
+
+The user file is the one Spar reads: the first existing of $SPAR_CONFIG,
+$XDG_CONFIG_HOME/jaekit/spar.toml, ~/.config/jaekit/spar.toml; when none
+exists, the first of those paths (a variable that is unset or empty is
+skipped). Existing files are never rewritten: keys they lack are added
+(top-level keys after the leading comments, tables at the end) and every
+other byte stays. The ignore line (/NAME/) goes at the end of the .gitignore
+in the folder holding the series, where no other rule can override it. When
+a file cannot be edited safely (not TOML, clean-review's config.json, a
+symbolic link to a folder, ...), nothing at all is written and the exact
+lines to add are printed.
+
+Exit codes: 0 done, or nothing to do; 64 usage error; 65 refused (nothing
+written; the lines to add are on stderr); 70 a write failed part-way."""
+
+
+@dataclass
+class Step:
+    """One planned change (or a note that nothing changes)."""
+
+    path: str
+    action: str  # "create" | "edit" | "keep"
+    text: str = ""  # the whole new text (create, edit)
+    shown: str = ""  # what --dry-run prints: the whole text or the added lines
+    note: str = ""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = command_parser("init", DESCRIPTION)
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("--project", action="store_true", help="also write <repository>/.jaekit/spar.toml")
+    p.add_argument("--series", default="reviews", metavar="DIR",
+                   help="the series folder to ignore (default: reviews, relative to the current folder)")
+    p.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
+    p.add_argument("-C", dest="directory", metavar="DIR", help="work as if started in DIR")
+    return p
+
+
+# ---------------------------------------------------------------- user configuration
+
+
+def found_clis(path_env: str | None) -> list[str]:
+    return [name for name in CLI_PRESETS if find_executable(name, path_env).status == "ok"]
+
+
+def _validated(path: str, text: str, check) -> None:
+    """The text Spar would read must pass the same checks as `spar config`."""
+    try:
+        check(locate_toml(path, text))
+    except TomlSyntaxError as err:
+        raise ConfigError(path, err.line, err.message) from None
+
+
+def _read_existing(path: str, lines: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise CannotEdit(f"it cannot be read ({getattr(err, 'strerror', None) or err})", lines) from None
+
+
+def _first_toml(env, home: Path) -> str:
+    return next(c.path for c in user_candidates(env, home) if c.kind == "toml")
+
+
+def plan_user(env, home: Path, found: list[str]) -> Step:
+    source, _ = find_user_source(env, home)
+    template = user_template(found)
+    if source is None:
+        target = _first_toml(env, home)
+        _validated(target, template, check_user)
+        return Step(target, "create", template, template, f"reviewers: {', '.join(found) or 'native'}")
+    if source.kind == "json":
+        raise _refusal(source.path, "it is clean-review's config.json, which Spar reads but does not edit; "
+                       f"to configure Spar instead, create {_first_toml(env, home)} with",
+                       template)
+    head = [("timeout_seconds", TIMEOUT_BLOCK)]
+    tail = [("reviewers", reviewer_blocks(found))]
+    lines = Edit("", head_lines=TIMEOUT_BLOCK + "\n", tail_lines="\n" + reviewer_blocks(found)).lines_to_add()
+    # a file that already names its reviewers is the user's choice: left alone entirely
+    return _plan_edit(source.path, head, tail, lines, check_user, "reviewers", needs="reviewers")
+
+
+def _plan_edit(path: str, head, tail, lines: str, check, main_key: str, needs: str | None = None) -> Step:
+    real = os.path.realpath(path)  # a symbolic link (dotfiles) is edited at its target, never replaced
+    try:
+        existing = _read_existing(real, lines)
+        edit = fit(existing, head, tail)
+    except CannotEdit as err:
+        raise _refusal(path, err.why, err.lines) from None
+    if not edit.changed or (needs is not None and needs not in edit.added):
+        return Step(real, "keep", note=f"already has {main_key}; left as it is")
+    _validated(path, edit.text, check)
+    return Step(real, "edit", edit.text, edit.lines_to_add(), "added " + ", ".join(edit.added))
+
+
+def _refusal(path: str, why: str, lines: str) -> Refused:
+    return Refused(f"cannot edit {quote(path)}: {why}; nothing was written. Add these lines yourself:\n{lines}")
+
+
+# ---------------------------------------------------------------- project configuration
+
+
+def plan_project(root: Path) -> Step:
+    entries = list(root.iterdir())
+    values = project_values({e.name for e in entries if e.is_file()}, {e.name for e in entries if e.is_dir()})
+    path = str(root.joinpath(*PROJECT_FILE))
+    template = project_template(values)
+    if missing_why(path) is not None:
+        _validated(path, template, check_project)
+        return Step(path, "create", template, template, "rules, check_paths, angles, caps")
+    head = [(k, project_key_block(k, values)) for k in ("rules", "check_paths", "angles")]
+    tail = [("caps", caps_block(values))]
+    lines = Edit("", head_lines="".join(b + "\n" for _, b in head), tail_lines="\n" + tail[0][1]).lines_to_add()
+    return _plan_edit(path, head, tail, lines, check_project, "every key")
+
+
+# ---------------------------------------------------------------- ignore rules
+
+
+def plan_ignore(series: Path) -> Step:
+    """G28 for the series folder; when the innermost repository does not ignore
+    it, one line for the .gitignore of the deepest existing folder holding it."""
+    from spar import git
+    from spar.records import paths
+
+    try:
+        paths.check_record_path(series, kind="--series", directory=True)
+    except Refused as err:
+        problem = err
+    else:
+        inside = bool(paths.containing_repos(series, kind="--series"))
+        return Step(str(series), "keep", note="already ignored" if inside else "not inside a git repository")
+    real = Path(os.path.realpath(series))
+    root = paths.containing_repos(series, kind="--series")[0]
+    if real == root:
+        raise Refused(f"--series {quote(str(series))} is the repository root; pick a folder inside it")
+    if git.tracked_under(root, real) or git.is_ignored(root, real, directory=True):
+        raise Refused(f"{problem.message}; an ignore rule cannot fix that: pick another --series")
+    folder = real.parent
+    while not folder.is_dir():
+        folder = folder.parent
+    pattern = ignore_pattern(real.relative_to(folder).as_posix())
+    target = folder / ".gitignore"
+    existing = ""
+    if os.path.lexists(target):
+        lines = f"at the end of {target}:\n{pattern}\n"
+        if target.is_symlink() or not target.is_file():
+            raise _refusal(str(target), "it is not a regular file", lines)
+        try:
+            existing = _read_existing(str(target), lines)
+        except CannotEdit as err:
+            raise _refusal(str(target), err.why, err.lines) from None
+    action = "edit" if os.path.lexists(target) else "create"
+    return Step(str(target), action, append_line(existing, pattern), pattern + "\n", f"ignores {series}")
+
+
+# ---------------------------------------------------------------- running
+
+
+def _indent(text: str) -> str:
+    return "".join("    " + line if line.strip() else line for line in text.splitlines(keepends=True))
+
+
+def _write(step: Step) -> None:
+    path = Path(step.path)
+    mode = None
+    if step.action == "edit":
+        mode = os.stat(path).st_mode & 0o7777
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(path, step.text)
+    if mode is not None:
+        os.chmod(path, mode)  # the replacement keeps the file's permissions (a private config stays private)
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    base = Path(args.directory) if args.directory is not None else Path.cwd()
+    if not base.is_dir():
+        raise UsageError(f"init: -C {args.directory!r}: not a folder")
+    env = os.environ
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    if not args.series:
+        raise UsageError("init: --series needs a folder")
+    series = Path(args.series) if os.path.isabs(args.series) else base / args.series
+
+    from spar import git
+
+    try:
+        root = git.repo_root(base)
+    except git.GitError as err:
+        raise Refused(f"cannot find the repository of {os.path.abspath(base)}: {err}") from None
+    steps = [plan_user(env, home, found_clis(env.get("PATH")))]
+    if args.project:
+        if root is None:
+            raise Refused(f"--project: {os.path.abspath(base)} is not inside a git repository")
+        steps.append(plan_project(Path(root)))
+    steps.append(plan_ignore(series))
+
+    out = sys.stdout
+    for step in steps:
+        if args.dry_run:
+            if step.action == "keep":
+                out.write(f"would keep {step.path}: {step.note}\n")
+            else:
+                verb = "create" if step.action == "create" else "add to"
+                out.write(f"would {verb} {step.path} ({step.note}):\n{_indent(step.shown)}")
+            continue
+        if step.action != "keep":
+            _write(step)
+        verb = {"create": "created", "edit": "edited", "keep": "kept"}[step.action]
+        out.write(f"{verb} {step.path}: {step.note}\n")
+    if not args.dry_run:
+        ignore = steps[-1]
+        if ignore.action != "keep":
+            from spar.records import paths
+
+            paths.check_record_path(series, kind="--series", directory=True)  # the line must have done it
+        out.write(f"Next: `spar doctor`, then `spar run --stage code --out {args.series.rstrip('/')}/ROUND`.\n")
+    return 0

@@ -1,0 +1,320 @@
+"""`spar init`: user and project configuration, the series folder ignored (G28),
+never rewriting a byte of an existing file, and the first-round path of a new user."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from spar.cli import main
+from spar.config import load_config
+from spar.config.scaffold import fit, ignore_pattern
+from tests.gitrepo import commit, git, make_repo
+from tests.test_run_helpers import result
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKES = ROOT / "tests" / "fakes"
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    """A fresh repository as the current folder, an empty HOME, no Spar variables,
+    and a PATH holding only python and the given fake CLIs."""
+    repo = make_repo(tmp_path, {"AGENTS.md": "# rules\n", "tests/test_x.py": "def test(): pass\n", "app.py": "x = 1\n"})
+    home = tmp_path / "home"
+    home.mkdir()
+    for var in ("SPAR_CONFIG", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(repo)
+
+    def with_clis(*names: str) -> Path:
+        folder = tmp_path / "bin"
+        folder.mkdir(exist_ok=True)
+        for name in names:
+            (folder / name).symlink_to(FAKES / name)
+        monkeypatch.setenv("PATH", os.pathsep.join([str(folder), str(Path(sys.executable).parent), "/usr/bin", "/bin"]))
+        return folder
+
+    with_clis()
+    return repo, home, with_clis
+
+
+def user_file(home: Path) -> Path:
+    return home / ".config" / "jaekit" / "spar.toml"
+
+
+def run(*argv: str) -> int:
+    return main(["init", *argv])
+
+
+def reviewers_of(path: Path) -> list[str]:
+    return [r["preset"] for r in tomllib.loads(path.read_text())["reviewers"]]
+
+
+# ---------------------------------------------------------------- user configuration
+
+
+def test_new_user_gets_the_clis_found_on_path(world, capsys):
+    repo, home, with_clis = world
+    with_clis("claude", "agy")
+    assert run() == 0
+    assert reviewers_of(user_file(home)) == ["claude", "agy"]
+    cfg = load_config(repo)  # what spar run would read: the file init wrote, valid
+    assert [r.name for r in cfg.reviewers] == ["claude", "agy"]
+    assert cfg.files[0]["path"] == str(user_file(home))
+    text = user_file(home).read_text()
+    assert "timeout_seconds = 900" in text and text.count("\n# ") > 5  # commented like the example
+
+
+def test_no_cli_on_path_means_the_native_reviewer(world):
+    repo, home, _ = world
+    assert run() == 0
+    assert reviewers_of(user_file(home)) == ["native"]
+
+
+def test_xdg_config_home_and_spar_config_are_where_the_loader_looks(world, tmp_path, monkeypatch):
+    repo, home, _ = world
+    monkeypatch.setenv("SPAR_CONFIG", str(tmp_path / "mine.toml"))
+    assert run() == 0
+    assert (tmp_path / "mine.toml").is_file() and not user_file(home).exists()
+    assert load_config(repo).files[0]["path"] == str(tmp_path / "mine.toml")
+    monkeypatch.delenv("SPAR_CONFIG")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert run() == 0
+    assert (tmp_path / "xdg" / "jaekit" / "spar.toml").is_file() and not user_file(home).exists()
+    # SPAR_CONFIG naming a missing file: the loader reads the XDG file, so init edits that one
+    monkeypatch.setenv("SPAR_CONFIG", str(tmp_path / "missing.toml"))
+    assert run() == 0
+    assert not (tmp_path / "missing.toml").exists()
+
+
+def test_existing_user_file_with_reviewers_is_left_byte_for_byte(world, capsys):
+    repo, home, with_clis = world
+    with_clis("claude")
+    user_file(home).parent.mkdir(parents=True)
+    original = b"# mine\n[[reviewers]]\npreset = 'codex'   # keep me\n"
+    user_file(home).write_bytes(original)
+    assert run() == 0
+    assert user_file(home).read_bytes() == original
+    assert "already has reviewers" in capsys.readouterr().out
+
+
+def test_existing_user_file_gets_only_the_missing_keys(world):
+    repo, home, with_clis = world
+    with_clis("codex")
+    user_file(home).parent.mkdir(parents=True)
+    original = "# my header\n# second line\n"  # comments only: no reviewers, no timeout
+    user_file(home).write_text(original)
+    user_file(home).chmod(0o600)
+    assert run() == 0
+    text = user_file(home).read_text()
+    assert text.startswith(original)
+    assert tomllib.loads(text)["timeout_seconds"] == 900
+    assert reviewers_of(user_file(home)) == ["codex"]
+    assert stat.S_IMODE(user_file(home).stat().st_mode) == 0o600  # a private file stays private
+
+
+def test_fit_keeps_every_existing_byte_and_adds_in_the_right_places():
+    old = "# c1\n\ntimeout_seconds = 30 # t\n\n[[reviewers]]\npreset = \"agy\"\n"
+    edit = fit(old, [("timeout_seconds", "timeout_seconds = 900\n"), ("x", "x = 1\n")],
+               [("reviewers", "[[reviewers]]\npreset = \"native\"\n"), ("caps", "[caps]\ncode = 1\n")])
+    assert edit.added == ["x", "caps"]
+    assert edit.text == "# c1\n\nx = 1\n\ntimeout_seconds = 30 # t\n\n[[reviewers]]\npreset = \"agy\"\n\n[caps]\ncode = 1\n"
+
+
+def test_unparseable_user_file_is_refused_with_the_lines_to_add_and_nothing_written(world, capsys):
+    repo, home, _ = world
+    user_file(home).parent.mkdir(parents=True)
+    user_file(home).write_text("reviewers = [\n")
+    assert run("--project") == 65
+    err = capsys.readouterr().err
+    assert "nothing was written" in err and 'preset = "native"' in err and "timeout_seconds = 900" in err
+    assert user_file(home).read_text() == "reviewers = [\n"
+    assert not (repo / ".jaekit").exists() and not (repo / ".gitignore").exists()
+
+
+def test_clean_review_config_is_not_edited(world, capsys):
+    repo, home, _ = world
+    clean = home / ".config" / "clean-review" / "config.json"
+    clean.parent.mkdir(parents=True)
+    clean.write_text('{"reviewers": ["codex"]}')
+    assert run() == 65
+    err = capsys.readouterr().err
+    assert "clean-review" in err and str(user_file(home)) in err
+    assert not user_file(home).exists()
+
+
+def test_invalid_existing_user_config_is_a_configuration_error_with_its_line(world, capsys):
+    repo, home, _ = world
+    user_file(home).parent.mkdir(parents=True)
+    user_file(home).write_text("# x\ntimeout_seconds = 0\n")
+    assert run() == 65
+    assert f"{user_file(home)}:" in capsys.readouterr().err
+    assert user_file(home).read_text() == "# x\ntimeout_seconds = 0\n"
+
+
+def test_symlinked_user_config_is_edited_at_its_target(world, tmp_path):
+    repo, home, _ = world
+    dotfiles = tmp_path / "dotfiles.toml"
+    dotfiles.write_text("# dotfiles\n")
+    user_file(home).parent.mkdir(parents=True)
+    user_file(home).symlink_to(dotfiles)
+    assert run() == 0
+    assert user_file(home).is_symlink()
+    assert reviewers_of(dotfiles) == ["native"]
+
+
+def test_dry_run_writes_nothing_and_prints_the_text(world, capsys):
+    repo, home, _ = world
+    assert run("--project", "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert f"would create {user_file(home)}" in out and 'preset = "native"' in out
+    assert "would create" in out and "/reviews/" in out and "[caps]" in out
+    assert not user_file(home).exists() and not (repo / ".jaekit").exists() and not (repo / ".gitignore").exists()
+
+
+# ---------------------------------------------------------------- project configuration
+
+
+def test_project_file_from_what_the_repository_holds(world):
+    repo, home, _ = world
+    assert run("--project") == 0
+    data = tomllib.loads((repo / ".jaekit" / "spar.toml").read_text())
+    assert data["rules"] == ["AGENTS.md"] and data["check_paths"] == ["tests/**"]
+    cfg = load_config(repo)
+    assert cfg.rules == ["AGENTS.md"] and cfg.caps == data["caps"]
+
+
+def test_existing_project_file_gains_missing_keys_and_keeps_its_comments(world):
+    repo, home, _ = world
+    path = repo / ".jaekit" / "spar.toml"
+    path.parent.mkdir()
+    original = "# our rules\nrules = []  # none yet\n"
+    path.write_text(original)
+    assert run("--project") == 0
+    text = path.read_text()
+    assert "rules = []  # none yet\n" in text and text.startswith("# our rules\n")
+    assert set(tomllib.loads(text)) == {"rules", "check_paths", "angles", "caps"}
+    assert tomllib.loads(text)["rules"] == []
+
+
+def test_project_file_with_a_forbidden_key_is_refused(world, capsys):
+    repo, home, _ = world
+    path = repo / ".jaekit" / "spar.toml"
+    path.parent.mkdir()
+    path.write_text("model = 'x'\n")
+    assert run("--project") == 65
+    assert f"{path}:1" in capsys.readouterr().err
+    assert path.read_text() == "model = 'x'\n"
+
+
+def test_project_outside_a_repository_is_refused(tmp_path, monkeypatch, world):
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    assert run("--project") == 65
+
+
+# ---------------------------------------------------------------- ignore rules (G28)
+
+
+def test_series_line_is_appended_to_an_existing_gitignore(world):
+    repo, home, _ = world
+    (repo / ".gitignore").write_text("*.pyc")  # no final newline
+    assert run() == 0
+    assert (repo / ".gitignore").read_text() == "*.pyc\n/reviews/\n"
+    from spar.records.paths import check_run_out
+    check_run_out(repo / "reviews" / "r1")  # G28 holds: no refusal
+
+
+def test_already_ignored_series_changes_nothing(world, capsys):
+    repo, home, _ = world
+    (repo / ".gitignore").write_text("reviews/\n")
+    assert run() == 0
+    assert (repo / ".gitignore").read_text() == "reviews/\n"
+    assert "already ignored" in capsys.readouterr().out
+
+
+def test_a_negation_elsewhere_cannot_undo_the_line(world):
+    repo, home, _ = world
+    (repo / "work").mkdir()
+    (repo / ".gitignore").write_text("work/*\n!work/reviews/\n")
+    assert run("--series", "work/reviews") == 0
+    assert (repo / "work" / ".gitignore").read_text() == "/reviews/\n"
+    assert git(repo, "check-ignore", "--no-index", "work/reviews/").strip() == "work/reviews/"
+
+
+def test_glob_characters_in_the_series_name_are_escaped(world):
+    repo, home, _ = world
+    assert ignore_pattern("a*b [x] ") == "/a\\*b \\[x]\\ /"
+    assert run("--series", "r*") == 0
+    assert git(repo, "check-ignore", "-q", "--no-index", "r*/").strip() == ""
+    with pytest.raises(RuntimeError):  # exit 1: "rx" is not ignored, the * was literal
+        git(repo, "check-ignore", "-q", "--no-index", "rx/")
+
+
+def test_series_holding_tracked_files_is_refused(world, capsys):
+    repo, home, _ = world
+    commit(repo, {"reviews/keep.txt": "x"})
+    assert run() == 65
+    assert "tracked" in capsys.readouterr().err
+    assert not (repo / ".gitignore").exists() and not user_file(home).exists()
+
+
+def test_outside_a_repository_nothing_is_ignored(tmp_path, monkeypatch, world, capsys):
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    assert run() == 0
+    assert "not inside a git repository" in capsys.readouterr().out
+
+
+def test_help_lists_exit_codes(capsys):
+    assert main(["init", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "Exit codes: 0" in out and "65 refused" in out
+
+
+# ---------------------------------------------------------------- a new user's first round
+
+
+@pytest.mark.slow
+def test_new_user_goes_from_nothing_to_a_recorded_round(tmp_path):
+    """`spar init` then `spar run` in a fresh repository, as subprocesses, with
+    the fake claude and codex on PATH: no G28 refusal, a recorded round."""
+    repo = make_repo(tmp_path, {"app.py": "def f():\n    return 1\n"})
+    base = git(repo, "rev-parse", "HEAD").strip()
+    head = commit(repo, {"app.py": "def f():\n    return 2\n"})
+    home = tmp_path / "home"
+    home.mkdir()
+    clis = tmp_path / "bin"
+    clis.mkdir()
+    for name in ("claude", "codex"):
+        (clis / name).symlink_to(FAKES / name)
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(json.dumps({"result": result(head, findings=[], verdict="no_blocking_findings")}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPAR_", "XDG_", "GIT_"))}
+    env.update(HOME=str(home), GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1",
+               SPAR_FAKE_SCENARIO=str(scenario),
+               PATH=os.pathsep.join([str(clis), str(Path(sys.executable).parent), "/usr/bin", "/bin"]))
+
+    def spar(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "spar", *args], cwd=repo, env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    init = spar("init")
+    assert init.returncode == 0, init.stderr
+    first = spar("run", "--stage", "code", "--base", base, "--out", "reviews/r1")
+    assert first.returncode == 0, first.stderr
+    round_json = json.loads((repo / "reviews" / "r1" / "round.json").read_text())
+    assert round_json["recorded_at"] and [r["status"] for r in round_json["reviewers"]] == ["completed"] * 2
+    assert [r["name"] for r in round_json["reviewers"]] == ["claude", "codex"]
+    assert git(repo, "status", "--porcelain", "--untracked-files=all").splitlines() == ["?? .gitignore"]

@@ -17,11 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spar.judge.context import RoundContext, RoundDoc, context_from_git
+from spar.judge.context import RoundContext, RoundDoc
 from spar.judge.criteria import ids_of_documents
 from spar.judge.findings import build_finding
 from spar.judge.locate import locate
 from spar.judge.refs import G7_PREFIXES, G8_PREFIXES, WHITESPACE, parse_ref, split_prefix, trim
+from spar.round.context import context_from_git
 from tests.gitrepo import commit, git, make_repo
 
 DATA = Path(__file__).parent / "data"

@@ -27,7 +27,7 @@ from spar import git
 from spar.config import add_check_paths, load_config, select_reviewers
 from spar.config.model import AppliedConfig
 from spar.errors import Refused, WriteFailed, quote
-from spar.judge.context import RoundDoc, context_from_git
+from spar.judge.context import RoundDoc
 from spar.presets import prepare_input
 from spar.progress import make_progress
 from spar.records import atomic, readers
@@ -36,6 +36,7 @@ from spar.records.lock import series_lock
 from spar.records.paths import check_run_out
 from spar.round import caps as caps_mod
 from spar.round.args import RunArgs, check_standpoints, parse_run_args
+from spar.round.context import context_from_git
 from spar.round.documents import read_round_documents
 from spar.round.packet import PacketInput, build_packet, packet_sha256
 from spar.round.recording import (

@@ -1,15 +1,14 @@
 """What location (G7) and link (G8, G9) judgments look at: the two copies, the
 round documents, the check paths and the criterion IDs of one round.
 
-The dataclasses are plain data so judgments stay pure; `context_from_git` is the
-one builder that talks to git.
+The dataclasses are plain data so judgments stay pure; the one builder that
+talks to git is `spar.round.context.context_from_git`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Callable, Iterable
 
 DOC_KINDS = ("criteria", "rules", "subject")
@@ -78,33 +77,4 @@ class RoundContext:
         return path in files or path in folders
 
 
-def context_from_git(repo: Path | str, base: str, head: str, documents: list[RoundDoc],
-                     check_paths: list[str], criteria_ids: Iterable[str]) -> RoundContext:
-    """Build a RoundContext from the trees of two commits (blob entries only, so a
-    gitlink is in neither copy). Head blobs are read lazily and only for contract
-    links that give lines."""
-    from spar import git
-
-    head_entries = git.ls_tree(repo, head)
-    base_entries = git.ls_tree(repo, base)
-    shas = {e.path: e.sha for e in head_entries}
-    cache: dict[str, bytes] = {}
-
-    def read_head_blob(path: str) -> bytes:
-        if path not in cache:
-            sha = shas[path]
-            cache[path] = git.read_blobs(repo, [sha])[sha]
-        return cache[path]
-
-    return RoundContext(
-        head_files={e.path: e.mode for e in head_entries},
-        base_files={e.path: e.mode for e in base_entries},
-        documents=list(documents),
-        check_paths=list(check_paths),
-        criteria_ids=set(criteria_ids),
-        read_head_blob=read_head_blob,
-    )
-
-
-__all__ = ["DOC_KINDS", "REGULAR_MODES", "RoundDoc", "RoundContext", "context_from_git",
-           "count_lines"]
+__all__ = ["DOC_KINDS", "REGULAR_MODES", "RoundDoc", "RoundContext", "count_lines"]

@@ -14,12 +14,13 @@ from pathlib import Path
 from spar import __version__
 from spar.config.model import ReviewerConfig, sha256_canonical
 from spar.errors import RecordError
-from spar.judge.context import RoundContext, RoundDoc, context_from_git
+from spar.judge.context import RoundContext, RoundDoc
 from spar.judge.criteria import ids_of_documents
 from spar.judge.findings import auto_deferrals, build_findings
 from spar.judge.result import InvalidOutput, is_could_not_review, validate_result
 from spar.records import atomic, jsonl, readers
 from spar.records.clock import now
+from spar.round.context import context_from_git
 from spar.round.summary import render_summary
 
 SCHEMA = "review-round/v1"

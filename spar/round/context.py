@@ -1,0 +1,36 @@
+"""Building a round's `RoundContext` from git: the one place the location and
+link judgments' inputs are read (spar.judge stays free of I/O)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from spar import git
+from spar.judge.context import RoundContext, RoundDoc
+
+
+def context_from_git(repo: Path | str, base: str, head: str, documents: list[RoundDoc],
+                     check_paths: list[str], criteria_ids: Iterable[str]) -> RoundContext:
+    """Build a RoundContext from the trees of two commits (blob entries only, so a
+    gitlink is in neither copy). Head blobs are read lazily and only for contract
+    links that give lines."""
+    head_entries = git.ls_tree(repo, head)
+    base_entries = git.ls_tree(repo, base)
+    shas = {e.path: e.sha for e in head_entries}
+    cache: dict[str, bytes] = {}
+
+    def read_head_blob(path: str) -> bytes:
+        if path not in cache:
+            sha = shas[path]
+            cache[path] = git.read_blobs(repo, [sha])[sha]
+        return cache[path]
+
+    return RoundContext(
+        head_files={e.path: e.mode for e in head_entries},
+        base_files={e.path: e.mode for e in base_entries},
+        documents=list(documents),
+        check_paths=list(check_paths),
+        criteria_ids=set(criteria_ids),
+        read_head_blob=read_head_blob,
+    )

@@ -63,7 +63,7 @@ def _parser():
 def _read_listed(arg: str) -> judgement.ListedRound:
     shown = os.path.normpath(arg)
     real = os.path.realpath(arg)
-    item = judgement.ListedRound(arg=shown, path=real, series_arg=judgement.series_arg_of(arg),
+    item = judgement.ListedRound(arg=shown, path=real, series_arg=_series_arg_of(arg),
                                  series=os.path.dirname(real), name=os.path.basename(real))
     folder = Path(real)
     try:
@@ -96,6 +96,11 @@ def _read_listed(arg: str) -> judgement.ListedRound:
     except _READ_ERRORS as exc:
         item.waivers, item.waivers_error = [], _why(exc)
     return item
+
+
+def _series_arg_of(arg: str) -> str:
+    """The series as spelled from a round argument (`dirname`, `.` when none)."""
+    return os.path.dirname(os.path.normpath(arg)) or "."
 
 
 def _why(exc: BaseException) -> str:

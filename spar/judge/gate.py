@@ -7,7 +7,6 @@ blocked reason here — the gate never refuses over what it reads.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -447,8 +446,3 @@ def _open_why(result: Trace) -> str:
 
 def _first_link(result: Trace) -> str:
     return "/".join(result.chain[1])
-
-
-def series_arg_of(arg: str) -> str:
-    """The series as spelled from a round argument (`dirname`, `.` when none)."""
-    return os.path.dirname(os.path.normpath(arg)) or "."

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from spar.records import jsonl
-from spar.records.lock import LOCK_NAME, series_lock, waiting_message
+from spar.records.lock import series_lock, waiting_message
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -83,7 +83,8 @@ def test_second_writer_waits_then_sees_fresh_records(tmp_path, folder, alias):
                 proc.kill()
                 proc.wait()
     assert waiting_message(series) == f"spar: waiting for another write of {series} to finish"
-    assert sorted(os.listdir(series)) == sorted([LOCK_NAME, "extensions.jsonl"])
+    # the lock is the folder itself: nothing but the records is left behind
+    assert sorted(os.listdir(series)) == ["extensions.jsonl"]
 
 
 def test_killed_holder_releases(tmp_path):
@@ -109,11 +110,11 @@ def test_uncontended_is_silent_and_creates_series(tmp_path):
     series = tmp_path / "new" / "series"
     err = io.StringIO()
     with series_lock(series, stderr=err):
-        assert (series / LOCK_NAME).is_file()
+        assert series.is_dir()
     with series_lock(series, stderr=err):
         pass
     assert err.getvalue() == ""
-    assert (series / LOCK_NAME).read_bytes() == b""
+    assert os.listdir(series) == []  # the lock leaves no file git could see
 
 
 def test_nested_take_in_one_process_is_a_bug(tmp_path):

@@ -123,3 +123,32 @@ def test_unreadable_extensions_are_refused(setup):
     finally:
         (series / "extensions.jsonl").unlink()
         series.rmdir()
+
+
+@pytest.mark.parametrize("option", ["--criteria", "--rules", "--subject"])
+@pytest.mark.parametrize("kind", ["fifo", "socket", "device"])
+def test_document_that_is_not_a_regular_file_is_refused_without_opening(setup, tmp_path, option, kind):
+    """G26: a FIFO would block the open forever (no writer comes), a device may act when
+    opened; both are refused before anything is opened. `setup.spar` bounds a hang."""
+    import socket
+    import stat
+
+    path = tmp_path / f"doc-{kind}"
+    sock = None
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(str(path))
+    else:
+        path = Path(os.devnull)
+        assert stat.S_ISCHR(os.stat(path).st_mode)
+    try:
+        before = snapshot(setup.repo)
+        proc = setup.run(option, str(path))
+        what = {"fifo": "a FIFO", "socket": "a socket", "device": "a character device"}[kind]
+        check_refused(setup, proc, 65, f"{option} {json.dumps(str(path))}: is {what}, not a readable regular file",
+                      before)
+    finally:
+        if sock is not None:
+            sock.close()

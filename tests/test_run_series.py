@@ -79,3 +79,43 @@ def test_waits_for_the_series_lock(tmp_path):
     assert proc.returncode == 0, err.decode()
     assert out.decode() == f"{series / 'r1'}\n"
     assert "finished_at" in load(series / "r1" / "round.json")
+
+
+def test_cap_decision_waits_for_the_lock_and_reads_the_extension_again(tmp_path):
+    """G33: at its cap, `spar run` takes the lock first; an extension recorded by the
+    holder meanwhile is read again and decides."""
+    s = make_setup(tmp_path)
+    s.configure([s.answer_reviewer("house", result())])
+    (s.repo / ".jaekit").mkdir(exist_ok=True)
+    (s.repo / ".jaekit" / "spar.toml").write_text("[caps]\ncode = 0\n", encoding="utf-8")
+    series = s.repo / "reviews"
+    series.mkdir()
+    with series_lock(series):
+        proc = subprocess.Popen([sys.executable, "-m", "spar", "run", "--stage", "code", "--out", "reviews/r1"],
+                                cwd=s.repo, env=s.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            line = proc.stderr.readline().decode()
+            assert line == f"spar: waiting for another write of {series} to finish\n"
+            # what `spar extend` appends while it holds the lock
+            (series / "extensions.jsonl").write_text(json.dumps(
+                {"stage": "code", "by": 1, "cause": "churn", "at": "2024-01-01T00:00:00.000Z"}) + "\n")
+        except BaseException:
+            proc.kill()
+            raise
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert load(series / "r1" / "round.json")["counted"] is True
+
+
+def test_series_lock_leaves_nothing_for_git_when_only_the_round_folder_is_ignored(tmp_path):
+    """The lock is the series folder itself: with only `reviews/r1/` ignored, the
+    series shows nothing untracked after a run (docs/records.md, series lock)."""
+    from tests.gitrepo import commit, git
+
+    s = make_setup(tmp_path)
+    s.configure([s.answer_reviewer("house", result())])
+    (s.repo / ".gitignore").write_text("reviews/r1/\n")
+    head = commit(s.repo, {".gitignore": "reviews/r1/\n"}, message="ignore only the round")
+    first = s.run("--head", head, out="reviews/r1")
+    assert first.returncode == 0, first.stderr.decode()
+    assert git(s.repo, "status", "--porcelain", "--untracked-files=all") == ""

@@ -23,8 +23,9 @@ CAUSES = ("churn", "recurring", "unrelated", "hardening", "other")
 EPILOG = f"""\
 --cause (code only, required there): {', '.join(CAUSES)}.
 --reason: required for a code extension with --by 2 or more or --cause other;
-not accepted for plan or plan-delta (nor is --cause). A reason that is blank
-after trimming counts as not given; it is stored trimmed.
+not accepted for plan or plan-delta, not even blank (nor is --cause): usage
+error (64). For code, a reason that is blank after trimming counts as not
+given; it is stored trimmed.
 Appends {{"stage", "by", "cause", "reason", "at"}} to SERIES/extensions.jsonl.
 SERIES may not exist yet (a project cap of 0 asks for an extension before the
 first round); the folder holding it must. A round folder is not a series."""
@@ -39,9 +40,10 @@ def extension_line(stage: str, by: str, cause: str | None, reason: str | None) -
     amount = int(by)
     reason_text = trim(reason) if reason is not None else ""
     if stage != "code":
+        # G31: given at all, blank or not, --cause/--reason is a usage error here
         if cause is not None:
             raise UsageError(f"extend: --cause is only for a code extension, not {stage}")
-        if reason_text:
+        if reason is not None:
             raise UsageError(f"extend: --reason is only for a code extension, not {stage}")
         return {"stage": stage, "by": amount}
     if cause is None:

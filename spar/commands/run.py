@@ -255,9 +255,12 @@ def _record(plan: RoundPlan, round_json: dict, outcomes: list, progress, workspa
 
 
 def execute(plan: RoundPlan) -> int:
-    # decide once without the lock so that a refusal creates no series folder;
-    # the decision that counts is taken again under the lock
-    cap_decision(plan, *read_series(plan.series))
+    # G33: the cap decision is taken under the lock, after reading the records again, so
+    # a run at its cap waits for an `spar extend` in progress instead of refusing. Only a
+    # series that does not exist yet (no rounds, no extensions, nobody writing) is decided
+    # without it, so that a refusal there creates no series folder.
+    if not os.path.isdir(plan.series):
+        cap_decision(plan, *read_series(plan.series))
     with series_lock(plan.series):
         decision = cap_decision(plan, *read_series(plan.series))
         check_run_out(plan.out)  # another run may have taken the name while we waited

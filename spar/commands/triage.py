@@ -32,7 +32,12 @@ dispositions and what each needs (a text blank after trimming counts as not give
   deferred   defect or requirement-question; --user-quote TEXT (the user's words)
   answered   requirement-question only; --user-quote TEXT (the user's answer)
 An option the chosen disposition does not take is refused (65), so a ledger
-line never carries a claim nobody asked for. Each triage appends one line to
+line never carries a claim nobody asked for. --to is read literally: a value
+that is not one of the five (other case or spaces included) is a disposition
+the rules do not have, refused (65) like any other breach of them (G30);
+usage errors (64) are only a missing --to or an unknown option. FINDING and
+--of are finding IDs compared literally (no trimming); a --of blank after
+trimming counts as not given. Each triage appends one line to
 ROUND/ledger.jsonl; the latest line per finding stands."""
 
 
@@ -42,8 +47,8 @@ def _parser():
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("round", metavar="ROUND", help="the round folder")
     p.add_argument("finding", metavar="FINDING", help="a finding id of that round's findings.json")
-    p.add_argument("--to", required=True, choices=DISPOSITIONS, metavar="DISPOSITION",
-                   help=", ".join(DISPOSITIONS))
+    p.add_argument("--to", required=True, metavar="DISPOSITION",
+                   help=", ".join(DISPOSITIONS) + " (literal; any other value is refused, exit 65)")
     p.add_argument("--commit", metavar="REV")
     p.add_argument("--of", metavar="FINDING")
     p.add_argument("--evidence", metavar="TEXT")
@@ -155,6 +160,8 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     options = {"commit": args.commit, "of": args.of, "evidence": args.evidence, "user_quote": args.user_quote,
                "failed_before": args.failed_before, "passed_after": args.passed_after}
+    if args.to not in DISPOSITIONS:
+        raise Refused(f"--to {quote(args.to)} is not a disposition (one of {', '.join(DISPOSITIONS)})")
     round_dir, series = round_folder(args.round)
     with lock.series_lock(series):
         line = triage_line(round_dir, series, args.finding, args.to, options)

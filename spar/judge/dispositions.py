@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from spar.errors import Refused
-from spar.judge.refs import is_blank, trim
+from spar.judge.refs import is_blank
 
 DISPOSITIONS = ("fixed", "duplicate", "rejected", "deferred", "answered")
 
@@ -71,8 +71,9 @@ def check_request(finding_id: str, finding_class: str, disposition: str, options
 
 def parse_of(text: str, current_round: str) -> tuple[str, str]:
     """`ROUND/ID` or `ID` -> (round name, finding id). Round names are folder
-    base names and finding IDs never hold `/`, so exactly one `/` at most."""
-    value = trim(text)
+    base names and finding IDs never hold `/`, so exactly one `/` at most.
+    Read literally (G30): `" r1-F1 "` names no finding."""
+    value = text
     if "/" not in value:
         return current_round, value
     round_name, _, finding_id = value.partition("/")

@@ -1,8 +1,9 @@
 """The series lock (G33): one write at a time per series.
 
-`flock` on `SERIES/.spar.lock` is released by the kernel when the holder dies,
-so a crashed run never leaves the series locked. The file never holds data.
-Callers must read the records again after taking the lock.
+The lock is `flock` on the series folder itself, so it leaves no file that git
+could see (a series whose round folders are ignored one by one stays clean),
+and the kernel releases it when the holder dies, so a crashed run never leaves
+the series locked. Callers must read the records again after taking the lock.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from typing import Iterator, TextIO
 
 from spar.errors import WriteFailed
 
-LOCK_NAME = ".spar.lock"
-
 # flock locks of one process on two descriptors still exclude each other, so a
 # nested take of the same series would wait forever; catch that bug loudly.
 _held: set[str] = set()
@@ -32,14 +31,14 @@ def waiting_message(series: Path | str) -> str:
 def _open_lock(series: Path) -> int:
     try:
         series.mkdir(parents=True, exist_ok=True)
-        return os.open(series / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        return os.open(series, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
         raise WriteFailed(f"cannot lock {series}: {exc.strerror or exc}") from exc
 
 
 def _same_file(fd: int, path: Path) -> bool:
     try:
-        a, b = os.fstat(fd), os.stat(path, follow_symlinks=False)
+        a, b = os.fstat(fd), os.stat(path)
     except OSError:
         return False
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
@@ -49,7 +48,7 @@ def _same_file(fd: int, path: Path) -> bool:
 def series_lock(series: Path | str, *, stderr: TextIO | None = None) -> Iterator[None]:
     """Hold the series lock; when another write holds it, say so once on stderr and wait.
 
-    Creates the series folder and its `.spar.lock` when missing."""
+    Creates the series folder when missing."""
     shown = series
     series = Path(series)
     key = os.path.realpath(series)
@@ -76,8 +75,8 @@ def series_lock(series: Path | str, *, stderr: TextIO | None = None) -> Iterator
             except BaseException:
                 os.close(fd)
                 raise
-            # the lock file was removed or replaced while we waited: lock the new one
-            if _same_file(fd, series / LOCK_NAME):
+            # the series folder was removed or replaced while we waited: lock the new one
+            if _same_file(fd, series):
                 break
             os.close(fd)
         try:

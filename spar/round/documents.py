@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 from spar.errors import Refused, quote
@@ -35,6 +36,17 @@ def document_name(real_path: str, repo_root: str) -> str:
     return os.path.basename(real_path)
 
 
+def _not_regular(mode: int) -> str | None:
+    """What a file of `mode` is when it is not a regular file, else None."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, what in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
 def read_document(kind: str, given: str, repo_root: str, *, option: str, cwd: str | None = None) -> RoundDoc:
     """Read one document; refused (65) when it is not a readable regular file."""
     if not given:
@@ -42,13 +54,20 @@ def read_document(kind: str, given: str, repo_root: str, *, option: str, cwd: st
     base = cwd if cwd is not None else os.getcwd()
     absolute = given if os.path.isabs(given) else os.path.join(base, given)
     real = os.path.realpath(absolute)
-    if os.path.isdir(real):
-        raise Refused(f"{option} {quote(given)}: is a folder, not a readable file")
     try:
-        with open(real, "rb") as fh:
-            data = fh.read()
+        # judged before opening: opening a FIFO waits for a writer, a device may act
+        kind = _not_regular(os.stat(real).st_mode)
+        if kind is None:
+            # O_NONBLOCK: should the file be swapped for a FIFO after the stat, the
+            # open still returns at once and the fstat below refuses it
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as fh:
+                kind = _not_regular(os.fstat(fh.fileno()).st_mode)
+                data = fh.read() if kind is None else b""
     except OSError as exc:
         raise Refused(f"{option} {quote(given)}: cannot read: {exc.strerror or exc}") from exc
+    if kind is not None:
+        raise Refused(f"{option} {quote(given)}: is {kind}, not a readable regular file")
     return RoundDoc(kind=kind, name=document_name(real, repo_root), real_path=real,
                     file_name=os.path.basename(real), text=data)
 

@@ -66,9 +66,21 @@ SED_BAD_SCRIPTS = ["'w out'", "'e touch p'", "'s/a/b/w out'", "'s/a/b/e'", "'1r 
 HOSTILE_NAMES = ["-o", "-i", "--pre=sh", "-exec", "-delete", "--output=x", "-C", "-l"]
 
 
+# options these programs know (check_command refuses options a program does not know)
+KNOWN_OPTIONS = {"sort": ["-n", "-rn", "-c", "-u", "-t ,"], "rg": ["-la", "-n", "-c", "-u"],
+                 "file": ["-b", "-L", "-i"], "tree": ["-la", "-n", "-u", "-c"]}
+OPERAND_ARGS = [a for a in SAFE_ARGS if not a.startswith("-")]
+
+
+def _plain_args(program: str) -> st.SearchStrategy[list[str]]:
+    base = program.rsplit("/", 1)[-1].replace("'", "").replace('"', "").replace("\\", "")
+    words = KNOWN_OPTIONS[base] + OPERAND_ARGS if base in KNOWN_OPTIONS else SAFE_ARGS
+    return st.lists(st.sampled_from(words + REMOVED), max_size=4)
+
+
 def _safe_command() -> st.SearchStrategy[str]:
-    plain = st.tuples(st.sampled_from([p for p in SAFE_PROGRAMS if p != "uniq"] + TRICK_PROGRAMS[:-1]),
-                      st.lists(st.sampled_from(SAFE_ARGS + REMOVED), max_size=4))
+    plain = st.sampled_from([p for p in SAFE_PROGRAMS if p != "uniq"] + TRICK_PROGRAMS[:-1]).flatmap(
+        lambda program: st.tuples(st.just(program), _plain_args(program)))
     sed = st.tuples(st.sampled_from(["sed -n", "\\sed -n", "s\"ed\" -n"]),
                     st.lists(st.sampled_from(SED_SAFE_SCRIPTS), min_size=1, max_size=1))
     uniq = st.tuples(st.just("uniq"), st.lists(st.sampled_from(["-c", "head/a.go"]), max_size=1))

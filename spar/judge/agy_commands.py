@@ -39,15 +39,20 @@ see `docs/agy-commands.md` for the same table with reasons:
   sort: -o -T --output --compress-program --temporary-directory
   rg: -z --search-zip --pre --hostname-bin
   file: -C -z -Z --compile --uncompress       tree: -o -R
-  uniq: a second operand (uniq writes its output there)
+  uniq: a second operand (uniq writes its output there), any word after the first
   sed:  see below
 
-Long options of GNU programs may be abbreviated (`sort --comp=sh`), so an
-abbreviation of a forbidden long option is forbidden too; rg takes long
-options only whole.  A short forbidden letter anywhere in a cluster counts
-(`sort -uo x` → `-uo`).  After `--` the words are operands (except for find,
-which has no `--` for its expression, and except when `--` directly follows an
-option word, whose value it may be: `sort --random-source -- -o x` writes x).
+diff, sort, rg, file, tree and uniq are read the way each program reads its
+arguments (`agy_options`: GNU getopt, rg's parser, tree's own loop in which
+every value-taking letter of a cluster takes its own next word).  `--` ends the
+options only where the program reads it as an option word (`tree -PI x -- -o
+out` gives `--` to -I, so -o writes `out`), and never right after an option
+word (another version may take a value there).  Every word before that end,
+option values included, is checked: a forbidden short letter anywhere in a
+cluster (`sort -uo x` → `-uo`), a forbidden long name or, for GNU programs, any
+abbreviation of one (`sort --comp=sh`); an option the program does not know or
+an ambiguous abbreviation is a problem too.  uniq takes one operand and
+nothing after it (with POSIXLY_CORRECT every later word is an operand).
 Globs: for programs with forbidden arguments and for sed, a word with an
 unquoted `*`, `?` or `[` and nothing or `-…` before it is a problem (bash may
 turn it into a file named `-o` or `--pre=sh`); for uniq any globbed word is
@@ -74,6 +79,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from spar.errors import quote
+from spar.judge.agy_options import TABLES, Parsed, parse
 
 ALLOWED_DIRS = ("/bin", "/usr/bin", "/usr/local/bin", "/opt/homebrew/bin")
 
@@ -383,61 +389,60 @@ def _may_become_option(word: _Word) -> bool:
     return word.glob is not None and (word.glob == "" or word.glob.startswith("-"))
 
 
-def _generic_problem(rule: ProgramRule, args: list[_Word]) -> str | None:
-    after_option = False
-    for word in args:
-        v = word.value
-        # `--` right after an option may be that option's value, not the end of the
-        # options: `sort --random-source -- -o x` writes x, `rg -e -- --pre=sh x` runs sh
-        if rule.dashdash and v == "--" and not after_option:
-            return None
-        after_option = _is_option(v)
-        if _may_become_option(word) and rule.guards_options:
+def _forbidden_spelling(rule: ProgramRule, value: str) -> bool:
+    """Whether a word reads as a forbidden option: a prefix, a forbidden letter anywhere
+    in a single-dash cluster, a forbidden long name (or, for GNU programs, an abbreviation
+    of one). Applied to every word before the end of the options, values included: a
+    value in one version of a program may be an option in another."""
+    if any(value.startswith(p) for p in rule.prefixes):
+        return True
+    if value.startswith("--"):
+        return _long_matches(value[2:].split("=", 1)[0], rule.long, rule.abbreviations)
+    return value.startswith("-") and any(ch in rule.short for ch in value[1:])
+
+
+def _options_end(name: str, rule: ProgramRule, args: list[_Word], parsed: Parsed | None) -> int:
+    """Index of the first word that is surely an operand of `name` (len(args) when none).
+
+    With an option table, only the `--` the program itself reads as the end counts
+    (`tree -PI x --`: `--` is the value of -I). Conservatively, a `--` right after an
+    option word does not count either: another version of the program may take it
+    as that option's value."""
+    if not rule.dashdash:
+        return len(args)
+    if parsed is not None:
+        end = parsed.end
+    else:
+        end = next((i for i, w in enumerate(args) if w.value == "--"), None)
+    if end is None or (end > 0 and _is_option(args[end - 1].value)):
+        return len(args)
+    return end
+
+
+def _generic_problem(name: str, rule: ProgramRule, args: list[_Word]) -> str | None:
+    if not rule.guards_options:
+        return None
+    table = TABLES.get(name)
+    parsed = parse(table, [w.value for w in args]) if table is not None else None
+    for i, word in enumerate(args[:_options_end(name, rule, args, parsed)]):
+        if _may_become_option(word) or _forbidden_spelling(rule, word.value):
             return _shown(word)
-        if any(v.startswith(p) for p in rule.prefixes):
-            return _shown(word)
-        if v.startswith("--"):
-            if _long_matches(v[2:].split("=", 1)[0], rule.long, rule.abbreviations):
-                return _shown(word)
-        elif v.startswith("-") and len(v) > 1:
-            if any(ch in rule.short for ch in v[1:]):
-                return _shown(word)
+        if parsed is not None and i in parsed.unknown:
+            return _shown(word)  # an option this program does not know: refused, not guessed
     return None
 
 
-# uniq: options taking a value, so operands can be counted
-_UNIQ_SHORT_ARG = "fsw"
-_UNIQ_LONG_ARG = ("skip-fields", "skip-chars", "check-chars")
-
-
 def _uniq_problem(args: list[_Word]) -> str | None:
-    operands = 0
-    options_done = False
-    skip_next = False
-    for word in args:
-        v = word.value
+    """uniq INPUT OUTPUT writes OUTPUT: one operand at most, and nothing after it
+    (with POSIXLY_CORRECT set uniq reads every word after its first operand as one,
+    `uniq a -c` writes `-c`)."""
+    parsed = parse(TABLES["uniq"], [w.value for w in args])
+    first = parsed.operands[0] if parsed.operands else None
+    for i, word in enumerate(args):
         if word.glob is not None:
             return _shown(word)  # may expand to several operands (or options)
-        if skip_next:
-            skip_next = False
-            continue
-        if not options_done and v == "--":
-            options_done = True
-            continue
-        if not options_done and v.startswith("--"):
-            name = v[2:].split("=", 1)[0]
-            if "=" not in v and any(f.startswith(name) for f in _UNIQ_LONG_ARG) and name:
-                skip_next = True
-            continue
-        if not options_done and v.startswith("-") and len(v) > 1:
-            for k, ch in enumerate(v[1:], start=1):
-                if ch in _UNIQ_SHORT_ARG:
-                    skip_next = k == len(v) - 1  # value in the next word
-                    break
-            continue
-        operands += 1
-        if operands == 2:
-            return _shown(word)  # uniq INPUT OUTPUT writes OUTPUT
+        if i in parsed.unknown or (first is not None and i > first):
+            return _shown(word)
     return None
 
 
@@ -737,7 +742,7 @@ def _command_problem(words: list[_Word]) -> str | None:
         return _sed_problem(words[0], args)
     if name == "uniq":
         return _uniq_problem(args)
-    return _generic_problem(PROGRAMS[name], args)
+    return _generic_problem(name, PROGRAMS[name], args)
 
 
 def check_command(line: str) -> str | None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 from spar import __version__
-from spar.errors import EXIT_INTERNAL, EXIT_USAGE, NotImplementedYet, SparError
+from spar.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, SparError, UsageError, exit_for_signal
 
 # command name -> (module under spar.commands, one-line summary); order is the help order
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -40,26 +41,18 @@ def _dispatch(argv: list[str]) -> int:
     first = argv[0]
     if first in ("-h", "--help", "help"):
         print(_help_text())
-        return 0
+        return EXIT_OK
     if first == "--version":
         print(f"spar {__version__}")
-        return 0
+        return EXIT_OK
     if first.startswith("-"):
-        raise _usage(f"unknown option {first!r} (see spar --help)")
+        raise UsageError(f"unknown option {first!r} (see spar --help)")
     if first not in COMMANDS:
-        raise _usage(f"unknown command {first!r} (see spar --help)")
+        raise UsageError(f"unknown command {first!r} (see spar --help)")
     module_name, _ = COMMANDS[first]
     module = importlib.import_module(f"spar.commands.{module_name}")
-    entry = getattr(module, "main", None)
-    if entry is None:
-        raise NotImplementedYet(f"{first}: not implemented yet")
-    return entry(argv[1:])
-
-
-def _usage(message: str):
-    from spar.errors import UsageError
-
-    return UsageError(message)
+    code: int = module.main(argv[1:])
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,13 +62,13 @@ def main(argv: list[str] | None = None) -> int:
         return _dispatch(argv)
     except SystemExit as exc:  # argparse --help exits 0 through SystemExit
         code = exc.code
-        return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
+        return code if isinstance(code, int) else (EXIT_OK if code is None else EXIT_USAGE)
     except SparError as err:
         print(f"spar: {err.message}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("spar: interrupted", file=sys.stderr)
-        return 130
+        return exit_for_signal(signal.SIGINT)
     except BrokenPipeError:
         return EXIT_INTERNAL
     except Exception as exc:  # anything unexpected is an internal error, never a traceback-only exit 1

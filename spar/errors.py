@@ -3,7 +3,7 @@
 Only `spar.cli` turns these into exit codes and stderr lines; everything else
 raises. Exit codes: 0 ok, 1 recorded-but-not-clean (run) / blocked (gate),
 64 usage, 65 refused or configuration error (nothing written), 70 internal
-error or a write that may have been applied.
+error or a write that may have been applied, 128 + N ended by signal N.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ EXIT_NOT_CLEAN = 1
 EXIT_USAGE = 64
 EXIT_REFUSED = 65
 EXIT_INTERNAL = 70
+EXIT_SIGNAL = 128  # plus the signal's number: 130 SIGINT, 143 SIGTERM
 
 
 class SparError(Exception):
@@ -62,8 +63,9 @@ class WriteFailed(SparError):
     exit_code = EXIT_INTERNAL
 
 
-class NotImplementedYet(SparError):
-    exit_code = EXIT_INTERNAL
+def exit_for_signal(signum: int) -> int:
+    """The shell's exit code for a process ended by signal `signum`."""
+    return EXIT_SIGNAL + signum
 
 
 def quote(value: str) -> str:

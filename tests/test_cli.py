@@ -56,7 +56,7 @@ def test_command_without_entry_point_is_70(monkeypatch, capsys):
     # a command whose module has no main() yet must never look like success
     monkeypatch.setitem(cli.COMMANDS, "gate", ("__init__", "placeholder"))
     assert cli.main(["gate"]) == 70
-    assert capsys.readouterr().err == "spar: gate: not implemented yet\n"
+    assert "spar: internal error: AttributeError" in capsys.readouterr().err
 
 
 def test_unexpected_exception_is_70(monkeypatch, capsys):
@@ -68,3 +68,23 @@ def test_unexpected_exception_is_70(monkeypatch, capsys):
     monkeypatch.setattr(config_cmd, "main", boom)
     assert cli.main(["config"]) == 70
     assert "spar: internal error: RuntimeError: disk on fire" in capsys.readouterr().err
+
+
+def test_run_and_config_share_the_selection_options(capsys):
+    """`spar config` shows what `spar run` would use, so it reads the same options alike."""
+
+    def option_help(command: str) -> list[str]:
+        assert cli.main([command, "--help"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        return [line.strip() for line in lines
+                if line.strip().startswith(("--reviewers", "--model", "--effort", "--check-path"))]
+
+    shown = option_help("run")
+    assert len(shown) == 4
+    assert option_help("config") == shown
+
+
+def test_help_keeps_the_epilog_lines(capsys):
+    assert cli.main(["gate", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "\nBlocked reasons, all that apply, in this order: an unreadable, dry-run or\n" in out

@@ -7,7 +7,6 @@ it cannot read. Markdown is for people (a table per stage), JSON
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -15,7 +14,7 @@ from pathlib import Path
 
 from spar import __version__
 from spar.argparsing import command_parser
-from spar.errors import UsageError, quote
+from spar.errors import EXIT_OK, UsageError, quote
 from spar.judge.gate import CLASSES
 from spar.records import readers
 from spar.series import SeriesRound, project_caps, read_series, series_folder, stage_caps
@@ -153,9 +152,7 @@ def render_markdown(report: dict) -> str:
 
 
 def _parser():
-    p = command_parser("cap-report", "Summarize the caps, rounds and extensions of a series.")
-    p.epilog = EPILOG
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p = command_parser("cap-report", "Summarize the caps, rounds and extensions of a series.", EPILOG)
     p.add_argument("series", nargs="?", metavar="SERIES", help="the series folder")
     p.add_argument("--format", default="md", metavar="md|json", help="md (default) or json")
     return p
@@ -173,4 +170,4 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(render_markdown(report))
-    return 0
+    return EXIT_OK

@@ -12,10 +12,10 @@ import os
 import sys
 from pathlib import Path
 
-from spar.argparsing import command_parser
-from spar.config import add_check_paths, load_config, select_reviewers
+from spar.argparsing import add_selection_options, command_parser
+from spar.config import apply_selection, load_config
 from spar.config.model import AppliedConfig
-from spar.errors import Refused, UsageError
+from spar.errors import EXIT_OK, Refused, UsageError
 
 DESCRIPTION = """\
 Print the applied configuration: the user configuration (first found of
@@ -42,17 +42,9 @@ fallback model, effort not passed, the preset name looked up on PATH."""
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = command_parser("config", DESCRIPTION)
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.epilog = EPILOG
+    p = command_parser("config", DESCRIPTION, EPILOG)
     p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
-    p.add_argument("--reviewers", metavar="LIST", help="comma-separated reviewer names, as for spar run")
-    p.add_argument("--model", dest="models", action="append", default=[], metavar="NAME=MODEL",
-                   help="model for one reviewer of this run (repeatable)")
-    p.add_argument("--effort", dest="efforts", action="append", default=[], metavar="NAME=EFFORT",
-                   help="effort for one claude or codex reviewer of this run (repeatable)")
-    p.add_argument("--check-path", dest="check_paths", action="append", default=[], metavar="GLOB",
-                   help="add a check path glob for this run (repeatable)")
+    add_selection_options(p)
     p.add_argument("-C", dest="directory", metavar="DIR", help="look for the repository from DIR instead of here")
     return p
 
@@ -72,9 +64,7 @@ def _repository(directory: str | None) -> Path | None:
 def build(args: argparse.Namespace) -> tuple[Path | None, AppliedConfig]:
     root = _repository(args.directory)
     cfg = load_config(root)
-    cfg = select_reviewers(cfg, args.reviewers, args.models, args.efforts)
-    cfg = add_check_paths(cfg, args.check_paths)
-    return root, cfg
+    return root, apply_selection(cfg, args)
 
 
 def as_json(root: Path | None, cfg: AppliedConfig) -> dict:
@@ -123,4 +113,4 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(json.dumps(as_json(root, cfg), indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(as_text(root, cfg) + "\n")
-    return 0
+    return EXIT_OK

@@ -7,13 +7,12 @@ one appended line. Nothing is recorded when any check fails.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 
 from spar.argparsing import command_parser
 from spar.config.model import STAGES
-from spar.errors import Refused, UsageError, quote
+from spar.errors import EXIT_OK, Refused, UsageError, quote
 from spar.judge.refs import trim
 from spar.records import clock, jsonl, lock, paths, readers
 from spar.series import series_folder
@@ -60,9 +59,9 @@ def extension_line(stage: str, by: str, cause: str | None, reason: str | None) -
 
 
 def _parser():
-    p = command_parser("extend", "Raise a stage's round cap for a series, with a cause (one line in extensions.jsonl).")
-    p.epilog = EPILOG
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p = command_parser("extend",
+                       "Raise a stage's round cap for a series, with a cause (one line in extensions.jsonl).",
+                       EPILOG)
     p.add_argument("series", metavar="SERIES", help="the series folder (the folder holding the rounds)")
     p.add_argument("--stage", required=True, metavar="STAGE", help="plan, plan-delta or code")
     p.add_argument("--by", required=True, metavar="N", help="how many more rounds (1 or more)")
@@ -83,4 +82,4 @@ def main(argv: list[str]) -> int:
         jsonl.append(series / readers.EXTENSIONS_FILE, line)
     extra = f" ({line['cause']})" if "cause" in line else ""
     print(f"extended {args.stage} of {args.series} by {line['by']}{extra}", file=sys.stdout)
-    return 0
+    return EXIT_OK

@@ -8,7 +8,6 @@ always written, atomically. Exit 0 passed, 1 blocked.
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 
@@ -51,9 +50,7 @@ _READ_ERRORS = (RecordError, OSError, ValueError, TypeError, KeyError)
 
 
 def _parser():
-    p = command_parser("gate", "Judge a list of rounds and write the review-gate/v1 file.")
-    p.epilog = EPILOG
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p = command_parser("gate", "Judge a list of rounds and write the review-gate/v1 file.", EPILOG)
     p.add_argument("rounds", nargs="+", metavar="ROUND", help="round folders, every recorded round of their series")
     p.add_argument("--out", required=True, metavar="FILE", help="the gate file to write (review-gate/v1)")
     p.add_argument("--expect-head", metavar="REV", help="the commit the latest round must have reviewed")

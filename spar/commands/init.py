@@ -21,7 +21,7 @@ from spar.config.scaffold import (CLI_PRESETS, TIMEOUT_BLOCK, CannotEdit, Edit, 
                                   reviewer_blocks, user_template)
 from spar.config.sources import PROJECT_FILE, find_user_source, missing_why, user_candidates
 from spar.config.toml_positions import TomlSyntaxError, locate_toml
-from spar.errors import ConfigError, Refused, UsageError, quote
+from spar.errors import EXIT_OK, ConfigError, Refused, UsageError, quote
 from spar.records import atomic
 from spar.round.executable import find_executable
 
@@ -60,7 +60,6 @@ class Step:
 
 def _parser() -> argparse.ArgumentParser:
     p = command_parser("init", DESCRIPTION)
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--project", action="store_true", help="also write <repository>/.jaekit/spar.toml")
     p.add_argument("--series", default="reviews", metavar="DIR",
                    help="the series folder to ignore (default: reviews, relative to the current folder)")
@@ -251,4 +250,4 @@ def main(argv: list[str]) -> int:
 
             paths.check_record_path(series, kind="--series", directory=True)  # the line must have done it
         out.write(f"Next: `spar doctor`, then `spar run --stage code --out {args.series.rstrip('/')}/ROUND`.\n")
-    return 0
+    return EXIT_OK

@@ -8,7 +8,6 @@ after taking it (G33).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -39,9 +38,7 @@ _ID = re.compile(r"-F([0-9]+)$")
 
 
 def _parser():
-    p = command_parser("record", "Record a result spar did not collect itself (native reviewer, transcript).")
-    p.epilog = EPILOG
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p = command_parser("record", "Record a result spar did not collect itself (native reviewer, transcript).", EPILOG)
     p.add_argument("round", metavar="ROUND", help="the round folder")
     p.add_argument("--reviewer", required=True, metavar="NAME", help="a reviewer listed in that round.json")
     p.add_argument("--result", metavar="FILE", help="the result object (JSON)")

@@ -24,9 +24,9 @@ from typing import Mapping
 import anyio
 
 from spar import git
-from spar.config import add_check_paths, load_config, select_reviewers
+from spar.config import apply_selection, load_config
 from spar.config.model import AppliedConfig
-from spar.errors import Refused, WriteFailed, quote
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, WriteFailed, exit_for_signal, quote
 from spar.judge.context import RoundDoc
 from spar.presets import prepare_input
 from spar.progress import make_progress
@@ -91,8 +91,7 @@ def _config(args: RunArgs, repo: Path, env: Mapping[str, str]) -> AppliedConfig:
             print(f"spar: warning: SPAR_CONFIG {named} was skipped ({skipped['why']}); "
                   "using the next configuration source", file=sys.stderr)
     configured = [r.name for r in cfg.reviewers]
-    cfg = select_reviewers(cfg, args.reviewers, args.models, args.efforts)
-    cfg = add_check_paths(cfg, args.check_paths)
+    cfg = apply_selection(cfg, args)
     # standpoints may name a configured reviewer left out of this run (contract)
     accepted = configured + [r.name for r in cfg.reviewers if r.name not in configured]
     check_standpoints(args.standpoints, accepted)
@@ -268,7 +267,7 @@ def execute(plan: RoundPlan) -> int:
         print(plan.out, flush=True)
         if plan.args.dry_run:
             print(f"spar: dry run written to {plan.out} (no reviewer started)", file=sys.stderr)
-            return 0
+            return EXIT_OK
         workspace = plan.out / "workspace"
         # the copies' file modes stop any reviewer that does not run as root; root ignores
         # them, so spar at least notices a change and says so in the round
@@ -285,7 +284,7 @@ def execute(plan: RoundPlan) -> int:
         if signum is not None:
             print(f"spar: interrupted by {signal.Signals(signum).name}: every reviewer was stopped; "
                   f"round {plan.out} was not recorded (its round.json has no finished_at)", file=sys.stderr)
-            return 128 + signum
+            return exit_for_signal(signum)
     for warning in round_json["warnings"]:
         print(f"spar: warning: {warning}", file=sys.stderr)
     for r in round_json["reviewers"]:
@@ -299,7 +298,7 @@ def execute(plan: RoundPlan) -> int:
     if not_completed:
         line += "; not completed: " + ", ".join(f"{r['name']} ({r['status']})" for r in not_completed)
     print(line, file=sys.stderr)
-    return 1 if not_completed else 0
+    return EXIT_NOT_CLEAN if not_completed else EXIT_OK
 
 
 def main(argv: list[str]) -> int:

@@ -9,13 +9,12 @@ writes nothing.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from spar import git
 from spar.argparsing import command_parser
-from spar.errors import RecordError, Refused, quote
+from spar.errors import EXIT_OK, RecordError, Refused, quote
 from spar.judge.dispositions import DISPOSITIONS, Key, check_request, parse_of, standing, would_cycle
 from spar.records import atomic, clock, jsonl, lock, readers
 from spar.round.summary import render_summary
@@ -42,9 +41,7 @@ ROUND/ledger.jsonl; the latest line per finding stands."""
 
 
 def _parser():
-    p = command_parser("triage", "Give a finding a disposition; the history stays in ledger.jsonl.")
-    p.epilog = EPILOG
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p = command_parser("triage", "Give a finding a disposition; the history stays in ledger.jsonl.", EPILOG)
     p.add_argument("round", metavar="ROUND", help="the round folder")
     p.add_argument("finding", metavar="FINDING", help="a finding id of that round's findings.json")
     p.add_argument("--to", required=True, metavar="DISPOSITION",
@@ -174,4 +171,4 @@ def main(argv: list[str]) -> int:
         jsonl.append(round_dir / readers.LEDGER_FILE, stamped)
         atomic.write_text(round_dir / "summary.md", summary)  # the disposition column follows the ledger
     print(f"round {round_dir.name}: {args.finding} -> {args.to}", file=sys.stdout)
-    return 0
+    return EXIT_OK

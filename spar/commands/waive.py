@@ -7,11 +7,10 @@ round's waivers.jsonl under the series lock.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from spar.argparsing import command_parser
-from spar.errors import RecordError, Refused, quote
+from spar.errors import EXIT_OK, RecordError, Refused, quote
 from spar.judge.dispositions import given
 from spar.records import atomic, clock, jsonl, lock, readers
 from spar.round.summary import render_summary
@@ -47,9 +46,9 @@ def waivable(round_json: dict, name: str) -> dict:
 
 
 def _parser():
-    p = command_parser("waive", "Accept a round without a required reviewer that did not complete, with the user's words.")
-    p.epilog = EPILOG
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p = command_parser("waive",
+                       "Accept a round without a required reviewer that did not complete, with the user's words.",
+                       EPILOG)
     p.add_argument("round", metavar="ROUND", help="the round folder")
     p.add_argument("--reviewer", required=True, metavar="NAME", help="a reviewer listed in that round.json")
     p.add_argument("--user-quote", metavar="TEXT", help="the user's words accepting the round without it")
@@ -77,4 +76,4 @@ def main(argv: list[str]) -> int:
         jsonl.append(round_dir / readers.WAIVERS_FILE, line)
         atomic.write_text(round_dir / "summary.md", summary)
     print(f"waived {args.reviewer} ({entry['status']}) in round {round_dir.name}", file=sys.stdout)
-    return 0
+    return EXIT_OK

@@ -16,11 +16,17 @@ from spar.config.model import (
     canonical_json,
     sha256_canonical,
 )
-from spar.config.select import add_check_paths, parse_reviewers_list, select_reviewers, split_assignment
+from spar.config.select import (
+    add_check_paths,
+    apply_selection,
+    parse_reviewers_list,
+    select_reviewers,
+    split_assignment,
+)
 
 __all__ = [
     "ANGLES", "CAP_KEYS", "DEFAULT_CAPS", "DEFAULT_REVIEWERS", "DEFAULT_TIMEOUT", "PRESETS", "STAGES",
     "AppliedConfig", "ReviewerConfig", "canonical_json", "sha256_canonical",
-    "load_config", "rule_file_problem", "select_reviewers", "add_check_paths",
+    "load_config", "rule_file_problem", "select_reviewers", "add_check_paths", "apply_selection",
     "parse_reviewers_list", "split_assignment", "name_problem", "value_problem",
 ]

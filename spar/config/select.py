@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Protocol
 
 from spar.config.checks import name_problem, value_problem
 from spar.config.model import PRESETS, AppliedConfig, ReviewerConfig
@@ -106,3 +107,18 @@ def add_check_paths(cfg: AppliedConfig, globs: list[str]) -> AppliedConfig:
             raise Refused(f"--check-path {quote(glob)}: {problem}")
         added.append(normalize_glob(glob))
     return replace(cfg, check_paths=list(cfg.check_paths) + added)
+
+
+class Selection(Protocol):
+    """The selection options of `spar run` and `spar config` (argparsing.add_selection_options)."""
+
+    reviewers: str | None
+    models: list[str]
+    efforts: list[str]
+    check_paths: list[str]
+
+
+def apply_selection(cfg: AppliedConfig, args: Selection) -> AppliedConfig:
+    """`--reviewers`, `--model`, `--effort`, then `--check-path`, in the one order both commands use."""
+    cfg = select_reviewers(cfg, args.reviewers, args.models, args.efforts)
+    return add_check_paths(cfg, args.check_paths)

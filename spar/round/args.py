@@ -8,10 +8,9 @@ stays a usage error.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field
 
-from spar.argparsing import command_parser
+from spar.argparsing import SELECTION_VALUE_OPTIONS, add_selection_options, command_parser
 from spar.config.model import STAGES
 from spar.errors import Refused, UsageError, quote
 from spar.judge.refs import is_blank
@@ -21,8 +20,8 @@ DECISION_QUOTE = "--decision-quote"
 
 # options of `spar run` that take a value (argparse reads the next token as it)
 _VALUE_OPTIONS = (
-    "--stage", "--out", "--base", "--head", "--expect-head", "--criteria", "--rules",
-    "--subject", "--check-path", "--reviewers", "--model", "--effort", "--standpoint",
+    "--stage", "--out", "--base", "--head", "--expect-head", "--criteria", "--rules", "--subject", "--standpoint",
+    *SELECTION_VALUE_OPTIONS,
 )
 
 DESCRIPTION = """\
@@ -69,7 +68,6 @@ class RunArgs:
 
 def _parser():
     p = command_parser("run", DESCRIPTION)
-    p.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the description's lines
     p.add_argument("--stage", required=True, choices=STAGES, help="plan, plan-delta or code")
     p.add_argument("--out", required=True, metavar="SERIES/ROUND", help="round folder to create (must not exist)")
     p.add_argument("--base", metavar="REV", help="default: merge-base with the default branch, else HEAD~1")
@@ -81,13 +79,7 @@ def _parser():
                    help="rule document, after the configured rules; repeatable")
     p.add_argument("--subject", action="append", default=[], metavar="FILE",
                    help="document under review (the plan); repeatable")
-    p.add_argument("--check-path", dest="check_paths", action="append", default=[], metavar="GLOB",
-                   help="where checks (tests) live, added to the configured ones; repeatable")
-    p.add_argument("--reviewers", metavar="LIST", help="comma-separated reviewer names for this run")
-    p.add_argument("--model", dest="models", action="append", default=[], metavar="NAME=MODEL",
-                   help="model for one reviewer whose configuration writes none; repeatable")
-    p.add_argument("--effort", dest="efforts", action="append", default=[], metavar="NAME=EFFORT",
-                   help="effort for one claude/codex reviewer; repeatable")
+    add_selection_options(p)
     p.add_argument("--standpoint", dest="standpoints", action="append", default=[], metavar="NAME=TEXT",
                    help="a risk for one reviewer to attack in this round; repeatable")
     # listed for --help only: the pre-scan removes them before parsing

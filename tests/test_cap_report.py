@@ -23,19 +23,45 @@ def _report(capsys, *args):
     return code, capsys.readouterr()
 
 
+def _attempt(status="completed", usage=None) -> dict:
+    a = {"model": "", "started_at": "2024-01-01T00:00:00.000Z", "finished_at": "2024-01-01T00:00:10.000Z",
+         "exit_code": 0, "status": status, "reason": "", "resets": None}
+    if usage is not None:
+        a.update(argv=["x"], usage=usage)
+    return a
+
+
+def _with_attempts(entry: dict, *attempts) -> dict:
+    entry["attempts"] = list(attempts)
+    return entry
+
+
+# claude's two attempts (quota, then the fallback) and codex's one, in p1; c2's codex attempt is
+# from before usage was recorded (no usage key: everything null)
+P1_CLAUDE = [_attempt("unavailable", {"duration_seconds": 10.5, "input_tokens": 1000, "cached_input_tokens": 200,
+                                      "output_tokens": 50, "cost_usd": 0.25}),
+             _attempt("completed", {"duration_seconds": 2.25, "input_tokens": 100, "cached_input_tokens": None,
+                                    "output_tokens": 5, "cost_usd": 0.125})]
+P1_CODEX = [_attempt("failed", {"duration_seconds": 30.0, "input_tokens": None, "cached_input_tokens": None,
+                                "output_tokens": None, "cost_usd": None})]
+NO_USAGE = {"duration_seconds": None, "input_tokens": None, "cached_input_tokens": None, "output_tokens": None,
+            "cost_usd": None}
+
+
 def _series(repo):
     """Plan, code, rerun, dry run, unrecorded rounds and every kind of extension line."""
     series = rf.fresh_series(repo)
     caps = {"plan": 2, "plan_delta": 1, "code": 2}
     rf.make_round(series, "p1", repo=repo, stage="plan", caps=caps,
-                  reviewers=[rf.reviewer("claude"), rf.reviewer("codex", status="failed")],
+                  reviewers=[_with_attempts(rf.reviewer("claude"), *P1_CLAUDE),
+                             _with_attempts(rf.reviewer("codex", status="failed"), *P1_CODEX)],
                   findings=[rf.finding("claude", 1, cls="requirement-question")])
     rf.make_round(series, "p2", repo=repo, stage="plan", caps=caps, packet_text="plan 2\n")
     rf.make_round(series, "c1", repo=repo, caps=caps, packet_text="code\n", findings=[
         rf.finding("claude", 1, introduced_by_change="yes"), rf.finding("claude", 2),
         rf.finding("codex", 1, cls="hardening"), rf.finding("codex", 2, cls="note", introduced_by_change="yes")])
-    rf.make_round(series, "c2", repo=repo, caps=caps, packet_text="code\n",
-                  reviewers=[rf.reviewer("codex", status="timeout")])  # a rerun: not counted
+    rf.make_round(series, "c2", repo=repo, caps=caps, packet_text="code\n",  # a rerun: not counted
+                  reviewers=[_with_attempts(rf.reviewer("codex", status="timeout"), _attempt("timeout"))])
     rf.make_round(series, "c3", repo=repo, caps=caps, dry_run=True, packet_text="dry\n")
     rf.make_round(series, "c4", repo=repo, caps=caps, recorded=False, packet_text="pending\n")
     rf.add_extension(series, "plan", 1)
@@ -60,10 +86,14 @@ def test_json_field_by_field(repo, capsys):
         return {"name": name, "stage": stage, "head": head, "base": base, "started_at": started, "counted": counted,
                 "dry_run": dry, "recorded": recorded, "reviewers": reviewers, "findings": findings, "new_defects": new}
 
-    completed = [{"name": "claude", "preset": "claude", "status": "completed"},
-                 {"name": "codex", "preset": "codex", "status": "completed"}]
-    pending = [{"name": "claude", "preset": "claude", "status": "pending"},
-               {"name": "codex", "preset": "codex", "status": "pending"}]
+    def rv(name, status, attempts=0, usage=NO_USAGE):
+        return {"name": name, "preset": name, "status": status, "attempts": attempts, "usage": usage}
+
+    completed = [rv("claude", "completed"), rv("codex", "completed")]
+    pending = [rv("claude", "pending"), rv("codex", "pending")]
+    claude_p1 = {"duration_seconds": 12.75, "input_tokens": 1100, "cached_input_tokens": 200, "output_tokens": 55,
+                 "cost_usd": 0.375}
+    codex_p1 = dict(NO_USAGE, duration_seconds=30.0)
     zero = {"defect": 0, "requirement-question": 0, "hardening": 0, "note": 0}
     assert doc == {
         "schema": "cap-report/v1",
@@ -84,12 +114,12 @@ def test_json_field_by_field(repo, capsys):
         ],
         "rounds": [
             row("p1", "plan", "2024-01-01T00:00:00.000Z", True,
-                [{"name": "claude", "preset": "claude", "status": "completed"}, {"name": "codex", "preset": "codex", "status": "failed"}],
+                [rv("claude", "completed", 2, claude_p1), rv("codex", "failed", 1, codex_p1)],
                 dict(zero, **{"requirement-question": 1}), 0),
             row("p2", "plan", "2024-01-01T00:01:00.000Z", True, completed, zero, 0),
             row("c1", "code", "2024-01-01T00:02:00.000Z", True, completed,
                 {"defect": 2, "requirement-question": 0, "hardening": 1, "note": 1}, 1),
-            row("c2", "code", "2024-01-01T00:03:00.000Z", False, [{"name": "codex", "preset": "codex", "status": "timeout"}], zero, 0),
+            row("c2", "code", "2024-01-01T00:03:00.000Z", False, [rv("codex", "timeout", 1)], zero, 0),
             row("c3", "code", "2024-01-01T00:04:00.000Z", False, pending, dry=True, recorded=False),
             row("c4", "code", "2024-01-01T00:05:00.000Z", True, pending, recorded=False),
         ],
@@ -97,6 +127,12 @@ def test_json_field_by_field(repo, capsys):
             "churn": {"extensions": 1, "by": 1}, "recurring": {"extensions": 1, "by": 1},
             "unrelated": {"extensions": 0, "by": 0}, "hardening": {"extensions": 0, "by": 0},
             "other": {"extensions": 1, "by": 2}, "no_recorded_cause": {"extensions": 1, "by": 1}},
+        # the totals are the sums of the attempts above (c2's attempt has no usage: nothing added)
+        "usage": {
+            "reviewers": [{"name": "claude", "rounds": 5, "attempts": 2, **claude_p1},
+                          {"name": "codex", "rounds": 6, "attempts": 2, **codex_p1}],
+            "series": {"attempts": 4, "duration_seconds": 42.75, "input_tokens": 1100, "cached_input_tokens": 200,
+                       "output_tokens": 55, "cost_usd": 0.375}},
     }
 
 
@@ -138,7 +174,12 @@ def test_markdown_field_by_field(repo, capsys):
         "## Code extension causes", "",
         "| cause | extensions | rounds added |", "| --- | --- | --- |",
         "| churn | 1 | 1 |", "| recurring | 1 | 1 |", "| unrelated | 0 | 0 |", "| hardening | 0 | 0 |",
-        "| other | 1 | 2 |", "| no recorded cause | 1 | 1 |", ""])
+        "| other | 1 | 2 |", "| no recorded cause | 1 | 1 |", "",
+        "## Usage", "",
+        "| reviewer | rounds | attempts | time | tokens | cost |", "| --- | --- | --- | --- | --- | --- |",
+        "| claude | 5 | 2 | 12.8s | in 1,100 (cached 200) / out 55 | $0.3750 |",
+        "| codex | 6 | 2 | 30.0s | - | - |",
+        "| (all) | 6 | 4 | 42.8s | in 1,100 (cached 200) / out 55 | $0.3750 |", ""])
 
 
 def test_cap_reached_then_extended(repo, capsys):

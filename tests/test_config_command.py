@@ -208,7 +208,7 @@ def test_example_files(world, capsys):
     assert config["timeout_seconds"] == 900
     assert config["reviewers"] == [
         {"name": "opus", "preset": "claude", "timeout_seconds": 1200, "model": "opus", "fallback_model": "sonnet",
-         "binary": "", "effort": "high"},
+         "binary": "", "effort": "high", "max_budget_usd": 5.0},
         {"name": "codex", "preset": "codex", "timeout_seconds": 900, "model": "", "fallback_model": "", "binary": "",
          "effort": "", "allowed_models": ["gpt-5.1-codex", "gpt-5.1-codex-mini"], "allowed_efforts": ["medium", "high"]},
         {"name": "house", "preset": "command", "timeout_seconds": 600,

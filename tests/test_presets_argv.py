@@ -37,9 +37,12 @@ def test_claude_argv(paths):
     argv = get_preset("claude").argv("/bin/claude", cfg, "opus", paths, spec)
     assert argv == ["/bin/claude", "-p", "--output-format", "stream-json", "--verbose", "--json-schema",
                     paths.schema_path.read_text(), "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk",
-                    "--model", "opus", "--effort", "high"]
+                    "--no-session-persistence", "--model", "opus", "--effort", "high"]
     bare = get_preset("claude").argv("claude", ReviewerConfig(name="r", preset="claude"), "", paths, spec)
-    assert "--model" not in bare and "--effort" not in bare
+    assert "--model" not in bare and "--effort" not in bare and "--max-budget-usd" not in bare
+    budget = get_preset("claude").argv("claude", ReviewerConfig(name="r", preset="claude", max_budget_usd=0.5),
+                                       "", paths, spec)
+    assert budget[-2:] == ["--max-budget-usd", "0.5"]
     assert get_preset("claude").stdin_text(spec) == "packet"
     assert get_preset("claude").version_args == ("--version",)
 
@@ -57,9 +60,11 @@ def test_codex_argv(paths):
 
 def test_agy_argv(paths):
     spec = InputSpec(text="note + packet")
-    argv = get_preset("agy").argv("agy", ReviewerConfig(name="r", preset="agy"), "gemini-3-pro", paths, spec)
+    cfg = ReviewerConfig(name="r", preset="agy", timeout_seconds=900)
+    argv = get_preset("agy").argv("agy", cfg, "gemini-3-pro", paths, spec)
+    # --print-timeout past timeout_seconds: Spar's limit ends a long review, not agy's 5 minutes
     assert argv == ["agy", "-p", "note + packet", "--output-format", "stream-json", "--mode", "plan",
-                    "--model", "gemini-3-pro", "--json-schema", str(paths.schema_path)]
+                    "--model", "gemini-3-pro", "--json-schema", str(paths.schema_path), "--print-timeout", "960s"]
     assert get_preset("agy").stdin_text(spec) is None
 
 

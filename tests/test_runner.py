@@ -130,7 +130,10 @@ def _check(expect: dict, o, reviewer_dir: Path) -> None:
         assert len(o.attempts) >= 1
     for a in o.attempts:
         assert set(a) - {"observed_model"} == {"model", "started_at", "finished_at", "exit_code", "status",
-                                               "reason", "resets"}
+                                               "reason", "resets", "argv", "usage"}
+        assert set(a["usage"]) == {"duration_seconds", "input_tokens", "cached_input_tokens", "output_tokens",
+                                   "cost_usd"}
+        assert a["usage"]["duration_seconds"] >= 0
         assert a["started_at"] <= a["finished_at"]
         assert a["started_at"].endswith("Z")
     last = o.attempts[-1] if o.attempts else None

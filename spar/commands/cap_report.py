@@ -17,6 +17,7 @@ from spar.argparsing import command_parser
 from spar.errors import EXIT_OK, UsageError, quote
 from spar.judge.gate import CLASSES
 from spar.records import readers
+from spar.round import usage
 from spar.series import SeriesRound, project_caps, read_series, series_folder, stage_caps
 
 CAUSES = ("churn", "recurring", "unrelated", "hardening", "other")
@@ -33,11 +34,16 @@ JSON ({SCHEMA}):
     extensions[]: by, cause (null when none recorded), reason (null), at,
   rounds[] (series order: started_at, then name): name, stage, head, base,
     started_at, counted, dry_run, recorded (findings.json present),
-    reviewers[]: name, preset, status,
+    reviewers[]: name, preset, status, attempts (number),
+      usage: totals over its attempts (duration_seconds, input_tokens,
+      cached_input_tokens, output_tokens, cost_usd; null when none reported),
     findings: count per class ({', '.join(CLASSES)}) or null when not recorded,
     new_defects: defects with introduced_by_change "yes" (null when not recorded),
   code_extension_causes: for each of {', '.join(CAUSES)} and {NO_CAUSE}:
-    extensions (how many code extensions) and by (rounds they added)."""
+    extensions (how many code extensions) and by (rounds they added),
+  usage: reviewers[] (name, rounds, attempts and the usage totals over every
+    round of the series, by reviewer name) and series (attempts and the usage
+    totals of every attempt of every round)."""
 
 
 def _round_row(item: SeriesRound) -> dict:
@@ -66,7 +72,9 @@ def _round_row(item: SeriesRound) -> dict:
         "counted": r.get("counted") is True and not r.get("dry_run"),
         "dry_run": r.get("dry_run") is True,
         "recorded": recorded,
-        "reviewers": [{"name": e["name"], "preset": e.get("preset"), "status": e["status"]} for e in r["reviewers"]],
+        "reviewers": [{"name": e["name"], "preset": e.get("preset"), "status": e["status"],
+                       "attempts": len(e.get("attempts") or []), "usage": usage.of_reviewer(e)}
+                      for e in r["reviewers"]],
         "findings": counts,
         "new_defects": new,
     }
@@ -96,15 +104,31 @@ def build_report(series: Path) -> dict:
         cause = e.get("cause") if e.get("cause") in CAUSES else NO_CAUSE
         tally[cause]["extensions"] += 1
         tally[cause]["by"] += e["by"]
+    rows = [_round_row(item) for item in rounds]
     return {
         "schema": SCHEMA,
         "series": str(series.resolve()),
         "spar_version": __version__,
         "caps_from": caps_from,
         "stages": stages,
-        "rounds": [_round_row(item) for item in rounds],
+        "rounds": rows,
         "code_extension_causes": tally,
+        "usage": _usage(rows),
     }
+
+
+def _usage(rows: list[dict]) -> dict:
+    """Totals per reviewer name (first-seen order) and for the whole series, over every attempt
+    of every round (dry runs have none)."""
+    by_name: dict[str, list[dict]] = {}
+    for row in rows:
+        for r in row["reviewers"]:
+            by_name.setdefault(r["name"], []).append(r)
+    reviewers = [{"name": name, "rounds": len(entries), "attempts": sum(e["attempts"] for e in entries),
+                  **usage.total(e["usage"] for e in entries)} for name, entries in by_name.items()]
+    series = usage.total(r["usage"] for row in rows for r in row["reviewers"])
+    return {"reviewers": reviewers,
+            "series": {"attempts": sum(r["attempts"] for r in reviewers), **series}}
 
 
 def _cell(value) -> str:
@@ -148,6 +172,14 @@ def render_markdown(report: dict) -> str:
     lines += ["## Code extension causes", "", "| cause | extensions | rounds added |", "| --- | --- | --- |"]
     for cause, t in report["code_extension_causes"].items():
         lines.append(_row([cause.replace("_", " ") if cause == NO_CAUSE else cause, t["extensions"], t["by"]]))
+    lines += ["", "## Usage", "", "| reviewer | rounds | attempts | time | tokens | cost |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for r in report["usage"]["reviewers"]:
+        lines.append(_row([r["name"], r["rounds"], r["attempts"], usage.duration_text(r["duration_seconds"]),
+                           usage.tokens_text(r), usage.cost_text(r["cost_usd"])]))
+    t = report["usage"]["series"]
+    lines.append(_row(["(all)", len(report["rounds"]), t["attempts"], usage.duration_text(t["duration_seconds"]),
+                       usage.tokens_text(t), usage.cost_text(t["cost_usd"])]))
     return "\n".join(lines) + "\n"
 
 

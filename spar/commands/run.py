@@ -14,6 +14,7 @@ and leaves the round unrecorded (round.json as written in step 2), with exit
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -28,7 +29,7 @@ from spar.config import apply_selection, load_config
 from spar.config.model import AppliedConfig
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, WriteFailed, exit_for_signal, quote
 from spar.judge.context import RoundDoc
-from spar.presets import prepare_input
+from spar.presets import get_preset, prepare_input
 from spar.progress import make_progress
 from spar.records import atomic, readers
 from spar.records.clock import now
@@ -45,7 +46,7 @@ from spar.round.recording import (
     reviewer_entry,
     write_round_outputs,
 )
-from spar.round.runner import ReviewerJob, run_reviewers
+from spar.round.runner import ReviewerJob, command_line, run_reviewers
 from spar.round.schema import schema_text
 from spar.round.summary import counts_text
 from spar.round.workspace import build_workspace, describe_changes, workspace_state
@@ -253,6 +254,46 @@ def _record(plan: RoundPlan, round_json: dict, outcomes: list, progress, workspa
     return findings
 
 
+def dry_run_lines(jobs: list, path_env: str | None) -> list[str]:
+    """For each reviewer, the command line each attempt would run, as a shell line a user can
+    paste: run in the workspace, the prompt from the reviewer's input.md (on stdin, or as
+    agy's -p argument), claude's --json-schema from schema.json."""
+    lines = []
+    for job in jobs:
+        cfg = job.config
+        preset = get_preset(cfg.preset)
+        if not preset.runs_process:
+            lines.append(f"spar: dry run: {cfg.name} runs nothing: the host gives {job.reviewer_dir / 'prompt.md'} "
+                         "to its subagent")
+            continue
+        models = [cfg.model] + ([cfg.fallback_model] if cfg.fallback_model else [])
+        for number, model in enumerate(models, 1):
+            lookup, argv = command_line(job, model, path_env)
+            which = "would run" if number == 1 else "after a quota refusal would run"
+            note = f" ({lookup.reason})" if lookup.status != "ok" else ""
+            lines.append(f"spar: dry run: {cfg.name} {which}{note}: {shell_line(job, preset, argv)}")
+    return lines
+
+
+def shell_line(job, preset, argv: list[str]) -> str:
+    """`argv` as one shell line run in the workspace, long texts read from their files."""
+    prompt_file = shlex.quote(str(Path(job.reviewer_dir).absolute() / "input.md"))
+    schema = Path(job.schema_path)
+    schema_text = schema.read_text(encoding="utf-8") if schema.exists() else None
+    words = []
+    for arg in argv:
+        if job.input.text and arg == job.input.text:
+            words.append(f'"$(cat {prompt_file})"')
+        elif schema_text is not None and arg == schema_text:
+            words.append(f'"$(cat {shlex.quote(str(schema.absolute()))})"')
+        else:
+            words.append(shlex.quote(arg))
+    line = f"cd {shlex.quote(str(Path(job.workspace).absolute()))} && " + " ".join(words)
+    if preset.stdin_text(job.input) is not None:
+        line += f" < {prompt_file}"
+    return line
+
+
 def execute(plan: RoundPlan) -> int:
     # G33: the cap decision is taken under the lock, after reading the records again, so
     # a run at its cap waits for an `spar extend` in progress instead of refusing. Only a
@@ -266,6 +307,8 @@ def execute(plan: RoundPlan) -> int:
         round_json, jobs = _create_round(plan, decision)
         print(plan.out, flush=True)
         if plan.args.dry_run:
+            for line in dry_run_lines(jobs, os.environ.get("PATH")):
+                print(line, file=sys.stderr)
             print(f"spar: dry run written to {plan.out} (no reviewer started)", file=sys.stderr)
             return EXIT_OK
         workspace = plan.out / "workspace"

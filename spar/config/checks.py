@@ -8,6 +8,7 @@ repository is `load.py`'s job, since that needs the disk.
 
 from __future__ import annotations
 
+import math
 import posixpath
 import re
 import unicodedata
@@ -58,12 +59,12 @@ PROJECT_KEYS = ("rules", "check_paths", "angles", "caps")
 CAP_NAMES = tuple(DEFAULT_CAPS)  # plan, plan_delta, code
 FORBIDDEN_PROJECT_KEYS = frozenset({
     "reviewers", "preset", "name", "binary", "argv", "model", "fallback_model", "effort",
-    "allowed_models", "allowed_efforts", "timeout_seconds",
+    "allowed_models", "allowed_efforts", "timeout_seconds", "max_budget_usd",
 })
 _COMMON = frozenset({"name", "preset", "timeout_seconds"})
 _CLI = _COMMON | {"model", "fallback_model", "binary", "allowed_models"}
 PRESET_KEYS: dict[str, frozenset[str]] = {
-    "claude": _CLI | {"effort", "allowed_efforts"},
+    "claude": _CLI | {"effort", "allowed_efforts", "max_budget_usd"},
     "codex": _CLI | {"effort", "allowed_efforts"},
     "agy": _CLI,  # agy has no effort
     "native": _COMMON,
@@ -183,6 +184,8 @@ def _check_reviewer(doc: LocatedDoc, index: int, entry, timeout: int) -> Reviewe
             setattr(r, key, _string(err, key, value))
         elif key == "argv":
             r.argv = _argv(err, value)
+        elif key == "max_budget_usd":
+            r.max_budget_usd = _budget(err, value)
         elif key in ("allowed_models", "allowed_efforts"):
             setattr(r, key, _allowed(err, key, value))
 
@@ -214,6 +217,13 @@ def _argv(err, value) -> list[str]:
         if "\x00" in item:
             raise err("argv", f"argv item {n} {quote(item)} holds a NUL character")
     return list(value)
+
+
+def _budget(err, value) -> int | float:
+    """A positive, finite number of US dollars (TOML integer or float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise err("max_budget_usd", f"max_budget_usd must be a positive number of US dollars, got {show(value)}")
+    return value
 
 
 def _allowed(err, key: str, value) -> list[str]:

@@ -25,6 +25,7 @@ class ReviewerConfig:
     binary: str = ""  # "" = look up the preset name on PATH
     argv: list[str] = field(default_factory=list)  # command preset only
     timeout_seconds: int = DEFAULT_TIMEOUT
+    max_budget_usd: int | float | None = None  # claude only: passed as --max-budget-usd
     allowed_models: list[str] | None = None
     allowed_efforts: list[str] | None = None
     model_written: bool = False  # the user file wrote `model` (so --model is refused)
@@ -44,6 +45,8 @@ class ReviewerConfig:
                 out["effort"] = self.effort
         if self.preset == "command":
             out["argv"] = list(self.argv)
+        if self.max_budget_usd is not None:  # only when set: configurations without it keep their digest
+            out["max_budget_usd"] = self.max_budget_usd
         if self.allowed_models is not None:
             out["allowed_models"] = list(self.allowed_models)
         if self.allowed_efforts is not None:

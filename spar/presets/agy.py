@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from spar.config.model import ReviewerConfig
 from spar.judge import agy_commands  # G11 checker
+from spar.round.usage import add_counts, count, reported
 from spar.presets.base import (
     Answer,
     InputContext,
@@ -20,6 +21,7 @@ from spar.presets.base import (
 
 READ_TOOLS = ("view_file", "read_file", "grep_search", "list_dir")
 SUCCESS_STATUSES = ("SUCCESS", "OK")  # OK: older versions
+PRINT_TIMEOUT_MARGIN = 60  # seconds past timeout_seconds
 # Linux caps one argument at 128 KiB; stay well below it
 MAX_PROMPT_BYTES = 100 * 1024
 
@@ -69,6 +71,9 @@ class AgyPreset(Preset):
         if model:
             argv += ["--model", model]
         argv += ["--json-schema", str(paths.schema_path)]
+        # agy's own limit (default 5 minutes) would end a long review with a partial answer:
+        # set it past Spar's timeout_seconds so that Spar's limit governs
+        argv += ["--print-timeout", f"{cfg.timeout_seconds + PRINT_TIMEOUT_MARGIN}s"]
         return argv
 
     def monitor(self) -> "AgyMonitor":
@@ -92,6 +97,12 @@ class AgyMonitor(Monitor):
                 return self._tool(step)
         elif kind == "result":
             self.result_event = event.get("result") if isinstance(event.get("result"), dict) else {}
+            u = self.result_event.get("usage") if isinstance(self.result_event.get("usage"), dict) else {}
+            # agy counts thinking apart from output; Spar's output_tokens includes it (as codex's does)
+            self.usage = reported(input_tokens=count(u.get("input_tokens")),
+                                  cached_input_tokens=count(u.get("cache_read_tokens")),
+                                  output_tokens=add_counts(count(u.get("output_tokens")),
+                                                           count(u.get("thinking_tokens"))))
         elif kind == "error":
             self.error_texts.append(as_text(event.get("error") or event.get("message")))
         return None

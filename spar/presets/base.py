@@ -8,6 +8,7 @@ the final answer. Nothing here starts a process.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -118,6 +119,8 @@ class Monitor(ABC):
         self.observed_model: str | None = None
         self.violation: str | None = None
         self.error_texts: list[str] = []
+        # what the CLI reported it used (spar.round.usage.reported keys); empty: nothing
+        self.usage: dict = {}
 
     def feed(self, line: str) -> str | None:
         """Look at one stdout line; return a violation reason the first time one is seen."""
@@ -177,6 +180,17 @@ def as_text(value) -> str:
     if value is None:
         return ""
     return json.dumps(value, ensure_ascii=False)
+
+
+def recorded_argv(argv: list[str], spec: InputSpec) -> list[str]:
+    """`argv` as round.json keeps it: an argument that is the prompt itself (agy's `-p`)
+    replaced by `<prompt: N bytes, sha256 HEX>`, so the record stays small and says
+    exactly which prompt ran (input.md holds it in dry runs and standpoint rounds)."""
+    if not spec.text:
+        return list(argv)
+    data = spec.text.encode("utf-8")
+    shown = f"<prompt: {len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()}>"
+    return [shown if arg == spec.text else arg for arg in argv]
 
 
 class Preset(ABC):

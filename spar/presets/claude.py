@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 
 from spar.config.model import ReviewerConfig
+from spar.round.usage import add_counts, amount, count, reported
 from spar.presets.base import (
     Answer,
     InputContext,
@@ -40,12 +41,15 @@ class ClaudePreset(Preset):
     def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
         # --json-schema takes the schema itself, not a path: this round's schema.json as one string
         schema = paths.schema_path.read_text(encoding="utf-8")
+        # --no-session-persistence: a review leaves no session file in the user's ~/.claude
         argv = [exe, "-p", "--output-format", "stream-json", "--verbose", "--json-schema", schema,
-                "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk"]
+                "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk", "--no-session-persistence"]
         if model:
             argv += ["--model", model]
         if cfg.effort:
             argv += ["--effort", cfg.effort]
+        if cfg.max_budget_usd is not None:
+            argv += ["--max-budget-usd", str(cfg.max_budget_usd)]
         return argv
 
     def stdin_text(self, spec: InputSpec) -> str | None:
@@ -73,6 +77,7 @@ class ClaudeMonitor(Monitor):
             self._rate_limit(event)
         elif kind == "result":
             self.result_event = event
+            self._usage(event)
         self._update_model()
         return None
 
@@ -94,6 +99,15 @@ class ClaudeMonitor(Monitor):
                 if name not in ALLOWED_TOOLS:
                     return f"tool {as_text(name)} is not allowed (claude reviewers may use {', '.join(ALLOWED_TOOLS)})"
         return None
+
+    def _usage(self, event: dict) -> None:
+        # input_tokens counts cache reads and writes too (codex counts cached input inside input)
+        u = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+        fresh, written, read = (count(u.get(k)) for k in
+                                ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+        self.usage = reported(input_tokens=add_counts(fresh, written, read), cached_input_tokens=read,
+                              output_tokens=count(u.get("output_tokens")),
+                              cost_usd=amount(event.get("total_cost_usd")))
 
     def _rate_limit(self, event: dict) -> None:
         info = event.get("rate_limit_info") if isinstance(event.get("rate_limit_info"), dict) else {}
@@ -129,6 +143,16 @@ class ClaudeMonitor(Monitor):
         res = self.result_event
         if res is None:
             return Answer(False, failure="no result event in the output", error_texts=self.error_texts)
+        subtype = res.get("subtype")
+        if subtype == "error_max_budget_usd":
+            return Answer(False, failure="the cost budget was reached: claude stopped at max_budget_usd "
+                          "(result subtype error_max_budget_usd)", error_texts=self.error_texts)
+        if isinstance(subtype, str) and subtype.startswith("error"):
+            # error_max_turns, error_during_execution, error_max_structured_output_retries, ...
+            detail = "; ".join(t for t in [as_text(res.get("result"))] + [as_text(e) for e in res.get("errors") or []]
+                               if t)
+            return Answer(False, failure=f"claude ended with {subtype}" + (f": {detail}" if detail else ""),
+                          error_texts=self.error_texts + ([detail] if detail else []))
         # API failures come as subtype "success" with is_error true: check is_error first
         if res.get("is_error") is True:
             message = as_text(res.get("result")) or "; ".join(as_text(e) for e in res.get("errors") or [])

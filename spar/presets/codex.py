@@ -17,6 +17,7 @@ from spar.presets.base import (
     parse_answer_text,
 )
 from spar.presets.claude import stdin_input
+from spar.round.usage import add_counts, count, reported
 
 ALLOWED_ITEMS = ("agent_message", "reasoning", "command_execution", "todo_list", "error")
 _REROUTED = re.compile(r"model rerouted:\s*(\S+)\s*->\s*(\S+)", re.IGNORECASE)
@@ -68,6 +69,11 @@ class CodexMonitor(Monitor):
                 self._error_text(as_text(item.get("message")))
         elif kind == "turn.completed":
             self.turn_completed = True
+            u = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+            # one exec normally has one turn; should there be more, their usage adds up
+            before = self.usage or reported()
+            self.usage = reported(**{k: add_counts(before[k], count(u.get(k)))
+                                     for k in ("input_tokens", "cached_input_tokens", "output_tokens")})
         elif kind == "turn.failed":
             error = event.get("error")
             message = as_text(error.get("message")) if isinstance(error, dict) else as_text(error)

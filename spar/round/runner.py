@@ -20,10 +20,11 @@ from spar.config.model import ReviewerConfig
 from spar.errors import quote
 from spar.judge.refusal import detect_refusal, reason_for
 from spar.presets import get_preset
-from spar.presets.base import InputSpec, Preset, RunPaths
+from spar.presets.base import InputSpec, Monitor, Preset, RunPaths, recorded_argv
 from spar.records.clock import now
-from spar.round.executable import find_executable
+from spar.round.executable import Lookup, find_executable
 from spar.round.process import KILL_GRACE, OUTPUT_CAP, ProcessResult, run_process
+from spar.round.usage import attempt_usage
 
 if TYPE_CHECKING:
     from spar.progress import Progress
@@ -51,7 +52,7 @@ class ReviewerOutcome:
     resets: str | None
     observed_model: str | None
     attempts: list[dict]  # model, observed_model (absent when unknown), started_at, finished_at,
-    #                       exit_code, status, reason, resets
+    #                       exit_code, status, reason, resets, argv, usage (docs/records.md)
     result: dict | None  # the raw result object for completed (None when output_error is set)
     model: str  # model of the last attempt ("" = CLI default)
     # completed, but the final answer is not one JSON object: the caller records invalid_output
@@ -141,12 +142,31 @@ async def _run_reviewer(job: ReviewerJob, st: _Settings) -> ReviewerOutcome:
     return outcome
 
 
+def command_line(job: ReviewerJob, model: str, path_env: str | None) -> tuple[Lookup, list[str]]:
+    """The executable lookup (G14) and the argv of one attempt of `job` with `model`: what
+    runs, or what would run when the lookup fails (then argv[0] is the name looked up).
+    Raises OSError when an input of the argv (claude: schema.json) cannot be read."""
+    preset = get_preset(job.config.preset)
+    paths = run_paths(job)
+    name = preset.executable_name(job.config, paths, job.input)
+    lookup = find_executable(name, path_env)
+    exe = lookup.path if lookup.status == "ok" and lookup.path else name
+    return lookup, preset.argv(exe, job.config, model, paths, job.input)
+
+
+def run_paths(job: ReviewerJob) -> RunPaths:
+    return RunPaths(reviewer_dir=Path(job.reviewer_dir).absolute(), round_dir=Path(job.round_dir).absolute(),
+                    workspace=Path(job.workspace).absolute(), schema_path=Path(job.schema_path).absolute())
+
+
 async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: _Settings) -> _Attempt:
     cfg = job.config
-    paths = RunPaths(reviewer_dir=Path(job.reviewer_dir).absolute(), round_dir=Path(job.round_dir).absolute(),
-                     workspace=Path(job.workspace).absolute(), schema_path=Path(job.schema_path).absolute())
+    paths = run_paths(job)
     started_at = now()
+    clock_start = anyio.current_time()
     exit_code: int | None = None
+    argv: list[str] = []
+    monitor: Monitor | None = None
     if st.progress is not None:
         st.progress.reviewer_started(cfg.name, number, model)
 
@@ -156,11 +176,17 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
         if observed_model:
             record["observed_model"] = observed_model  # G12: absent from the attempt when unknown
         record.update(started_at=started_at, finished_at=now(), exit_code=exit_code, status=status,
-                      reason=reason, resets=resets)
+                      reason=reason, resets=resets, argv=recorded_argv(argv, job.input),
+                      usage=attempt_usage(anyio.current_time() - clock_start,
+                                          monitor.usage if monitor is not None else None))
         return _Attempt(record=record, status=status, reason=reason, resets=resets,
                         observed_model=observed_model, **kw)
 
-    lookup = find_executable(preset.executable_name(cfg, paths, job.input), st.env.get("PATH"))
+    try:
+        # what ran, or would have run had the attempt got that far
+        lookup, argv = command_line(job, model, st.env.get("PATH"))
+    except OSError as exc:
+        return done("failed", f"cannot build the command line: {exc.strerror or exc}")
     if lookup.status != "ok":
         return done(lookup.status, lookup.reason)
     exe = lookup.path
@@ -176,7 +202,6 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     _status(st, cfg.name, "running", "")
     monitor = preset.monitor()
     try:
-        argv = preset.argv(exe, cfg, model, paths, job.input)  # claude reads schema.json here
         proc = await run_process(
             argv, cwd=paths.workspace, deadline=deadline, env=st.env,
             stdin_text=preset.stdin_text(job.input),
@@ -260,4 +285,4 @@ def _status(st: _Settings, name: str, status: str, detail: str) -> None:
         st.progress.reviewer_status(name, status, detail)
 
 
-__all__ = ["ReviewerJob", "ReviewerOutcome", "run_reviewers", "failure_reason"]
+__all__ = ["ReviewerJob", "ReviewerOutcome", "run_reviewers", "failure_reason", "command_line"]

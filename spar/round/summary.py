@@ -6,6 +6,8 @@ them renders exactly as before standpoints existed.
 
 from __future__ import annotations
 
+from spar.round import usage
+
 CLASS_ORDER = ("defect", "requirement-question", "hardening", "note")
 
 
@@ -82,19 +84,22 @@ def _reviewers(rj: dict) -> list[str]:
     out = [
         "## Reviewers",
         "",
-        "| reviewer | preset | status | model | observed model | attempts | verdict | findings | reason |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| reviewer | preset | status | model | observed model | attempts | time | tokens | cost | verdict "
+        "| findings | reason |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rj.get("reviewers", []):
         reason = r.get("reason") or ""
         if r.get("resets"):
             reason = f"{reason} (resets {r['resets']})" if reason else f"resets {r['resets']}"
         attempts = r.get("attempts") or []
+        spent = usage.of_reviewer(r)  # over every attempt; a reviewer that never ran shows -
         out.append(
             "| " + " | ".join([
                 _cell(r.get("name")), _cell(r.get("preset")), _cell(r.get("status")),
                 _cell(r.get("model") or "(default)"), _cell(r.get("observed_model") or "unknown"),
-                _cell(len(attempts)), _cell(r.get("verdict")),
+                _cell(len(attempts)), _cell(usage.duration_text(spent["duration_seconds"])),
+                _cell(usage.tokens_text(spent)), _cell(usage.cost_text(spent["cost_usd"])), _cell(r.get("verdict")),
                 _cell(r.get("finding_count") if r.get("status") == "completed" else None), _cell(reason),
             ]) + " |"
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -187,8 +188,14 @@ CLAUDE_TOOLS = {"Read", "Grep", "Glob", "Bash", "Edit", "Write", "MultiEdit", "N
 CLAUDE_VALUE_FLAGS = {"--output-format", "--json-schema", "--tools", "--permission-mode", "--model", "--effort",
                       "--input-format", "--allowedTools", "--allowed-tools", "--disallowedTools",
                       "--disallowed-tools", "--fallback-model", "--append-system-prompt", "--max-turns",
-                      "--session-id"}
-CLAUDE_BOOL_FLAGS = {"-p", "--print", "--verbose", "--debug", "--include-partial-messages"}
+                      "--session-id", "--max-budget-usd"}
+CLAUDE_BOOL_FLAGS = {"-p", "--print", "--verbose", "--debug", "--include-partial-messages",
+                     "--no-session-persistence"}
+
+
+# the result event's usage (2.1.197 shape); input 1200 in all, 1000 of it read from the cache
+CLAUDE_USAGE = {"input_tokens": 150, "cache_creation_input_tokens": 50, "cache_read_input_tokens": 1000,
+                "output_tokens": 300, "service_tier": "standard"}
 
 
 def claude(fake: Fake) -> int:
@@ -232,6 +239,13 @@ def claude(fake: Fake) -> int:
     mode = opts.get("--permission-mode", "default")
     if mode not in ("acceptEdits", "bypassPermissions", "default", "dontAsk", "plan"):
         fake.fail(f"error: option '--permission-mode <mode>' argument '{mode}' is invalid", 1)
+    budget = opts.get("--max-budget-usd")
+    if budget is not None:
+        try:
+            if float(budget) <= 0:
+                raise ValueError(budget)
+        except ValueError:
+            fake.fail(f"Error: --max-budget-usd must be a positive number, got {budget}", 1)
     effort = opts.get("--effort")
     if effort is not None and effort not in ("low", "medium", "high", "xhigh", "max"):
         fake.fail(f"error: option '--effort <level>' argument '{effort}' is invalid", 1)
@@ -286,6 +300,12 @@ def claude(fake: Fake) -> int:
         emit({"type": "result", "subtype": "success", "is_error": True, "result": sc["is_error"],
               "session_id": session, "modelUsage": {}, "errors": []})
         code = 1
+    elif sc.get("budget_exceeded"):
+        # what 2.1.197 prints when --max-budget-usd is reached
+        emit({"type": "result", "subtype": "error_max_budget_usd", "is_error": True, "duration_ms": 2000,
+              "num_turns": 4, "session_id": session, "total_cost_usd": float(budget or 0) + 0.01,
+              "usage": CLAUDE_USAGE, "modelUsage": usage, "errors": []})
+        code = 1
     elif not sc.get("no_result"):
         answer = fake.answer_object()
         if answer is not None and sc.get("structured", True):
@@ -294,8 +314,8 @@ def claude(fake: Fake) -> int:
                 "session_id": session})
         result = {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 1234,
                   "num_turns": 3, "result": fake.answer_text() if answer is None else "",
-                  "session_id": session, "total_cost_usd": 0.01, "modelUsage": sc.get("model_usage", usage),
-                  "errors": []}
+                  "session_id": session, "total_cost_usd": 0.01, "usage": CLAUDE_USAGE,
+                  "modelUsage": sc.get("model_usage", usage), "errors": []}
         if answer is not None and sc.get("structured", True):
             result["structured_output"] = answer
         elif answer is not None:
@@ -453,8 +473,8 @@ def codex(fake: Fake) -> int:
     elif not sc.get("no_result"):
         emit({"type": "item.completed", "item": {"id": "item_last", "type": "agent_message",
                                                  "text": fake.answer_text()}})
-        emit({"type": "turn.completed", "usage": {"input_tokens": 1000, "cached_input_tokens": 0,
-                                                  "output_tokens": 200}})
+        emit({"type": "turn.completed", "usage": {"input_tokens": 1000, "cached_input_tokens": 400,
+                                                  "output_tokens": 200, "reasoning_output_tokens": 50}})
     code = fake.exit_code(code)
     fake.epilogue()
     return code
@@ -485,7 +505,7 @@ def agy(fake: Fake) -> int:
         a = args[i]
         key = a.split("=", 1)[0]
         key = {"-p": "--prompt", "-m": "--model"}.get(key, key)
-        if key in ("--prompt", "--output-format", "--mode", "--model", "--json-schema"):
+        if key in ("--prompt", "--output-format", "--mode", "--model", "--json-schema", "--print-timeout"):
             opts[key], i = take_value(args, i, key, fake, 2)
         else:
             fake.fail(f"Error: unknown flag: {a}", 2)
@@ -503,6 +523,8 @@ def agy(fake: Fake) -> int:
                 json.load(f)
         except (OSError, ValueError) as exc:
             fake.fail(f"Error: cannot read --json-schema {opts['--json-schema']}: {exc}", 2)
+    if "--print-timeout" in opts and not re.fullmatch(r"[0-9]+(ms|s|m|h)", opts["--print-timeout"]):
+        fake.fail(f"Error: invalid --print-timeout {opts['--print-timeout']!r} (a duration such as 300s)", 2)
     fake.prompt_text = opts["--prompt"]
     if not fake.prompt_text.strip():
         fake.fail("Error: empty prompt", 2)
@@ -548,7 +570,9 @@ def agy(fake: Fake) -> int:
         answer = fake.answer_object()
         result = {"status": sc.get("status", "SUCCESS"),
                   "response": sc.get("response", fake.answer_text()),
-                  "structured_output": answer if sc.get("structured", True) else None}
+                  "structured_output": answer if sc.get("structured", True) else None,
+                  "usage": {"input_tokens": 900, "output_tokens": 100, "thinking_tokens": 60,
+                            "cache_read_tokens": 300, "total_tokens": 1060}}
         if sc.get("denied_actions"):
             result["denied_actions"] = sc["denied_actions"]
         emit({"event": "result", "result": result})

@@ -1,0 +1,307 @@
+"""`spar doctor`: one screen saying whether a round can run here, and what to do if not.
+
+Every check only reads: git's version, the repository, the configuration
+(the same loader as `spar run`, so an error names file:line), each configured
+reviewer's executable with its version check (the preset's own version argv,
+under a short limit, in its own process group), a harmless login check where
+the CLI has one, whether the series folder is ignored (G28), and the Jaekit
+Core that reads Spar's gate (`spar.core_query`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import anyio
+
+from spar import __version__
+from spar.argparsing import command_parser
+from spar.config.model import ReviewerConfig
+from spar.errors import Refused, UsageError, quote
+from spar.judge.core_caps import GATE_FEATURE
+from spar.round.executable import find_executable
+from spar.round.process import run_process
+from spar.textsafe import terminal_safe
+
+SCHEMA = "spar-doctor/v1"
+VERSION_TIMEOUT = 10.0  # a version print is instant; a hung CLI must not hold the screen
+LOGIN_TIMEOUT = 10.0
+
+DESCRIPTION = """\
+Say in one screen whether a review round can run here: git, the repository,
+the configuration (errors name <file>:<line>), each configured reviewer's
+executable and version (its version check, at most 10 s), whether claude
+(`claude auth status`) and codex (`codex login status`) are logged in (agy
+has no harmless check), and whether the series folder (--series, default
+reviews) is ignored as `spar run --out` requires (G28).
+
+It also asks the Jaekit Core that reads Spar's gate (`ha` on PATH, or
+--core PATH) `ha capabilities --format json` (at most 5 s, not retried) and
+reports, following the core-capabilities contract, whether it reads
+review-gate/v1 (formats.review_gate, feature review-gate/v1, run-rules/5).
+Exit 64 from ha means the query is unsupported (an older Core); an answer
+that cannot be interpreted is never a pass, nor is a version print. Core is
+needed only to record the gate, so it counts towards the exit code only when
+--core is given.
+
+Exit codes: 0 a round can run (every check needed holds); 1 something needed
+is missing (each problem says what to do); 64 usage error."""
+
+
+@dataclass
+class Check:
+    check: str  # git | repository | config | reviewer | login | series | core
+    subject: str
+    status: str  # ok | problem | warning | info
+    detail: str
+    fix: str = ""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = command_parser("doctor", DESCRIPTION)
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
+    p.add_argument("--series", default="reviews", metavar="DIR",
+                   help="the series folder rounds go to (default: reviews, relative to the current folder)")
+    p.add_argument("--core", metavar="PATH", help="the Core executable to check (default: ha on PATH)")
+    p.add_argument("-C", dest="directory", metavar="DIR", help="check as if started in DIR")
+    return p
+
+
+# ---------------------------------------------------------------- processes
+
+
+async def _run(argv: list[str], env: dict[str, str], timeout: float) -> tuple[int | None, str, str, bool]:
+    """(exit code, stdout, stderr, timed out) of a short read-only command."""
+    with tempfile.TemporaryDirectory(prefix="spar-doctor-") as tmp:
+        out, err = Path(tmp) / "out", Path(tmp) / "err"
+        proc = await run_process(argv, cwd=tmp, deadline=anyio.current_time() + timeout, env=env,
+                                 stdout_path=out, stderr_path=err, output_cap=64 * 1024)
+        return (proc.exit_code, out.read_bytes().decode("utf-8", "replace"),
+                err.read_bytes().decode("utf-8", "replace"), proc.timed_out)
+
+
+def _claude_logged_in(code: int | None, out: str) -> bool | None:
+    """`claude auth status` prints a JSON object whose boolean `loggedIn` decides
+    (whatever the exit code); anything else is unknown."""
+    try:
+        value = json.loads(out)
+    except ValueError:
+        return None
+    flag = value.get("loggedIn") if isinstance(value, dict) else None
+    return flag if isinstance(flag, bool) else None
+
+
+def _codex_logged_in(code: int | None, out: str) -> bool | None:
+    """`codex login status`: exit 0 logged in; exit 1 saying "Not logged in" is not."""
+    if code == 0:
+        return True
+    if code == 1 and "not logged in" in out.lower():
+        return False
+    return None
+
+
+LOGIN_CHECKS: dict[str, tuple[tuple[str, ...], Callable[[int | None, str], bool | None]]] = {
+    "claude": (("auth", "status"), _claude_logged_in),
+    "codex": (("login", "status"), _codex_logged_in),
+}
+
+
+def _one_line(text: str) -> str:
+    """The first non-empty line, shortened and safe to print (a CLI's output is not trusted)."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return terminal_safe(first[:120])
+
+
+async def reviewer_checks(r: ReviewerConfig, env: dict[str, str]) -> list[Check]:
+    from spar.presets import get_preset
+
+    preset = get_preset(r.preset)
+    subject = f"{r.name} ({r.preset})"
+    if not preset.runs_process:
+        return [Check("reviewer", subject, "info",
+                      "the host's own subagent: spar run writes its prompt, `spar record` records its answer")]
+    name = r.argv[0] if r.preset == "command" else (r.binary or r.preset)
+    lookup = find_executable(name, env.get("PATH"))
+    if lookup.status != "ok" or lookup.path is None:
+        fix = f"install {r.preset} or set binary for {r.name}" if r.preset != "command" \
+            else f"fix argv of {r.name}"
+        return [Check("reviewer", subject, "problem", lookup.reason, fix + " in the user configuration")]
+    if preset.version_args is None:
+        return [Check("reviewer", subject, "ok", f"{lookup.path} (a command has no version check)")]
+    shown = " ".join([name, *preset.version_args])
+    try:
+        code, out, err, timed_out = await _run([lookup.path, *preset.version_args], env, VERSION_TIMEOUT)
+    except OSError as exc:
+        return [Check("reviewer", subject, "problem", f"{lookup.path} cannot be started: {exc.strerror or exc}")]
+    if timed_out or code != 0:
+        what = f"no answer within {VERSION_TIMEOUT:g}s" if timed_out else f"exit {code}"
+        detail = _one_line(err) or _one_line(out)
+        return [Check("reviewer", subject, "problem", f"`{shown}` failed ({what})" + (f": {detail}" if detail else ""),
+                      f"run `{shown}` yourself and repair the installation")]
+    checks = [Check("reviewer", subject, "ok", f"{lookup.path} {_one_line(out) or _one_line(err)}".rstrip())]
+    checks.append(await _login(r, lookup.path, env))
+    return checks
+
+
+async def _login(r: ReviewerConfig, exe: str, env: dict[str, str]) -> Check:
+    subject = f"{r.name} ({r.preset})"
+    if r.preset not in LOGIN_CHECKS:
+        return Check("login", subject, "info", f"not checked ({r.preset} has no harmless login check)")
+    args, judge = LOGIN_CHECKS[r.preset]
+    shown = " ".join([r.preset, *args])
+    try:
+        code, out, _, timed_out = await _run([exe, *args], env, LOGIN_TIMEOUT)
+    except OSError:
+        code, out, timed_out = None, "", False
+    state = None if timed_out else judge(code, out)
+    if state is True:
+        return Check("login", subject, "ok", f"logged in (`{shown}`)")
+    if state is False:
+        return Check("login", subject, "problem", f"not logged in (`{shown}`)",
+                     f"log in with `{r.preset} login`" if r.preset == "codex" else "log in: run `claude` and /login")
+    return Check("login", subject, "warning", f"unknown: `{shown}` gave no answer Spar can read")
+
+
+# ---------------------------------------------------------------- the other checks
+
+
+async def git_check(env: dict[str, str]) -> Check:
+    lookup = find_executable("git", env.get("PATH"))
+    if lookup.status != "ok" or lookup.path is None:
+        return Check("git", "git", "problem", lookup.reason, "install git")
+    code, out, err, timed_out = await _run([lookup.path, "--version"], env, VERSION_TIMEOUT)
+    if code != 0 or timed_out:
+        return Check("git", "git", "problem", f"`git --version` failed: {_one_line(err)}", "repair git")
+    return Check("git", "git", "ok", _one_line(out))
+
+
+def repository_check(base: Path) -> tuple[Check, Path | None]:
+    from spar import git
+
+    try:
+        root = git.repo_root(base)
+    except git.GitError as err:
+        return Check("repository", str(base), "problem", f"git cannot read it: {err}"), None
+    if root is None:
+        return Check("repository", str(base), "problem", "not inside a git repository",
+                     "run spar in the repository under review"), None
+    return Check("repository", str(root), "ok", "git repository"), Path(root)
+
+
+def config_check(root: Path | None) -> tuple[list[Check], list[ReviewerConfig]]:
+    from spar.config import load_config
+
+    try:
+        cfg = load_config(root)
+    except Refused as err:
+        return [Check("config", "configuration", "problem", err.message, "fix that line (`spar config` shows it)")], []
+    files = "; ".join(f"{f['role']} {f['path']}" for f in cfg.files) or "no file: the defaults"
+    names = ", ".join(r.name for r in cfg.reviewers)
+    return [Check("config", "configuration", "ok", f"{files}; reviewers {names}; "
+                  f"timeout {cfg.timeout_seconds}s")], list(cfg.reviewers)
+
+
+def series_check(series: Path, shown: str) -> Check:
+    from spar.records import paths
+
+    try:
+        paths.check_record_path(series, kind="--series", directory=True)
+    except Refused as err:
+        return Check("series", shown, "problem", err.message, f"run `spar init --series {shown}`")
+    return Check("series", shown, "ok", "rounds may be written there (ignored, nothing tracked under it)")
+
+
+async def core_check(requested: str | None, env: dict[str, str]) -> tuple[Check, dict]:
+    from spar.core_query import query_core
+
+    result = await query_core(requested or "ha", env.get("PATH"), env)
+    caps = result.capabilities
+    report = {"requested": result.requested, "executable": result.executable, "sha256": result.sha256,
+              "state": caps.state, "reason": caps.reason, "ha_version": caps.ha_version,
+              "reads_review_gate": caps.reads_review_gate, "missing": caps.missing_for_gate}
+    needed = requested is not None
+    bad = "problem" if needed else "warning"
+    subject = result.executable or result.requested
+    if caps.state == "missing":
+        status = "problem" if needed else "info"
+        return Check("core", subject, status, f"{caps.reason} (Core is needed only to record the gate)",
+                     "install Jaekit Core" if needed else ""), report
+    if caps.state != "ok":
+        return Check("core", subject, bad, f"capability query: {caps.reason}",
+                     "install a Core of v0.1.8 or later"), report
+    if caps.missing_for_gate:
+        return Check("core", subject, bad, f"ha {caps.ha_version} does not read review-gate/v1: lacks "
+                     + ", ".join(caps.missing_for_gate), "install a Core with run-rules/5"), report
+    return Check("core", subject, "ok", f"ha {caps.ha_version} reads review-gate/v1 "
+                 f"({GATE_FEATURE}, run-rules/5)"), report
+
+
+# ---------------------------------------------------------------- output
+
+
+MARK = {"ok": "ok", "problem": "FAIL", "warning": "warn", "info": "--"}
+
+
+def render_text(checks: list[Check], ready: bool) -> str:
+    head = "a round can run here" if ready else \
+        f"a round cannot run here: {sum(c.status == 'problem' for c in checks)} problem(s)"
+    lines = [f"spar doctor ({__version__}): {head}"]
+    width = max(len(c.check) for c in checks)
+    for c in checks:
+        lines.append(f"  {MARK[c.status]:<4}  {c.check:<{width}}  {c.subject}: {c.detail}")
+        if c.fix and c.status in ("problem", "warning"):
+            lines.append(f"  {'':<4}  {'':<{width}}  -> {c.fix}")
+    return "\n".join(lines) + "\n"
+
+
+async def _all_checks(args, base: Path, env: dict[str, str]) -> tuple[list[Check], dict]:
+    checks = [await git_check(env)]
+    repo, root = repository_check(base)
+    checks.append(repo)
+    config, reviewers = config_check(root)
+    checks += config
+    results: dict[int, list[Check]] = {}
+
+    async def one(i: int, r: ReviewerConfig) -> None:
+        results[i] = await reviewer_checks(r, env)
+
+    async with anyio.create_task_group() as tg:  # reviewers at once, as a round starts them
+        for i, r in enumerate(reviewers):
+            tg.start_soon(one, i, r)
+    for i in range(len(reviewers)):
+        checks += results[i]
+    series = Path(args.series) if os.path.isabs(args.series) else base / args.series
+    if root is not None:
+        checks.append(series_check(series, args.series))
+    core, report = await core_check(args.core, env)
+    checks.append(core)
+    return checks, report
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    base = Path(args.directory) if args.directory is not None else Path.cwd()
+    if not base.is_dir():
+        raise UsageError(f"doctor: -C {quote(args.directory)}: not a folder")
+    if not args.series:
+        raise UsageError("doctor: --series needs a folder")
+    from spar.commands.run import async_backend
+
+    env = dict(os.environ)
+    checks, core = anyio.run(lambda: _all_checks(args, base.absolute(), env), backend=async_backend(env))
+    ready = not any(c.status == "problem" for c in checks)
+    if args.format == "json":
+        sys.stdout.write(json.dumps({"schema": SCHEMA, "spar_version": __version__, "ready": ready,
+                                     "checks": [asdict(c) for c in checks], "core": core},
+                                    indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render_text(checks, ready))
+    return 0 if ready else 1

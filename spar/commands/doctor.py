@@ -66,7 +66,6 @@ class Check:
 
 def _parser() -> argparse.ArgumentParser:
     p = command_parser("doctor", DESCRIPTION)
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
     p.add_argument("--series", default="reviews", metavar="DIR",
                    help="the series folder rounds go to (default: reviews, relative to the current folder)")

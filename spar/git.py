@@ -288,12 +288,6 @@ def stream_blobs(repo: Path | str, shas: Iterable[str]) -> Iterator[tuple[str, b
         proc.wait()
 
 
-def show_file(repo: Path | str, commit: str, path: str) -> bytes | None:
-    """Bytes of `path` in `commit`, or None when it is not a blob there."""
-    proc = run(repo, "cat-file", "blob", f"{commit}:{path}", ok=(0, 1, 128))
-    return proc.stdout if proc.returncode == 0 else None
-
-
 def _relative(repo: Path | str, path: Path | str) -> str:
     """`path` relative to the repository root (paths are resolved so symlinked
     temp folders compare equal); "." for the root itself."""

@@ -207,14 +207,6 @@ def test_ls_tree_remembers_full_commit_ids_only(tmp_path, monkeypatch):
     assert calls == [head, "HEAD", "HEAD"]  # a symbolic name can move: never remembered
 
 
-def test_show_file(two_commits):
-    repo, base, head = two_commits
-    assert git.show_file(repo, base, "a.txt") == b"one\n"
-    assert git.show_file(repo, head, "a.txt") == b"two\n"
-    assert git.show_file(repo, head, "missing") is None
-    assert git.show_file(repo, head, "dir") is None
-
-
 # --- ignore, tracking, roots ----------------------------------------------------
 
 def test_is_ignored_and_tracked_under(tmp_path):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from spar.errors import RecordError
+from spar.judge.dispositions import standing
 from spar.records import jsonl, readers
 
 DATA = Path(__file__).parent / "data"
@@ -100,9 +101,9 @@ def test_standing_dispositions_latest_line_wins(tmp_path):
     ]
     for line in lines:
         jsonl.append(path, line)
-    standing = readers.standing_dispositions(readers.read_ledger(tmp_path))
-    assert standing == {"claude-F1": lines[3], "codex-F1": lines[1]}
-    assert readers.standing_dispositions([]) == {}
+    standing_lines = standing(readers.read_ledger(tmp_path))
+    assert standing_lines == {"claude-F1": lines[3], "codex-F1": lines[1]}
+    assert standing([]) == {}
 
 
 def test_series_rounds(tmp_path):

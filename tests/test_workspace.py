@@ -10,8 +10,18 @@ import pytest
 
 from spar import git as spar_git
 from spar.errors import WriteFailed
-from spar.round.workspace import build_workspace, make_writable
+from spar.round.workspace import build_workspace
 from tests.gitrepo import commit, git, make_repo
+
+
+def make_writable(root: Path) -> None:
+    """Undo the workspace's read-only modes, so a test can write as any user."""
+    for dirpath, _dirnames, filenames in os.walk(root):
+        os.chmod(dirpath, 0o755)
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            if not os.path.islink(p):
+                os.chmod(p, os.stat(p).st_mode | stat.S_IWUSR)
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from typing import Callable
 
 from spar.config.model import STAGES
 from spar.judge.dispositions import BLOCKING_CLASSES, Key, Trace, standing, trace
-from spar.judge.refs import is_blank
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 SCHEMA = "review-gate/v1"
@@ -122,21 +121,6 @@ def ledger_problem(ledger: object) -> str | None:
     for line in ledger:
         if not isinstance(line, dict) or not isinstance(line.get("finding"), str) or not isinstance(line.get("disposition"), str):
             return "ledger.jsonl has a line without finding or disposition"
-    return None
-
-
-def waivers_problem(waivers: object) -> str | None:
-    """G32: every line needs reviewer, preset and a user_quote that is not blank."""
-    if not isinstance(waivers, list):
-        return "waivers.jsonl is not a list of lines"
-    for number, line in enumerate(waivers, 1):
-        if not isinstance(line, dict):
-            return f"waivers.jsonl line {number} is not a JSON object"
-        for key in ("reviewer", "preset", "user_quote"):
-            if not isinstance(line.get(key), str):
-                return f"waivers.jsonl line {number} has no {key}"
-        if is_blank(line["user_quote"]):
-            return f"waivers.jsonl line {number} has a blank user_quote"
     return None
 
 

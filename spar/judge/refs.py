@@ -29,7 +29,6 @@ WHITESPACE = frozenset(
     "\u2028\u2029\u202f\u205f\u3000"
 )
 END_CHARS = WHITESPACE | {",", ";"}
-DASHES = ("-", "\u2013")
 
 G7_PREFIXES = ("head/", "base/", "./")
 G8_PREFIXES = ("head/", "./")

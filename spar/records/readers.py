@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from spar.errors import RecordError, quote
 from spar.judge.refs import trim
@@ -112,14 +112,6 @@ def read_ledger(round_dir: Path | str) -> list[dict]:
         if line.get("disposition") not in DISPOSITIONS:
             raise _line_error(path, number, f"disposition is not one of {', '.join(DISPOSITIONS)}")
     return lines
-
-
-def standing_dispositions(ledger: Iterable[dict]) -> dict[str, dict]:
-    """The latest line per finding stands."""
-    standing: dict[str, dict] = {}
-    for line in ledger:
-        standing[line["finding"]] = line
-    return standing
 
 
 def read_waivers(round_dir: Path | str) -> list[dict]:

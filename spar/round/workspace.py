@@ -180,13 +180,3 @@ def describe_changes(before: dict, after: dict, *, shown: int = 5) -> str | None
     return (f"workspace changed while the reviewers ran: {len(changes)} path(s): {listed}; a reviewer "
             "wrote into the read-only copies (file modes do not stop a process running as root); "
             "findings were judged against the commits, not the copies")
-
-
-def make_writable(root: Path) -> None:
-    """Undo make_read_only (for tools that delete a round folder)."""
-    for dirpath, _dirnames, filenames in os.walk(root):
-        os.chmod(dirpath, 0o755)
-        for name in filenames:
-            p = os.path.join(dirpath, name)
-            if not os.path.islink(p):
-                os.chmod(p, os.stat(p).st_mode | stat.S_IWUSR)

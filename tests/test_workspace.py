@@ -69,7 +69,10 @@ def test_symlinks_are_symlinks(repo, tmp_path):
     build_workspace(repo, base, head, ws)
     assert os.readlink(ws / "head" / "link-to-app") == "src/app.py"
     assert (ws / "head" / "link-to-app").read_text() == "print('v2')\n"
-    assert os.readlink(ws / "head" / "dangling") == "../nowhere"
+    # a link that climbs out of its copy is a small file saying where it pointed
+    assert not (ws / "head" / "dangling").is_symlink()
+    assert "../nowhere" in (ws / "head" / "dangling").read_text()
+    assert mode(ws / "head" / "dangling") == 0o444
 
 
 def test_everything_read_only_and_exec_bits_kept(repo, tmp_path):
@@ -228,3 +231,29 @@ def test_workspace_state_sees_what_a_root_writer_changes(repo, tmp_path):
     many = {f"p{i}": (1, 1, 1, i) for i in range(8)}
     assert "p0 (removed), p1 (removed), p2 (removed), p3 (removed), p4 (removed) and 3 more;" in \
         describe_changes(many, {})
+
+
+def test_no_write_through_a_link_goes_unnoticed(tmp_path):
+    """A folder link leading out was writable unnoticed; every remaining link stays inside."""
+    from spar.round.workspace import describe_changes, workspace_state
+    from tests.crafted import FILE, LINK, crafted_commit
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = make_repo(tmp_path, {"src/app.py": "x\n"})
+    base = git(repo, "rev-parse", "HEAD").strip()
+    rel_out = os.path.relpath(outside, tmp_path / "workspace" / "head")
+    head = crafted_commit(repo, {b"src/app.py": (FILE, b"x\n"), b"out": (LINK, rel_out.encode()),
+                                 b"abs": (LINK, str(outside).encode()), b"in": (LINK, b"src")}, parent=base)
+    ws = tmp_path / "workspace"
+    build_workspace(repo, base, head, ws)
+    make_writable(ws)  # as if root wrote (modes do not stop root)
+    before = workspace_state(ws)
+    for name in ("out", "abs"):
+        with pytest.raises(OSError):  # a regular file now, not a way out
+            (ws / "head" / name / "planted.txt").write_text("x")
+    assert list(outside.iterdir()) == []
+    (ws / "head" / "in" / "app.py").write_text("changed through the link\n")
+    (ws / "head" / "in" / "new.py").write_text("new\n")
+    note = describe_changes(before, workspace_state(ws))
+    assert "head/src/app.py (changed)" in note and "head/src/new.py (added)" in note

@@ -49,7 +49,8 @@ from spar.round.recording import (
 from spar.round.runner import ReviewerJob, command_line, run_reviewers
 from spar.round.schema import schema_text
 from spar.round.summary import counts_text
-from spar.round.workspace import build_workspace, describe_changes, workspace_state
+from spar.round.treeplan import TreePlan, escaped_names, workspace_warnings
+from spar.round.workspace import build_workspace, describe_changes, plan_commit, workspace_state
 
 BACKENDS = ("trio", "asyncio")
 BACKEND_ENV = "SPAR_ASYNC_BACKEND"
@@ -71,6 +72,7 @@ class RoundPlan:
     documents: dict[str, list[RoundDoc]]
     packet_text: str
     packet_sha256: str
+    tree_plans: dict[str, TreePlan]  # "head", "base": what the workspace copies hold
     out: Path  # absolute round folder
     series: Path
     backend: str
@@ -128,10 +130,13 @@ def prepare(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> RoundPlan:
     out = Path(os.path.abspath(os.path.join(cwd, args.out)))
     check_run_out(out)
     series = out.parent
+    plans = {"head": plan_commit(repo, head), "base": plan_commit(repo, base)}
     packet = PacketInput(
         stage=args.stage, series=series.name, base=base, head=head, angles=list(cfg.angles),
         check_paths=list(cfg.check_paths), documents=documents,
         standpoints=list(args.standpoints), decisions=list(args.decisions),
+        workspace_notes=[n for copy, tree in plans.items() for n in tree.notes(copy)],
+        escaped_names=escaped_names(plans.values()),
     )
     if args.stage == "code":
         packet.diff_stat = git.diff_stat(repo, base, head)
@@ -139,7 +144,7 @@ def prepare(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> RoundPlan:
     text = build_packet(packet)
     return RoundPlan(args=args, repo=repo, config=cfg, base=base, head=head, expect_head=expect,
                      documents=documents, packet_text=text, packet_sha256=packet_sha256(text),
-                     out=out, series=series, backend=backend)
+                     tree_plans=plans, out=out, series=series, backend=backend)
 
 
 def read_series(series: Path) -> tuple[list[dict], list[dict]]:
@@ -196,8 +201,9 @@ def _create_round(plan: RoundPlan, decision: caps_mod.CapDecision) -> tuple[dict
         standpoints=list(plan.args.standpoints), decisions=list(plan.args.decisions),
         counted=decision.counted, dry_run=plan.args.dry_run, started_at=started,
     )
+    round_json["warnings"] += workspace_warnings(plan.tree_plans)
     atomic.write_json(plan.out / "round.json", round_json)
-    build_workspace(plan.repo, plan.base, plan.head, plan.out / "workspace")
+    build_workspace(plan.repo, plan.base, plan.head, plan.out / "workspace", plan.tree_plans)
     return round_json, jobs
 
 

@@ -8,6 +8,7 @@ from typing import Iterable
 
 from spar import git
 from spar.judge.context import RoundContext, RoundDoc
+from spar.pathtext import path_text
 
 
 def context_from_git(repo: Path | str, base: str, head: str, documents: list[RoundDoc],
@@ -15,9 +16,11 @@ def context_from_git(repo: Path | str, base: str, head: str, documents: list[Rou
     """Build a RoundContext from the trees of two commits (blob entries only, so a
     gitlink is in neither copy). Head blobs are read lazily and only for contract
     links that give lines."""
-    head_entries = git.ls_tree(repo, head)
-    base_entries = git.ls_tree(repo, base)
-    shas = {e.path: e.sha for e in head_entries}
+    # paths in their one text form (spar.pathtext): a name that is not UTF-8 is found by
+    # its escaped spelling and is written to the records in it
+    head_entries = [(path_text(e.path), e) for e in git.ls_tree(repo, head)]
+    base_entries = [(path_text(e.path), e) for e in git.ls_tree(repo, base)]
+    shas = {p: e.sha for p, e in head_entries}
     cache: dict[str, bytes] = {}
 
     def read_head_blob(path: str) -> bytes:
@@ -27,8 +30,8 @@ def context_from_git(repo: Path | str, base: str, head: str, documents: list[Rou
         return cache[path]
 
     return RoundContext(
-        head_files={e.path: e.mode for e in head_entries},
-        base_files={e.path: e.mode for e in base_entries},
+        head_files={p: e.mode for p, e in head_entries},
+        base_files={p: e.mode for p, e in base_entries},
         documents=list(documents),
         check_paths=list(check_paths),
         criteria_ids=set(criteria_ids),

@@ -1,7 +1,10 @@
 """`workspace/head` and `workspace/base`: read-only copies of two commits' trees.
 
 Only blob entries are copied (regular 100644, executable 100755, symlink
-120000); gitlinks never appear. Blobs stream from one `git cat-file --batch`
+120000); gitlinks never appear. `spar.round.treeplan` decides first: paths git
+refuses to check out (`.git` in every spelling) are left out, and a symbolic
+link whose target leaves its copy becomes a small read-only file saying what
+it pointed to. Blobs stream from one `git cat-file --batch`
 per commit (memory holds one file at a time), and a base file equal to a head
 file (same blob and mode) is a hard link to it, so the base copy of a typical
 change costs little more than its folder entries. Symlinks are created last,
@@ -25,9 +28,12 @@ import errno
 import os
 import stat
 from pathlib import Path
+from types import SimpleNamespace
 
 from spar import git
 from spar.errors import WriteFailed
+from spar.pathtext import path_text
+from spar.round.treeplan import TreePlan, listed, plan_tree
 
 MODE_FILE = "100644"
 MODE_EXEC = "100755"
@@ -83,18 +89,37 @@ def make_read_only(root: Path) -> None:
         os.chmod(dirpath, _READ_ONLY_DIR)
 
 
-def copy_commit(repo: str | Path, commit: str, dest: Path,
-                known: dict[tuple[str, str], Path] | None = None) -> dict[tuple[str, str], Path]:
-    """Copy one commit's blob entries to `dest`. A file whose (blob, mode) is in `known`
-    (or was already written in this copy) becomes a hard link to that file instead of
-    a new one: base and head share most files, and both copies are read-only.
-    Blobs stream from git one at a time, so memory holds one file, not the tree.
-    Returns (blob, mode) -> path of the regular files of this copy."""
+def plan_commit(repo: str | Path, commit: str) -> TreePlan:
+    """Which blob entries of `commit` are copied, left out (.git paths) or written as a
+    file saying where a link pointed (spar.round.treeplan); reads only the links' blobs."""
     entries = [e for e in git.ls_tree(repo, commit) if e.mode in (MODE_FILE, MODE_EXEC, MODE_LINK)]
-    planned = plan_targets(entries, Path(dest))
+    links = git.read_blobs(repo, [e.sha for e in entries if e.mode == MODE_LINK])
+    return plan_tree(entries, links)
+
+
+def _link_note(target: bytes) -> bytes:
+    return (b"spar: this path is a symbolic link in the commit, to " + path_text(target).encode("utf-8")
+            + b"\nIt points outside this copy of the commit, so spar wrote this file instead of the link.\n")
+
+
+def copy_commit(repo: str | Path, commit: str, dest: Path,
+                known: dict[tuple[str, str], Path] | None = None,
+                plan: TreePlan | None = None) -> dict[tuple[str, str], Path]:
+    """Copy one commit's blob entries to `dest` as `plan` (default: plan_commit) says.
+    A file whose (blob, mode) is in `known` (or was already written in this copy)
+    becomes a hard link to that file instead of a new one: base and head share most
+    files, and both copies are read-only. Blobs stream from git one at a time, so
+    memory holds one file, not the tree. Returns (blob, mode) -> path of the regular
+    files of this copy."""
+    if plan is None:
+        plan = plan_commit(repo, commit)
+    planned = plan_targets([*plan.copied, *_outward_entries(plan)], Path(dest))
     written: dict[tuple[str, str], Path] = {}
     pending: dict[str, list[tuple[object, Path]]] = {}
     for entry, target in planned:
+        if entry.path in plan.outward:
+            _write_new(target, _link_note(plan.outward[entry.path]), _READ_ONLY_FILE)
+            continue
         source = known.get((entry.sha, entry.mode)) if known and entry.mode != MODE_LINK else None
         if source is not None and _link(source, target):
             written.setdefault((entry.sha, entry.mode), source)
@@ -116,6 +141,10 @@ def copy_commit(repo: str | Path, commit: str, dest: Path,
     return written
 
 
+def _outward_entries(plan: TreePlan) -> list:
+    return [SimpleNamespace(path=p, mode=MODE_FILE, sha="") for p in plan.outward]
+
+
 def _link(source: Path, target: Path) -> bool:
     """Hard link `target` to `source`; False when the file system will not (the caller writes)."""
     try:
@@ -127,13 +156,16 @@ def _link(source: Path, target: Path) -> bool:
     return True
 
 
-def build_workspace(repo: str | Path, base: str, head: str, workspace: Path) -> None:
-    """`workspace/head` and `workspace/base`, then everything read-only (workspace/ included)."""
+def build_workspace(repo: str | Path, base: str, head: str, workspace: Path,
+                    plans: dict[str, TreePlan] | None = None) -> None:
+    """`workspace/head` and `workspace/base`, then everything read-only (workspace/ included).
+    `plans` ("head", "base" -> TreePlan) when the caller has them already."""
     workspace = Path(workspace)
+    plans = plans or {}
     try:
         workspace.mkdir(parents=False, exist_ok=False)
-        head_files = copy_commit(repo, head, workspace / "head")
-        copy_commit(repo, base, workspace / "base", known=head_files)
+        head_files = copy_commit(repo, head, workspace / "head", plan=plans.get("head"))
+        copy_commit(repo, base, workspace / "base", known=head_files, plan=plans.get("base"))
         make_read_only(workspace)
     except OSError as exc:
         raise WriteFailed(f"cannot build {workspace}: {exc}") from exc
@@ -169,14 +201,13 @@ def describe_changes(before: dict, after: dict, *, shown: int = 5) -> str | None
     changes = []
     for path in sorted(before.keys() | after.keys()):
         if path not in after:
-            changes.append(f"{path} (removed)")
+            changes.append(f"{path_text(path)} (removed)")
         elif path not in before:
-            changes.append(f"{path} (added)")
+            changes.append(f"{path_text(path)} (added)")
         elif before[path] != after[path]:
-            changes.append(f"{path} (changed)")
+            changes.append(f"{path_text(path)} (changed)")
     if not changes:
         return None
-    listed = ", ".join(changes[:shown]) + (f" and {len(changes) - shown} more" if len(changes) > shown else "")
-    return (f"workspace changed while the reviewers ran: {len(changes)} path(s): {listed}; a reviewer "
+    return (f"workspace changed while the reviewers ran: {len(changes)} path(s): {listed(changes, shown)}; a reviewer "
             "wrote into the read-only copies (file modes do not stop a process running as root); "
             "findings were judged against the commits, not the copies")

@@ -1,0 +1,93 @@
+"""`spar export ROUND... --format sarif|codeclimate|rdjsonl [--out FILE]`.
+
+Reads each round (refusing on an unreadable record, G32, or a round that was
+never recorded) and writes its findings in a standard format for code hosts
+and CI (`spar.export`). Nothing in the series changes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from spar.argparsing import command_parser
+from spar.errors import Refused, quote
+from spar.export import codeclimate, rdjsonl, sarif
+from spar.export.collect import Item, RoundRecords, collect
+from spar.records import atomic, readers
+from spar.series import round_folder
+
+FORMATS = ("sarif", "codeclimate", "rdjsonl")
+
+DESCRIPTION = """\
+Write the findings of one or more recorded rounds in a standard format:
+
+  sarif        SARIF 2.1.0 for GitHub code scanning: one run per reviewer
+               (tool "Spar (<reviewer>)", Spar's version, preset and model),
+               ruleId spar/<class>, level error (defect), warning
+               (requirement-question, hardening) or note, a stable
+               partialFingerprints value (sparFinding/v1), and every standing
+               disposition (fixed, duplicate, rejected, deferred, answered) as
+               a suppression with its justification. GitHub's limits (20 runs
+               per file, 25,000 results per run) are refused, not truncated.
+  codeclimate  GitLab Code Quality (description, check_name, fingerprint,
+               severity, location.path, location.lines.begin); dispositions
+               become severity info with the disposition in the description.
+  rdjsonl      reviewdog diagnostics, one JSON object per line; the smallest
+               fix is text in the message ("Smallest fix: ..."), never a code
+               suggestion.
+
+Every finding is exported. A location that is not a line of a head file is
+kept and said in the message: `base/` locations carry the path without lines
+(they are base lines), round documents outside the repository their document
+name, and unreadable locations (G7) the repository root "." with the
+reviewer's own text; stderr counts them. The fingerprint is that of ROUND/ID,
+or of the finding it was triaged a duplicate of, so a repeat triaged
+`--to duplicate --of ROUND/ID` in a later round is the same alert.
+
+Exit codes: 0 written; 64 usage error; 65 refused (a round unreadable or not
+recorded, a GitHub limit exceeded; nothing written); 70 the write failed."""
+
+
+def _parser():
+    p = command_parser("export", DESCRIPTION)
+    p.add_argument("rounds", nargs="+", metavar="ROUND", help="round folders, in series order")
+    p.add_argument("--format", required=True, choices=FORMATS, help="sarif, codeclimate or rdjsonl")
+    p.add_argument("--out", metavar="FILE", help="write here (replaced whole); default: standard output")
+    return p
+
+
+def read_rounds(args: list[str]) -> list[RoundRecords]:
+    out = []
+    for arg in args:
+        folder, _ = round_folder(arg)
+        r = readers.read_round(folder)
+        if r.get("dry_run") or not (r.get("recorded_at") or r.get("finished_at")):
+            raise Refused(f"round {quote(arg)} was not recorded (a dry run or an unfinished round): "
+                          "it has no findings to export")
+        out.append(RoundRecords(folder.name, r, readers.read_findings(folder), readers.read_ledger(folder)))
+    return out
+
+
+def render(fmt: str, rounds: list[RoundRecords]) -> tuple[str, list[Item]]:
+    items, reviewers = collect(rounds)
+    if fmt == "sarif":
+        return json.dumps(sarif.build(items, reviewers), indent=2, ensure_ascii=False) + "\n", items
+    if fmt == "codeclimate":
+        return json.dumps(codeclimate.build(items), indent=2, ensure_ascii=False) + "\n", items
+    return rdjsonl.build(items), items
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    text, items = render(args.format, read_rounds(args.rounds))
+    if args.out:
+        atomic.write_text(args.out, text)
+    else:
+        sys.stdout.write(text)
+    kinds = {k: sum(i.kind == k for i in items) for k in ("unreadable", "document", "base")}
+    notes = [f"{n} {k} location(s)" for k, n in kinds.items() if n]
+    where = args.out or "standard output"
+    print(f"spar: exported {len(items)} finding(s) as {args.format} to {where}"
+          + (f"; kept with a note in the message: {', '.join(notes)}" if notes else ""), file=sys.stderr)
+    return 0

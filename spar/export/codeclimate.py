@@ -1,0 +1,35 @@
+"""GitLab Code Quality: the CodeClimate subset GitLab reads (pure).
+
+An array of issues with `description`, `check_name`, `fingerprint`,
+`severity` and `location.path` + `location.lines.begin`. GitLab has no
+suppressions: a finding with a standing disposition keeps its issue with
+severity `info` and the disposition at the start of its description, so
+nothing disappears from the report. Locations that are not head file lines
+use line 1 and say where they are in the description.
+"""
+
+from __future__ import annotations
+
+from spar.export.collect import Item, justification
+
+SEVERITY = {"defect": "critical", "requirement-question": "major", "hardening": "minor", "note": "info"}
+
+
+def issue(item: Item) -> dict:
+    description = item.message()
+    if item.disposition is not None:
+        description = f"[{justification(item.disposition)}] {description}"
+    begin = item.start if item.kind == "head" and item.start else 1
+    return {
+        "type": "issue",
+        "description": description,
+        "check_name": f"spar/{item.cls}",
+        "categories": ["Bug Risk"] if item.cls == "defect" else ["Style"] if item.cls == "note" else ["Clarity"],
+        "fingerprint": item.fingerprint,
+        "severity": "info" if item.disposition is not None else SEVERITY[item.cls],
+        "location": {"path": item.path, "lines": {"begin": begin}},
+    }
+
+
+def build(items: list[Item]) -> list[dict]:
+    return [issue(i) for i in items]

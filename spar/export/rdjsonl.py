@@ -1,0 +1,42 @@
+"""reviewdog's rdjsonl: one Diagnostic JSON object per line (pure).
+
+`message` holds the claim, the failure and, when the reviewer gave one, the
+smallest fix as text ("Smallest fix: ..."): a reviewdog `suggestions` entry
+would replace the code in its range with that text, and a smallest fix is a
+direction in words, not code. Severity follows the class; a finding with a
+standing disposition is INFO with the disposition in front. `location.range`
+holds the lines of head file locations; other locations use the path alone
+(reviewdog reports them on the file, or at the root for ".").
+"""
+
+from __future__ import annotations
+
+import json
+
+from spar.export.collect import Item, justification
+
+SEVERITY = {"defect": "ERROR", "requirement-question": "WARNING", "hardening": "WARNING", "note": "INFO"}
+
+
+def diagnostic(item: Item) -> dict:
+    message = item.message()
+    fix = str(item.finding.get("smallest_fix") or "").strip()
+    if fix:
+        message += f"\n\nSmallest fix: {fix}"
+    if item.disposition is not None:
+        message = f"[{justification(item.disposition)}] {message}"
+    location: dict = {"path": item.path}
+    if item.kind == "head" and item.start:
+        location["range"] = {"start": {"line": item.start}, "end": {"line": max(item.end or item.start, item.start)}}
+    return {
+        "message": message,
+        "location": location,
+        "severity": "INFO" if item.disposition is not None else SEVERITY[item.cls],
+        "source": {"name": f"spar/{item.reviewer}"},
+        "code": {"value": item.cls},
+        "original_output": json.dumps({"round": item.round, "finding": item.id}),
+    }
+
+
+def build(items: list[Item]) -> str:
+    return "".join(json.dumps(diagnostic(i), ensure_ascii=False) + "\n" for i in items)

@@ -1,0 +1,100 @@
+"""SARIF 2.1.0 for GitHub code scanning (pure).
+
+One run per reviewer (tool driver "Spar (<reviewer>)", Spar's version, the
+reviewer's preset and model as driver properties, and an automation id of its
+own so GitHub keeps the runs apart). Rules are the four finding classes;
+level follows the class. Every finding is a result; one with a standing
+disposition carries it as a suppression (`external`, `accepted`) whose
+justification says which and why. GitHub's documented hard limits (20 runs
+per file, 25,000 results per run) are checked before anything is written.
+"""
+
+from __future__ import annotations
+
+from spar.errors import Refused
+from spar.export.collect import CLASSES, Item, ReviewerInfo, justification
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+MAX_RUNS = 20  # GitHub: runs per file
+MAX_RESULTS = 25_000  # GitHub: results per run
+FINGERPRINT_KEY = "sparFinding/v1"
+
+LEVELS = {"defect": "error", "requirement-question": "warning", "hardening": "warning", "note": "note"}
+RULE_TEXT = {
+    "defect": "A defect the change introduces or leaves in what it touches.",
+    "requirement-question": "A question about what the requirements ask for.",
+    "hardening": "Hardening: more robust than required, deferred unless taken up.",
+    "note": "A note with no required action.",
+}
+
+
+def rule_id(cls: str) -> str:
+    return f"spar/{cls}"
+
+
+def _rules() -> list[dict]:
+    return [{"id": rule_id(c), "name": c.replace("-", " ").title().replace(" ", ""),
+             "shortDescription": {"text": RULE_TEXT[c]},
+             "defaultConfiguration": {"level": LEVELS[c]}} for c in CLASSES]
+
+
+def _location(item: Item) -> dict:
+    base = "SPARDOCS" if item.kind == "document" else "%SRCROOT%"
+    physical: dict = {"artifactLocation": {"uri": item.path, "uriBaseId": base}}
+    if item.kind == "head" and item.start:
+        physical["region"] = {"startLine": item.start, "endLine": max(item.end or item.start, item.start)}
+    return {"physicalLocation": physical}
+
+
+def _result(item: Item) -> dict:
+    f = item.finding
+    result: dict = {
+        "ruleId": rule_id(item.cls),
+        "ruleIndex": CLASSES.index(item.cls),
+        "level": LEVELS[item.cls],
+        "message": {"text": item.message()},
+        "locations": [_location(item)],
+        "partialFingerprints": {FINGERPRINT_KEY: item.fingerprint},
+        "properties": {
+            "round": item.round, "finding": item.id, "angle": f.get("angle"),
+            "confidence": f.get("confidence"), "introduced_by_change": f.get("introduced_by_change"),
+            "location": f.get("location"), "location_kind": item.kind, "class_reason": f.get("class_reason"),
+            "evidence": f.get("evidence"), "smallest_fix": f.get("smallest_fix") or None,
+            "disposition": item.disposition.get("disposition") if item.disposition else None,
+        },
+    }
+    if item.disposition is not None:
+        result["suppressions"] = [{"kind": "external", "status": "accepted",
+                                   "justification": justification(item.disposition)}]
+    return result
+
+
+def build(items: list[Item], reviewers: dict[str, ReviewerInfo]) -> dict:
+    names = list(reviewers)
+    if len(names) > MAX_RUNS:
+        raise Refused(f"{len(names)} reviewers make {len(names)} SARIF runs; GitHub accepts at most {MAX_RUNS} "
+                      "per file: export fewer rounds or split them")
+    runs = []
+    for name in names:
+        info = reviewers[name]
+        results = [_result(i) for i in items if i.reviewer == name]
+        if len(results) > MAX_RESULTS:
+            raise Refused(f"reviewer {name} has {len(results)} results; GitHub accepts at most "
+                          f"{MAX_RESULTS} per run: export fewer rounds")
+        runs.append({
+            "tool": {"driver": {
+                "name": f"Spar ({name})",
+                "version": info.spar_version or "unknown",
+                "rules": _rules(),
+                "properties": {"reviewer": name, "preset": info.preset, "model": info.model or None,
+                               "observed_model": info.observed_model},
+            }},
+            "automationDetails": {"id": f"spar/{name}/"},
+            "originalUriBaseIds": {
+                "%SRCROOT%": {"description": {"text": "the repository root"}},
+                "SPARDOCS": {"description": {"text": "documents given to the round from outside the repository"}},
+            },
+            "results": results,
+            "properties": {"rounds": info.rounds},
+        })
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": runs}

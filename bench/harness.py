@@ -9,6 +9,7 @@ busy machine slows both sides alike.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -49,7 +50,7 @@ def run_measured(argv: list[str], *, cwd: str | Path | None = None, env: dict | 
     Output goes to temporary files (not pipes), so nothing in this process
     competes with the child for CPU while it runs."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
+        stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL  # noqa: SIM115 (closed below)
         try:
             start = time.perf_counter()
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=stdin, stdout=out, stderr=err,
@@ -76,10 +77,8 @@ def run_measured(argv: list[str], *, cwd: str | Path | None = None, env: dict | 
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 def spar_argv(*args: str) -> list[str]:
@@ -114,10 +113,8 @@ def remove_tree(path: str | Path) -> None:
     if not path.exists() and not path.is_symlink():
         return
     for dirpath, _dirs, _files in os.walk(path):
-        try:
+        with contextlib.suppress(OSError):
             os.chmod(dirpath, 0o755)
-        except OSError:
-            pass
     shutil.rmtree(path, ignore_errors=False)
 
 
@@ -125,10 +122,8 @@ def du_bytes(path: str | Path) -> int:
     total = 0
     for dirpath, _dirs, files in os.walk(path):
         for name in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-            except OSError:
-                pass
     return total
 
 
@@ -156,10 +151,10 @@ class Series:
 
 def table(title: str, header: list[str], rows: list[list[str]], notes: list[str] | None = None) -> str:
     """A plain-text table (also valid Markdown), with a title and notes."""
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
 
     def line(cells) -> str:
-        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
 
     out = [f"### {title}", "", line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out += [line(r) for r in rows]

@@ -23,8 +23,19 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from harness import (BENCH, PYTHON, Series, clean_env, fmt_s, machine_line, remove_tree, run_measured, table, verdict,
-                     work_dir)
+from harness import (
+    BENCH,
+    PYTHON,
+    Series,
+    clean_env,
+    fmt_s,
+    machine_line,
+    remove_tree,
+    run_measured,
+    table,
+    verdict,
+    work_dir,
+)
 from repos import RepoInfo, large_repo, small_repo
 
 ANGLES = ["criteria", "correctness", "checks", "contracts", "risk"]
@@ -70,12 +81,12 @@ def phases(round_dir: Path, launched: float, ended: float) -> dict[str, float]:
 # Both sides run spar's own `main` through this wrapper, which writes the peak RSS of the
 # spar process itself and of the largest child it waited for (git, a reviewer) to a file:
 # os.wait4 alone reports only the larger of the two, usually git with the pack mapped.
-_WRAPPER = """
+_WRAPPER = f"""
 import resource, sys
 rss_file = sys.argv.pop(1)
 if sys.argv.pop(1) == "previous":
     # spar as before commit 8f1906f: the old workspace copy and git.ls_tree without its cache
-    sys.path.insert(0, {bench!r})
+    sys.path.insert(0, {str(BENCH)!r})
     from previous import workspace_v0
     workspace_v0.install()
 from spar.cli import main
@@ -86,7 +97,7 @@ finally:
         f.write(f"{{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}} "
                 f"{{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}}")
 sys.exit(code)
-""".format(bench=str(BENCH))
+"""
 
 
 def one_round(info: RepoInfo, tmp: Path, env: dict, i: int,
@@ -143,10 +154,11 @@ def measure(info: RepoInfo, repeat: int, sleep: float, where: str | None = None,
         if previous:
             res["previous"] = Side()
         for i in range(0 if warmup else 1, repeat + 1):  # repetition 0 warms caches and is not counted
-            steps = [("spar", lambda: one_round(info, tmp, env, i)), ("direct", lambda: direct_reviewers(tmp, sleep)),
+            steps = [("spar", lambda i=i: one_round(info, tmp, env, i)),
+                     ("direct", lambda: direct_reviewers(tmp, sleep)),
                      ("floor", lambda: archive_floor(info, tmp))]
             if previous:
-                steps.append(("previous", lambda: one_round(info, tmp, env, i, previous=True)))
+                steps.append(("previous", lambda i=i: one_round(info, tmp, env, i, previous=True)))
             if i % 2:
                 steps.reverse()
             for name, fn in steps:

@@ -16,8 +16,20 @@ import sys
 import time
 from pathlib import Path
 
-from harness import (PYTHON, Series, clean_env, fmt_mb, fmt_s, machine_line, remove_tree, run_measured,
-                     spar_argv, table, verdict, work_dir)
+from harness import (
+    PYTHON,
+    Series,
+    clean_env,
+    fmt_mb,
+    fmt_s,
+    machine_line,
+    remove_tree,
+    run_measured,
+    spar_argv,
+    table,
+    verdict,
+    work_dir,
+)
 from series import build_series
 
 _READ_ALL = """

@@ -21,8 +21,20 @@ import sys
 import time
 from pathlib import Path
 
-from harness import (PYTHON, ROOT, Series, clean_env, fmt_mb, machine_line, remove_tree, run_measured,
-                     spar_argv, table, verdict, work_dir)
+from harness import (
+    PYTHON,
+    ROOT,
+    Series,
+    clean_env,
+    fmt_mb,
+    machine_line,
+    remove_tree,
+    run_measured,
+    spar_argv,
+    table,
+    verdict,
+    work_dir,
+)
 from repos import small_repo
 
 FAKE_AGY = ROOT / "tests" / "fakes" / "agy"

@@ -24,8 +24,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import (BENCH, PYTHON, Series, clean_env, fmt_mb, fmt_s, machine_line, remove_tree, run_measured,
-                     table, work_dir)
+from harness import (
+    BENCH,
+    PYTHON,
+    Series,
+    clean_env,
+    fmt_mb,
+    fmt_s,
+    machine_line,
+    remove_tree,
+    run_measured,
+    table,
+    work_dir,
+)
 from repos import RepoInfo, large_repo, small_repo
 
 _CHILD = """

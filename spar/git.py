@@ -10,9 +10,9 @@ import os
 import re
 import subprocess
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from spar.errors import Refused, quote
 

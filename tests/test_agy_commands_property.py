@@ -20,6 +20,7 @@ dangerous:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import shlex
 import shutil
@@ -250,7 +251,7 @@ def dangerous_text(line: str) -> bool:
         elif ch in "|;&":
             cut.append(k)
     cut.append(len(line))
-    for a, b in zip(cut, cut[1:]):
+    for a, b in itertools.pairwise(cut):
         words = shlex.split(line[a + 1:b])
         if words and dangerous_argv(words):
             return True

@@ -48,7 +48,9 @@ def run(capsys, *args) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r["id"])
 def test_exit_codes(row, world, capsys):
-    fill = lambda s: s.replace("{repo}", str(world["repo"])).replace("{user}", str(world["user"]))
+    def fill(s):
+        return s.replace("{repo}", str(world["repo"])).replace("{user}", str(world["user"]))
+
     if "user" in row:
         world["user"].write_text(row["user"])
         world["mp"].setenv("SPAR_CONFIG", str(world["user"]))

@@ -47,9 +47,9 @@ def test_line_falls_back_to_parent_then_one():
 
 # --- property: every key of any document is found on a line that writes it --------
 
+import tomlkit  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-import tomlkit  # noqa: E402
 
 keys = st.text(st.sampled_from("ab_-. \"'#=[]\n"), min_size=1, max_size=4)
 scalars = st.one_of(st.integers(-5, 5), st.booleans(), st.text(st.sampled_from("x#=[]{}\"'\\\n "), max_size=6))

@@ -26,7 +26,9 @@ def cfg(tmp_path) -> AppliedConfig:
 def test_select(row, cfg):
     args = row["args"]
     expect = row["expect"]
-    call = lambda: select_reviewers(cfg, args.get("reviewers"), args.get("models", []), args.get("efforts", []))
+    def call():
+        return select_reviewers(cfg, args.get("reviewers"), args.get("models", []), args.get("efforts", []))
+
     if expect["exit"] == 0:
         out = call()
         assert [r.name for r in out.reviewers] == [e["name"] for e in expect["reviewers"]]

@@ -196,7 +196,7 @@ def by_check(report: dict, check: str) -> list[dict]:
 
 
 def test_everything_in_place_exits_0(here, capsys):
-    repo, bin_dir, config = here
+    _repo, bin_dir, config = here
     program(bin_dir, "claude", CLAUDE.replace("LOGGED", "True"))
     program(bin_dir, "codex", CODEX.replace("LOGGED", "True"))
     config.write_text('[[reviewers]]\npreset = "claude"\n[[reviewers]]\npreset = "codex"\n')
@@ -210,7 +210,7 @@ def test_everything_in_place_exits_0(here, capsys):
 
 
 def test_missing_cli_not_logged_in_and_failing_version_each_make_it_1(here, capsys):
-    repo, bin_dir, config = here
+    _repo, bin_dir, config = here
     program(bin_dir, "claude", CLAUDE.replace("LOGGED", "False"))
     program(bin_dir, "broken", "sys.stderr.write('boom\\n'); sys.exit(3)")
     config.write_text('[[reviewers]]\npreset = "claude"\n[[reviewers]]\npreset = "codex"\n'
@@ -227,7 +227,7 @@ def test_missing_cli_not_logged_in_and_failing_version_each_make_it_1(here, caps
 
 
 def test_agy_login_is_not_checked_and_an_unreadable_answer_is_unknown(here, capsys):
-    repo, bin_dir, config = here
+    _repo, bin_dir, config = here
     program(bin_dir, "agy", "print('1.1.27')")
     program(bin_dir, "codex", "print('codex-cli 0.1') if args == ['--version'] else sys.exit(2)")
     config.write_text('[[reviewers]]\npreset = "agy"\n[[reviewers]]\npreset = "codex"\n')
@@ -237,7 +237,7 @@ def test_agy_login_is_not_checked_and_an_unreadable_answer_is_unknown(here, caps
 
 
 def test_configuration_error_names_file_and_line(here, capsys):
-    repo, bin_dir, config = here
+    _repo, _bin_dir, config = here
     config.write_text('timeout_seconds = 5\n[[reviewers]]\npreset = "nope"\n')
     code, report = doctor_json(capsys)
     assert code == 1
@@ -245,7 +245,7 @@ def test_configuration_error_names_file_and_line(here, capsys):
 
 
 def test_series_not_ignored_points_to_init(here, capsys):
-    repo, bin_dir, config = here
+    _repo, _bin_dir, config = here
     config.write_text('[[reviewers]]\npreset = "native"\n')
     code, report = doctor_json(capsys, "--series", "other")
     assert code == 1
@@ -261,7 +261,7 @@ def test_outside_a_repository_is_a_problem(tmp_path, monkeypatch, capsys):
 
 
 def test_core_counts_only_when_asked_for(here, capsys, tmp_path, fake_ha, monkeypatch):
-    repo, bin_dir, config = here
+    _repo, _bin_dir, config = here
     config.write_text('[[reviewers]]\npreset = "native"\n')
     no_gate = next(c for c in CASES if c["name"] == "features without review-gate/v1")
     monkeypatch.setenv("SPAR_FAKE_HA", _env(tmp_path, no_gate, fake_ha.parent)["SPAR_FAKE_HA"])
@@ -282,7 +282,7 @@ def test_core_counts_only_when_asked_for(here, capsys, tmp_path, fake_ha, monkey
 
 
 def test_text_form_is_one_screen(here, capsys):
-    repo, bin_dir, config = here
+    _repo, _bin_dir, config = here
     config.write_text('[[reviewers]]\npreset = "native"\n')
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from spar.cli import main as spar_main
+from spar.errors import Refused
+from spar.records import readers
 from spar.records.lock import series_lock, waiting_message
 from spar.round.caps import decide
 from spar.series import project_caps, read_series, stage_caps
-from spar.records import readers
-from spar.errors import Refused
 from tests import roundfactory as rf
 
 ROWS = json.loads((Path(__file__).parent / "data" / "g31_extend.json").read_text())["rows"]
@@ -139,7 +139,7 @@ def test_waits_for_the_series_lock(series):
         time.sleep(0.3)
         assert proc.poll() is None, "extend must wait while the lock is held"
         assert not (series / "extensions.jsonl").exists()
-    out, err = proc.communicate(timeout=30)
+    _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert len(rf.read_jsonl(series / "extensions.jsonl")) == 1
 

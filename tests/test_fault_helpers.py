@@ -17,9 +17,9 @@ import signal
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Iterator
 
 from tests.test_run_helpers import Setup, make_setup
 
@@ -208,10 +208,8 @@ def kill_marked_reviewers(markers: Path) -> None:
     """Safety net after a test: SIGKILL the process group of every reviewer that left a
     pid marker, so a failing assertion never leaves a stray process behind."""
     for pid in marked_pids(markers):
-        try:
+        with suppress(OSError):
             os.killpg(os.getpgid(pid), signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def pid_gone(pid: int) -> bool:

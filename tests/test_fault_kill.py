@@ -64,10 +64,10 @@ def _kill_at(point: str, rng: random.Random, proc: subprocess.Popen, round_dir, 
     if point == "startup":
         delay = rng.uniform(0.0, 0.6)
     elif point == "round_folder":
-        assert wait_for(lambda: round_dir.exists(), 30), "the round folder never appeared"
+        assert wait_for(round_dir.exists, 30), "the round folder never appeared"
         delay = 0
     elif point == "before_reviewers":
-        assert wait_for(lambda: (round_dir / "round.json").exists(), 30), "round.json never appeared"
+        assert wait_for((round_dir / "round.json").exists, 30), "round.json never appeared"
         delay = rng.uniform(0, 0.005)
     elif point == "during_reviewers":
         assert wait_for(lambda: marked("started"), 30), "the reviewers never started"
@@ -76,7 +76,7 @@ def _kill_at(point: str, rng: random.Random, proc: subprocess.Popen, round_dir, 
         assert wait_for(lambda: marked("done"), 30), "the reviewers never answered"
         delay = rng.uniform(0, 0.03)
     else:
-        assert wait_for(lambda: (round_dir / "findings.json").exists(), 30), "findings.json never appeared"
+        assert wait_for((round_dir / "findings.json").exists, 30), "findings.json never appeared"
         delay = rng.uniform(0, 0.002)
     if delay:
         wait_for(lambda: proc.poll() is not None, delay, poll=0.001)

@@ -4,6 +4,7 @@ close are handled within their time limit, with bounded memory and whole records
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -142,10 +143,8 @@ def test_grandchild_that_left_the_group_holding_stdout(tmp_path, backend):
         assert wall < 25, wall  # spar stops reading after its drain grace, well inside the limit
     finally:
         if pid_file.exists():
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 os.kill(int(pid_file.read_text()), signal.SIGKILL)
-            except (OSError, ValueError):
-                pass
 
 
 @pytest.mark.parametrize("how", ["never_close_stdout", "close_stdout_and_hang"])

@@ -164,7 +164,7 @@ def test_g32_waivers(repo, capsys, row):
     series = build_series(repo, scenario)
     if row["text"] is not None:
         (series / "r1" / "waivers.jsonl").write_text(row["text"])
-    code, captured, out = run_gate(capsys, repo, series, ["r1"])
+    code, _captured, out = run_gate(capsys, repo, series, ["r1"])
     doc = json.loads(out.read_text())
     if row["readable"]:
         assert doc["waived"] == row["waived"]

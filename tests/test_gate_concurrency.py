@@ -52,7 +52,7 @@ def test_triage_in_another_process_while_gate_reads(repo, capsys):
         seen_open.append(len(doc["open"]))
         # every blocked reason is about an open finding, never an unreadable record
         assert all("has no standing disposition" in r for r in doc["reasons"]), doc["reasons"]
-    stdout, stderr = proc.communicate(timeout=60)
+    _stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
     # the ledger only grows, so what is open only shrinks
     assert seen_open == sorted(seen_open, reverse=True)

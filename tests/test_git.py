@@ -10,7 +10,8 @@ import pytest
 
 from spar import git
 from spar.errors import Refused, quote
-from tests.gitrepo import commit, git as run_git, make_repo
+from tests.gitrepo import commit, make_repo
+from tests.gitrepo import git as run_git
 
 DATA = Path(__file__).parent / "data"
 
@@ -179,7 +180,7 @@ def test_stream_blobs_in_order_and_stops_cleanly(tmp_path):
     shas = [entries[n] for n in contents] + [entries["bin"]]  # a duplicate is asked once
     got = list(git.stream_blobs(repo, shas))
     assert [sha for sha, _ in got] == [entries[n] for n in contents]
-    assert {sha: data for sha, data in got} == {entries[n]: c for n, c in contents.items()}
+    assert dict(got) == {entries[n]: c for n, c in contents.items()}
     assert list(git.stream_blobs(repo, [])) == []
     with pytest.raises(git.GitError):
         list(git.stream_blobs(repo, [entries["nl"], "0" * 40]))

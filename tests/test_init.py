@@ -75,7 +75,7 @@ def test_new_user_gets_the_clis_found_on_path(world, capsys):
 
 
 def test_no_cli_on_path_means_the_native_reviewer(world):
-    repo, home, _ = world
+    _repo, home, _ = world
     assert run() == 0
     assert reviewers_of(user_file(home)) == ["native"]
 
@@ -97,7 +97,7 @@ def test_xdg_config_home_and_spar_config_are_where_the_loader_looks(world, tmp_p
 
 
 def test_existing_user_file_with_reviewers_is_left_byte_for_byte(world, capsys):
-    repo, home, with_clis = world
+    _repo, home, with_clis = world
     with_clis("claude")
     user_file(home).parent.mkdir(parents=True)
     original = b"# mine\n[[reviewers]]\npreset = 'codex'   # keep me\n"
@@ -108,7 +108,7 @@ def test_existing_user_file_with_reviewers_is_left_byte_for_byte(world, capsys):
 
 
 def test_existing_user_file_gets_only_the_missing_keys(world):
-    repo, home, with_clis = world
+    _repo, home, with_clis = world
     with_clis("codex")
     user_file(home).parent.mkdir(parents=True)
     original = "# my header\n# second line\n"  # comments only: no reviewers, no timeout
@@ -142,7 +142,7 @@ def test_unparseable_user_file_is_refused_with_the_lines_to_add_and_nothing_writ
 
 
 def test_clean_review_config_is_not_edited(world, capsys):
-    repo, home, _ = world
+    _repo, home, _ = world
     clean = home / ".config" / "clean-review" / "config.json"
     clean.parent.mkdir(parents=True)
     clean.write_text('{"reviewers": ["codex"]}')
@@ -153,7 +153,7 @@ def test_clean_review_config_is_not_edited(world, capsys):
 
 
 def test_invalid_existing_user_config_is_a_configuration_error_with_its_line(world, capsys):
-    repo, home, _ = world
+    _repo, home, _ = world
     user_file(home).parent.mkdir(parents=True)
     user_file(home).write_text("# x\ntimeout_seconds = 0\n")
     assert run() == 65
@@ -162,7 +162,7 @@ def test_invalid_existing_user_config_is_a_configuration_error_with_its_line(wor
 
 
 def test_symlinked_user_config_is_edited_at_its_target(world, tmp_path):
-    repo, home, _ = world
+    _repo, home, _ = world
     dotfiles = tmp_path / "dotfiles.toml"
     dotfiles.write_text("# dotfiles\n")
     user_file(home).parent.mkdir(parents=True)
@@ -185,7 +185,7 @@ def test_dry_run_writes_nothing_and_prints_the_text(world, capsys):
 
 
 def test_project_file_from_what_the_repository_holds(world):
-    repo, home, _ = world
+    repo, _home, _ = world
     assert run("--project") == 0
     data = tomllib.loads((repo / ".jaekit" / "spar.toml").read_text())
     assert data["rules"] == ["AGENTS.md"] and data["check_paths"] == ["tests/**"]
@@ -194,7 +194,7 @@ def test_project_file_from_what_the_repository_holds(world):
 
 
 def test_existing_project_file_gains_missing_keys_and_keeps_its_comments(world):
-    repo, home, _ = world
+    repo, _home, _ = world
     path = repo / ".jaekit" / "spar.toml"
     path.parent.mkdir()
     original = "# our rules\nrules = []  # none yet\n"
@@ -207,7 +207,7 @@ def test_existing_project_file_gains_missing_keys_and_keeps_its_comments(world):
 
 
 def test_project_file_with_a_forbidden_key_is_refused(world, capsys):
-    repo, home, _ = world
+    repo, _home, _ = world
     path = repo / ".jaekit" / "spar.toml"
     path.parent.mkdir()
     path.write_text("model = 'x'\n")
@@ -227,7 +227,7 @@ def test_project_outside_a_repository_is_refused(tmp_path, monkeypatch, world):
 
 
 def test_series_line_is_appended_to_an_existing_gitignore(world):
-    repo, home, _ = world
+    repo, _home, _ = world
     (repo / ".gitignore").write_text("*.pyc")  # no final newline
     assert run() == 0
     assert (repo / ".gitignore").read_text() == "*.pyc\n/reviews/\n"
@@ -236,7 +236,7 @@ def test_series_line_is_appended_to_an_existing_gitignore(world):
 
 
 def test_already_ignored_series_changes_nothing(world, capsys):
-    repo, home, _ = world
+    repo, _home, _ = world
     (repo / ".gitignore").write_text("reviews/\n")
     assert run() == 0
     assert (repo / ".gitignore").read_text() == "reviews/\n"
@@ -244,7 +244,7 @@ def test_already_ignored_series_changes_nothing(world, capsys):
 
 
 def test_a_negation_elsewhere_cannot_undo_the_line(world):
-    repo, home, _ = world
+    repo, _home, _ = world
     (repo / "work").mkdir()
     (repo / ".gitignore").write_text("work/*\n!work/reviews/\n")
     assert run("--series", "work/reviews") == 0
@@ -253,7 +253,7 @@ def test_a_negation_elsewhere_cannot_undo_the_line(world):
 
 
 def test_glob_characters_in_the_series_name_are_escaped(world):
-    repo, home, _ = world
+    repo, _home, _ = world
     assert ignore_pattern("a*b [x] ") == "/a\\*b \\[x]\\ /"
     assert run("--series", "r*") == 0
     assert git(repo, "check-ignore", "-q", "--no-index", "r*/").strip() == ""

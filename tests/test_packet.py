@@ -22,14 +22,14 @@ def doc(kind, name, text):
 
 
 def packet(**kw):
-    values = dict(
-        stage="code", series="reviews", base=BASE, head=HEAD, angles=list(ANGLES), check_paths=["tests/**"],
-        documents={"criteria": [doc("criteria", "docs/criteria.md", "- AC-1: adds\n")],
+    values = {
+        "stage": "code", "series": "reviews", "base": BASE, "head": HEAD, "angles": list(ANGLES), "check_paths": ["tests/**"],
+        "documents": {"criteria": [doc("criteria", "docs/criteria.md", "- AC-1: adds\n")],
                    "rules": [doc("rules", "AGENTS.md", "1. rule\n")],
                    "subject": []},
-        diff_stat=" calc.py | 2 ++\n 1 file changed, 2 insertions(+)\n",
-        diff=b"diff --git a/calc.py b/calc.py\n+++ b/calc.py\n@@ -1,0 +1,2 @@\n+def f():\n+    pass\n",
-    )
+        "diff_stat": " calc.py | 2 ++\n 1 file changed, 2 insertions(+)\n",
+        "diff": b"diff --git a/calc.py b/calc.py\n+++ b/calc.py\n@@ -1,0 +1,2 @@\n+def f():\n+    pass\n",
+    }
     values.update(kw)
     return build_packet(PacketInput(**values))
 

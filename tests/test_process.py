@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ async def _run(tmp_path, argv, *, seconds=10.0, **kw):
 async def test_streams_lines_to_the_monitor_and_logs_bytes(tmp_path):
     seen = []
     code = "import sys\nfor i in range(5): print(f'line {i}', flush=True)\nsys.stderr.write('oops\\nlast err\\n')\nsys.exit(3)"
-    res = await _run(tmp_path, py(code), on_stdout_line=lambda l: seen.append(l))
+    res = await _run(tmp_path, py(code), on_stdout_line=seen.append)
     assert seen == [f"line {i}" for i in range(5)]
     assert res.exit_code == 3 and not res.timed_out and res.violation is None
     assert (tmp_path / "stdout.log").read_text() == "".join(f"line {i}\n" for i in range(5))

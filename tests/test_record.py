@@ -180,7 +180,7 @@ def test_transcript_without_a_result(repo, capsys, tmp_path):
     r = _round(repo)
     t = tmp_path / "t.jsonl"
     t.write_text(_transcript(repo, r, None))
-    code, out = _record(capsys, r, "--reviewer", "native", "--transcript", str(t))
+    code, _out = _record(capsys, r, "--reviewer", "native", "--transcript", str(t))
     assert code == 1
     native = readers.read_round(r)["reviewers"][1]
     assert native["status"] == "invalid_output" and "no result object" in native["reason"]

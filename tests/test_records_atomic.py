@@ -120,7 +120,7 @@ def test_append_failure_is_write_failed(tmp_path):
 
 def test_read_missing(tmp_path):
     assert jsonl.read(tmp_path / "none.jsonl", missing_ok=True) == []
-    with pytest.raises(RecordError, match="none.jsonl: missing"):
+    with pytest.raises(RecordError, match=r"none\.jsonl: missing"):
         jsonl.read(tmp_path / "none.jsonl")
 
 

@@ -118,10 +118,8 @@ def test_uncontended_is_silent_and_creates_series(tmp_path):
 
 
 def test_nested_take_in_one_process_is_a_bug(tmp_path):
-    with series_lock(tmp_path):
-        with pytest.raises(RuntimeError):
-            with series_lock(tmp_path / "." ):
-                pass
+    with series_lock(tmp_path), pytest.raises(RuntimeError), series_lock(tmp_path / "." ):
+        pass
     with series_lock(tmp_path):  # released properly after the error
         pass
 
@@ -130,6 +128,5 @@ def test_unlockable_series(tmp_path):
     from spar.errors import WriteFailed
 
     (tmp_path / "file").write_text("")
-    with pytest.raises(WriteFailed, match="cannot lock"):
-        with series_lock(tmp_path / "file" / "series"):
-            pass
+    with pytest.raises(WriteFailed, match="cannot lock"), series_lock(tmp_path / "file" / "series"):
+        pass

@@ -11,7 +11,8 @@ import pytest
 
 from spar.errors import Refused, quote
 from spar.records import paths
-from tests.gitrepo import git as run_git, make_repo
+from tests.gitrepo import git as run_git
+from tests.gitrepo import make_repo
 
 DATA = Path(__file__).parent / "data"
 ROWS = json.loads((DATA / "g28_record_paths.json").read_text())["rows"]
@@ -125,9 +126,9 @@ def test_gate_out_rules(tmp_path):
         paths.check_gate_out(r1 / "gate.json", [r1], [series])
     with pytest.raises(Refused, match="inside the round folder"):
         paths.check_gate_out(r1, [r1], [series])
-    with pytest.raises(Refused, match="extensions.jsonl"):
+    with pytest.raises(Refused, match=r"extensions\.jsonl"):
         paths.check_gate_out(series / "extensions.jsonl", [r1], [series])
-    with pytest.raises(Refused, match="extensions.jsonl"):
+    with pytest.raises(Refused, match=r"extensions\.jsonl"):
         paths.check_gate_out(r1 / ".." / "extensions.jsonl", [], [series])
 
     assert paths.check_gate_out(series / "gate.json", [r1], [series]) is None

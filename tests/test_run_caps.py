@@ -15,11 +15,11 @@ DATA = json.loads((Path(__file__).parent / "data" / "run_caps.json").read_text(e
 
 @pytest.mark.parametrize("case", DATA["cases"], ids=lambda c: c["why"])
 def test_cap_decision(case):
-    kwargs = dict(
-        series="SERIES", stage=case["stage"], base=case["new"]["base"], head=case["new"]["head"],
-        packet_sha256=case["new"]["packet"], dry_run=case.get("dry_run", False),
-        caps=case.get("caps", DATA["caps"]), extensions=case["extensions"], rounds=case["rounds"],
-    )
+    kwargs = {
+        "series": "SERIES", "stage": case["stage"], "base": case["new"]["base"], "head": case["new"]["head"],
+        "packet_sha256": case["new"]["packet"], "dry_run": case.get("dry_run", False),
+        "caps": case.get("caps", DATA["caps"]), "extensions": case["extensions"], "rounds": case["rounds"],
+    }
     if "refused" in case:
         with pytest.raises(Refused) as info:
             decide(**kwargs)

@@ -456,14 +456,14 @@ def test_sigint_ignored_at_start_stays_ignored(tmp_path, backend):
     proc = subprocess.Popen([sys.executable, "-m", "spar", "run", "--stage", "code", "--out", "reviews/r1"],
                             cwd=s.repo, env=s.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # noqa: PLW1509
     try:
         deadline = time.monotonic() + 20
         while not marker.exists():
             assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read().decode()
             time.sleep(0.02)
         os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        _out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()

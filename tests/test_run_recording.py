@@ -44,7 +44,7 @@ def test_native_result_completes_the_round(waiting_round):
         finding(id="h2", proposed_class="hardening", location="head/tests/test_calc.py:2", link_kind="none",
                 link=""),
     ])
-    rj, merged = record(rd, "host", answer)
+    _rj, merged = record(rd, "host", answer)
     assert [f["id"] for f in merged] == ["example-F1", "example-F2", "host-F1", "host-F2"]
     on_disk = readers.read_round(rd)
     assert on_disk["finished_at"] == on_disk["recorded_at"]
@@ -70,7 +70,7 @@ def test_rejudging_gives_what_the_run_gave(waiting_round):
 
 def test_invalid_native_result(waiting_round):
     s, rd = waiting_round
-    rj, merged = record(rd, "host", result(head=s.head, extra=1))
+    _rj, merged = record(rd, "host", result(head=s.head, extra=1))
     host = next(r for r in readers.read_round(rd)["reviewers"] if r["name"] == "host")
     assert host["status"] == "invalid_output" and '"extra"' in host["reason"]
     assert [f["reviewer"] for f in merged] == ["example", "example"]

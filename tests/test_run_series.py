@@ -102,7 +102,7 @@ def test_cap_decision_waits_for_the_lock_and_reads_the_extension_again(tmp_path)
         except BaseException:
             proc.kill()
             raise
-    out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err.decode()
     assert load(series / "r1" / "round.json")["counted"] is True
 

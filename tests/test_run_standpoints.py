@@ -106,19 +106,19 @@ def test_decision_round_and_its_dry_run(tmp_path):
     assert load(dry_dir / "round.json")["packet_sha256"] == load(rd / "round.json")["packet_sha256"]
 
     expected = (
-        "## Decisions the user made\n\n"
-        "The user settled these questions. Do not ask them again as requirement questions; "
-        "do report where the change does not follow a decision.\n\n"
-        "### Decision 1\n\nWhat it settles:\n\n"
-        "```\n-use SQLite, not Postgres\n```\n\n"
-        "The user's words:\n\n"
-        "```\n  yes -- SQLite is fine  \n```\n\n"
-        "### Decision 2\n\nWhat it settles:\n\n"
-        "````\nError format:\n```json\n{\"error\": \"...\"}\n```\n\n````\n\n"
-        "The user's words:\n\n"
-        "```\n=as `shown`:\n\tkeep it\n```\n\n"
-        "## How to report\n"
-    ).encode()
+        b"## Decisions the user made\n\n"
+        b"The user settled these questions. Do not ask them again as requirement questions; "
+        b"do report where the change does not follow a decision.\n\n"
+        b"### Decision 1\n\nWhat it settles:\n\n"
+        b"```\n-use SQLite, not Postgres\n```\n\n"
+        b"The user's words:\n\n"
+        b"```\n  yes -- SQLite is fine  \n```\n\n"
+        b"### Decision 2\n\nWhat it settles:\n\n"
+        b"````\nError format:\n```json\n{\"error\": \"...\"}\n```\n\n````\n\n"
+        b"The user's words:\n\n"
+        b"```\n=as `shown`:\n\tkeep it\n```\n\n"
+        b"## How to report\n"
+    )
     assert expected in packet
     # no standpoints: the dry run's input.md is the packet itself, and that is what claude got
     for name in ("claude", "house"):

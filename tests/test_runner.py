@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import anyio
 import pytest
 
 from spar.config.model import ReviewerConfig

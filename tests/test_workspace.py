@@ -183,7 +183,7 @@ def _as_owner(ws: Path) -> list[str]:
         for dirpath, dirnames, filenames in os.walk(ws):
             for name in [dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)]:
                 os.lchown(name, 65534, 65534)
-        kw = dict(user=65534, group=65534, extra_groups=[])
+        kw = {"user": 65534, "group": 65534, "extra_groups": []}
     proc = subprocess.run(["sh", "-c", TRY_WRITES], cwd=ws, capture_output=True, text=True, check=True, **kw)
     return proc.stdout.split()
 

@@ -55,7 +55,7 @@ def _round_row(item: SeriesRound) -> dict:
     counts = new = None
     if recorded:
         findings = readers.read_findings(folder)
-        counts = {cls: 0 for cls in CLASSES}
+        counts = dict.fromkeys(CLASSES, 0)
         new = 0
         for f in findings:
             cls = f.get("class")

@@ -8,6 +8,7 @@ always written, atomically. Exit 0 passed, 1 blocked.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -195,10 +196,8 @@ def build_gate(round_args: list[str], expect_head: str | None) -> dict:
 def _series_round_dirs(series_dirs: list[str]) -> list[str]:
     out = []
     for series in series_dirs:
-        try:
+        with contextlib.suppress(*_READ_ERRORS):  # an unlistable series is a blocked reason later
             out += [str(p) for p in readers.series_rounds(series)]
-        except _READ_ERRORS:
-            pass  # the gate reports an unlistable series as a blocked reason
     return out
 
 

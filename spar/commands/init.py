@@ -16,9 +16,21 @@ from pathlib import Path
 
 from spar.argparsing import command_parser
 from spar.config.checks import check_project, check_user
-from spar.config.scaffold import (CLI_PRESETS, TIMEOUT_BLOCK, CannotEdit, Edit, append_line, caps_block, fit,
-                                  ignore_pattern, project_key_block, project_template, project_values,
-                                  reviewer_blocks, user_template)
+from spar.config.scaffold import (
+    CLI_PRESETS,
+    TIMEOUT_BLOCK,
+    CannotEdit,
+    Edit,
+    append_line,
+    caps_block,
+    fit,
+    ignore_pattern,
+    project_key_block,
+    project_template,
+    project_values,
+    reviewer_blocks,
+    user_template,
+)
 from spar.config.sources import PROJECT_FILE, find_user_source, missing_why, user_candidates
 from spar.config.toml_positions import TomlSyntaxError, locate_toml
 from spar.errors import EXIT_OK, ConfigError, Refused, UsageError, quote

@@ -82,7 +82,7 @@ def _parse_result(data: bytes) -> tuple[object | None, str | None]:
 def _warning(w) -> dict:
     if isinstance(w, dict):
         return {"kind": w.get("kind"), "tool": w.get("tool")}
-    return {"kind": getattr(w, "kind"), "tool": getattr(w, "tool")}
+    return {"kind": w.kind, "tool": w.tool}
 
 
 def _used_numbers(name: str, findings: list[dict], ledger: list[dict]) -> int:

@@ -92,7 +92,8 @@ class _RoundCache:
 def _recorded_findings(folder: Path, round_json: dict) -> list[dict]:
     if round_json.get("dry_run") is True:
         raise Refused(f"round {folder.name} is a dry run; it has no findings")
-    if not (folder / readers.FINDINGS_FILE).exists() and not round_json.get("recorded_at") and not round_json.get("finished_at"):
+    recorded = round_json.get("recorded_at") or round_json.get("finished_at")
+    if not (folder / readers.FINDINGS_FILE).exists() and not recorded:
         raise Refused(f"round {folder.name} has not recorded findings yet")
     return readers.read_findings(folder)
 

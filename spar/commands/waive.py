@@ -37,7 +37,8 @@ def waivable(round_json: dict, name: str) -> dict:
         raise Refused(f"{quote(name)} is not a required reviewer of round {round_name} (its reviewers: {names})")
     status = entry["status"]
     if status == "completed":
-        raise Refused(f"reviewer {name} of round {round_name} completed; only a reviewer that did not complete can be waived")
+        raise Refused(f"reviewer {name} of round {round_name} completed; "
+                      "only a reviewer that did not complete can be waived")
     if status == "pending":
         raise Refused(f"reviewer {name} of round {round_name} has not been recorded yet (status pending)")
     if not isinstance(entry.get("preset"), str) or not entry["preset"]:

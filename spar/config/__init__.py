@@ -25,8 +25,24 @@ from spar.config.select import (
 )
 
 __all__ = [
-    "ANGLES", "CAP_KEYS", "DEFAULT_CAPS", "DEFAULT_REVIEWERS", "DEFAULT_TIMEOUT", "PRESETS", "STAGES",
-    "AppliedConfig", "ReviewerConfig", "canonical_json", "sha256_canonical",
-    "load_config", "rule_file_problem", "select_reviewers", "add_check_paths", "apply_selection",
-    "parse_reviewers_list", "split_assignment", "name_problem", "value_problem",
+    "ANGLES",
+    "CAP_KEYS",
+    "DEFAULT_CAPS",
+    "DEFAULT_REVIEWERS",
+    "DEFAULT_TIMEOUT",
+    "PRESETS",
+    "STAGES",
+    "AppliedConfig",
+    "ReviewerConfig",
+    "add_check_paths",
+    "apply_selection",
+    "canonical_json",
+    "load_config",
+    "name_problem",
+    "parse_reviewers_list",
+    "rule_file_problem",
+    "select_reviewers",
+    "sha256_canonical",
+    "split_assignment",
+    "value_problem",
 ]

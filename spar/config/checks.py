@@ -208,7 +208,8 @@ def _string(err, key: str, value) -> str:
 
 def _argv(err, value) -> list[str]:
     if not isinstance(value, list) or not value:
-        raise err("argv", f"argv must be a non-empty array of strings, got {show(value) if value != [] else 'an empty array'}")
+        got = show(value) if value != [] else "an empty array"
+        raise err("argv", f"argv must be a non-empty array of strings, got {got}")
     for n, item in enumerate(value, 1):
         if not isinstance(item, str):
             raise err("argv", f"argv item {n} must be a string, got {show(item)}")
@@ -352,7 +353,16 @@ def _caps(doc: LocatedDoc, value) -> dict[str, int]:
 
 
 __all__ = [
-    "NAME_RE", "RESERVED_NAMES", "FORBIDDEN_PROJECT_KEYS", "PRESET_KEYS",
-    "name_problem", "value_problem", "check_user", "check_project", "default_reviewers",
-    "UserPart", "ProjectPart", "show",
+    "FORBIDDEN_PROJECT_KEYS",
+    "NAME_RE",
+    "PRESET_KEYS",
+    "RESERVED_NAMES",
+    "ProjectPart",
+    "UserPart",
+    "check_project",
+    "check_user",
+    "default_reviewers",
+    "name_problem",
+    "show",
+    "value_problem",
 ]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from spar.config.checks import ProjectPart, check_project, check_user, default_reviewers
 from spar.config.clean_review import check_clean_review

@@ -53,7 +53,7 @@ class ReviewerConfig:
             out["allowed_efforts"] = list(self.allowed_efforts)
         return out
 
-    def with_changes(self, **kw) -> "ReviewerConfig":
+    def with_changes(self, **kw) -> ReviewerConfig:
         return replace(self, **kw)
 
 

@@ -13,9 +13,9 @@ import errno
 import hashlib
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from spar.errors import ConfigError
 

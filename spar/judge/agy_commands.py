@@ -91,8 +91,8 @@ _BLANKS = " \t"
 
 # bash `compgen -k`; only special as the first word of a command
 RESERVED_WORDS = frozenset(
-    "! case coproc do done elif else esac fi for function if in select then until while "
-    "{ } time [[ ]]".split()
+    ["!", "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for", "function", "if", "in", "select",
+     "then", "until", "while", "{", "}", "time", "[[", "]]"]
 )
 
 
@@ -774,8 +774,8 @@ def describe_violation(line: str) -> str:
 __all__ = [
     "ALLOWED_DIRS",
     "PROGRAMS",
-    "ProgramRule",
     "RESERVED_WORDS",
+    "ProgramRule",
     "check_command",
     "describe_problem",
     "describe_violation",

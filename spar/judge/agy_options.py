@@ -204,4 +204,4 @@ TABLES: dict[str, OptionTable] = {
 }
 
 
-__all__ = ["OptionTable", "Parsed", "TABLES", "parse"]
+__all__ = ["TABLES", "OptionTable", "Parsed", "parse"]

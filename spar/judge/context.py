@@ -7,9 +7,9 @@ talks to git is `spar.round.context.context_from_git`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Iterable
 
 DOC_KINDS = ("criteria", "rules", "subject")
 REGULAR_MODES = ("100644", "100755")  # G8: a contract link's head file must be one of these
@@ -77,4 +77,4 @@ class RoundContext:
         return path in files or path in folders
 
 
-__all__ = ["DOC_KINDS", "REGULAR_MODES", "RoundDoc", "RoundContext", "count_lines"]
+__all__ = ["DOC_KINDS", "REGULAR_MODES", "RoundContext", "RoundDoc", "count_lines"]

@@ -6,7 +6,7 @@ Comparison is literal (AC-01 and AC-1 differ), so IDs are kept as written.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 # [0-9] and [A-Za-z] on purpose: \d and \w would take non-ASCII digits and letters.
 _ID = re.compile(r"(?<![A-Za-z0-9])AC-[0-9]+(?![A-Za-z0-9])")
@@ -21,10 +21,9 @@ def ids_of_documents(texts: Iterable[bytes | str]) -> list[str]:
     """The criteria document ID set (links.criteria_ids): IDs of all documents' full
     text, in order of first appearance across the documents in the order given."""
     found: dict[str, None] = {}
-    for text in texts:
-        if isinstance(text, bytes):
-            # IDs are ASCII; undecodable bytes must not join or split neighbours
-            text = text.decode("utf-8", "surrogateescape")
+    for raw in texts:
+        # IDs are ASCII; undecodable bytes must not join or split neighbours
+        text = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
         for ident in find_ids(text):
             found.setdefault(ident, None)
     return list(found)

@@ -6,8 +6,8 @@ and a lookup for other findings' standing dispositions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from spar.errors import Refused
 from spar.judge.refs import is_blank
@@ -42,7 +42,8 @@ def given(value: str | None) -> bool:
     return value is not None and not is_blank(value)
 
 
-def check_request(finding_id: str, finding_class: str, disposition: str, options: dict[str, str | None]) -> dict[str, str]:
+def check_request(finding_id: str, finding_class: str, disposition: str,
+                  options: dict[str, str | None]) -> dict[str, str]:
     """Check one triage against design §7; return the options that count as given.
 
     Options that do not belong to the disposition are refused rather than

@@ -7,8 +7,8 @@ blocked reason here — the gate never refuses over what it reads.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from spar.config.model import STAGES
 from spar.judge.dispositions import BLOCKING_CLASSES, Key, Trace, standing, trace
@@ -101,7 +101,8 @@ def round_problem(round_json: object) -> str | None:
     if not isinstance(reviewers, list):
         return "round.json reviewers is not a list"
     for entry in reviewers:
-        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not isinstance(entry.get("status"), str):
+        if not (isinstance(entry, dict) and isinstance(entry.get("name"), str)
+                and isinstance(entry.get("status"), str)):
             return "round.json has a reviewer entry without name or status"
     return None
 
@@ -119,7 +120,8 @@ def ledger_problem(ledger: object) -> str | None:
     if not isinstance(ledger, list):
         return "ledger.jsonl is not a list of lines"
     for line in ledger:
-        if not isinstance(line, dict) or not isinstance(line.get("finding"), str) or not isinstance(line.get("disposition"), str):
+        if not (isinstance(line, dict) and isinstance(line.get("finding"), str)
+                and isinstance(line.get("disposition"), str)):
             return "ledger.jsonl has a line without finding or disposition"
     return None
 
@@ -317,7 +319,7 @@ def tally_findings(listed: list[ListedRound], extra_lookup: ExtraLookup | None) 
     ids_by_round = {(item.series, item.name): {f["id"] for f in item.findings or []} for item in usable}
     lookups = {path: _lookup_in(path, ids_by_round, standing_by_round, extra_lookup)
                for path in dict.fromkeys(item.series for item in usable)}
-    tally = FindingTally({cls: 0 for cls in CLASSES}, [], 0, {}, [])
+    tally = FindingTally(dict.fromkeys(CLASSES, 0), [], 0, {}, [])
     for item in usable:
         lines = standing_by_round[(item.series, item.name)]
         for finding in item.findings or []:

@@ -8,8 +8,8 @@ on a bad pattern is simply False (as Go's Match returns false with its error).
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from typing import Iterable
+from collections.abc import Iterable
+from functools import cache, lru_cache
 
 from spar.errors import quote
 
@@ -56,7 +56,7 @@ def match_any(patterns: Iterable[str], path: str) -> bool:
 
 def _match_segments(pat: tuple[str, ...], names: tuple[str, ...]) -> bool:
     # memoised over suffix positions: patterns with several `**` stay linear-ish
-    @lru_cache(maxsize=None)
+    @cache
     def go(i: int, j: int) -> bool:
         if i == len(pat):
             return j == len(names)

@@ -16,8 +16,8 @@ but never checked here; the caller checks them after the path is settled
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from spar.errors import quote
 

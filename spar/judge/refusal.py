@@ -130,4 +130,4 @@ def reason_for(refusal: Refusal) -> str:
     return f"authentication: {refusal.message}"
 
 
-__all__ = ["Refusal", "detect_refusal", "find_resets", "reason_for", "QUOTA_PHRASES", "AUTH_PHRASES"]
+__all__ = ["AUTH_PHRASES", "QUOTA_PHRASES", "Refusal", "detect_refusal", "find_resets", "reason_for"]

@@ -63,8 +63,8 @@ class TranscriptAnalysis:
 
 def _entries(lines: Iterable[str]) -> list[dict]:
     out = []
-    for line in lines:
-        line = line.strip()
+    for raw in lines:
+        line = raw.strip()
         if not line:
             continue
         try:

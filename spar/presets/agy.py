@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from spar.config.model import ReviewerConfig
 from spar.judge import agy_commands  # G11 checker
-from spar.round.usage import add_counts, count, reported
 from spar.presets.base import (
     Answer,
     InputContext,
@@ -18,6 +17,7 @@ from spar.presets.base import (
     parse_answer_text,
     standpoint_instruction,
 )
+from spar.round.usage import add_counts, count, reported
 
 READ_TOOLS = ("view_file", "read_file", "grep_search", "list_dir")
 SUCCESS_STATUSES = ("SUCCESS", "OK")  # OK: older versions
@@ -76,7 +76,7 @@ class AgyPreset(Preset):
         argv += ["--print-timeout", f"{cfg.timeout_seconds + PRINT_TIMEOUT_MARGIN}s"]
         return argv
 
-    def monitor(self) -> "AgyMonitor":
+    def monitor(self) -> AgyMonitor:
         return AgyMonitor()
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as _dt
 
 from spar.config.model import ReviewerConfig
-from spar.round.usage import add_counts, amount, count, reported
 from spar.presets.base import (
     Answer,
     InputContext,
@@ -19,6 +18,7 @@ from spar.presets.base import (
     parse_answer_text,
     standpoint_instruction,
 )
+from spar.round.usage import add_counts, amount, count, reported
 
 ALLOWED_TOOLS = ("Read", "Grep", "Glob", "StructuredOutput")
 SYNTHETIC_MODEL = "<synthetic>"  # locally made error message, not a model
@@ -55,7 +55,7 @@ class ClaudePreset(Preset):
     def stdin_text(self, spec: InputSpec) -> str | None:
         return spec.text
 
-    def monitor(self) -> "ClaudeMonitor":
+    def monitor(self) -> ClaudeMonitor:
         return ClaudeMonitor()
 
 
@@ -117,7 +117,7 @@ class ClaudeMonitor(Monitor):
         resets = info.get("resetsAt")
         if isinstance(resets, (int, float)) and not isinstance(resets, bool):
             try:
-                when = _dt.datetime.fromtimestamp(resets, _dt.timezone.utc)
+                when = _dt.datetime.fromtimestamp(resets, _dt.UTC)
                 text += f"; resets at {when.strftime('%Y-%m-%dT%H:%M:%SZ')}"
             except (OverflowError, OSError, ValueError):
                 pass

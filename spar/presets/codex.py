@@ -43,7 +43,7 @@ class CodexPreset(Preset):
     def stdin_text(self, spec: InputSpec) -> str | None:
         return spec.text
 
-    def monitor(self) -> "CodexMonitor":
+    def monitor(self) -> CodexMonitor:
         return CodexMonitor()
 
 

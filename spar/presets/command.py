@@ -56,7 +56,7 @@ class CommandPreset(Preset):
         prompt = self._prompt(paths, spec)
         return substitute(cfg.argv[0], prompt=prompt, workspace=paths.workspace, schema=paths.schema_path)
 
-    def monitor(self) -> "CommandMonitor":
+    def monitor(self) -> CommandMonitor:
         return CommandMonitor()
 
 

@@ -9,6 +9,7 @@ Every failure is `WriteFailed` (exit 70) naming the target.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -67,10 +68,8 @@ def write_bytes(path: Path | str, data: bytes, *, unique_tmp: bool = False) -> N
             os.close(fd)
         os.replace(tmp, path)
     except BaseException as exc:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         if isinstance(exc, OSError):
             raise _failed(path, exc) from exc
         raise

@@ -12,9 +12,10 @@ import fcntl
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, TextIO
+from typing import TextIO
 
 from spar.errors import WriteFailed
 

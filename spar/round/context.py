@@ -3,8 +3,8 @@ link judgments' inputs are read (spar.judge stays free of I/O)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from spar import git
 from spar.judge.context import RoundContext, RoundDoc

@@ -281,7 +281,8 @@ def _how_to_report(p: PacketInput) -> list[str]:
         "- `proposed_class`: `defect`, `hardening`, `note`, or `requirement-question`.",
         "- `angle`: one of `criteria`, `correctness`, `checks`, `contracts`, `risk`.",
         "- `location`: where (see Locations below).",
-        "- `claim`: what is wrong. `failure_scenario`: how it fails (not blank). `evidence`: what you read that shows it.",
+        "- `claim`: what is wrong. `failure_scenario`: how it fails (not blank). "
+        "`evidence`: what you read that shows it.",
         "- `link_kind` and `link`: what the finding breaks (see Links below).",
         "- `introduced_by_change`: did this change bring it in? `regression`: did something that "
         "worked before stop working? Each `yes`, `no`, or `unknown`.",

@@ -10,13 +10,14 @@ however much the reviewer prints.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 import anyio
 from anyio.abc import ByteReceiveStream
@@ -71,7 +72,7 @@ class _Sink:
     def __init__(self, path: Path | None, cap: int, line_limit: int,
                  on_line: Callable[[str], str | None] | None, on_violation: Callable[[], None]):
         self.info = StreamInfo(path)
-        self._file = open(path, "wb") if path is not None else None
+        self._file = open(path, "wb") if path is not None else None  # noqa: SIM115 (open for the stream's life)
         self._cap = cap
         self._line_limit = line_limit
         self._on_line = on_line
@@ -142,10 +143,8 @@ class _Sink:
         if self.log_error is None:
             self.log_error = f"cannot write {self.info.path}: {exc.strerror or exc}"
         file, self._file = self._file, None
-        try:
+        with contextlib.suppress(OSError):  # the buffered rest fails the same way; the first error is reported
             file.close()
-        except OSError:
-            pass  # the buffered rest fails the same way; the first error is what we report
 
     def close(self) -> None:
         if self._file is not None:
@@ -189,10 +188,8 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 async def _wait_group_gone(pgid: int, exited: anyio.Event, seconds: float) -> bool:
@@ -271,10 +268,8 @@ async def run_process(
                 finally:
                     # close so programs that read to EOF (codex) go on
                     with anyio.CancelScope(shield=True):
-                        try:
+                        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                             await proc.stdin.aclose()
-                        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                            pass
 
             async def pump(stream: ByteReceiveStream, sink: _Sink, done: anyio.Event) -> None:
                 try:
@@ -335,10 +330,8 @@ async def run_process(
                         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                             pass
             for stream in (proc.stdout, proc.stderr):
-                try:
+                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     await stream.aclose()
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    pass
             out.close()
             err.close()
     return ProcessResult(

@@ -10,9 +10,10 @@ caller validates results (G1–G6) and writes the records.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -77,11 +78,11 @@ class _Settings:
     output_cap: int
     kill_grace: float
     version_timeout: float
-    progress: "Progress | None" = None
+    progress: Progress | None = None
     started: dict = field(default_factory=dict)
 
 
-async def run_reviewers(jobs: list[ReviewerJob], *, progress: "Progress | None" = None,
+async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = None,
                         env: Mapping[str, str] | None = None, output_cap: int = OUTPUT_CAP,
                         kill_grace: float = KILL_GRACE,
                         version_timeout: float = VERSION_TIMEOUT) -> list[ReviewerOutcome]:
@@ -285,4 +286,4 @@ def _status(st: _Settings, name: str, status: str, detail: str) -> None:
         st.progress.reviewer_status(name, status, detail)
 
 
-__all__ = ["ReviewerJob", "ReviewerOutcome", "run_reviewers", "failure_reason", "command_line"]
+__all__ = ["ReviewerJob", "ReviewerOutcome", "command_line", "failure_reason", "run_reviewers"]

@@ -39,7 +39,7 @@ def latest_dispositions(ledger: list[dict]) -> dict[str, dict]:
 
 
 def class_counts(findings: list[dict]) -> dict[str, int]:
-    counts = {c: 0 for c in CLASS_ORDER}
+    counts = dict.fromkeys(CLASS_ORDER, 0)
     for f in findings:
         cls = f.get("class")
         if cls in counts:
@@ -74,7 +74,8 @@ def _header(rj: dict) -> list[str]:
     ]
     if rj.get("recorded_at"):
         out.append(f"- Recorded: {rj['recorded_at']}")
-    out.append(f"- Finished: {rj['finished_at']}" if rj.get("finished_at") else "- Finished: not yet (a reviewer awaits a record)")
+    finished = rj.get("finished_at") or "not yet (a reviewer awaits a record)"
+    out.append(f"- Finished: {finished}")
     for w in rj.get("warnings") or []:
         out.append(f"- Warning: {w}")
     return out + [""]
@@ -192,7 +193,8 @@ def _smallest_fixes(findings: list[dict]) -> list[str]:
 
 
 def _waivers(waivers) -> list[str]:
-    out = [f"- `{w.get('reviewer')}` waived by the user: {_cell(str(w.get('user_quote') or '').strip())}" for w in waivers]
+    out = [f"- `{w.get('reviewer')}` waived by the user: {_cell(str(w.get('user_quote') or '').strip())}"
+           for w in waivers]
     return out + [""] if out else []
 
 

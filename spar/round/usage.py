@@ -64,7 +64,7 @@ def attempt_usage(duration_seconds: float, cli: Mapping[str, object] | None) -> 
 def total(usages: Iterable[Mapping | None]) -> dict:
     """Totals of several usage objects (attempts, reviewers, rounds); absent or
     malformed fields count as not reported."""
-    sums: dict[str, float | int | None] = {key: None for key in USAGE_KEYS}
+    sums: dict[str, float | int | None] = dict.fromkeys(USAGE_KEYS)
     for usage in usages:
         if not isinstance(usage, Mapping):
             continue
@@ -105,5 +105,17 @@ def cost_text(cost) -> str:
     return "-" if cost is None else f"${cost:.4f}"
 
 
-__all__ = ["TOKEN_KEYS", "USAGE_KEYS", "count", "amount", "add_counts", "reported", "attempt_usage", "total",
-           "of_reviewer", "duration_text", "tokens_text", "cost_text"]
+__all__ = [
+    "TOKEN_KEYS",
+    "USAGE_KEYS",
+    "add_counts",
+    "amount",
+    "attempt_usage",
+    "cost_text",
+    "count",
+    "duration_text",
+    "of_reviewer",
+    "reported",
+    "tokens_text",
+    "total",
+]

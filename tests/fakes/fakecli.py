@@ -9,6 +9,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -603,8 +604,6 @@ def main(prog: str) -> None:
     except Exit as e:
         code = e.code
     finally:
-        try:
+        with contextlib.suppress(OSError):
             fake.record(code)
-        except OSError:
-            pass
     sys.exit(code)

@@ -24,8 +24,8 @@ Pure logic over tree entries (no I/O); `spar.round.workspace` does the copying.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from spar.pathtext import needs_escape, path_text
 

@@ -257,11 +257,14 @@ def stream_blobs(repo: Path | str, shas: Iterable[str]) -> Iterator[tuple[str, b
     except OSError as exc:
         raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
 
+    stdin, out = proc.stdin, proc.stdout
+    assert stdin is not None and out is not None  # both were asked for as pipes
+
     def feed() -> None:  # a thread: the request can be larger than the pipe buffer
         try:
             for i in range(0, len(wanted), 1024):
-                proc.stdin.write("".join(s + "\n" for s in wanted[i:i + 1024]).encode())
-            proc.stdin.close()
+                stdin.write("".join(s + "\n" for s in wanted[i:i + 1024]).encode())
+            stdin.close()
         except (BrokenPipeError, ValueError):
             pass  # git stopped early; the reader reports it
 
@@ -269,7 +272,6 @@ def stream_blobs(repo: Path | str, shas: Iterable[str]) -> Iterator[tuple[str, b
     writer.start()
     finished = False
     try:
-        out = proc.stdout
         for sha in wanted:
             header = out.readline().decode("ascii", "replace").split()
             if len(header) != 3 or header[1] != "blob":
@@ -283,7 +285,7 @@ def stream_blobs(repo: Path | str, shas: Iterable[str]) -> Iterator[tuple[str, b
     finally:
         if not finished:
             proc.kill()  # an error, or the caller stopped reading early
-        proc.stdout.close()
+        out.close()
         writer.join()
         proc.wait()
 

@@ -71,7 +71,13 @@ def _kind(value) -> str:
 _WS = re.compile(r"[ \t\n\r]*")
 
 
-def _json_lines(text: str) -> dict[tuple, int]:
+def _skip_ws(text: str, i: int) -> int:
+    """The index after the JSON whitespace at `i`."""
+    m = _WS.match(text, i)
+    return m.end() if m else i
+
+
+def _json_lines(text: str) -> dict[tuple[str | int, ...], int]:
     """Lines of the top-level value, its keys and the items of `reviewers`.
 
     Walks text json.loads already accepted; a repeated key keeps its last
@@ -82,19 +88,19 @@ def _json_lines(text: str) -> dict[tuple, int]:
     def line_at(i: int) -> int:
         return bisect.bisect_left(newlines, i) + 1
 
-    i = _WS.match(text, 0).end()
-    lines = {(): line_at(i)}
+    i = _skip_ws(text, 0)
+    lines: dict[tuple[str | int, ...], int] = {(): line_at(i)}
     if not text.startswith("{", i):
         return lines
     i += 1
     while True:
-        i = _WS.match(text, i).end()
+        i = _skip_ws(text, i)
         if text.startswith("}", i):
             return lines
         start = i
         key, i = dec.raw_decode(text, i)
-        i = _WS.match(text, i).end() + 1  # ':'
-        i = _WS.match(text, i).end()
+        i = _skip_ws(text, i) + 1  # ':'
+        i = _skip_ws(text, i)
         lines[(key,)] = line_at(start)
         if key == "reviewers" and text.startswith("[", i):
             for path in [p for p in lines if len(p) == 2 and p[0] == key]:
@@ -102,18 +108,18 @@ def _json_lines(text: str) -> dict[tuple, int]:
             i += 1
             n = 0
             while True:
-                i = _WS.match(text, i).end()
+                i = _skip_ws(text, i)
                 if text.startswith("]", i):
                     i += 1
                     break
                 lines[(key, n)] = line_at(i)
                 _, i = dec.raw_decode(text, i)
                 n += 1
-                i = _WS.match(text, i).end()
+                i = _skip_ws(text, i)
                 if text.startswith(",", i):
                     i += 1
         else:
             _, i = dec.raw_decode(text, i)
-        i = _WS.match(text, i).end()
+        i = _skip_ws(text, i)
         if text.startswith(",", i):
             i += 1

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
-from anyio.abc import ByteReceiveStream
+from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from spar.presets.base import StreamInfo
 
@@ -143,8 +143,9 @@ class _Sink:
         if self.log_error is None:
             self.log_error = f"cannot write {self.info.path}: {exc.strerror or exc}"
         file, self._file = self._file, None
-        with contextlib.suppress(OSError):  # the buffered rest fails the same way; the first error is reported
-            file.close()
+        if file is not None:
+            with contextlib.suppress(OSError):  # the buffered rest fails the same way; the first error is reported
+                file.close()
 
     def close(self) -> None:
         if self._file is not None:
@@ -249,6 +250,9 @@ async def run_process(
         out.close()
         err.close()
         raise
+    # both were asked for as pipes above
+    stdout, stderr = proc.stdout, proc.stderr
+    assert stdout is not None and stderr is not None
     pgid = proc.pid
     killed = False
     timed_out = False
@@ -258,18 +262,17 @@ async def run_process(
             out_done = anyio.Event()
             err_done = anyio.Event()
 
-            async def feed_stdin() -> None:
-                data = stdin_text.encode("utf-8")
+            async def feed_stdin(stdin: ByteSendStream, data: bytes) -> None:
                 try:
                     for i in range(0, len(data), _CHUNK):
-                        await proc.stdin.send(data[i : i + _CHUNK])
+                        await stdin.send(data[i : i + _CHUNK])
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     pass  # the child closed its stdin or exited; its output tells the rest
                 finally:
                     # close so programs that read to EOF (codex) go on
                     with anyio.CancelScope(shield=True):
                         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                            await proc.stdin.aclose()
+                            await stdin.aclose()
 
             async def pump(stream: ByteReceiveStream, sink: _Sink, done: anyio.Event) -> None:
                 try:
@@ -288,10 +291,10 @@ async def run_process(
                 exited.set()
                 wake.set()
 
-            if stdin_text is not None:
-                tg.start_soon(feed_stdin)
-            tg.start_soon(pump, proc.stdout, out, out_done)
-            tg.start_soon(pump, proc.stderr, err, err_done)
+            if stdin_text is not None and proc.stdin is not None:
+                tg.start_soon(feed_stdin, proc.stdin, stdin_text.encode("utf-8"))
+            tg.start_soon(pump, stdout, out, out_done)
+            tg.start_soon(pump, stderr, err, err_done)
             tg.start_soon(wait_exit)
 
             with anyio.move_on_at(deadline):
@@ -323,13 +326,13 @@ async def run_process(
                 # read the killed group's pipes to their end: asyncio closes a pipe's transport
                 # only at EOF, and one left open warns once the event loop has closed
                 with anyio.move_on_after(DRAIN_GRACE):
-                    for stream in (proc.stdout, proc.stderr):
+                    for stream in (stdout, stderr):
                         try:
                             while await stream.receive(_CHUNK):
                                 pass
                         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                             pass
-            for stream in (proc.stdout, proc.stderr):
+            for stream in (stdout, stderr):
                 with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     await stream.aclose()
             out.close()

@@ -27,8 +27,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
-from types import SimpleNamespace
 
 from spar import git
 from spar.errors import WriteFailed
@@ -57,7 +57,7 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
         os.close(fd)
 
 
-def plan_targets(entries, dest: Path) -> list[tuple[object, Path]]:
+def plan_targets(entries: Iterable[git.TreeEntry], dest: Path) -> list[tuple[git.TreeEntry, Path]]:
     """(entry, target path) for every blob entry, creating `dest` and the folders
     above the targets (one mkdir per folder); refuses a path that would leave `dest`."""
     dest = Path(dest)
@@ -79,7 +79,7 @@ def plan_targets(entries, dest: Path) -> list[tuple[object, Path]]:
     return planned
 
 
-def _file_mode(entry) -> int:
+def _file_mode(entry: git.TreeEntry) -> int:
     return _READ_ONLY_EXEC if entry.mode == MODE_EXEC else _READ_ONLY_FILE
 
 
@@ -115,7 +115,7 @@ def copy_commit(repo: str | Path, commit: str, dest: Path,
         plan = plan_commit(repo, commit)
     planned = plan_targets([*plan.copied, *_outward_entries(plan)], Path(dest))
     written: dict[tuple[str, str], Path] = {}
-    pending: dict[str, list[tuple[object, Path]]] = {}
+    pending: dict[str, list[tuple[git.TreeEntry, Path]]] = {}
     for entry, target in planned:
         if entry.path in plan.outward:
             _write_new(target, _link_note(plan.outward[entry.path]), _READ_ONLY_FILE)
@@ -141,8 +141,8 @@ def copy_commit(repo: str | Path, commit: str, dest: Path,
     return written
 
 
-def _outward_entries(plan: TreePlan) -> list:
-    return [SimpleNamespace(path=p, mode=MODE_FILE, sha="") for p in plan.outward]
+def _outward_entries(plan: TreePlan) -> list[git.TreeEntry]:
+    return [git.TreeEntry(mode=MODE_FILE, kind="file", sha="", path=p) for p in plan.outward]
 
 
 def _link(source: Path, target: Path) -> bool:

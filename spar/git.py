@@ -341,3 +341,10 @@ def diff_stat(repo: Path | str, base: str, head: str) -> str:
 
 def diff(repo: Path | str, base: str, head: str) -> bytes:
     return run(repo, *_diff_args(base, head)).stdout
+
+
+def line_diff(repo: Path | str, old: str, new: str) -> str:
+    """`git diff -U0 -M` from one commit to another, for following lines (spar.judge.linemap)."""
+    args = _diff_args(old, new)
+    args[1:1] = ["-U0", "-M"]
+    return _decode(run(repo, *args).stdout)

@@ -83,8 +83,11 @@ def test_json_field_by_field(repo, capsys):
     at = "2024-01-03T00:00:00.000Z"
 
     def row(name, stage, started, counted, reviewers, findings=None, new=None, dry=False, recorded=True):
+        # rounds written before repeats existed: convergence unknown, except with no findings at all
+        nothing = {"new": 0, "repeat": 0, "corroborated": 0, "groups": 0}
         return {"name": name, "stage": stage, "head": head, "base": base, "started_at": started, "counted": counted,
-                "dry_run": dry, "recorded": recorded, "reviewers": reviewers, "findings": findings, "new_defects": new}
+                "dry_run": dry, "recorded": recorded, "reviewers": reviewers, "findings": findings, "new_defects": new,
+                "convergence": nothing if findings == zero else None}
 
     def rv(name, status, attempts=0, usage=NO_USAGE):
         return {"name": name, "preset": name, "status": status, "attempts": attempts, "usage": usage}
@@ -133,6 +136,22 @@ def test_json_field_by_field(repo, capsys):
                           {"name": "codex", "rounds": 6, "attempts": 2, **codex_p1}],
             "series": {"attempts": 4, "duration_seconds": 42.75, "input_tokens": 1100, "cached_input_tokens": 200,
                        "output_tokens": 55, "cost_usd": 0.375}},
+        "verdicts": [
+            {"stage": "plan", "state": "unknown", "new_per_round": [0],
+             "text": "plan: no trend yet (new findings per round: 0)"},
+            {"stage": "code", "state": "unknown", "new_per_round": [],
+             "text": "code: no round with known counts"},
+        ],
+        "scoreboard": [
+            {"name": "claude", "presets": ["claude"], "raised": 3,
+             "ended": {"fixed": 0, "answered": 0, "rejected": 0, "duplicate": 0, "deferred": 0, "open": 3},
+             "fixed_or_answered": 0, "share_fixed_or_answered": 0.0,
+             "seconds_per_fixed_or_answered": None, "cost_per_fixed_or_answered": None},
+            {"name": "codex", "presets": ["codex"], "raised": 2,
+             "ended": {"fixed": 0, "answered": 0, "rejected": 0, "duplicate": 0, "deferred": 1, "open": 1},
+             "fixed_or_answered": 0, "share_fixed_or_answered": 0.0,
+             "seconds_per_fixed_or_answered": None, "cost_per_fixed_or_answered": None},
+        ],
     }
 
 
@@ -179,7 +198,18 @@ def test_markdown_field_by_field(repo, capsys):
         "| reviewer | rounds | attempts | time | tokens | cost |", "| --- | --- | --- | --- | --- | --- |",
         "| claude | 5 | 2 | 12.8s | in 1,100 (cached 200) / out 55 | $0.3750 |",
         "| codex | 6 | 2 | 30.0s | - | - |",
-        "| (all) | 6 | 4 | 42.8s | in 1,100 (cached 200) / out 55 | $0.3750 |", ""])
+        "| (all) | 6 | 4 | 42.8s | in 1,100 (cached 200) / out 55 | $0.3750 |", "",
+        "## Convergence", "",
+        "- plan: no trend yet (new findings per round: 0)",
+        "- code: no round with known counts", "",
+        "| round | stage | new | repeat | corroborated | groups |", "| --- | --- | --- | --- | --- | --- |",
+        "| p2 | plan | 0 | 0 | 0 | 0 |", "| c2 | code | 0 | 0 | 0 | 0 |", "",
+        "## Reviewer scoreboard", "",
+        "| reviewer | presets | raised | fixed | answered | rejected | duplicate | deferred | open | fixed or answered "
+        "| time per fixed/answered (s) | cost per fixed/answered (USD) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| claude | claude | 3 | 0 | 0 | 0 | 0 | 0 | 3 | 0% | unknown | unknown |",
+        "| codex | codex | 2 | 0 | 0 | 0 | 0 | 1 | 1 | 0% | unknown | unknown |", ""])
 
 
 def test_cap_reached_then_extended(repo, capsys):

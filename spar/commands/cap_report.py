@@ -15,6 +15,8 @@ from pathlib import Path
 from spar import __version__
 from spar.argparsing import command_parser
 from spar.errors import EXIT_OK, UsageError, quote
+from spar.judge.dispositions import standing
+from spar.judge.convergence import ENDINGS, round_convergence, scoreboard, stage_verdict
 from spar.judge.gate import CLASSES
 from spar.records import readers
 from spar.round import usage
@@ -39,22 +41,35 @@ JSON ({SCHEMA}):
       cached_input_tokens, output_tokens, cost_usd; null when none reported),
     findings: count per class ({', '.join(CLASSES)}) or null when not recorded,
     new_defects: defects with introduced_by_change "yes" (null when not recorded),
+    convergence: new (not a repeat), repeat, corroborated (findings in a
+      group), groups; null when not recorded or recorded before repeats existed,
   code_extension_causes: for each of {', '.join(CAUSES)} and {NO_CAUSE}:
     extensions (how many code extensions) and by (rounds they added),
   usage: reviewers[] (name, rounds, attempts and the usage totals over every
     round of the series, by reviewer name) and series (attempts and the usage
-    totals of every attempt of every round)."""
+    totals of every attempt of every round),
+  verdicts[]: per stage with rounds: stage, state (converges, churns,
+    unknown), new_per_round (new findings of each input, reruns merged), text,
+  scoreboard[]: per reviewer over the series: name, presets, raised,
+    ended ({', '.join(ENDINGS)}: the standing disposition), fixed_or_answered,
+    share_fixed_or_answered, seconds_per_fixed_or_answered and
+    cost_per_fixed_or_answered (the reviewer's usage totals above divided by
+    fixed_or_answered; null when not reported or none)."""
 
 
-def _round_row(item: SeriesRound) -> dict:
+def _recorded_findings(item: SeriesRound) -> list[dict] | None:
     r = item.round
-    folder = item.path
-    recorded = os.path.lexists(folder / readers.FINDINGS_FILE)
+    recorded = os.path.lexists(item.path / readers.FINDINGS_FILE)
     if not recorded and not r.get("dry_run") and (r.get("finished_at") or r.get("recorded_at")):
         recorded = True  # read_findings below refuses: the round says it was recorded
+    return readers.read_findings(item.path) if recorded else None
+
+
+def _round_row(item: SeriesRound, findings: list[dict] | None) -> dict:
+    r = item.round
+    recorded = findings is not None
     counts = new = None
-    if recorded:
-        findings = readers.read_findings(folder)
+    if findings is not None:
         counts = dict.fromkeys(CLASSES, 0)
         new = 0
         for f in findings:
@@ -77,7 +92,26 @@ def _round_row(item: SeriesRound) -> dict:
                       for e in r["reviewers"]],
         "findings": counts,
         "new_defects": new,
+        "convergence": round_convergence(findings) if findings is not None else None,
     }
+
+
+def _verdicts(rows: list[dict], rounds: list[SeriesRound]) -> list[dict]:
+    """Per stage: new findings per input (a rerun of the same input adds to its round)."""
+    out = []
+    for stage in ("plan", "plan-delta", "code"):
+        steps: dict[tuple, int | None] = {}
+        for row, item in zip(rows, rounds):
+            if row["stage"] != stage or row["dry_run"] or not row["recorded"]:
+                continue
+            key = (item.round.get("head"), item.round.get("packet_sha256"))
+            known = row["convergence"]
+            before = steps.get(key, 0)
+            # one round of an input recorded before repeats existed makes the input's count unknown
+            steps[key] = None if known is None or before is None else before + known["new"]
+        if any(row["stage"] == stage for row in rows):
+            out.append({"stage": stage, **stage_verdict(stage, [n for n in steps.values() if n is not None])})
+    return out
 
 
 def build_report(series: Path) -> dict:
@@ -104,7 +138,14 @@ def build_report(series: Path) -> dict:
         cause = e.get("cause") if e.get("cause") in CAUSES else NO_CAUSE
         tally[cause]["extensions"] += 1
         tally[cause]["by"] += e["by"]
-    rows = [_round_row(item) for item in rounds]
+    findings = [_recorded_findings(item) for item in rounds]
+    rows = [_round_row(item, f) for item, f in zip(rounds, findings)]
+    spent = _usage(rows)
+    board = scoreboard([
+        {"reviewers": item.round["reviewers"], "findings": f,
+         "standing": standing(readers.read_ledger(item.path)) if f is not None else {}}
+        for item, f in zip(rounds, findings) if not item.round.get("dry_run")
+    ], {r["name"]: r for r in spent["reviewers"]})
     return {
         "schema": SCHEMA,
         "series": str(series.resolve()),
@@ -113,7 +154,9 @@ def build_report(series: Path) -> dict:
         "stages": stages,
         "rounds": rows,
         "code_extension_causes": tally,
-        "usage": _usage(rows),
+        "usage": spent,
+        "verdicts": _verdicts(rows, rounds),
+        "scoreboard": board,
     }
 
 
@@ -180,7 +223,35 @@ def render_markdown(report: dict) -> str:
     t = report["usage"]["series"]
     lines.append(_row(["(all)", len(report["rounds"]), t["attempts"], usage.duration_text(t["duration_seconds"]),
                        usage.tokens_text(t), usage.cost_text(t["cost_usd"])]))
+    lines += _convergence_md(report)
     return "\n".join(lines) + "\n"
+
+
+def _share(value) -> str | None:
+    return None if value is None else f"{round(value * 100)}%"
+
+
+def _convergence_md(report: dict) -> list[str]:
+    lines = ["", "## Convergence", ""]
+    lines += [f"- {v['text']}" for v in report["verdicts"]] or ["No rounds."]
+    known = [r for r in report["rounds"] if r["convergence"] is not None]
+    if known:
+        lines += ["", "| round | stage | new | repeat | corroborated | groups |", "| --- " * 6 + "|"]
+        lines += [_row([r["name"], r["stage"], r["convergence"]["new"], r["convergence"]["repeat"],
+                        r["convergence"]["corroborated"], r["convergence"]["groups"]]) for r in known]
+    lines += ["", "## Reviewer scoreboard", ""]
+    if not report["scoreboard"]:
+        return lines + ["No reviewer yet."]
+    lines += ["| reviewer | presets | raised | " + " | ".join(ENDINGS) + " | fixed or answered | "
+              "time per fixed/answered (s) | cost per fixed/answered (USD) |",
+              "| --- " * (6 + len(ENDINGS)) + "|"]
+    for b in report["scoreboard"]:
+        lines.append(_row([b["name"], ", ".join(b["presets"]), b["raised"], *[b["ended"][e] for e in ENDINGS],
+                           _share(b["share_fixed_or_answered"]),
+                           b["seconds_per_fixed_or_answered"] if b["seconds_per_fixed_or_answered"] is not None
+                           else "unknown", b["cost_per_fixed_or_answered"]
+                           if b["cost_per_fixed_or_answered"] is not None else "unknown"]))
+    return lines
 
 
 def _parser():

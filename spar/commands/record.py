@@ -17,7 +17,7 @@ from spar import git
 from spar.argparsing import command_parser
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, quote
 from spar.records import lock, readers
-from spar.round import recording
+from spar.round import history, recording
 from spar.series import repository_of, round_folder
 
 EPILOG = """\
@@ -167,6 +167,7 @@ def record(round_dir: Path, name: str, result_data: bytes | None, transcript_dat
             f["id"] = f"{name}-F{n}"
     order = [r["name"] for r in round_json["reviewers"]]
     merged = recording.merge_findings(existing, name, new, order)
+    history.annotate(round_dir, round_json, merged, ctx)
     recording.write_round_outputs(round_dir, round_json, merged, new)
     return recording.reviewer_of(round_json, name)
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import anyio
 
 from spar import git
+from spar import series as series_mod
 from spar.config import apply_selection, load_config
 from spar.config.model import AppliedConfig
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, WriteFailed, exit_for_signal, quote
@@ -38,7 +39,9 @@ from spar.records.paths import check_run_out
 from spar.round import caps as caps_mod
 from spar.round.args import RunArgs, check_standpoints, parse_run_args
 from spar.round.context import context_from_git
+from spar.round import history
 from spar.round.documents import read_round_documents
+from spar.round.memory import memory_sha256, render_memory
 from spar.round.packet import PacketInput, build_packet, packet_sha256
 from spar.round.recording import (
     apply_outcome,
@@ -76,6 +79,7 @@ class RoundPlan:
     out: Path  # absolute round folder
     series: Path
     backend: str
+    memory_text: str = ""  # decided under the series lock (spar.round.memory)
 
 
 def async_backend(env: Mapping[str, str]) -> str:
@@ -141,10 +145,24 @@ def prepare(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> RoundPlan:
     if args.stage == "code":
         packet.diff_stat = git.diff_stat(repo, base, head)
         packet.diff = git.diff(repo, base, head)
+    since = last_round_elsewhere(series, args.stage, head)
+    if since is not None:
+        packet.since_round, packet.since_head = since.name, since.round["head"]
+        packet.since_stat = git.diff_stat(repo, packet.since_head, head)
+        packet.since_diff = git.diff(repo, packet.since_head, head)
     text = build_packet(packet)
     return RoundPlan(args=args, repo=repo, config=cfg, base=base, head=head, expect_head=expect,
                      documents=documents, packet_text=text, packet_sha256=packet_sha256(text),
                      tree_plans=plans, out=out, series=series, backend=backend)
+
+
+def last_round_elsewhere(series: Path, stage: str, head: str):
+    """The series' last non-dry round of `stage` at another head, or None: its diff to
+    `head` is in the packet. A rerun at the same head finds the same round, so it keeps
+    the same packet."""
+    rounds = [r for r in series_mod.read_series(series)
+              if r.round.get("stage") == stage and r.round.get("dry_run") is not True and r.round["head"] != head]
+    return rounds[-1] if rounds else None
 
 
 def read_series(series: Path) -> tuple[list[dict], list[dict]]:
@@ -175,6 +193,7 @@ def _write_inputs(plan: RoundPlan) -> list:
         spec = prepare_input(
             cfg, reviewer_dir=reviewer_dir, packet_text=plan.packet_text, packet_path=plan.out / "packet.md",
             standpoint=standpoints.get(cfg.name), standpoints_active=active, dry_run=plan.args.dry_run,
+            memory_text=plan.memory_text,
         )
         for rel, content in spec.files.items():
             atomic.write_text(reviewer_dir / rel, content)  # presets name files directly in the folder
@@ -191,6 +210,8 @@ def _create_round(plan: RoundPlan, decision: caps_mod.CapDecision) -> tuple[dict
     except OSError as exc:
         raise Refused(f"--out {quote(str(plan.args.out))}: cannot create it: {exc.strerror or exc}") from None
     atomic.write_text(plan.out / "packet.md", plan.packet_text)
+    if plan.memory_text:
+        atomic.write_text(plan.out / "memory.md", plan.memory_text)
     atomic.write_text(plan.out / "schema.json", schema_text(bool(plan.args.standpoints)))
     jobs = _write_inputs(plan)
     standpoints = dict(plan.args.standpoints)
@@ -202,6 +223,8 @@ def _create_round(plan: RoundPlan, decision: caps_mod.CapDecision) -> tuple[dict
         counted=decision.counted, dry_run=plan.args.dry_run, started_at=started,
     )
     round_json["warnings"] += workspace_warnings(plan.tree_plans)
+    if plan.memory_text:  # its own digest: never part of packet_sha256 (a rerun stays a rerun)
+        round_json["memory_sha256"] = memory_sha256(plan.memory_text)
     atomic.write_json(plan.out / "round.json", round_json)
     build_workspace(plan.repo, plan.base, plan.head, plan.out / "workspace", plan.tree_plans)
     return round_json, jobs
@@ -256,6 +279,7 @@ def _record(plan: RoundPlan, round_json: dict, outcomes: list, progress, workspa
         if outcome.status == "completed":
             # the runner said "answered"; the checks decide completed or invalid_output
             progress.reviewer_status(outcome.name, entry["status"], entry["reason"])
+    history.annotate(plan.out, round_json, findings, ctx)
     write_round_outputs(plan.out, round_json, findings)
     return findings
 
@@ -310,6 +334,8 @@ def execute(plan: RoundPlan) -> int:
     with series_lock(plan.series):
         decision = cap_decision(plan, *read_series(plan.series))
         check_run_out(plan.out)  # another run may have taken the name while we waited
+        # what the series decided so far, as it stands now that no triage can slip in
+        plan.memory_text = render_memory(history.past_findings(plan.series, None, str(plan.repo), plan.base, plan.head))
         round_json, jobs = _create_round(plan, decision)
         print(plan.out, flush=True)
         if plan.args.dry_run:

@@ -1,4 +1,5 @@
-"""`spar triage ROUND FINDING --to DISPOSITION [...]` (design §7, G27, G30, G32, G33).
+"""`spar triage ROUND FINDING --to DISPOSITION [...]` and `spar triage ROUND --repeats`
+(design §7, G27, G30, G32, G33; repeats: docs/records.md "Series memory").
 
 Under the series lock: read the round again, check the finding and the
 disposition's needs, resolve `--commit` in the round's repository, check a
@@ -14,8 +15,8 @@ from pathlib import Path
 
 from spar import git
 from spar.argparsing import command_parser
-from spar.errors import EXIT_OK, RecordError, Refused, quote
-from spar.judge.dispositions import DISPOSITIONS, Key, check_request, parse_of, standing, would_cycle
+from spar.errors import EXIT_OK, RecordError, Refused, UsageError, quote
+from spar.judge.dispositions import DISPOSITIONS, Key, check_request, parse_of, standing, trace, would_cycle
 from spar.records import atomic, clock, jsonl, lock, readers
 from spar.round.summary import render_summary
 from spar.series import is_earlier, repository_of, round_folder
@@ -37,15 +38,23 @@ the rules do not have, refused (65) like any other breach of them (G30);
 usage errors (64) are only a missing --to or an unknown option. FINDING and
 --of are finding IDs compared literally (no trimming); a --of blank after
 trimming counts as not given. Each triage appends one line to
-ROUND/ledger.jsonl; the latest line per finding stands."""
+ROUND/ledger.jsonl; the latest line per finding stands.
+
+spar triage ROUND --repeats: every finding of ROUND with a `repeat_of` and no
+disposition of its own, whose earlier finding's standing disposition (traced
+through duplicates) is rejected, fixed, answered or deferred, gets
+`duplicate --of` that earlier finding: one ledger line each, as by hand. It
+prints each line it wrote and each repeat it left alone, with why."""
 
 
 def _parser():
     p = command_parser("triage", "Give a finding a disposition; the history stays in ledger.jsonl.", EPILOG)
     p.add_argument("round", metavar="ROUND", help="the round folder")
-    p.add_argument("finding", metavar="FINDING", help="a finding id of that round's findings.json")
-    p.add_argument("--to", required=True, metavar="DISPOSITION",
+    p.add_argument("finding", metavar="FINDING", nargs="?", help="a finding id of that round's findings.json")
+    p.add_argument("--to", metavar="DISPOSITION",
                    help=", ".join(DISPOSITIONS) + " (literal; any other value is refused, exit 65)")
+    p.add_argument("--repeats", action="store_true",
+                   help="mark every repeat of a decided earlier finding a duplicate of it (no FINDING, no --to)")
     p.add_argument("--commit", metavar="REV")
     p.add_argument("--of", metavar="FINDING")
     p.add_argument("--evidence", metavar="TEXT")
@@ -154,8 +163,73 @@ def summary_after(round_dir: Path, ledger: list[dict]) -> str:
     return render_summary(round_json, findings, ledger, waivers)
 
 
+# what an earlier decision must be for its repeats to be settled by --repeats
+SETTLED_BY_REPEAT = ("rejected", "fixed", "answered", "deferred")
+
+
+def repeat_lines(round_dir: Path, series: Path) -> tuple[list[tuple[dict, str]], list[str]]:
+    """([(ledger line without `at`, the earlier decision)] for --repeats, notes on repeats
+    left alone), reading only."""
+    cache = _RoundCache(series)
+    here = round_dir.name
+    _, findings, own = cache.get(here)
+    lines, notes = [], []
+    for fid, f in findings.items():
+        rep = f.get("repeat_of")
+        if not isinstance(rep, dict) or not isinstance(rep.get("round"), str) or not isinstance(rep.get("finding"), str):
+            continue
+        target = f"{rep['round']}/{rep['finding']}"
+        if fid in own:
+            notes.append(f"{fid}: left alone, it is {own[fid].get('disposition')} already (repeat of {target})")
+            continue
+        traced = trace((rep["round"], rep["finding"]), cache.lookup)
+        end = cache.lookup(traced.end)[1] if traced.state == "disposed" else None
+        decided = end.get("disposition") if isinstance(end, dict) else None
+        if decided not in SETTLED_BY_REPEAT:
+            why = f"{target} has no standing decision" if traced.state in ("open", "disposed") else traced.detail
+            notes.append(f"{fid}: left alone, {why}")
+            continue
+        lines.append((triage_line(round_dir, series, fid, "duplicate", {"of": target}), decided))
+    return lines, notes
+
+
+def _stamp(line: dict, at: str) -> dict:
+    line = dict(line)
+    return {"finding": line.pop("finding"), "disposition": line.pop("disposition"),
+            "auto": line.pop("auto"), "at": at, **line}
+
+
+def _main_repeats(args) -> int:
+    if args.finding is not None or args.to is not None or any(
+            v is not None for v in (args.commit, args.of, args.evidence, args.user_quote,
+                                    args.failed_before, args.passed_after)):
+        raise UsageError("triage: --repeats takes the ROUND alone (no FINDING, --to or disposition options)")
+    round_dir, series = round_folder(args.round)
+    with lock.series_lock(series):
+        lines, notes = repeat_lines(round_dir, series)
+        ledger = readers.read_ledger(round_dir)
+        at = clock.now()
+        stamped = [_stamp(line, at) for line, _ in lines]
+        summary = summary_after(round_dir, ledger + stamped)
+        for line in stamped:
+            jsonl.append(round_dir / readers.LEDGER_FILE, line)
+        if stamped:
+            atomic.write_text(round_dir / "summary.md", summary)
+    for line, (_, decided) in zip(stamped, lines):
+        print(f"round {round_dir.name}: {line['finding']} -> duplicate --of {line['of']} ({decided})")
+    for note in notes:
+        print(f"round {round_dir.name}: {note}")
+    if not stamped:
+        print(f"round {round_dir.name}: no repeat to settle")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    if args.repeats:
+        return _main_repeats(args)
+    if args.finding is None or args.to is None:
+        raise UsageError("triage: give FINDING and --to DISPOSITION, or --repeats")
     options = {"commit": args.commit, "of": args.of, "evidence": args.evidence, "user_quote": args.user_quote,
                "failed_before": args.failed_before, "passed_after": args.passed_after}
     if args.to not in DISPOSITIONS:
@@ -164,8 +238,7 @@ def main(argv: list[str]) -> int:
     with lock.series_lock(series):
         line = triage_line(round_dir, series, args.finding, args.to, options)
         ledger = readers.read_ledger(round_dir)  # an unreadable ledger is refused, never appended to
-        stamped = {"finding": line.pop("finding"), "disposition": line.pop("disposition"),
-                   "auto": line.pop("auto"), "at": clock.now(), **line}
+        stamped = _stamp(line, clock.now())
         # everything the summary needs is read before the append: a refusal after it
         # would say "nothing written" about a line that was written
         summary = summary_after(round_dir, ledger + [stamped])

@@ -39,12 +39,14 @@ class InputContext:
     standpoint: str | None  # this reviewer's standpoint text, None when it has none
     standpoints_active: bool  # the round has standpoints (for any reviewer)
     dry_run: bool
+    has_memory: bool = False  # packet_text ends with the series memory (not in packet.md)
 
     @property
     def writes_input_md(self) -> bool:
         # contract: input.md in standpoint rounds and dry runs only, so that rounds
-        # without standpoints keep their inputs byte for byte unchanged
-        return self.standpoints_active or self.dry_run
+        # without standpoints keep their inputs byte for byte unchanged; the series
+        # memory is not in packet.md, so a reviewer given it has an input.md too
+        return self.standpoints_active or self.dry_run or self.has_memory
 
     @property
     def round_dir(self) -> Path:

@@ -102,6 +102,11 @@ class PacketInput:
     decisions: list[tuple[str, str]] = field(default_factory=list)
     workspace_notes: list[str] = field(default_factory=list)  # paths not copied as they are
     escaped_names: list[str] = field(default_factory=list)  # paths shown in spar.pathtext's escaped form
+    # the last earlier round of the same stage at another head (series memory, point 2)
+    since_round: str = ""
+    since_head: str = ""
+    since_stat: str = ""
+    since_diff: bytes = b""
 
 
 def fence(text: str, info: str = "", *, exact: bool = True) -> str:
@@ -199,19 +204,43 @@ def _subject(p: PacketInput) -> list[str]:
     elif p.stage != "code":
         out += ["No subject documents were given.", ""]
     if p.stage == "code":
-        # bytes that are not UTF-8 (file names or contents) show as \xNN, as in spar.pathtext
-        stat = p.diff_stat.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        out += ["### Change summary (`git diff --stat base head`)", "", fence(stat.rstrip("\n"))]
-        shown, was_cut = cut_diff(p.diff)
-        text = shown.decode("utf-8", "backslashreplace").rstrip("\n")
-        out += ["### Diff", "", fence(text, "diff")]
-        if was_cut:
-            out += [
-                f"The diff is cut at 512 KiB ({len(shown)} of {len(p.diff)} bytes shown). "
-                "Read the rest in `head/` and `base/` of your working folder (the round's `workspace/`).",
-                "",
-            ]
+        out += ["### Change summary (`git diff --stat base head`)", "", fence(_stat_text(p.diff_stat))]
+        out += ["### Diff", ""] + _diff_block(p.diff)
     return out
+
+
+REST_IN_WORKSPACE = "Read the rest in `head/` and `base/` of your working folder (the round's `workspace/`)."
+
+
+def _stat_text(stat: str) -> str:
+    # bytes that are not UTF-8 (file names or contents) show as \xNN, as in spar.pathtext
+    return stat.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace").rstrip("\n")
+
+
+def _diff_block(diff: bytes, rest: str = REST_IN_WORKSPACE) -> list[str]:
+    shown, was_cut = cut_diff(diff)
+    out = [fence(shown.decode("utf-8", "backslashreplace").rstrip("\n"), "diff")]
+    if was_cut:
+        out += [f"The diff is cut at 512 KiB ({len(shown)} of {len(diff)} bytes shown). {rest}", ""]
+    return out
+
+
+def _since(p: PacketInput) -> list[str]:
+    if not p.since_round:
+        return []
+    return [
+        f"## Changes since round {p.since_round}",
+        "",
+        f"The last earlier round of this stage, `{p.since_round}`, reviewed head `{p.since_head}`. "
+        "What changed from there to this head (check the fixes first):",
+        "",
+        f"### Change summary (`git diff --stat {p.since_head[:12]} head`)",
+        "",
+        fence(_stat_text(p.since_stat)),
+        "### Diff",
+        "",
+        *_diff_block(p.since_diff, "Read the changed files as they are now in `head/` of your working folder."),
+    ]
 
 
 def _standpoints(p: PacketInput) -> list[str]:
@@ -316,6 +345,7 @@ def build_packet(p: PacketInput) -> str:
     parts += ["## Criteria", ""] + _documents(p.documents["criteria"], "No criteria documents were given.")
     parts += ["## Rules", ""] + _documents(p.documents["rules"], "No rule documents were given.")
     parts += _subject(p)
+    parts += _since(p)
     parts += _standpoints(p)
     parts += _decisions(p)
     parts += _how_to_report(p)

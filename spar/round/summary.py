@@ -6,6 +6,7 @@ them renders exactly as before standpoints existed.
 
 from __future__ import annotations
 
+from spar.judge.repeats import group_order
 from spar.round import usage
 
 CLASS_ORDER = ("defect", "requirement-question", "hardening", "note")
@@ -160,25 +161,50 @@ def _angles(rj: dict) -> list[str]:
     return out + [""]
 
 
+def _repeat(finding: dict) -> str:
+    rep = finding.get("repeat_of")
+    if not isinstance(rep, dict):
+        return "-"
+    decided = rep.get("disposition") or "no disposition"
+    return f"{rep.get('round')}/{rep.get('finding')} ({decided})"
+
+
+def _seen_by(finding: dict) -> str:
+    others = finding.get("corroborated_by") or []
+    if not others:
+        return "-"
+    vendors = finding.get("vendor_count") or 1
+    return f"{', '.join(str(o) for o in others)} ({vendors} vendor{'s' if vendors != 1 else ''})"
+
+
 def _findings(findings: list[dict], standing: dict[str, dict]) -> list[str]:
     out = ["## Findings", "", counts_text(findings) + ".", ""]
     if not findings:
         return out
-    out += [
-        "| id | class | angle | location | claim | link | disposition |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for f in findings:
+    # rounds written before repeats and corroboration keep their table as it was
+    series_aware = any("repeat_of" in f or "corroborated_by" in f for f in findings)
+    extra = ["corroborated by", "repeat of"] if series_aware else []
+    if series_aware:
+        ordered = group_order(findings)
+        groups = sum(1 for g in ordered if len(g) > 1)
+        repeats = sum(1 for f in findings if isinstance(f.get("repeat_of"), dict))
+        out += [f"{groups} corroborated group{'s' if groups != 1 else ''} (listed first, most vendors first); "
+                f"{repeats} repeat{'s' if repeats != 1 else ''} of an earlier finding of the series.", ""]
+        rows = [f for g in ordered for f in g]
+    else:
+        rows = findings
+    head = ["id", "class", "angle", "location", "claim", "link", *extra, "disposition"]
+    out += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for f in rows:
         location = _code(f.get("location"))
         if f.get("location_unreadable"):
             location += " (unreadable location)"
         link = f"{f.get('link_kind')} {f.get('link')}" if f.get("link_kind") not in (None, "none") else "-"
-        out.append(
-            "| " + " | ".join([
-                _cell(f.get("id")), _cell(f.get("class")), _cell(f.get("angle")), _cell(location),
-                _cell(f.get("claim")), _cell(link), _cell(_disposition(f, standing)),
-            ]) + " |"
-        )
+        cells = [_cell(f.get("id")), _cell(f.get("class")), _cell(f.get("angle")), _cell(location),
+                 _cell(f.get("claim")), _cell(link)]
+        if series_aware:
+            cells += [_cell(_seen_by(f)), _cell(_repeat(f))]
+        out.append("| " + " | ".join(cells + [_cell(_disposition(f, standing))]) + " |")
     return out + [""]
 
 

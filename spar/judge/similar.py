@@ -1,0 +1,90 @@
+"""Are two findings about the same thing? A deterministic measure, no model involved (pure).
+
+Two findings match when
+- their places are the same copy (`head`, `base` or a round document) and path,
+  and their line ranges overlap or lie within LINE_SLACK lines of each other
+  (a place without lines is the whole file and meets every range in it); and
+- their claims are similar: claim_similarity(a, b) >= SIMILAR_AT.
+
+claim_similarity is the Dice coefficient of the two claims' word stems:
+2 * |A & B| / (|A| + |B|). A claim's stems are its words (runs of letters and
+digits; `snake_case` and `camelCase` split into words), lower-cased, without
+numbers (line numbers move), without words of fewer than 3 letters and without
+the STOPWORDS, each cut to its first STEM letters (so "divide", "divides",
+"dividing" are one stem). The numbers are contract data: tests/data/repeats.json
+holds them with a table of near misses on both sides of the threshold.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SIMILAR_AT = 0.35  # claims at or above this Dice coefficient are similar
+LINE_SLACK = 3  # ranges this many lines apart (or closer) are near
+STEM = 5
+
+STOPWORDS = frozenset("""
+a about above after again all also an and any are as at be because been before being but by can
+could did do does doing done during each either else for from had has have having here how if in
+into is it its itself just may might more most must no nor not now of off on once only or other
+our out over same should so some such than that the their them then there these they this those
+through to too under until up very was were what when where whether which while who why will with
+would yet you your
+""".split())
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_WORD = re.compile(r"[^\W_]+")
+
+
+def stems(text: str) -> frozenset[str]:
+    out = set()
+    for word in _WORD.findall(_CAMEL.sub(" ", text)):
+        word = word.lower()
+        if word.isdigit() or len(word) < 3 or word in STOPWORDS:
+            continue
+        out.add(word[:STEM])
+    return frozenset(out)
+
+
+def claim_similarity(a: str, b: str) -> float:
+    sa, sb = stems(a), stems(b)
+    if not sa or not sb:
+        return 0.0
+    return 2 * len(sa & sb) / (len(sa) + len(sb))
+
+
+def similar_claims(a: str, b: str) -> bool:
+    return claim_similarity(a, b) >= SIMILAR_AT
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a finding points, in the commit (or documents) it is compared in."""
+
+    copy: str  # "head", "base" or "document"
+    path: str  # repository path ("" = the root) or a document's name
+    start: int | None = None  # None: the whole file or folder
+    end: int | None = None
+
+    def text(self) -> str:
+        where = f"{self.copy}/{self.path}" if self.copy != "document" else self.path
+        if self.start is None:
+            return where
+        return f"{where}:{self.start}" if self.start == self.end else f"{where}:{self.start}-{self.end}"
+
+
+def near(a: Place, b: Place, slack: int = LINE_SLACK) -> bool:
+    if (a.copy, a.path) != (b.copy, b.path):
+        return False
+    if a.start is None or a.end is None or b.start is None or b.end is None:
+        return True
+    return b.start <= a.end + slack and a.start <= b.end + slack
+
+
+def same_finding(a: Place | None, claim_a: str, b: Place | None, claim_b: str) -> float | None:
+    """The claims' similarity when the two findings match, else None (no place: never)."""
+    if a is None or b is None or not near(a, b):
+        return None
+    score = claim_similarity(claim_a, claim_b)
+    return score if score >= SIMILAR_AT else None

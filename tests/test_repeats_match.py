@@ -1,0 +1,174 @@
+"""Matching findings across rounds and reviewers: line maps, the claim measure, repeats, groups."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spar import git as spar_git
+from spar.judge import similar
+from spar.judge.linemap import IDENTITY, parse_diff, unquote
+from spar.judge.repeats import Earlier, Mine, corroborate, find_repeat, group_order, repeat_record
+from spar.judge.similar import Place, claim_similarity, near, same_finding
+from tests.gitrepo import commit, make_repo
+
+DATA = json.loads((Path(__file__).parent / "data" / "repeats.json").read_text(encoding="utf-8"))
+
+
+def test_thresholds_are_the_data():
+    assert similar.SIMILAR_AT == DATA["similar_at"]
+    assert similar.LINE_SLACK == DATA["line_slack"]
+    assert similar.STEM == DATA["stem"]
+    scores = [c["score"] for c in DATA["claims"]]
+    # the table holds near misses on both sides of the threshold
+    assert any(DATA["similar_at"] <= s < DATA["similar_at"] + 0.05 for s in scores)
+    assert any(DATA["similar_at"] - 0.05 <= s < DATA["similar_at"] for s in scores)
+
+
+@pytest.mark.parametrize("case", DATA["claims"], ids=lambda c: c["why"])
+def test_claim_table(case):
+    score = claim_similarity(case["a"], case["b"])
+    assert round(score, 3) == case["score"]
+    assert round(claim_similarity(case["b"], case["a"]), 3) == case["score"]  # symmetric
+    assert similar.similar_claims(case["a"], case["b"]) is case["similar"]
+
+
+@pytest.mark.parametrize("case", DATA["places"], ids=lambda c: c["why"])
+def test_place_table(case):
+    a, b = Place(*case["a"]), Place(*case["b"])
+    assert near(a, b) is case["near"]
+    assert near(b, a) is case["near"]
+
+
+@given(st.text(max_size=60), st.text(max_size=60))
+def test_similarity_is_bounded_and_symmetric(a, b):
+    s = claim_similarity(a, b)
+    assert 0.0 <= s <= 1.0 and s == claim_similarity(b, a)
+
+
+def test_same_finding_needs_place_and_claim():
+    p = Place("head", "calc.py", 6, 6)
+    assert same_finding(p, "divide does not refuse zero", p, "zero is not refused by divide") == 1.0
+    assert same_finding(None, "x y z", p, "x y z") is None
+    assert same_finding(p, "divide does not refuse zero", Place("head", "calc.py", 40, 40),
+                        "divide does not refuse zero") is None
+
+
+# ---------------------------------------------------------------- line maps from real git diffs
+
+OLD = "".join(f"line {n}\n" for n in range(1, 21))
+
+
+def _map(tmp_path, old_files, new_files, remove=()):
+    repo = make_repo(tmp_path, old_files)
+    old = spar_git.head_commit(repo)
+    new = commit(repo, new_files, remove=list(remove))
+    return parse_diff(spar_git.line_diff(repo, old, new))
+
+
+def test_insertion_above_moves_the_line_and_deletion_drops_it(tmp_path):
+    lines = OLD.splitlines(keepends=True)
+    # three lines inserted after line 2, line 10 deleted, line 15 changed
+    new = lines[:2] + ["new a\n", "new b\n", "new c\n"] + lines[2:9] + lines[10:14] + ["changed\n"] + lines[15:]
+    m = _map(tmp_path, {"a.py": OLD, "b.py": "x\n"}, {"a.py": "".join(new)})
+    assert m.map_line("a.py", 1) == 1 and m.map_line("a.py", 2) == 2
+    assert m.map_line("a.py", 3) == 6  # moved by the insertion above it
+    assert m.map_line("a.py", 10) is None  # deleted
+    assert m.map_line("a.py", 11) == 13
+    assert m.map_line("a.py", 15) is None  # changed = deleted and added
+    assert m.map_line("a.py", 16) == 18
+    assert m.map_range("a.py", 9, 11) == ("a.py", 12, 13)  # the deleted middle is skipped
+    assert m.map_range("a.py", 10, 10) is None
+    assert m.map_range("a.py", None, None) == ("a.py", None, None)
+    assert m.map_range("b.py", 1, 1) == ("b.py", 1, 1)  # unchanged file
+
+
+def test_rename_and_delete(tmp_path):
+    m = _map(tmp_path, {"old name.py": OLD, "gone.py": "something else\n"}, {"new name.py": OLD}, remove=["old name.py", "gone.py"])
+    assert m.map_range("old name.py", 4, 5) == ("new name.py", 4, 5)
+    assert m.map_range("gone.py", 4, 5) is None
+    assert m.map_range("gone.py", None, None) is None
+
+
+def test_removed_line_starting_with_dashes_is_not_a_header(tmp_path):
+    m = _map(tmp_path, {"q.sql": "select 1;\n-- old\nselect 2;\n"}, {"q.sql": "select 1;\nselect 2;\n"})
+    assert m.map_line("q.sql", 3) == 2 and m.map_line("q.sql", 2) is None
+    assert m.map_path("q.sql") == "q.sql"
+
+
+def test_pure_insertion_keeps_the_line_before():
+    m = parse_diff("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -4,0 +5,2 @@\n+a\n+b\n")
+    assert [m.map_line("x", n) for n in (3, 4, 5)] == [3, 4, 7]
+    assert IDENTITY.map_range("x", 1, 2) == ("x", 1, 2)
+
+
+def test_quoted_paths():
+    assert unquote('"tab\\there \\303\\251"') == "tab\there é"
+    m = parse_diff('diff --git "a/t\\tx" "b/t\\tx"\n--- "a/t\\tx"\n+++ "b/t\\tx"\n@@ -1 +1 @@\n-a\n+b\n')
+    assert m.map_line("t\tx", 1) is None and m.map_line("t\tx", 2) == 2
+
+
+# ---------------------------------------------------------------- repeats and groups
+
+P = Place("head", "calc.py", 8, 8)
+
+
+def earlier(round_name, order, fid, claim, place=P, disposition="rejected", index=0):
+    return Earlier(round=round_name, order=order, index=index, finding=fid, place=place, claim=claim,
+                   disposition=disposition)
+
+
+def test_repeat_prefers_latest_round_then_score():
+    old = earlier("r1", 0, "a-F1", "divide does not refuse zero")
+    newer = earlier("r2", 1, "a-F3", "divide does not refuse a zero divisor", disposition=None)
+    assert find_repeat(P, "zero divisor not refused by divide", [old, newer]) is newer
+    best = earlier("r1", 0, "b-F1", "zero divisor not refused by divide", index=1)
+    assert find_repeat(P, "zero divisor not refused by divide", [old, best]) is best
+    assert repeat_record(newer) == {"round": "r2", "finding": "a-F3", "disposition": None}
+    assert repeat_record(None) is None
+
+
+def test_no_repeat_when_gone_far_or_different():
+    gone = earlier("r1", 0, "a-F1", "divide does not refuse zero", place=None)
+    far = earlier("r1", 0, "a-F2", "divide does not refuse zero", place=Place("head", "calc.py", 30, 30))
+    other = earlier("r1", 0, "a-F3", "divide returns a float for integer inputs")
+    assert find_repeat(P, "divide does not refuse zero", [gone, far, other]) is None
+
+
+def test_corroboration_groups_across_reviewers_only():
+    mine = [
+        Mine("claude-F1", "claude", "claude", P, "divide does not refuse zero"),
+        Mine("claude-F2", "claude", "claude", Place("head", "calc.py", 9, 9), "zero is not refused by divide"),
+        Mine("codex-F1", "codex", "codex", Place("head", "calc.py", 7, 7), "divide accepts a zero divisor"),
+        Mine("house-F1", "house", "command", Place("head", "other.py", 1, 1), "divide does not refuse zero"),
+        Mine("house-F2", "house", "command", None, "divide does not refuse zero"),
+    ]
+    groups = corroborate(mine)
+    assert groups["claude-F1"] == (["claude-F2", "codex-F1"], 2)  # joined through codex-F1
+    assert groups["codex-F1"] == (["claude-F1", "claude-F2"], 2)
+    assert groups["house-F1"] == ([], 1) and groups["house-F2"] == ([], 1)
+    same_reviewer = corroborate(mine[:2])
+    assert same_reviewer["claude-F1"] == ([], 1)  # one reviewer alone never corroborates itself
+    two_claudes = corroborate([Mine("opus-F1", "opus", "claude", P, "divide does not refuse zero"),
+                               Mine("sonnet-F1", "sonnet", "claude", P, "divide does not refuse zero")])
+    assert two_claudes["opus-F1"] == (["sonnet-F1"], 1)  # one vendor behind both
+
+
+def test_group_order_lists_groups_first_most_vendors_first():
+    f = [
+        {"id": "a-F1"},
+        {"id": "a-F2", "corroborated_by": ["b-F1"], "vendor_count": 2},
+        {"id": "a-F3", "corroborated_by": ["b-F2", "c-F1"], "vendor_count": 3},
+        {"id": "b-F1", "corroborated_by": ["a-F2"], "vendor_count": 2},
+        {"id": "b-F2", "corroborated_by": ["a-F3", "c-F1"], "vendor_count": 3},
+        {"id": "c-F1", "corroborated_by": ["a-F3", "b-F2"], "vendor_count": 3},
+        {"id": "c-F2"},
+    ]
+    assert [[x["id"] for x in g] for g in group_order(f)] == [
+        ["a-F3", "b-F2", "c-F1"], ["a-F2", "b-F1"], ["a-F1"], ["c-F2"]]
+    old = [{"id": "x-F1"}, {"id": "x-F2"}]  # a round written before corroboration
+    assert [[x["id"] for x in g] for g in group_order(old)] == [["x-F1"], ["x-F2"]]

@@ -157,12 +157,14 @@ def test_a_series_converges(tmp_path):
                                        "open": 0}
     assert board["claude"]["share_fixed_or_answered"] == 0.2 and board["house"]["share_fixed_or_answered"] == 0.2
     assert board["claude"]["presets"] == ["claude"] and board["house"]["presets"] == ["command"]
-    # time per fixed/answered finding: the attempts' usage when every attempt has it, else unknown
-    attempts = [a for rd in (r1, r2) for r in load(rd / "round.json")["reviewers"] if r["name"] == "house"
-                for a in r["attempts"]]
-    seconds = [(a.get("usage") or {}).get("duration_seconds") for a in attempts]
-    expected = round(sum(seconds), 3) if all(isinstance(x, (int, float)) for x in seconds) else None
-    assert board["house"]["duration_seconds"] == expected
+    # time and cost per fixed or answered finding: the attempts' usage over the series / 1
+    for name in ("claude", "house"):
+        usages = [a["usage"] for rd in (r1, r2) for r in load(rd / "round.json")["reviewers"] if r["name"] == name
+                  for a in r["attempts"]]
+        assert board[name]["seconds_per_fixed_or_answered"] == round(sum(u["duration_seconds"] for u in usages), 3)
+        costs = [u["cost_usd"] for u in usages if u["cost_usd"] is not None]
+        assert board[name]["cost_per_fixed_or_answered"] == (round(sum(costs), 6) if costs else None)
+    assert board["house"]["cost_per_fixed_or_answered"] is None  # a command reviewer reports no cost
     md = s.spar("cap-report", "reviews").stdout.decode()
     assert "- code: converges (new findings per round: 5, 3)" in md
     assert "| r2 | code | 3 | 2 | 0 | 0 |" in md

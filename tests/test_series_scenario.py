@@ -21,7 +21,7 @@ def shop(lines: dict[int, str], top: int = 0) -> str:
 
 
 def item(fid, line, claim, cls="defect", **kw):
-    values = dict(introduced_by_change="yes", regression="yes")  # a defect without a link stays one
+    values = {"introduced_by_change": "yes", "regression": "yes"}  # a defect without a link stays one
     values.update(kw)
     return finding(id=fid, location=f"head/shop.py:{line}", claim=claim, proposed_class=cls,
                    link_kind="none", link="", **values)

@@ -15,8 +15,8 @@ from pathlib import Path
 from spar import __version__
 from spar.argparsing import command_parser
 from spar.errors import EXIT_OK, UsageError, quote
-from spar.judge.dispositions import standing
 from spar.judge.convergence import ENDINGS, round_convergence, scoreboard, stage_verdict
+from spar.judge.dispositions import standing
 from spar.judge.gate import CLASSES
 from spar.records import readers
 from spar.round import usage
@@ -101,7 +101,7 @@ def _verdicts(rows: list[dict], rounds: list[SeriesRound]) -> list[dict]:
     out = []
     for stage in ("plan", "plan-delta", "code"):
         steps: dict[tuple, int | None] = {}
-        for row, item in zip(rows, rounds):
+        for row, item in zip(rows, rounds, strict=False):
             if row["stage"] != stage or row["dry_run"] or not row["recorded"]:
                 continue
             key = (item.round.get("head"), item.round.get("packet_sha256"))
@@ -139,12 +139,12 @@ def build_report(series: Path) -> dict:
         tally[cause]["extensions"] += 1
         tally[cause]["by"] += e["by"]
     findings = [_recorded_findings(item) for item in rounds]
-    rows = [_round_row(item, f) for item, f in zip(rounds, findings)]
+    rows = [_round_row(item, f) for item, f in zip(rounds, findings, strict=False)]
     spent = _usage(rows)
     board = scoreboard([
         {"reviewers": item.round["reviewers"], "findings": f,
          "standing": standing(readers.read_ledger(item.path)) if f is not None else {}}
-        for item, f in zip(rounds, findings) if not item.round.get("dry_run")
+        for item, f in zip(rounds, findings, strict=False) if not item.round.get("dry_run")
     ], {r["name"]: r for r in spent["reviewers"]})
     return {
         "schema": SCHEMA,

@@ -37,9 +37,9 @@ from spar.records.clock import now
 from spar.records.lock import series_lock
 from spar.records.paths import check_run_out
 from spar.round import caps as caps_mod
+from spar.round import history
 from spar.round.args import RunArgs, check_standpoints, parse_run_args
 from spar.round.context import context_from_git
-from spar.round import history
 from spar.round.documents import read_round_documents
 from spar.round.memory import memory_sha256, render_memory
 from spar.round.packet import PacketInput, build_packet, packet_sha256

@@ -176,7 +176,7 @@ def repeat_lines(round_dir: Path, series: Path) -> tuple[list[tuple[dict, str]],
     lines, notes = [], []
     for fid, f in findings.items():
         rep = f.get("repeat_of")
-        if not isinstance(rep, dict) or not isinstance(rep.get("round"), str) or not isinstance(rep.get("finding"), str):
+        if not (isinstance(rep, dict) and isinstance(rep.get("round"), str) and isinstance(rep.get("finding"), str)):
             continue
         target = f"{rep['round']}/{rep['finding']}"
         if fid in own:
@@ -215,7 +215,7 @@ def _main_repeats(args) -> int:
             jsonl.append(round_dir / readers.LEDGER_FILE, line)
         if stamped:
             atomic.write_text(round_dir / "summary.md", summary)
-    for line, (_, decided) in zip(stamped, lines):
+    for line, (_, decided) in zip(stamped, lines, strict=False):
         print(f"round {round_dir.name}: {line['finding']} -> duplicate --of {line['of']} ({decided})")
     for note in notes:
         print(f"round {round_dir.name}: {note}")

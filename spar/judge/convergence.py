@@ -50,7 +50,7 @@ class _Tally:
     name: str
     presets: list[str] = field(default_factory=list)
     raised: int = 0
-    ended: dict[str, int] = field(default_factory=lambda: {e: 0 for e in ENDINGS})
+    ended: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ENDINGS, 0))
 
 
 def scoreboard(rounds: list[dict], spent: dict[str, dict] | None = None) -> list[dict]:

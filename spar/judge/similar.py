@@ -24,14 +24,16 @@ SIMILAR_AT = 0.35  # claims at or above this Dice coefficient are similar
 LINE_SLACK = 3  # ranges this many lines apart (or closer) are near
 STEM = 5
 
-STOPWORDS = frozenset("""
-a about above after again all also an and any are as at be because been before being but by can
-could did do does doing done during each either else for from had has have having here how if in
-into is it its itself just may might more most must no nor not now of off on once only or other
-our out over same should so some such than that the their them then there these they this those
-through to too under until up very was were what when where whether which while who why will with
-would yet you your
-""".split())
+STOPWORDS = frozenset([
+    "a", "about", "above", "after", "again", "all", "also", "an", "and", "any", "are", "as", "at", "be",
+    "because", "been", "before", "being", "but", "by", "can", "could", "did", "do", "does", "doing", "done",
+    "during", "each", "either", "else", "for", "from", "had", "has", "have", "having", "here", "how", "if",
+    "in", "into", "is", "it", "its", "itself", "just", "may", "might", "more", "most", "must", "no", "nor",
+    "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "out", "over", "same", "should",
+    "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this",
+    "those", "through", "to", "too", "under", "until", "up", "very", "was", "were", "what", "when", "where",
+    "whether", "which", "while", "who", "why", "will", "with", "would", "yet", "you", "your",
+])
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD = re.compile(r"[^\W_]+")
@@ -39,8 +41,8 @@ _WORD = re.compile(r"[^\W_]+")
 
 def stems(text: str) -> frozenset[str]:
     out = set()
-    for word in _WORD.findall(_CAMEL.sub(" ", text)):
-        word = word.lower()
+    for raw in _WORD.findall(_CAMEL.sub(" ", text)):
+        word = raw.lower()
         if word.isdigit() or len(word) < 3 or word in STOPWORDS:
             continue
         out.add(word[:STEM])

@@ -38,7 +38,7 @@ see `docs/agy-commands.md` for the same table with reasons:
         (prefixes of the word: `-exec…` and `-ok…` all count)
   sort: -o -T --output --compress-program --temporary-directory
   rg: -z --search-zip --pre --hostname-bin
-  file: -C -z -Z --compile --uncompress       tree: -o -R
+  file: -C -z -Z -p --compile --uncompress --preserve-date       tree: -o -R
   uniq: a second operand (uniq writes its output there), any word after the first
   sed:  see below
 
@@ -127,8 +127,8 @@ PROGRAMS: dict[str, ProgramRule] = {
     "sort": ProgramRule(short="oT", long=("output", "compress-program", "temporary-directory")),
     # --pre and --hostname-bin run programs; -z runs decompressors
     "rg": ProgramRule(short="z", long=("pre", "hostname-bin", "search-zip"), abbreviations=False),
-    # -C writes a compiled magic file; -z/-Z may run decompressors
-    "file": ProgramRule(short="CzZ", long=("compile", "uncompress", "uncompress-noreport")),
+    # -C writes a compiled magic file; -z/-Z may run decompressors; -p sets file times back
+    "file": ProgramRule(short="CzZp", long=("compile", "uncompress", "uncompress-noreport", "preserve-date")),
     # -o writes a file; -R runs tree again writing 00Tree.html files
     "tree": ProgramRule(short="oR", abbreviations=False),
     "uniq": ProgramRule(),  # second operand checked separately

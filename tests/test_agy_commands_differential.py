@@ -1,0 +1,112 @@
+"""G11 differential test: generated lines that check_command accepts, run by the real
+programs (tree, rg, file, diff, sort, uniq, sed, find, ...) under bash in a throwaway
+folder, must not write a file or start a program (tests/g11_differential.py says how
+that is watched; strace when installed)."""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from spar.judge.agy_commands import check_command
+from spar.judge.agy_options import TABLES, parse
+from tests import g11_differential as diff
+
+pytestmark = pytest.mark.skipif(bool(diff.missing_programs()),
+                                reason=f"programs missing: {' '.join(diff.missing_programs())}")
+
+ATTACKS = [r for r in diff.DATA["violations"] if r["source"] == "issue 11"]
+
+
+@pytest.fixture(scope="module")
+def box():
+    with tempfile.TemporaryDirectory(prefix="g11box-") as tmp:
+        sandbox = diff.Sandbox(Path(tmp) / "box")
+        sandbox.build()
+        yield sandbox
+
+
+@pytest.mark.slow
+def test_accepted_generated_lines_write_and_run_nothing():
+    result = diff.run_corpus(count=360, seed=11)
+    assert result.accepted > 150  # plenty of lines get to run
+    assert result.harmful == [], json.dumps(result.harmful[:5], indent=1)
+
+
+@pytest.mark.parametrize("line", sorted({
+    "tree -PI x -- -o out head", "tree -LP 1 -- -o out head", "sort --random-sou -- -o out head/a.go",
+    "rg -e -- --pre=sh x head", "file -p head/a.go", "uniq head/a.go -c"}))
+def test_the_watch_sees_the_attacks(box, line):
+    """The refused lines that write or run something: the runner sees each of them."""
+    assert check_command(line) is not None
+    assert diff.run_line(box, line, posix=line.startswith("uniq")), line
+
+
+# the issue's rows in which tree really writes (a value-taking -L given `--` stops tree first)
+TREE_ROWS = [r["line"] for r in ATTACKS if r["line"].startswith("tree -") and "\t" not in r["line"]
+             and ("L" not in r["line"].split()[1] or r["line"].startswith("tree -LP 1"))]
+
+
+@pytest.mark.parametrize("line", TREE_ROWS)
+def test_tree_attack_rows_really_write(box, line):
+    assert diff.run_line(box, line, posix=False)
+
+
+def test_harmless_lines_are_not_reported(box):
+    for line in ["tree -L 1 -P '*.go' -- head", "sort -r head/a.go", "rg -n x head", "file head/a.go",
+                 "diff -u base/a.go head/a.go", "egrep -n x head/a.go | uniq -c", "sed -n 1p head/a.go"]:
+        assert check_command(line) is None
+        assert diff.run_line(box, line, posix=False) == [], line
+
+
+def _answer(program: str, arg: str, cwd: Path) -> str:
+    """"value", "flag" or "unknown": what the installed program makes of one option."""
+    err = subprocess.run([program, arg], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, timeout=10).stderr.decode(errors="replace")
+    if re.search(r"requires an argument|Missing argument", err):
+        return "value"
+    if re.search(r"invalid option|unrecognized option|Invalid argument|is ambiguous", err):
+        return "unknown"
+    return "flag"
+
+
+def _kind(table, arg: str) -> str:
+    if arg.startswith("--"):
+        kind = table.long_kind(arg[2:])
+        return {"value": "value", None: "unknown"}.get(kind, "flag")
+    letter = arg[1]
+    return "value" if letter in table.values else "flag" if letter in table.flags + table.optional else "unknown"
+
+
+@pytest.mark.parametrize("program", ["sort", "uniq", "diff", "file", "tree"])
+def test_option_tables_match_the_installed_programs(tmp_path, program):
+    """Every letter, and every long name of the table, is what the installed program says:
+    it asks for a value, does not know it, or takes it as it is."""
+    table = TABLES[program]
+    args = [f"-{c}" for c in string.ascii_letters + string.digits]
+    args += [f"--{n}" for n in sorted(table.long_flags | table.long_values | table.long_optional)]
+    wrong = [(a, _kind(table, a), _answer(program, a, tmp_path)) for a in args]
+    assert [w for w in wrong if w[1] != w[2]] == []
+
+
+def test_trace_parser_reads_a_foreign_start_and_a_write():
+    log = "\n".join([
+        '10 execve("/bin/bash", ["bash"], 0x1 /* 3 vars */) = 0',
+        "10 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|SIGCHLD) = 11",
+        '11 execve("/usr/bin/sort", ["sort"], 0x1 /* 3 vars */) = 0',
+        "11 clone(child_stack=NULL, flags=SIGCHLD) = 12",
+        '12 execve("/usr/bin/cat", ["cat"], 0x1 /* 3 vars */ <unfinished ...>',
+        '12 <... execve resumed>) = 0',
+        '11 openat(AT_FDCWD, "out", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3',
+        '10 openat(AT_FDCWD, "/dev/null", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3',
+    ])
+    problems = diff.trace_problems(log, {"bash", "sort", "cat"})
+    assert len(problems) == 2
+    assert problems[0].startswith("sort starts cat")
+    assert problems[1].startswith("opens for writing")

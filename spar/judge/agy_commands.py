@@ -401,8 +401,8 @@ def _forbidden_spelling(rule: ProgramRule, value: str) -> bool:
     return value.startswith("-") and any(ch in rule.short for ch in value[1:])
 
 
-def _options_end(name: str, rule: ProgramRule, args: list[_Word], parsed: Parsed | None) -> int:
-    """Index of the first word that is surely an operand of `name` (len(args) when none).
+def _options_end(rule: ProgramRule, args: list[_Word], parsed: Parsed | None) -> int:
+    """Index of the `--` after which every word is surely an operand (len(args) when none).
 
     With an option table, only the `--` the program itself reads as the end counts
     (`tree -PI x --`: `--` is the value of -I). Conservatively, a `--` right after an
@@ -424,7 +424,7 @@ def _generic_problem(name: str, rule: ProgramRule, args: list[_Word]) -> str | N
         return None
     table = TABLES.get(name)
     parsed = parse(table, [w.value for w in args]) if table is not None else None
-    for i, word in enumerate(args[:_options_end(name, rule, args, parsed)]):
+    for i, word in enumerate(args[:_options_end(rule, args, parsed)]):
         if _may_become_option(word) or _forbidden_spelling(rule, word.value):
             return _shown(word)
         if parsed is not None and i in parsed.unknown:

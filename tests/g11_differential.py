@@ -29,7 +29,6 @@ runs a small count.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import random

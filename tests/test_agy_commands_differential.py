@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from spar.judge.agy_commands import check_command
-from spar.judge.agy_options import TABLES, parse
+from spar.judge.agy_options import TABLES
 from tests import g11_differential as diff
 
 pytestmark = pytest.mark.skipif(bool(diff.missing_programs()),

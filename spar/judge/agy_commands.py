@@ -735,7 +735,7 @@ def _command_problem(words: list[_Word]) -> str | None:
     if not words:
         return None
     name, problem = _program_problem(words[0])
-    if problem is not None:
+    if name is None:
         return problem
     args = words[1:]
     if name == "sed":

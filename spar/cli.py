@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "waive": ("waive", "accept a round without a required reviewer, with the user's words"),
     "gate": ("gate", "judge a list of rounds and write the review-gate/v1 file"),
     "export": ("export", "write findings as SARIF, GitLab Code Quality or reviewdog rdjsonl"),
+    "report": ("report", "write a self-contained HTML report of a series (timeline, chart, dispositions)"),
     "cap-report": ("cap_report", "summarize the caps, rounds and extensions of a series"),
     "doctor": ("doctor", "say whether a round can run here (config, reviewer CLIs, git, series, Core)"),
     "config": ("config", "print the applied configuration, its files and digest"),

@@ -134,8 +134,8 @@ def collect(rounds: list[RoundRecords]) -> tuple[list[Item], dict[str, ReviewerI
     for r in rounds:
         for line in r.ledger:
             standing[f"{r.name}/{line['finding']}"] = line
-    duplicate_of = {ref: line.get("of") for ref, line in standing.items()
-                    if line.get("disposition") == "duplicate" and isinstance(line.get("of"), str)}
+    duplicate_of: dict[str, str] = {ref: line["of"] for ref, line in standing.items()
+                                    if line.get("disposition") == "duplicate" and isinstance(line.get("of"), str)}
 
     def identity(ref: str) -> str:
         seen = {ref}

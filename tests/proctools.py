@@ -1,25 +1,71 @@
-"""Process helpers shared by the tests that kill reviewers (no tests here)."""
+"""Process helpers shared by the tests that start or kill processes (no tests here).
+
+Tests wait for events (a pid file written, a process gone) by polling them with
+`wait_for`; its timeout only bounds a hang, it is never an assertion about speed,
+so it is generous: on a loaded machine an event may take seconds.
+"""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
+HANG = 120.0  # seconds: a wait this long means the event will not happen
 
-def gone(pid: int, wait: float = 3.0) -> bool:
-    """The process no longer runs within `wait` seconds (a zombie nobody has reaped
-    yet counts as gone: it runs nothing and holds no pipe)."""
-    end = time.monotonic() + wait
-    while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+# Growing time limits for a scenario that needs something to happen before a short limit
+# runs out (a grandchild started, a line printed): on a loaded machine the short limit
+# can pass first; the scenario then did not take place, and the test runs it again with
+# the next limit instead of failing or asserting on wall time. Multiply by the base limit.
+LIMITS = (1, 2, 4, 8, 16, 32)
+
+
+def wait_for(condition, timeout: float = HANG, poll: float = 0.02) -> bool:
+    """True as soon as `condition()` is true; False if it is still false after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
             return True
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-                return True
-        except (OSError, IndexError):
+        time.sleep(poll)
+    return condition()
+
+
+def pid_gone(pid: int) -> bool:
+    """True when `pid` no longer runs (a zombie nobody has reaped yet counts as gone:
+    it runs nothing and holds no pipe)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")
+
+
+def gone(pid: int, wait: float = HANG) -> bool:
+    """The process ends within `wait` seconds (returns as soon as it has)."""
+    return wait_for(lambda: pid_gone(pid), wait, poll=0.05)
+
+
+def written(path: Path) -> str:
+    """The text of a marker file once something has been written to it, else ""."""
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return ""
+
+
+def signal_ignored(pid: int, signum: int) -> bool:
+    """`signum` is ignored by process `pid` (its SigIgn mask in /proc): the kernel drops it when sent."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    return False
+
+
+def blocked_on_lock(pid: int) -> bool:
+    """Process `pid` sleeps waiting for a file lock (flock or fcntl): a `->` line of /proc/locks."""
+    for line in Path("/proc/locks").read_text().splitlines():
+        parts = line.split()
+        if "->" in parts and parts[parts.index("->") + 4] == str(pid):
             return True
-        time.sleep(0.05)
     return False

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = json.loads((ROOT / "tests/data/agy_commands.json").read_text(encoding="utf-8"))
 ACCEPTED = DATA["accepted"]
 VIOLATIONS = DATA["violations"]
+CONTRACT = ROOT / "tests/data/contract/spar-input-excerpts.md"  # the contract's §6 G11 bullets, copied
 
 
 def _id(row: dict) -> str:
@@ -56,7 +57,7 @@ def test_describe_accepted_line_is_a_caller_bug():
 
 
 def _contract_bullet(prefix: str) -> str:
-    text = Path("/work/shared/spec/contracts/spar-input.en.md").read_text(encoding="utf-8")
+    text = CONTRACT.read_text(encoding="utf-8")
     line = next(l for l in text.splitlines() if l.strip().startswith("• " + prefix))
     return line.split(":", 1)[1].strip()
 

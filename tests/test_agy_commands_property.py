@@ -237,8 +237,9 @@ def dangerous_text(line: str) -> bool:
             escaped = True
             continue
         after = line[k + 1:k + 2]
-        if ch == "`" or (ch == "$" and after and (after.isalnum() or after in "_{([?#@*!$-'" or
-                                                 (after == '"' and quote is None))):
+        # $'...' and $"..." quote only outside quotes: inside "...", `$'` is a literal $ and '
+        if ch == "`" or (ch == "$" and after and (after.isalnum() or after in "_{([?#@*!$-" or
+                                                 (after in "'\"" and quote is None))):
             return True  # substitution or expansion (could hide anything)
         if quote == '"':
             if ch == '"':
@@ -269,6 +270,14 @@ def test_getopt_model():
     assert dangerous_argv(["uniq", "head/a.go", "head/b.go"])
     assert dangerous_argv(["sed", "-n", "--in-pl", "1p"])
     assert not dangerous_argv(["rg", "--pr=sh", "x"])  # rg takes whole names only
+
+
+def test_oracle_quotes():
+    # $'...' is ANSI-C quoting (it can spell any byte) only outside quotes; inside "..." it is literal text
+    assert dangerous_text("ls $'\\x3b' head")
+    assert not dangerous_text('ls -la "a $\'-exec\' b"')
+    assert check_command('ls -la "a $\'-exec\' b"') is None  # the checker agrees: one literal word
+    assert dangerous_text('ls "$HOME"') and dangerous_text("ls $\"x\"")
 
 
 # --- the properties ------------------------------------------------------------

@@ -13,11 +13,6 @@ from tests import roundfactory as rf
 from tests.gitrepo import git
 
 
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    return rf.series_repo(tmp_path_factory.mktemp("capreport"))[0]
-
-
 def _report(capsys, *args):
     code = spar_main(["cap-report", *args])
     return code, capsys.readouterr()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,20 +17,9 @@ from spar.records.lock import series_lock, waiting_message
 from spar.round.caps import decide
 from spar.series import project_caps, read_series, stage_caps
 from tests import roundfactory as rf
+from tests.proctools import blocked_on_lock, wait_for
 
 ROWS = json.loads((Path(__file__).parent / "data" / "g31_extend.json").read_text())["rows"]
-
-
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    return rf.series_repo(tmp_path_factory.mktemp("extend"))[0]
-
-
-@pytest.fixture
-def series(repo):
-    series = rf.fresh_series(repo)
-    rf.make_round(series, "r1", repo=repo)
-    return series
 
 
 def _ids(row):
@@ -136,7 +124,7 @@ def test_waits_for_the_series_lock(series):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         first = rf.read_line(proc.stderr, timeout=20)
         assert first.rstrip("\n") == waiting_message(str(series))
-        time.sleep(0.3)
+        assert wait_for(lambda: blocked_on_lock(proc.pid) or proc.poll() is not None)
         assert proc.poll() is None, "extend must wait while the lock is held"
         assert not (series / "extensions.jsonl").exists()
     _out, err = proc.communicate(timeout=30)

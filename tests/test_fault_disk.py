@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from tests.test_fault_helpers import (
+from tests.faulttools import (
     fault_setup,
     file_hashes,
     one_clear_line,

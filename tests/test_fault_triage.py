@@ -19,9 +19,9 @@ import sys
 import threading
 import time
 
+from tests.faulttools import file_hashes, records_whole
 from tests.gitrepo import commit, make_repo
 from tests.roundfactory import finding, make_round, reviewer
-from tests.test_fault_helpers import file_hashes, records_whole
 
 FINDINGS = 8
 

@@ -27,11 +27,6 @@ DESIGN_KEYS = ["schema", "state", "reasons", "head", "base", "criteria_digest", 
                "spar_version"]
 
 
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    return rf.series_repo(tmp_path_factory.mktemp("gate"))[0]
-
-
 def _commits(repo):
     return git(repo, "rev-parse", "HEAD").strip(), git(repo, "rev-parse", "HEAD~1").strip()
 

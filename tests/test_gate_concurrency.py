@@ -9,17 +9,10 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 from spar.cli import main as spar_main
 from tests import roundfactory as rf
 
 N = 12
-
-
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    return rf.series_repo(tmp_path_factory.mktemp("gateconc"))[0]
 
 
 def _gate_doc(capsys, series, names, out):

@@ -11,15 +11,9 @@ from spar.cli import main as spar_main
 from tests import roundfactory as rf
 
 
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    return rf.series_repo(tmp_path_factory.mktemp("gateout"))[0]
-
-
 @pytest.fixture
-def series(repo):
-    series = rf.fresh_series(repo)
-    rf.make_round(series, "r1", repo=repo)
+def series(series, repo):
+    """The shared series (round r1) with a second round, r2."""
     rf.make_round(series, "r2", repo=repo, packet_text="second\n")
     return series
 

@@ -15,11 +15,6 @@ from tests.gitrepo import git
 ANGLES = ("criteria", "correctness", "checks", "contracts", "risk")
 
 
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    return rf.series_repo(tmp_path_factory.mktemp("record"))[0]
-
-
 def _item(n, **kw):
     item = {"id": f"N{n}", "proposed_class": "defect", "angle": "correctness", "location": "head/app/main.py:1",
             "claim": f"claim {n}", "failure_scenario": "empty input crashes", "evidence": "line 1", "link_kind": "none",

@@ -153,6 +153,8 @@ while True:
     except FileNotFoundError:
         continue
     reads += 1
+    if reads == 1:
+        print("reading", flush=True)  # the test starts writing now
     try:
         doc = json.loads(data)
     except ValueError:
@@ -176,7 +178,7 @@ def _race(tmp_path: Path, write) -> dict:
     atomic.write_json(target, _version(0))
     reader = subprocess.Popen([sys.executable, "-c", READER, str(target)], stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.2)  # the reader is reading before the first replacement
+        assert reader.stdout.readline() == "reading\n"  # the reader reads before the first replacement
         for n in range(1, 301):
             write(target, _version(n))
         atomic.write_json(target, {"done": True})

@@ -8,13 +8,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from spar.records import jsonl
 from spar.records.lock import series_lock, waiting_message
+from tests.proctools import blocked_on_lock, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,7 +68,7 @@ def test_second_writer_waits_then_sees_fresh_records(tmp_path, folder, alias):
         waiter = _spawn(WAITER, waiter_series)
         # the waiter announces that it waits (naming the series as it was given), exactly once
         assert waiter.stderr.readline() == waiting_message(waiter_series) + "\n"
-        time.sleep(0.3)
+        assert wait_for(lambda: blocked_on_lock(waiter.pid) or waiter.poll() is not None)
         assert waiter.poll() is None
         holder.stdin.write("go\n")
         holder.stdin.flush()

@@ -20,7 +20,7 @@ from spar.judge.refusal import (
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = json.loads((ROOT / "tests/data/refusals.json").read_text(encoding="utf-8"))
-CONTRACT = Path("/work/shared/spec/contracts/spar-input.en.md")
+CONTRACT = ROOT / "tests/data/contract/spar-input-excerpts.md"  # the contract's §5 rows, copied
 
 PHRASES = [(p, "quota") for p in DATA["quota_phrases"]] + [(p, "auth") for p in DATA["auth_phrases"]]
 CASINGS = [str, str.upper, str.lower, str.title]

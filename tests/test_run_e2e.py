@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from tests.test_run_helpers import (
+from tests.runsetup import (
     BACKENDS,
     documented_attempt_keys,
     documented_finding_keys,

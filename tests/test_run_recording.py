@@ -13,7 +13,7 @@ from spar.round.recording import (
     record_reviewer_result,
     write_round_outputs,
 )
-from tests.test_run_helpers import finding, make_setup, result
+from tests.runsetup import finding, make_setup, result
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_run_helpers import make_setup, result
+from tests.runsetup import make_setup, result
 
 pytestmark = pytest.mark.slow
 

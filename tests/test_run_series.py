@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 
 from spar.records.lock import series_lock
-from tests.test_run_helpers import make_setup, result
+from tests.proctools import blocked_on_lock, wait_for
+from tests.runsetup import make_setup, result
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +73,7 @@ def test_waits_for_the_series_lock(tmp_path):
                                 cwd=s.repo, env=s.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         line = proc.stderr.readline().decode()
         assert line == f"spar: waiting for another write of {series} to finish\n"
-        time.sleep(0.3)
+        assert wait_for(lambda: blocked_on_lock(proc.pid) or proc.poll() is not None)
         assert not (series / "r1").exists() and proc.poll() is None
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err.decode()

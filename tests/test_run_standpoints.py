@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.test_run_helpers import make_setup, result
+from tests.runsetup import make_setup, result
 
 pytestmark = pytest.mark.slow
 

@@ -7,9 +7,9 @@ import json
 import os
 import stat
 import sys
-import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from spar.config.model import ReviewerConfig
@@ -17,18 +17,13 @@ from spar.presets import prepare_input
 from spar.progress import Progress
 from spar.round.executable import find_executable
 from spar.round.runner import ReviewerJob, run_reviewers
-from tests.proctools import gone
+from tests.proctools import HANG, LIMITS, gone, written
 
 FAKES = Path(__file__).parent / "fakes"
 ROWS = json.loads((Path(__file__).parent / "data" / "runner_scenarios.json").read_text(encoding="utf-8"))
 STRICT_SCHEMA = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"],
                  "additionalProperties": False}
 PACKET = "# Review packet\n\nhead: abc1234\n"
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request):
-    return request.param
 
 
 class Round:
@@ -55,7 +50,7 @@ class Round:
             link = self.bin / name  # the fake reads its scenario under its own file name
             link.symlink_to(FAKES / preset)
             config["binary"] = str(link)
-        config.setdefault("timeout_seconds", 10)
+        config.setdefault("timeout_seconds", 60)  # only a hang reaches it, even with 38 reviewers on 2 cores
         cfg = ReviewerConfig(name=name, preset=preset, **config)
         self.scenarios[name] = {"record": str(self.record), **(scenario or {})}
         reviewer_dir = self.dir / name
@@ -69,7 +64,8 @@ class Round:
 
     async def run(self, jobs, **kw):
         (self.tmp / "scenario.json").write_text(json.dumps(self.scenarios), encoding="utf-8")
-        return await run_reviewers(jobs, env=self.env, **kw)
+        with anyio.fail_after(HANG):
+            return await run_reviewers(jobs, env=self.env, **kw)
 
     def records(self) -> list[dict]:
         if not self.record.exists():
@@ -89,9 +85,7 @@ async def test_scenario_matrix_all_at_once(tmp_path):
     noexec.chmod(0o644)
     jobs = [rnd.job(r["name"], r["preset"], r["scenario"], **{k: _subst(v, tmp_path) for k, v in r["config"].items()})
             for r in ROWS]
-    start = time.monotonic()
-    outcomes = await rnd.run(jobs)
-    assert time.monotonic() - start < 15  # violations stop their 30 s reviewers early
+    outcomes = await rnd.run(jobs)  # violations stop their 30 s reviewers early: tool_violation, not completed
     assert [o.name for o in outcomes] == [r["name"] for r in ROWS]
     failures = []
     for r, o in zip(ROWS, outcomes):
@@ -157,15 +151,12 @@ def _check(expect: dict, o, reviewer_dir: Path) -> None:
 async def test_three_two_second_reviewers_overlap(tmp_path):
     rnd = Round(tmp_path)
     jobs = [rnd.job(p, p, {"delay": 2}) for p in ("claude", "codex", "agy")]
-    start = time.monotonic()
     outcomes = await rnd.run(jobs)
-    elapsed = time.monotonic() - start
     assert [o.status for o in outcomes] == ["completed"] * 3
     runs = [r for r in rnd.records() if "--version" not in r["argv"]]
     assert sorted(r["prog"] for r in runs) == ["agy", "claude", "codex"]
-    # every run's interval overlaps every other's: all started before any ended
+    # every run's interval overlaps every other's: all started before any ended (one after another, none would)
     assert max(r["start"] for r in runs) < min(r["end"] for r in runs)
-    assert elapsed < 5.5  # one after another would take over 6 s
     # every reviewer ran in the workspace; codex got it through -C
     assert {os.path.realpath(r["cwd"]) for r in runs} == {os.path.realpath(rnd.dir / "workspace")}
 
@@ -190,21 +181,23 @@ async def test_inputs_arrive_exactly(tmp_path):
 
 @pytest.mark.anyio
 async def test_timeouts_kill_reviewer_and_grandchild(tmp_path):
-    rnd = Round(tmp_path)
-    pid_file = tmp_path / "grandchild.pid"
-    jobs = [rnd.job("slow", "claude", {"spawn_child": str(pid_file), "delay": 60}, timeout_seconds=1),
-            # answered, but never exits: with stdout open, and with stdout closed
-            rnd.job("hang-open", "claude", {"never_close_stdout": True}, timeout_seconds=1),
-            rnd.job("hang-closed", "codex", {"close_stdout_and_hang": True}, timeout_seconds=1),
-            rnd.job("fast", "agy", {})]
-    start = time.monotonic()
-    slow, hang_open, hang_closed, fast = await rnd.run(jobs, kill_grace=0.5)
-    assert time.monotonic() - start < 8
-    assert slow.status == "timeout" and "1s" in slow.reason
+    # the limit covers the version check and the fake's start-up too: until the grandchild is up before it
+    for k in LIMITS:
+        rnd = Round(tmp_path / f"limit-{k}")
+        pid_file = rnd.tmp / "grandchild.pid"
+        jobs = [rnd.job("slow", "claude", {"spawn_child": str(pid_file), "delay": 60}, timeout_seconds=k),
+                # answered, but never exits: with stdout open, and with stdout closed
+                rnd.job("hang-open", "claude", {"never_close_stdout": True}, timeout_seconds=k),
+                rnd.job("hang-closed", "codex", {"close_stdout_and_hang": True}, timeout_seconds=k),
+                rnd.job("fast", "agy", {})]
+        slow, hang_open, hang_closed, fast = await rnd.run(jobs, kill_grace=0.5)
+        assert slow.status == hang_open.status == hang_closed.status == "timeout"
+        assert fast.status == "completed"  # one reviewer's timeout never stops another
+        if written(pid_file):
+            break
+    assert f"no answer within {k}s" in slow.reason
     assert slow.attempts[0]["exit_code"] is None
     assert gone(int(pid_file.read_text()))
-    assert hang_open.status == "timeout" and hang_closed.status == "timeout"
-    assert fast.status == "completed"  # one reviewer's timeout never stops another
 
 
 @pytest.mark.anyio

@@ -18,7 +18,7 @@ import pytest
 
 from spar import __version__
 from tests.gitrepo import commit, git
-from tests.test_run_helpers import BACKENDS, finding, make_setup, result
+from tests.runsetup import BACKENDS, finding, make_setup, result
 
 CODEX_QUOTA = "You've hit your usage limit. Upgrade to Pro or try again at 12:16 PM."
 

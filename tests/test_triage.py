@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from spar.records import readers
 from spar.records.lock import series_lock, waiting_message
 from tests import roundfactory as rf
 from tests.gitrepo import commit, git, make_repo
+from tests.proctools import blocked_on_lock, wait_for
 
 DATA = Path(__file__).parent / "data"
 ROWS = json.loads((DATA / "g30_triage.json").read_text())["rows"]
@@ -205,7 +205,7 @@ def test_rereads_after_taking_the_lock(repo):
         with open(r2 / "ledger.jsonl", "a") as fh:
             fh.write(json.dumps({"finding": "codex-F1", "disposition": "duplicate", "auto": False,
                                  "at": "2024-01-05T00:00:00.000Z", "of": "r2/claude-F1"}) + "\n")
-        time.sleep(0.2)
+        assert wait_for(lambda: blocked_on_lock(proc.pid) or proc.poll() is not None)
         assert proc.poll() is None
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 65, err

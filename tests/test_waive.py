@@ -14,11 +14,6 @@ from tests import roundfactory as rf
 WAIVER_ROWS = json.loads((Path(__file__).parent / "data" / "g32_waivers.json").read_text())["rows"]
 
 
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    return rf.series_repo(tmp_path_factory.mktemp("waive"))[0]
-
-
 def _round(repo, **kw):
     series = rf.fresh_series(repo)
     kw.setdefault("reviewers", [rf.reviewer("claude"), rf.reviewer("codex", status="unavailable",

@@ -2,7 +2,7 @@
 
 Each fake checks its argv the way the real program does (so a preset bug shows
 up), reads its prompt the way the real program does, and prints the real
-program's output shapes (docs: /work/shared/spec/reference/reviewer-clis.md).
+program's output shapes (described in the shared specification, spec/reference/reviewer-clis.md).
 What it answers is steered by a JSON scenario file named in SPAR_FAKE_SCENARIO.
 Standard library only.
 """

@@ -16,12 +16,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from tests.test_run_helpers import Setup, make_setup
+from tests.proctools import wait_for
+from tests.runsetup import Setup, make_setup
 
 # A command reviewer for fault tests. argv: PROMPT NAME. Environment:
 #   FAULT_MARKERS  folder for NAME.pid / NAME.started / NAME.done (optional)
@@ -183,15 +183,6 @@ def one_clear_line(stderr: str) -> str:
 # ---------------------------------------------------------------- processes
 
 
-def wait_for(condition, timeout: float, poll: float = 0.002) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(poll)
-    return condition()
-
-
 def marked_pids(markers: Path) -> list[int]:
     pids = []
     for pid_file in markers.glob("*.pid"):
@@ -212,15 +203,6 @@ def kill_marked_reviewers(markers: Path) -> None:
             os.killpg(os.getpgid(pid), signal.SIGKILL)
 
 
-def pid_gone(pid: int) -> bool:
-    """True when `pid` no longer runs (a zombie counts as gone: it cannot hold a pipe)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
-
-
 # ---------------------------------------------------------------- mounts
 
 
@@ -233,11 +215,9 @@ def _mount(*args: str) -> None:
 
 
 def _umount(path: Path) -> None:
-    for _ in range(50):
-        if subprocess.run(["umount", str(path)], capture_output=True).returncode == 0:
-            return
-        time.sleep(0.1)  # a reviewer that was just killed may still hold a file there
-    subprocess.run(["umount", "-l", str(path)], capture_output=True)
+    # a reviewer that was just killed may still hold a file there for a moment
+    if not wait_for(lambda: subprocess.run(["umount", str(path)], capture_output=True).returncode == 0, 10, poll=0.1):
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
 @contextmanager
@@ -274,27 +254,23 @@ def read_only(path: Path) -> Iterator[Path]:
         _umount(path)
 
 
-def run_with_usage(argv: list[str], *, cwd: Path, env: dict, timeout: float) -> tuple[int, str, str, float, float]:
-    """(exit code, stdout, stderr, wall seconds, peak RSS in MiB) of one process; the peak
-    comes from os.wait4 (the process and the descendants it waited for)."""
+def run_with_usage(argv: list[str], *, cwd: Path, env: dict, timeout: float) -> tuple[int, str, str, float]:
+    """(exit code, stdout, stderr, peak RSS in MiB) of one process; the peak comes from
+    os.wait4 (the process and the descendants it waited for). A process still running
+    after `timeout` seconds (a hang) is killed."""
     import tempfile
+    import threading
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.monotonic()
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-        deadline = start + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.02)
-        wall = time.monotonic() - start
+        timer = threading.Timer(timeout, proc.kill)  # a hang; cancelled as soon as wait4 returns
+        timer.start()
+        try:
+            _pid, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         return (proc.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
-                wall, usage.ru_maxrss / 1024)
+                usage.ru_maxrss / 1024)

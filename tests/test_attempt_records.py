@@ -13,12 +13,6 @@ from spar.round import usage
 from spar.round.summary import render_summary
 from tests.test_runner import Round
 
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request):
-    return request.param
-
-
 ANSWER = {"reviewed_head": "abc1234", "verdict": "no_blocking_findings", "angles_checked": [],
           "angles_unchecked": [], "findings": [], "limits": ""}
 
@@ -128,7 +122,7 @@ def test_summary_shows_time_tokens_and_cost_per_reviewer():
 
 @pytest.mark.slow
 def test_dry_run_prints_each_reviewers_command_line(tmp_path):
-    from tests.test_run_helpers import make_setup
+    from tests.runsetup import make_setup
 
     s = make_setup(tmp_path)
     s.configure([{"name": "claude", "preset": "claude", "model": "opus", "fallback_model": "sonnet"},

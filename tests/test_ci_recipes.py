@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.gitrepo import commit, git, make_repo
-from tests.test_run_helpers import finding, result
+from tests.runsetup import finding, result
 
 ROOT = Path(__file__).resolve().parent.parent
 CI = ROOT / "examples" / "ci"

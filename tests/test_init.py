@@ -17,7 +17,7 @@ from spar.cli import main
 from spar.config import load_config
 from spar.config.scaffold import fit, ignore_pattern
 from tests.gitrepo import commit, git, make_repo
-from tests.test_run_helpers import result
+from tests.runsetup import result
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = ROOT / "tests" / "fakes"

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from tests.crafted import EXEC, FILE, LINK, crafted_commit, tree_of
-from tests.test_run_helpers import finding, make_setup, result
+from tests.runsetup import finding, make_setup, result
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.gitrepo import commit
-from tests.test_run_helpers import finding, make_setup, result
+from tests.runsetup import finding, make_setup, result
 
 pytestmark = pytest.mark.slow
 

@@ -180,6 +180,18 @@ def _history(lines: list[dict]) -> str:
     return '<ol class="hist">' + "".join(items) + "</ol>"
 
 
+def _memory(f: dict) -> str:
+    """Series memory marks (absent in rounds recorded before it existed)."""
+    out = ""
+    repeat = f.get("repeat_of")
+    if isinstance(repeat, dict) and repeat.get("round"):
+        out += f" · repeats {_e(repeat.get('round'))}/{_e(repeat.get('finding'))}"
+    if f.get("corroborated_by"):
+        out += (f" · corroborated by {_e(', '.join(map(str, f['corroborated_by'])))}"
+                f" ({_e(f.get('vendor_count'))} vendor(s))")
+    return out
+
+
 def _findings(rounds: list[dict]) -> str:
     parts = []
     for r in rounds:
@@ -195,7 +207,8 @@ def _findings(rounds: list[dict]) -> str:
                 f'<h3><span class="cls" style="background:{COLORS[cls]}"></span>{_e(f["id"])} · {_e(cls)} · '
                 f'<code>{_e(where)}</code> · {_e(standing)}</h3>'
                 f'<p>{_e(f.get("claim"))}</p>'
-                f'<p class="muted">location {_e(f.get("location"))} · {_e(f.get("class_reason"))}</p>'
+                f'<p class="muted">location {_e(f.get("location"))} · {_e(f.get("class_reason"))}'
+                + _memory(f) + "</p>"
                 + _history(f["history"]) + "</div>")
     return "".join(parts) or '<p class="muted">No findings recorded.</p>'
 

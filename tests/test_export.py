@@ -128,6 +128,23 @@ def test_duplicate_in_a_later_round_is_the_same_alert(two_rounds, capsys):
     assert alone["partialFingerprints"] == first["partialFingerprints"]
 
 
+def test_a_recorded_repeat_is_the_same_alert_whichever_rounds_are_given(two_rounds, capsys):
+    """code-3's finding repeats code-2's (series memory), which was triaged a
+    duplicate of code-1's: exported alone, code-3 still gives code-1's fingerprint."""
+    repo, series, r1, r2 = two_rounds
+    repeat = finding("codex", 1, cls="defect", claim="divides by zero again")
+    repeat["repeat_of"] = {"round": "code-2", "finding": "claude-F1", "disposition": "duplicate"}
+    r3 = make_round(series, "code-3", repo=repo, findings=[repeat])
+    first = results_by_ref(json.loads(export(capsys, "sarif", r1)[1]))["code-1/claude-F1"]
+    alone = results_by_ref(json.loads(export(capsys, "sarif", r3)[1]))["code-3/codex-F1"]
+    assert alone["partialFingerprints"] == first["partialFingerprints"]
+    assert "suppressions" not in alone  # a repeat is open until someone triages it
+    # when the chain cannot be followed (the earlier round is unreadable), it ends where it is
+    (r2 / "findings.json").write_text("[")
+    cut = results_by_ref(json.loads(export(capsys, "sarif", r3)[1]))["code-3/codex-F1"]
+    assert cut["partialFingerprints"] != first["partialFingerprints"]
+
+
 def test_same_records_same_bytes(two_rounds, capsys):
     repo, series, r1, r2 = two_rounds
     assert export(capsys, "sarif", r1, r2)[1] == export(capsys, "sarif", r1, r2)[1]

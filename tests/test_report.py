@@ -49,6 +49,7 @@ def build_series(tmp_path: Path) -> tuple[Path, Path]:
                        ledger_line("claude-F1", "fixed", commit="a" * 40, at="2024-01-03T00:00:00.000Z")],
                started_at="2024-01-01T10:00:00.000Z")
     repeat = finding("claude", 1, cls="defect", claim="still divides by zero")
+    repeat["repeat_of"] = {"round": "code-1", "finding": "claude-F1", "disposition": "fixed"}
     open_defect = finding("claude", 2, cls="defect", claim="empty list crashes")
     make_round(series, "code-2", repo=repo,
                reviewers=[with_attempts(reviewer("claude"), attempt(30.0, 0.05, 5000, 300)),
@@ -153,6 +154,7 @@ def test_page_loads_in_chromium_without_errors_and_shows_the_numbers(report, tmp
     assert totals == ["4", "2"]  # findings per round in the chart
     assert "code-1 (code)" in text and "code-2 (code)" in text  # the timeline
     assert "+1 churn" in text
+    assert "repeats code-1/claude-F1" in text
 
 
 @needs_chromium

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from spar.argparsing import command_parser
-from spar.errors import Refused, quote
+from spar.errors import RecordError, Refused, quote
 from spar.export import codeclimate, rdjsonl, sarif
 from spar.export.collect import Item, RoundRecords, collect
 from spar.records import atomic, readers
@@ -42,8 +43,9 @@ kept and said in the message: `base/` locations carry the path without lines
 (they are base lines), round documents outside the repository their document
 name, and unreadable locations (G7) the repository root "." with the
 reviewer's own text; stderr counts them. The fingerprint is that of ROUND/ID,
-or of the finding it was triaged a duplicate of, so a repeat triaged
-`--to duplicate --of ROUND/ID` in a later round is the same alert.
+or of the earlier finding it is the same as (a triaged duplicate, else a
+recorded repeat_of), followed to the first, so a repeat in a later round is
+the same alert.
 
 Exit codes: 0 written; 64 usage error; 65 refused (a round unreadable or not
 recorded, a GitHub limit exceeded; nothing written); 70 the write failed."""
@@ -57,8 +59,9 @@ def _parser():
     return p
 
 
-def read_rounds(args: list[str]) -> list[RoundRecords]:
+def read_rounds(args: list[str]) -> tuple[list[RoundRecords], dict[str, Path]]:
     out = []
+    folders: dict[str, Path] = {}
     for arg in args:
         folder, _ = round_folder(arg)
         r = readers.read_round(folder)
@@ -66,11 +69,27 @@ def read_rounds(args: list[str]) -> list[RoundRecords]:
             raise Refused(f"round {quote(arg)} was not recorded (a dry run or an unfinished round): "
                           "it has no findings to export")
         out.append(RoundRecords(folder.name, r, readers.read_findings(folder), readers.read_ledger(folder)))
-    return out
+        folders[folder.name] = folder
+    return out, folders
 
 
-def render(fmt: str, rounds: list[RoundRecords]) -> tuple[str, list[Item]]:
-    items, reviewers = collect(rounds)
+def _sibling_reader(folders: dict[str, Path]):
+    """Reads another round of a given round's series by name (for fingerprint
+    chains); a round that cannot be read ends the chain (None)."""
+    def read(name: str) -> RoundRecords | None:
+        for series in sorted({p.parent for p in folders.values()}):
+            folder = series / name
+            try:
+                r = readers.read_round(folder)
+                return RoundRecords(name, r, readers.read_findings(folder), readers.read_ledger(folder))
+            except (RecordError, OSError):
+                continue
+        return None
+    return read
+
+
+def render(fmt: str, rounds: list[RoundRecords], folders: dict[str, Path] | None = None) -> tuple[str, list[Item]]:
+    items, reviewers = collect(rounds, _sibling_reader(folders or {}))
     if fmt == "sarif":
         return json.dumps(sarif.build(items, reviewers), indent=2, ensure_ascii=False) + "\n", items
     if fmt == "codeclimate":
@@ -80,7 +99,8 @@ def render(fmt: str, rounds: list[RoundRecords]) -> tuple[str, list[Item]]:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    text, items = render(args.format, read_rounds(args.rounds))
+    rounds, folders = read_rounds(args.rounds)
+    text, items = render(args.format, rounds, folders)
     if args.out:
         atomic.write_text(args.out, text)
     else:

@@ -14,16 +14,18 @@ round document. Four kinds come out:
 
 Nothing is left out: every finding of every round given is exported once.
 
-Fingerprint: the sha256 of the finding's identity, `ROUND/ID`; a finding
-triaged as a duplicate of another (`--of ROUND/ID`) takes the identity of the
-one it duplicates, followed to the first in the chain, so the same problem
-seen in later rounds is one alert once it is triaged that way.
+Fingerprint: the sha256 of the finding's identity, `ROUND/ID`. A finding that
+is the same as an earlier one takes that one's identity, followed to the first
+in the chain: triaged as a duplicate (`--of ROUND/ID`, which wins), else
+recorded as a repeat of it (`repeat_of`, series memory). So the same problem
+seen in later rounds is one alert.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from spar.errors import quote
@@ -127,22 +129,54 @@ def _fingerprint(identity: str) -> str:
     return hashlib.sha256(f"spar-finding/v1\0{identity}".encode()).hexdigest()
 
 
-def collect(rounds: list[RoundRecords]) -> tuple[list[Item], dict[str, ReviewerInfo]]:
+def same_as(r: RoundRecords) -> dict[str, str]:
+    """`ROUND/ID` -> the earlier `ROUND/ID` each finding of `r` is the same as: a
+    recorded repeat (`repeat_of`), overridden by a standing duplicate (`of`)."""
+    out: dict[str, str] = {}
+    for f in r.findings:
+        repeat = f.get("repeat_of")
+        if isinstance(repeat, dict) and isinstance(repeat.get("round"), str) and isinstance(repeat.get("finding"), str):
+            out[f"{r.name}/{f['id']}"] = f"{repeat['round']}/{repeat['finding']}"
+    standing = {line["finding"]: line for line in r.ledger}
+    out.update({f"{r.name}/{fid}": line["of"] for fid, line in standing.items()
+                if line.get("disposition") == "duplicate" and isinstance(line.get("of"), str)})
+    return out
+
+
+Lookup = Callable[[str], "RoundRecords | None"]
+
+
+def collect(rounds: list[RoundRecords], lookup: Lookup | None = None) -> tuple[list[Item], dict[str, ReviewerInfo]]:
     """Every finding of `rounds` (in the order given, then findings.json order)
-    and the reviewers that produced them (the latest round's entry wins)."""
+    and the reviewers that produced them (the latest round's entry wins).
+
+    `lookup(name)` reads another round of the series when a chain of repeats or
+    duplicates leads there, so a fingerprint does not depend on which rounds
+    were given; None (or a round it cannot read) ends the chain there."""
     standing: dict[str, dict] = {}
     for r in rounds:
         for line in r.ledger:
             standing[f"{r.name}/{line['finding']}"] = line
-    duplicate_of: dict[str, str] = {ref: line["of"] for ref, line in standing.items()
-                                    if line.get("disposition") == "duplicate" and isinstance(line.get("of"), str)}
+    links: dict[str, str] = {}
+    loaded: set[str] = set()
+    for r in rounds:
+        links.update(same_as(r))
+        loaded.add(r.name)
 
     def identity(ref: str) -> str:
         seen = {ref}
-        while ref in duplicate_of and duplicate_of[ref] not in seen:
-            ref = duplicate_of[ref]
+        while True:
+            name = ref.split("/", 1)[0]
+            if name not in loaded:
+                loaded.add(name)
+                other = lookup(name) if lookup is not None else None
+                if other is not None:
+                    links.update(same_as(other))
+            target = links.get(ref)
+            if target is None or target in seen:
+                return ref
+            ref = target
             seen.add(ref)
-        return ref
 
     items: list[Item] = []
     reviewers: dict[str, ReviewerInfo] = {}

@@ -23,6 +23,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from spar.presets.base import StreamInfo
+from spar.round import guard
 
 OUTPUT_CAP = 64 * 1024 * 1024  # bytes kept per log file
 LINE_LIMIT = 16 * 1024 * 1024  # a longer stdout line is cut (not given to the monitor)
@@ -204,9 +205,11 @@ async def _wait_group_gone(pgid: int, exited: anyio.Event, seconds: float) -> bo
 
 
 async def terminate_group(pgid: int, exited: anyio.Event, grace: float) -> None:
-    """SIGTERM the whole group, then SIGKILL what is left after `grace` seconds."""
+    """SIGTERM the whole group, then SIGKILL what is left once the guard had the time to
+    end every descendant itself (those that left the group included: SIGKILL on the
+    guard would hand them to init)."""
     _signal_group(pgid, signal.SIGTERM)
-    if await _wait_group_gone(pgid, exited, grace):
+    if await _wait_group_gone(pgid, exited, max(grace, guard.GRACE) + guard.SETTLE):
         return
     _signal_group(pgid, signal.SIGKILL)
     # SIGKILL cannot be ignored; a short wait lets the leader be reaped. A grandchild that is
@@ -316,7 +319,11 @@ async def run_process(
         with anyio.CancelScope(shield=True):
             if not settled or proc.returncode is None:
                 # cancelled from outside (spar interrupted) or a bug: never leave the group
-                # running, the leader's descendants included even when the leader is gone
+                # running. The guard ends every descendant on SIGTERM; SIGKILL is the last resort
+                _signal_group(pgid, signal.SIGTERM)
+                if proc.returncode is None:
+                    with anyio.move_on_after(guard.GRACE + guard.SETTLE):
+                        await proc.wait()
                 _signal_group(pgid, signal.SIGKILL)
             if proc.returncode is None:
                 killed = True

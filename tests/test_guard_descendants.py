@@ -1,0 +1,164 @@
+"""No process outlives the round: grandchildren that left the reviewer's session
+(setsid) are ended after a normal end, a timeout, and when spar dies by SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from spar.round.process import run_process
+
+PY = sys.executable
+BOUND = 30  # seconds: a hang guard, never the measure
+
+# The reviewer forks a grandchild that calls setsid() (leaving the reviewer's session and
+# group), keeps or drops stdout, writes its pid, and runs on. Then the reviewer ends or waits.
+REVIEWER = r'''
+import os, sys, time
+pid_file, keep_stdout, then = sys.argv[1], sys.argv[2] == "keep", sys.argv[3]
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:  # a daemon: orphaned at once, in a session of its own
+        if not keep_stdout:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+        with open(pid_file + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename(pid_file + ".tmp", pid_file)
+        while True:
+            time.sleep(60)
+    os._exit(0)
+while not os.path.exists(pid_file):
+    time.sleep(0.01)
+print("ready", flush=True)
+if then == "wait":
+    time.sleep(600)
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def wait_gone(pid: int, bound: float = BOUND) -> bool:
+    """Block until `pid` has ended (its pidfd becomes readable), at most `bound` seconds."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        ready, _, _ = select.select([fd], [], [], bound)
+    finally:
+        os.close(fd)
+    return bool(ready) or not _alive(pid)
+
+
+def wait_file(path: Path, proc: subprocess.Popen | None = None) -> None:
+    """Wait until a child has written `path` (bounded; fails early if the child died)."""
+    import time
+
+    end = time.monotonic() + BOUND
+    while not path.exists():
+        assert proc is None or proc.poll() is None, "the process ended before writing its pid"
+        assert time.monotonic() < end, f"{path} never appeared"
+        time.sleep(0.01)
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request):
+    return request.param
+
+
+async def _review(tmp_path, keep: str, then: str, seconds: float):
+    pid_file = tmp_path / "grandchild.pid"
+    with anyio.fail_after(BOUND):
+        res = await run_process([PY, "-c", REVIEWER, str(pid_file), keep, then], cwd=tmp_path,
+                                deadline=anyio.current_time() + seconds, kill_grace=0.3)
+    return res, int(pid_file.read_text())
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("keep", ["keep", "drop"])
+async def test_setsid_grandchild_ends_with_a_normal_end(tmp_path, keep):
+    res, pid = await _review(tmp_path, keep, "exit", BOUND)
+    assert res.exit_code == 0 and not res.timed_out
+    assert not _alive(pid)  # ended before run_process returned, not later
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("keep", ["keep", "drop"])
+async def test_setsid_grandchild_ends_with_a_timeout(tmp_path, keep):
+    res, pid = await _review(tmp_path, keep, "wait", 2.0)
+    assert res.timed_out and res.exit_code is None
+    assert not _alive(pid)
+
+
+# spar stand-in: one run_process, killed with SIGKILL while the reviewer runs
+SPAR = r'''
+import sys, anyio
+from spar.round.process import run_process
+async def main():
+    await run_process([sys.executable, "-c", sys.argv[1], sys.argv[2], sys.argv[3], "wait"], cwd=sys.argv[4],
+                      deadline=anyio.current_time() + 600)
+anyio.run(main, backend=sys.argv[5])
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("keep", ["keep", "drop"])
+def test_setsid_grandchild_ends_when_spar_is_killed(tmp_path, backend, keep):
+    pid_file = tmp_path / "grandchild.pid"
+    spar = subprocess.Popen([PY, "-c", SPAR, REVIEWER, str(pid_file), keep, str(tmp_path), backend],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    try:
+        wait_file(pid_file, spar)
+        pid = int(pid_file.read_text())
+        spar.send_signal(signal.SIGKILL)
+        spar.wait()
+        assert wait_gone(pid), f"grandchild {pid} still runs after spar was killed"
+    finally:
+        if spar.poll() is None:
+            spar.kill()
+            spar.wait()
+        if pid_file.exists() and _alive(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)  # safety net only
+
+
+def test_end_descendants_reaches_a_setsid_grandchild(tmp_path):
+    """The reusable part (t15 may run one guard per round): subreaper + end_descendants."""
+    code = r'''
+import os, sys, time
+from spar.round.reaper import become_subreaper, end_descendants, descendants
+assert become_subreaper()
+if os.fork() == 0:
+    if os.fork() == 0:
+        os.setsid()
+        time.sleep(600)
+    os._exit(0)
+os.wait()
+while not descendants():
+    time.sleep(0.01)
+left = descendants()
+print(left[0], flush=True)
+assert end_descendants(0.2)
+print(len(descendants()))
+'''
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=BOUND,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert out.returncode == 0, out.stderr
+    pid, left = (int(x) for x in out.stdout.split())
+    assert left == 0 and not _alive(pid)

@@ -24,6 +24,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from spar.presets.base import StreamInfo
 from spar.round import guard
+from spar.round.reaper import process_table
 
 OUTPUT_CAP = 64 * 1024 * 1024  # bytes kept per log file
 LINE_LIMIT = 16 * 1024 * 1024  # a longer stdout line is cut (not given to the monitor)
@@ -172,21 +173,10 @@ def _group_alive(pgid: int) -> bool:
         return True
     # killpg also "finds" zombies: killed grandchildren wait for an init that may never
     # reap them. Where /proc exists, look for a member that is not a zombie.
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
+    table = process_table()
+    if table is None:
         return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+    return any(group == pgid and state not in ("Z", "X") for _ppid, group, state in table.values())
 
 
 def _signal_group(pgid: int, sig: int) -> None:

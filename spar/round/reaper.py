@@ -34,20 +34,20 @@ def become_subreaper() -> bool:
         return False
 
 
-def _table() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, state) of every process /proc shows."""
-    out: dict[int, tuple[int, str]] = {}
+def process_table() -> dict[int, tuple[int, int, str]] | None:
+    """pid -> (parent pid, process group, state) of every process /proc shows; None without /proc."""
+    out: dict[int, tuple[int, int, str]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return out
+        return None
     for entry in entries:
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()
-            out[int(entry)] = (int(fields[1]), fields[0].decode("ascii", "replace"))
+            out[int(entry)] = (int(fields[1]), int(fields[2]), fields[0].decode("ascii", "replace"))
         except (OSError, IndexError, ValueError):
             continue  # it ended while we looked
     return out
@@ -57,15 +57,15 @@ def descendants(root: int | None = None) -> list[int]:
     """Living (not zombie) processes below `root` (default: this process)."""
     root = os.getpid() if root is None else root
     children: dict[int, list[int]] = {}
-    table = _table()
-    for pid, (ppid, _state) in table.items():
+    table = process_table() or {}
+    for pid, (ppid, _pgid, _state) in table.items():
         children.setdefault(ppid, []).append(pid)
     found: list[int] = []
     stack = [root]
     while stack:
         for child in children.get(stack.pop(), []):
             stack.append(child)
-            if table[child][1] not in ("Z", "X"):
+            if table[child][2] not in ("Z", "X"):
                 found.append(child)
     return found
 
@@ -117,4 +117,4 @@ def end_descendants(grace: float, on_exit: Callable[[int, int], None] | None = N
     return False
 
 
-__all__ = ["become_subreaper", "descendants", "end_descendants", "reap"]
+__all__ = ["become_subreaper", "descendants", "end_descendants", "process_table", "reap"]

@@ -161,12 +161,36 @@ def test_whole_series(tmp_path, backend):
                for n in ("r1", "r2", "d1", "r3")}
     zero = {"defect": 0, "requirement-question": 0, "hardening": 0, "note": 0}
 
-    def row(name, head, statuses, findings, new, counted=True, dry=False):
+    def row(name, head, statuses, findings, new, counted=True, dry=False, convergence=None):
         return {"name": name, "stage": "code", "head": head, "base": s.base, "started_at": started[name],
                 "counted": counted, "dry_run": dry, "recorded": not dry,
                 "reviewers": [{"name": "alpha", "preset": "command", "status": statuses[0]},
                               {"name": "codex", "preset": "codex", "status": statuses[1]}],
-                "findings": findings, "new_defects": new}
+                "findings": findings, "new_defects": new, "convergence": convergence}
+
+    # usage (what each attempt took) is checked against the attempts on record, then set aside
+    attempts = {(n, r["name"]): r["attempts"] for n in started
+                for r in json.loads((s.repo / "reviews" / n / "round.json").read_text())["reviewers"]}
+    for r in report["rounds"]:
+        for v in r["reviewers"]:
+            assert v.pop("attempts") == len(attempts[(r["name"], v["name"])])
+            assert set(v.pop("usage")) == {"duration_seconds", "input_tokens", "cached_input_tokens",
+                                           "output_tokens", "cost_usd"}
+    alpha_seconds = sum(a["usage"]["duration_seconds"] for (_, name), tried in attempts.items() if name == "alpha"
+                        for a in tried)
+    assert report.pop("usage")["reviewers"][0]["duration_seconds"] == pytest.approx(alpha_seconds, abs=1e-3)
+    board = report.pop("scoreboard")
+    assert board[0].pop("seconds_per_fixed_or_answered") == pytest.approx(alpha_seconds / 2, abs=1e-3)
+    assert board == [
+        {"name": "alpha", "presets": ["command"], "raised": 3,
+         "ended": {"fixed": 1, "answered": 1, "rejected": 0, "duplicate": 0, "deferred": 1, "open": 0},
+         "fixed_or_answered": 2, "share_fixed_or_answered": 0.667, "cost_per_fixed_or_answered": None},
+        {"name": "codex", "presets": ["codex"], "raised": 0,
+         "ended": {"fixed": 0, "answered": 0, "rejected": 0, "duplicate": 0, "deferred": 0, "open": 0},
+         "fixed_or_answered": 0, "share_fixed_or_answered": None, "seconds_per_fixed_or_answered": None,
+         "cost_per_fixed_or_answered": None},
+    ]
+    nothing = {"new": 0, "repeat": 0, "corroborated": 0, "groups": 0}
 
     no_cause = {"extensions": 0, "by": 0}
     assert report == {
@@ -186,13 +210,15 @@ def test_whole_series(tmp_path, backend):
         ],
         "rounds": [
             row("r1", s.head, ("completed", "unavailable"), {"defect": 1, "requirement-question": 1, "hardening": 1,
-                                                           "note": 0}, 1),
-            row("r2", head2, ("completed", "completed"), zero, 0),
+                                                           "note": 0}, 1, convergence=dict(nothing, new=3)),
+            row("r2", head2, ("completed", "completed"), zero, 0, convergence=nothing),
             row("d1", head2, ("pending", "pending"), None, None, counted=False, dry=True),
-            row("r3", head3, ("completed", "completed"), zero, 0),
+            row("r3", head3, ("completed", "completed"), zero, 0, convergence=nothing),
         ],
         "code_extension_causes": {"churn": {"extensions": 1, "by": 1}, "recurring": no_cause, "unrelated": no_cause,
                                   "hardening": no_cause, "other": no_cause, "no_recorded_cause": no_cause},
+        "verdicts": [{"stage": "code", "state": "converges", "new_per_round": [3, 0, 0],
+                      "text": "code: converges (new findings per round: 3, 0, 0)"}],
     }
 
     # ---- cap-report, Markdown for people: a table per stage with the same numbers
@@ -202,7 +228,8 @@ def test_whole_series(tmp_path, backend):
     header = "| round | head | counted | reviewers | defect | requirement-question | hardening | note | new defects |"
     rule = "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     done = "alpha: completed, codex: completed"
-    assert proc.stdout.decode() == "\n".join([
+    text = proc.stdout.decode()
+    assert text.startswith("\n".join([
         f"# Cap report: {series}", "", "Project caps as applied by round r3.", "",
         "## plan", "", "Cap 2 (project 2, extended by 0); 0 counted, 2 remaining.", "", "No rounds.", "",
         "## plan-delta", "", "Cap 1 (project 1, extended by 0); 0 counted, 1 remaining.", "", "No rounds.", "",
@@ -216,7 +243,10 @@ def test_whole_series(tmp_path, backend):
         f"| r3 | {head3[:12]} | yes | {done} | 0 | 0 | 0 | 0 | 0 |", "",
         "## Code extension causes", "", "| cause | extensions | rounds added |", "| --- | --- | --- |",
         "| churn | 1 | 1 |", "| recurring | 0 | 0 |", "| unrelated | 0 | 0 |", "| hardening | 0 | 0 |",
-        "| other | 0 | 0 |", "| no recorded cause | 0 | 0 |", ""])
+        "| other | 0 | 0 |", "| no recorded cause | 0 | 0 |", ""]))
+    assert "\n## Convergence\n\n- code: converges (new findings per round: 3, 0, 0)\n" in text
+    assert "\n| r1 | code | 3 | 0 | 0 | 0 |\n| r2 | code | 0 | 0 | 0 | 0 |\n| r3 | code | 0 | 0 | 0 | 0 |\n" in text
+    assert "\n| alpha | command | 3 | 1 | 1 | 0 | 0 | 1 | 0 | 67% |" in text
     assert git(s.repo, "status", "--porcelain").strip() == ""  # records are ignored, never tracked
 
 

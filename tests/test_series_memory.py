@@ -155,6 +155,19 @@ def test_no_repeat_to_settle_writes_nothing(repo, capsys):
 # ---------------------------------------------------------------- spar record joins the round's groups
 
 
+def native_answer(repo, claim):
+    """A native reviewer's result with one defect on app/main.py:1."""
+    return {"reviewed_head": git(repo, "rev-parse", "HEAD").strip(), "verdict": "blocking_findings",
+            "angles_checked": [{"angle": a, "result": "ok"}
+                               for a in ("criteria", "correctness", "checks", "contracts", "risk")],
+            "angles_unchecked": [], "limits": "", "findings": [{
+                "id": "N1", "proposed_class": "defect", "angle": "correctness", "location": "head/app/main.py:1",
+                "claim": claim, "failure_scenario": "prints 2", "evidence": "line 1",
+                "link_kind": "none", "link": "", "introduced_by_change": "yes", "regression": "yes",
+                "check_impact": "none", "confidence": "high"}]}
+
+
+
 def test_recorded_native_finding_is_corroborated_and_checked_for_repeats(repo, capsys, tmp_path):
     series = rf.fresh_series(repo)
     rf.make_round(series, "r0", repo=repo, findings=[rf.finding("codex", 1, path="app/main.py",
@@ -163,14 +176,7 @@ def test_recorded_native_finding_is_corroborated_and_checked_for_repeats(repo, c
     r1 = rf.make_round(series, "r1", repo=repo, packet_text="r1\n",
                        reviewers=[rf.reviewer("claude"), rf.reviewer("native", status="awaiting_record")],
                        findings=[rf.finding("claude", 1, path="app/main.py", claim="main prints a wrong number")])
-    answer = {"reviewed_head": git(repo, "rev-parse", "HEAD").strip(), "verdict": "blocking_findings",
-              "angles_checked": [{"angle": a, "result": "ok"}
-                                 for a in ("criteria", "correctness", "checks", "contracts", "risk")],
-              "angles_unchecked": [], "limits": "", "findings": [{
-                  "id": "N1", "proposed_class": "defect", "angle": "correctness", "location": "head/app/main.py:1",
-                  "claim": "The number main prints is wrong", "failure_scenario": "prints 2", "evidence": "line 1",
-                  "link_kind": "none", "link": "", "introduced_by_change": "yes", "regression": "yes",
-                  "check_impact": "none", "confidence": "high"}]}
+    answer = native_answer(repo, "The number main prints is wrong")
     path = tmp_path / "answer.json"
     path.write_text(json.dumps(answer))
     assert spar_main(["record", str(r1), "--reviewer", "native", "--result", str(path)]) == 0, capsys.readouterr()
@@ -208,14 +214,7 @@ def test_old_rounds_read_gate_and_report_as_before(repo, capsys):
     # a round recorded now, after the old one: its finding repeats the old one
     new = rf.make_round(series, "new", repo=repo, packet_text="new\n",
                         reviewers=[rf.reviewer("claude"), rf.reviewer("native", status="awaiting_record")])
-    answer = {"reviewed_head": git(repo, "rev-parse", "HEAD").strip(), "verdict": "blocking_findings",
-              "angles_checked": [{"angle": a, "result": "ok"}
-                                 for a in ("criteria", "correctness", "checks", "contracts", "risk")],
-              "angles_unchecked": [], "limits": "", "findings": [{
-                  "id": "N1", "proposed_class": "defect", "angle": "correctness", "location": "head/app/main.py:1",
-                  "claim": "main prints 2, not 1", "failure_scenario": "prints 2", "evidence": "line 1",
-                  "link_kind": "none", "link": "", "introduced_by_change": "yes", "regression": "yes",
-                  "check_impact": "none", "confidence": "high"}]}
+    answer = native_answer(repo, "main prints 2, not 1")
     path = repo.parent / f"{series.name}-answer.json"
     path.write_text(json.dumps(answer))
     assert spar_main(["record", str(new), "--reviewer", "native", "--result", str(path)]) == 0

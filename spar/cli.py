@@ -33,7 +33,8 @@ def _help_text() -> str:
     for name, (_, summary) in COMMANDS.items():
         lines.append(f"  {name:<11} {summary}")
     lines += ["", "Run `spar <command> --help` for a command's options.",
-              "Exit codes: 0 ok, 1 not clean (run) or blocked (gate), 64 usage, 65 refused, 70 internal."]
+              "Exit codes: 0 ok, 1 not clean (run), blocked (gate) or not ready (doctor), 64 usage,",
+              "65 refused, 70 internal."]
     return "\n".join(lines)
 
 

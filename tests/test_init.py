@@ -312,6 +312,8 @@ def test_new_user_goes_from_nothing_to_a_recorded_round(tmp_path):
 
     init = spar("init")
     assert init.returncode == 0, init.stderr
+    doctor = spar("doctor")  # the README's next step: a round can run here
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     first = spar("run", "--stage", "code", "--base", base, "--out", "reviews/r1")
     assert first.returncode == 0, first.stderr
     round_json = json.loads((repo / "reviews" / "r1" / "round.json").read_text())

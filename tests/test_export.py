@@ -111,7 +111,7 @@ def test_document_outside_the_repository(two_rounds, capsys):
     result = results_by_ref(json.loads(export(capsys, "sarif", r1)[1]))["code-1/codex-F3"]
     assert result["properties"]["location_kind"] == "document"
     assert result["locations"][0]["physicalLocation"] == {
-        "artifactLocation": {"uri": "criteria.md", "uriBaseId": "SPARDOCS"}}
+        "artifactLocation": {"uri": "criteria.md", "uriBaseId": "%SRCROOT%"}}
     doc_result = [result]
     assert "outside the repository" in doc_result[0]["message"]["text"]
 
@@ -143,6 +143,16 @@ def test_a_recorded_repeat_is_the_same_alert_whichever_rounds_are_given(two_roun
     (r2 / "findings.json").write_text("[")
     cut = results_by_ref(json.loads(export(capsys, "sarif", r3)[1]))["code-3/codex-F1"]
     assert cut["partialFingerprints"] != first["partialFingerprints"]
+
+
+def test_every_result_has_a_non_empty_file_location(two_rounds, capsys):
+    """GitHub rejects a whole file when one result has no location or an empty uri."""
+    repo, series, r1, r2 = two_rounds
+    doc = json.loads(export(capsys, "sarif", r1, r2)[1])
+    for run in doc["runs"]:
+        for result in run["results"]:
+            assert len(result["locations"]) == 1
+            assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
 
 
 def test_same_records_same_bytes(two_rounds, capsys):

@@ -39,8 +39,9 @@ def _rules() -> list[dict]:
 
 
 def _location(item: Item) -> dict:
-    base = "SPARDOCS" if item.kind == "document" else "%SRCROOT%"
-    physical: dict = {"artifactLocation": {"uri": item.path, "uriBaseId": base}}
+    # a document outside the repository keeps its document name (the message says
+    # where it is): code scanning resolves every uri against the repository root
+    physical: dict = {"artifactLocation": {"uri": item.path, "uriBaseId": "%SRCROOT%"}}
     if item.kind == "head" and item.start:
         physical["region"] = {"startLine": item.start, "endLine": max(item.end or item.start, item.start)}
     return {"physicalLocation": physical}
@@ -90,10 +91,6 @@ def build(items: list[Item], reviewers: dict[str, ReviewerInfo]) -> dict:
                                "observed_model": info.observed_model},
             }},
             "automationDetails": {"id": f"spar/{name}/"},
-            "originalUriBaseIds": {
-                "%SRCROOT%": {"description": {"text": "the repository root"}},
-                "SPARDOCS": {"description": {"text": "documents given to the round from outside the repository"}},
-            },
             "results": results,
             "properties": {"rounds": info.rounds},
         })

@@ -14,6 +14,7 @@ from spar.round.memory import MEMORY_LIMIT, TEXT_LIMIT, render_memory
 from spar.round.packet import DIFF_LIMIT
 from tests import roundfactory as rf
 from tests.gitrepo import git
+from tests.runsetup import make_setup, result
 from tests.test_packet import headings, packet
 
 # ---------------------------------------------------------------- memory text
@@ -49,7 +50,7 @@ def test_memory_lists_decided_findings_with_what_decided_them():
     assert "- Location: `head/a.py:5` (in round r2: `head/a.py:2`)" in text
     assert "- Location: `head/a.py:2` in round r1; those lines are gone at this head" in text
     assert "- Location: `head/a.py:2`\n" in text  # did not move
-    assert "- Location: `head/a.py:2` in round r1 (a location spar could not read)" in text
+    assert "- Location: `head/a.py:2` in round r1 (spar cannot place it at this head)" in text
     assert render_memory([past("r1", 1, None)]) == ""
 
 
@@ -224,3 +225,25 @@ def test_old_rounds_read_gate_and_report_as_before(repo, capsys):
     assert _triage(capsys, str(new), "--repeats")[1].out == "round new: native-F1 -> duplicate --of old/claude-F1 (rejected)\n"
     assert spar_main(["gate", str(old), str(new), "--out", gate_out]) == 0
     capsys.readouterr()
+
+
+@pytest.mark.slow
+def test_an_earlier_head_that_is_gone_leaves_a_note_not_a_failure(tmp_path):
+    """A series whose last round reviewed a commit the repository no longer has (rebased and
+    pruned): the run still works; the packet says no diff can be shown; the memory lists the
+    decision at its recorded location; nothing matches it."""
+    s = make_setup(tmp_path)
+    series = s.repo / "reviews"
+    gone = "f" * 40
+    rf.make_round(series, "old", repo=s.repo, base=s.base, head=gone, reviewers=[rf.reviewer("house")],
+                  findings=[rf.finding("house", 1, path="calc.py", claim="divide by zero")],
+                  ledger=[rf.ledger_line("house-F1", "rejected", evidence="b is checked")])
+    s.configure([s.answer_reviewer("house", result())])
+    run = s.run(out="reviews/r2")
+    assert run.returncode == 0, run.stderr.decode()
+    packet_text = (series / "r2" / "packet.md").read_text()
+    assert f"`old`, reviewed head `{gone}`, which this repository no longer has" in packet_text
+    memory = (series / "r2" / "memory.md").read_text()
+    assert "`head/calc.py:1` in round old (spar cannot place it at this head)" in memory
+    (f,) = json.loads((series / "r2" / "findings.json").read_text())
+    assert f["repeat_of"] is None

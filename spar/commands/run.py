@@ -148,8 +148,11 @@ def prepare(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> RoundPlan:
     since = last_round_elsewhere(series, args.stage, head)
     if since is not None:
         packet.since_round, packet.since_head = since.name, since.round["head"]
-        packet.since_stat = git.diff_stat(repo, packet.since_head, head)
-        packet.since_diff = git.diff(repo, packet.since_head, head)
+        try:
+            packet.since_stat = git.diff_stat(repo, packet.since_head, head)
+            packet.since_diff = git.diff(repo, packet.since_head, head)
+        except git.GitError:  # that head is gone (rebased and pruned): the packet says so
+            packet.since_diff = None
     text = build_packet(packet)
     return RoundPlan(args=args, repo=repo, config=cfg, base=base, head=head, expect_head=expect,
                      documents=documents, packet_text=text, packet_sha256=packet_sha256(text),

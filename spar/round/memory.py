@@ -35,7 +35,7 @@ def _cut(text: object) -> str:
 def _location(p: PastFinding) -> str:
     original = str(p.finding.get("location") or "")
     if p.was is None:
-        return f"`{original}` in round {p.round} (a location spar could not read)"
+        return f"`{original}` in round {p.round} (spar cannot place it at this head)"
     if p.place is None:
         return f"`{p.was.text()}` in round {p.round}; those lines are gone at this head"
     if p.place == p.was:

@@ -106,7 +106,7 @@ class PacketInput:
     since_round: str = ""
     since_head: str = ""
     since_stat: str = ""
-    since_diff: bytes = b""
+    since_diff: bytes | None = b""  # None: that head is not in the repository any more
 
 
 def fence(text: str, info: str = "", *, exact: bool = True) -> str:
@@ -228,6 +228,10 @@ def _diff_block(diff: bytes, rest: str = REST_IN_WORKSPACE) -> list[str]:
 def _since(p: PacketInput) -> list[str]:
     if not p.since_round:
         return []
+    if p.since_diff is None:
+        return [f"## Changes since round {p.since_round}", "",
+                f"The last earlier round of this stage, `{p.since_round}`, reviewed head `{p.since_head}`, "
+                "which this repository no longer has: no diff from it can be shown.", ""]
     return [
         f"## Changes since round {p.since_round}",
         "",

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from spar.cli import main as spar_main
+from spar.judge.convergence import round_convergence, stage_verdict
 from spar.judge.similar import Place
 from spar.round.history import PastFinding
 from spar.round.memory import MEMORY_LIMIT, TEXT_LIMIT, render_memory
@@ -247,3 +248,27 @@ def test_an_earlier_head_that_is_gone_leaves_a_note_not_a_failure(tmp_path):
     assert "`head/calc.py:1` in round old (spar cannot place it at this head)" in memory
     (f,) = json.loads((series / "r2" / "findings.json").read_text())
     assert f["repeat_of"] is None
+
+
+@pytest.mark.parametrize("counts, state", [([], "unknown"), ([4], "unknown"), ([5, 3], "converges"),
+                                           ([3, 3], "churns"), ([2, 4], "churns"), ([4, 0], "converges"),
+                                           ([0, 0], "converges"), ([5, 1, 2], "churns")])
+def test_stage_verdict(counts, state):
+    verdict = stage_verdict("code", counts)
+    assert verdict["state"] == state and verdict["new_per_round"] == counts
+    assert verdict["text"].startswith(f"code: {'no' if state == 'unknown' else state}")
+
+
+def test_round_convergence_counts_groups_once():
+    findings = [
+        {"id": "a-F1", "repeat_of": None, "corroborated_by": ["b-F1", "c-F1"]},
+        {"id": "b-F1", "repeat_of": {"round": "r1", "finding": "x", "disposition": "rejected"},
+         "corroborated_by": ["a-F1", "c-F1"]},
+        {"id": "c-F1", "repeat_of": None, "corroborated_by": ["a-F1", "b-F1"]},
+        {"id": "a-F2", "repeat_of": None, "corroborated_by": ["b-F2"]},
+        {"id": "b-F2", "repeat_of": None, "corroborated_by": ["a-F2"]},
+        {"id": "c-F2", "repeat_of": None, "corroborated_by": []},
+    ]
+    assert round_convergence(findings) == {"new": 5, "repeat": 1, "corroborated": 5, "groups": 2}
+    assert round_convergence([{"id": "old-F1"}]) is None  # recorded before repeats existed
+    assert round_convergence([]) == {"new": 0, "repeat": 0, "corroborated": 0, "groups": 0}

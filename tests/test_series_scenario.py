@@ -101,6 +101,11 @@ def test_a_series_converges(tmp_path):
     assert rj2["memory_sha256"] == hashlib.sha256(memory.encode()).hexdigest()
     assert rj2["packet_sha256"] == hashlib.sha256(packet.encode()).hexdigest()
     assert memory.count("\n### ") == 5
+    # the claude CLI got it on stdin: input.md records exactly what it read
+    claude_input = (r2 / "claude" / "input.md").read_bytes()
+    assert claude_input.decode().startswith(packet) and claude_input.decode().endswith(memory)
+    (call,) = [c for c in s.fake_calls() if c["prog"] == "claude" and c["argv"] != ["--version"]][-1:]
+    assert call["stdin_sha256"] == hashlib.sha256(claude_input).hexdigest()
     assert "`head/shop.py:23` (in round r1: `head/shop.py:20`)" in memory
     assert "`head/shop.py:10` in round r1; those lines are gone at this head" in memory
     assert "half-even, like the bank" in memory and "Do not raise one of them again" in memory

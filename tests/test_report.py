@@ -185,6 +185,18 @@ def test_old_rounds_without_usage_say_not_recorded(tmp_path):
     assert "not recorded" in html and "Gate: passed" in html
 
 
+def test_empty_series_and_dry_runs(tmp_path):
+    repo, series = series_repo(tmp_path)
+    series.mkdir()
+    out = tmp_path / "r.html"
+    assert main(["report", str(series), "--out", str(out)]) == 0
+    assert "Gate: unknown" in out.read_text() and "no round yet" in out.read_text()
+    make_round(series, "dry", repo=repo, dry_run=True)
+    assert main(["report", str(series), "--out", str(out)]) == 0
+    html = out.read_text()
+    assert "dry (dry run)" in html and ">n/a</text>" in html  # no findings to chart, said so
+
+
 def test_readme_shows_the_screenshot():
     root = Path(__file__).resolve().parent.parent
     readme = (root / "README.md").read_text()

@@ -16,6 +16,7 @@ from spar import git
 from spar.config.model import DEFAULT_CAPS, STAGES
 from spar.errors import Refused, quote
 from spar.records import readers
+from spar.records.model import ExtensionLine, RoundRecord
 from spar.round.caps import stage_cap
 
 
@@ -55,13 +56,15 @@ def series_folder(arg: str, *, may_be_new: bool = False) -> Path:
     return path
 
 
-def repository_of(round_json: dict):
+def repository_of(round_json: RoundRecord) -> str | None:
     """The repository round.json names; when that folder is gone (the repository
     was moved or renamed), the repository holding the current folder, provided it
     has the round's head commit. Otherwise nothing could be resolved in it again
     (gate's expected head, triage --commit) and the series would be stuck."""
     repo = round_json.get("repository")
-    if not isinstance(repo, str) or not repo or os.path.isdir(repo):
+    if not isinstance(repo, str):
+        return None
+    if not repo or os.path.isdir(repo):
         return repo
     head = round_json.get("head")
     try:
@@ -73,7 +76,7 @@ def repository_of(round_json: dict):
     return repo
 
 
-def order_key(round_json: dict) -> tuple[str, str]:
+def order_key(round_json: RoundRecord) -> tuple[str, str]:
     """Series order: `started_at` (RFC 3339 UTC, same shape everywhere, so text
     order is time order), then the folder name."""
     started = round_json.get("started_at")
@@ -83,7 +86,7 @@ def order_key(round_json: dict) -> tuple[str, str]:
 @dataclass
 class SeriesRound:
     path: Path
-    round: dict
+    round: RoundRecord
 
     @property
     def name(self) -> str:
@@ -97,7 +100,7 @@ def read_series(series: Path | str) -> list[SeriesRound]:
     return rounds
 
 
-def is_earlier(a: dict, a_name: str, b: dict, b_name: str) -> bool:
+def is_earlier(a: RoundRecord, a_name: str, b: RoundRecord, b_name: str) -> bool:
     """True when round `a` comes before round `b` in the series."""
     return (order_key(a)[0], a_name) < (order_key(b)[0], b_name)
 
@@ -118,7 +121,7 @@ class StageCaps:
     cap: int
     project_cap: int
     extended_by: int
-    extensions: list[dict]
+    extensions: list[ExtensionLine]
     counted: list[str]  # names of counted rounds
 
     @property
@@ -126,7 +129,7 @@ class StageCaps:
         return max(self.cap - len(self.counted), 0)
 
 
-def stage_caps(rounds: list[SeriesRound], caps: dict[str, int], extensions: list[dict]) -> list[StageCaps]:
+def stage_caps(rounds: list[SeriesRound], caps: dict[str, int], extensions: list[ExtensionLine]) -> list[StageCaps]:
     """Design §8 per stage: cap = project cap + extensions; counted rounds are
     the non-dry rounds whose round.json says `counted`."""
     out = []

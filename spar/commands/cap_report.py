@@ -135,7 +135,8 @@ def build_report(series: Path) -> dict:
     for e in extensions:
         if e["stage"] != "code":
             continue
-        cause = e.get("cause") if e.get("cause") in CAUSES else NO_CAUSE
+        given = e.get("cause")
+        cause = given if given is not None and given in CAUSES else NO_CAUSE
         tally[cause]["extensions"] += 1
         tally[cause]["by"] += e["by"]
     findings = [_recorded_findings(item) for item in rounds]

@@ -16,7 +16,7 @@ from spar import __version__, git
 from spar.argparsing import command_parser
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, RecordError, Refused, quote
 from spar.judge import gate as judgement
-from spar.judge.dispositions import standing
+from spar.judge.dispositions import Key, LookupResult, standing
 from spar.records import atomic, clock, paths, readers
 from spar.series import repository_of
 
@@ -144,7 +144,7 @@ def _other_schema(folder: Path) -> bool:
 def _head_check(latest: judgement.ListedRound | None, expect: str | None) -> judgement.HeadCheck | None:
     if latest is None:
         return None
-    repo = repository_of(latest.round)
+    repo = repository_of(latest.record)
     source = f"--expect-head {quote(expect)}" if expect is not None else f"HEAD of {repo}"
     if not isinstance(repo, str) or not repo:
         return judgement.HeadCheck(None, source, f"round {latest.arg} names no repository")
@@ -156,7 +156,7 @@ def _head_check(latest: judgement.ListedRound | None, expect: str | None) -> jud
         return judgement.HeadCheck(None, source, str(exc))
 
 
-def _extra_lookup(series: str, key: tuple[str, str]):
+def _extra_lookup(series: str, key: Key) -> LookupResult:
     """Findings of a series round that was not listed, for duplicate tracing."""
     folder = Path(series) / key[0]
     if not os.path.lexists(folder / readers.ROUND_FILE):

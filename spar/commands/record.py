@@ -12,11 +12,22 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any, cast
 
 from spar import git
 from spar.argparsing import command_parser
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, quote
 from spar.records import lock, readers
+from spar.records.model import (
+    Finding,
+    LedgerLine,
+    ReviewerEntry,
+    ReviewerStatus,
+    RoundRecord,
+    TranscriptWarning,
+    find_reviewer,
+    reviewer_names,
+)
 from spar.round import history, recording
 from spar.series import repository_of, round_folder
 
@@ -53,17 +64,15 @@ def _read_input(path: str, option: str) -> bytes:
         raise Refused(f"{option} {quote(path)} cannot be read: {exc.strerror or exc}") from None
 
 
-def recordable(round_json: dict, name: str) -> dict:
+def recordable(round_json: RoundRecord, name: str) -> ReviewerEntry:
     """The reviewer entry `name` when a result may be recorded for it; Refused otherwise."""
     if round_json.get("dry_run") is True:
         raise Refused(f"round {round_json.get('name')} is a dry run; it records no results")
-    for entry in round_json["reviewers"]:
-        if entry["name"] == name:  # literal (G20)
-            break
-    else:
-        names = ", ".join(e["name"] for e in round_json["reviewers"]) or "none"
-        raise Refused(f"{quote(name)} is not a reviewer of round {round_json.get('name')} (its reviewers: {names})")
-    if entry["status"] == "completed":
+    entry = find_reviewer(round_json, name)
+    if entry is None:
+        raise Refused(f"{quote(name)} is not a reviewer of round {round_json.get('name')} "
+                      f"(its reviewers: {reviewer_names(round_json)})")
+    if entry["status"] == ReviewerStatus.COMPLETED:
         raise Refused(f"reviewer {name} of round {round_json.get('name')} already completed; "
                       "recording over it would drop its findings (start a new round instead)")
     return entry
@@ -79,13 +88,13 @@ def _parse_result(data: bytes) -> tuple[object | None, str | None]:
         return None, f"result is not JSON ({exc})"
 
 
-def _warning(w) -> dict:
+def _warning(w: Any) -> TranscriptWarning:
     if isinstance(w, dict):
-        return {"kind": w.get("kind"), "tool": w.get("tool")}
+        return cast(TranscriptWarning, {"kind": w.get("kind"), "tool": w.get("tool")})
     return {"kind": w.kind, "tool": w.tool}
 
 
-def _used_numbers(name: str, findings: list[dict], ledger: list[dict]) -> int:
+def _used_numbers(name: str, findings: list[Finding], ledger: list[LedgerLine]) -> int:
     """Highest n of `<name>-F<n>` already used in this round (findings or ledger)."""
     top = 0
     for fid in [f.get("id") for f in findings] + [line.get("finding") for line in ledger]:
@@ -122,9 +131,12 @@ def analyze(round_dir: Path, name: str, data: bytes, source: str):
     return first
 
 
-def _context(round_json: dict):
+def _context(round_json: RoundRecord):
     # a moved repository is found as gate and triage find it; round.json keeps its words
-    where = dict(round_json, repository=repository_of(round_json))
+    where = round_json.copy()
+    repo = repository_of(round_json)
+    if repo is not None:
+        where["repository"] = repo
     try:
         return recording.context_for_round(where)
     except git.GitError as exc:
@@ -133,7 +145,7 @@ def _context(round_json: dict):
 
 
 def record(round_dir: Path, name: str, result_data: bytes | None, transcript_data: bytes | None,
-           transcript_name: str = "transcript") -> dict:
+           transcript_name: str = "transcript") -> ReviewerEntry:
     """Record under the lock already held; returns the reviewer's entry afterwards."""
     round_json = readers.read_round(round_dir)
     entry = recordable(round_json, name)
@@ -157,7 +169,7 @@ def record(round_dir: Path, name: str, result_data: bytes | None, transcript_dat
                 problem = "no result object in the transcript"
     if problem is not None:
         recording.record_invalid(round_json, name, problem)
-        new: list[dict] = []
+        new: list[Finding] = []
     else:
         new = recording.record_reviewer_result(round_json, name, result, ctx)
     # IDs continue the reviewer's numbering; never reuse an ID a ledger line may name

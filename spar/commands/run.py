@@ -31,10 +31,11 @@ from spar.config.model import AppliedConfig
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, WriteFailed, exit_for_signal, quote
 from spar.judge.context import RoundDoc
 from spar.presets import get_preset, prepare_input
-from spar.progress import make_progress
+from spar.progress import Progress, make_progress
 from spar.records import atomic, readers
 from spar.records.clock import now
 from spar.records.lock import series_lock
+from spar.records.model import ExtensionLine, Finding, ReviewerStatus, RoundRecord
 from spar.records.paths import check_run_out
 from spar.round import caps as caps_mod
 from spar.round import history
@@ -47,9 +48,10 @@ from spar.round.recording import (
     apply_outcome,
     new_round_json,
     reviewer_entry,
+    reviewer_of,
     write_round_outputs,
 )
-from spar.round.runner import ReviewerJob, command_line, run_reviewers
+from spar.round.runner import ReviewerJob, ReviewerOutcome, command_line, run_reviewers
 from spar.round.schema import schema_text
 from spar.round.summary import counts_text
 from spar.round.treeplan import TreePlan, escaped_names, workspace_warnings
@@ -168,13 +170,13 @@ def last_round_elsewhere(series: Path, stage: str, head: str):
     return rounds[-1] if rounds else None
 
 
-def read_series(series: Path) -> tuple[list[dict], list[dict]]:
+def read_series(series: Path) -> tuple[list[RoundRecord], list[ExtensionLine]]:
     """The series' rounds (round.json objects) and extensions; refused when unreadable (G32)."""
     rounds = [readers.read_round(p) for p in readers.series_rounds(series)]
     return rounds, readers.read_extensions(series)
 
 
-def cap_decision(plan: RoundPlan, rounds: list[dict], extensions: list[dict]) -> caps_mod.CapDecision:
+def cap_decision(plan: RoundPlan, rounds: list[RoundRecord], extensions: list[ExtensionLine]) -> caps_mod.CapDecision:
     return caps_mod.decide(
         series=str(plan.series), stage=plan.args.stage, base=plan.base, head=plan.head,
         packet_sha256=plan.packet_sha256, dry_run=plan.args.dry_run, caps=plan.config.caps,
@@ -206,7 +208,7 @@ def _write_inputs(plan: RoundPlan) -> list:
     return jobs
 
 
-def _create_round(plan: RoundPlan, decision: caps_mod.CapDecision) -> tuple[dict, list]:
+def _create_round(plan: RoundPlan, decision: caps_mod.CapDecision) -> tuple[RoundRecord, list[ReviewerJob]]:
     started = now()
     try:
         plan.out.mkdir()
@@ -233,7 +235,8 @@ def _create_round(plan: RoundPlan, decision: caps_mod.CapDecision) -> tuple[dict
     return round_json, jobs
 
 
-async def _reviewers_or_signal(jobs: list, progress) -> tuple[list | None, int | None]:
+async def _reviewers_or_signal(jobs: list[ReviewerJob],
+                               progress: Progress) -> tuple[list[ReviewerOutcome] | None, int | None]:
     """(outcomes, None), or (None, signal number) when SIGINT/SIGTERM came first: the task
     group is cancelled and run_process kills each reviewer's whole process group."""
     caught: list[int] = []
@@ -257,7 +260,8 @@ async def _reviewers_or_signal(jobs: list, progress) -> tuple[list | None, int |
     return (None, caught[0]) if caught else (outcomes, None)
 
 
-def _run_all(plan: RoundPlan, jobs: list, progress) -> tuple[list | None, int | None]:
+def _run_all(plan: RoundPlan, jobs: list[ReviewerJob],
+             progress: Progress) -> tuple[list[ReviewerOutcome] | None, int | None]:
     try:
         return anyio.run(lambda: _reviewers_or_signal(jobs, progress), backend=plan.backend)
     except BaseExceptionGroup as group:
@@ -268,19 +272,20 @@ def _run_all(plan: RoundPlan, jobs: list, progress) -> tuple[list | None, int | 
         raise
 
 
-def _record(plan: RoundPlan, round_json: dict, outcomes: list, progress, workspace_note: str | None) -> list[dict]:
+def _record(plan: RoundPlan, round_json: RoundRecord, outcomes: list[ReviewerOutcome], progress: Progress,
+            workspace_note: str | None) -> list[Finding]:
     """Validate and classify every outcome, then write the records."""
     if workspace_note:
         round_json["warnings"].append(workspace_note)
     ctx = context_from_git(plan.repo, plan.base, plan.head,
                            [d for kind in ("criteria", "rules", "subject") for d in plan.documents[kind]],
                            list(plan.config.check_paths), round_json["links"]["criteria_ids"])
-    findings: list[dict] = []
+    findings: list[Finding] = []
     for outcome in outcomes:
         findings += apply_outcome(round_json, outcome, ctx)
-        entry = next(r for r in round_json["reviewers"] if r["name"] == outcome.name)
-        if outcome.status == "completed":
+        if outcome.status == ReviewerStatus.COMPLETED:
             # the runner said "answered"; the checks decide completed or invalid_output
+            entry = reviewer_of(round_json, outcome.name)
             progress.reviewer_status(outcome.name, entry["status"], entry["reason"])
     history.annotate(plan.out, round_json, findings, ctx)
     write_round_outputs(plan.out, round_json, findings)
@@ -354,7 +359,7 @@ def execute(plan: RoundPlan) -> int:
         signum = None
         try:
             outcomes, signum = _run_all(plan, jobs, progress)
-            if signum is None:
+            if outcomes is not None:  # else a signal came first (signum)
                 note = describe_changes(before, workspace_state(workspace))
                 findings = _record(plan, round_json, outcomes, progress, note)
         finally:

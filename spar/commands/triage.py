@@ -12,12 +12,23 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import cast
 
 from spar import git
 from spar.argparsing import command_parser
 from spar.errors import EXIT_OK, RecordError, Refused, UsageError, quote
-from spar.judge.dispositions import DISPOSITIONS, Key, check_request, parse_of, standing, trace, would_cycle
+from spar.judge.dispositions import (
+    DISPOSITIONS,
+    Key,
+    LookupResult,
+    check_request,
+    parse_of,
+    standing,
+    trace,
+    would_cycle,
+)
 from spar.records import atomic, clock, jsonl, lock, readers
+from spar.records.model import Finding, LedgerLine, RoundRecord
 from spar.round.summary import render_summary
 from spar.series import is_earlier, repository_of, round_folder
 
@@ -69,9 +80,9 @@ class _RoundCache:
 
     def __init__(self, series: Path):
         self.series = series
-        self.rounds: dict[str, tuple[dict, dict[str, dict], dict[str, dict]]] = {}
+        self.rounds: dict[str, tuple[RoundRecord, dict[str, Finding], dict[str, LedgerLine]]] = {}
 
-    def get(self, name: str) -> tuple[dict, dict[str, dict], dict[str, dict]]:
+    def get(self, name: str) -> tuple[RoundRecord, dict[str, Finding], dict[str, LedgerLine]]:
         """(round.json, findings by id, standing ledger line by finding id)."""
         if name not in self.rounds:
             folder = self.series / name
@@ -83,7 +94,7 @@ class _RoundCache:
             self.rounds[name] = (round_json, {f["id"]: f for f in findings}, ledger)
         return self.rounds[name]
 
-    def lookup(self, key: Key):
+    def lookup(self, key: Key) -> LookupResult:
         """For following a chain already in the ledgers: a link to a round that is
         gone (or never had findings) ends the chain; it is not this triage's --of,
         so it is not refused as one. An unreadable round still refuses (G32)."""
@@ -98,7 +109,7 @@ class _RoundCache:
         return "ok", ledger.get(key[1])
 
 
-def _recorded_findings(folder: Path, round_json: dict) -> list[dict]:
+def _recorded_findings(folder: Path, round_json: RoundRecord) -> list[Finding]:
     if round_json.get("dry_run") is True:
         raise Refused(f"round {folder.name} is a dry run; it has no findings")
     recorded = round_json.get("recorded_at") or round_json.get("finished_at")
@@ -107,7 +118,7 @@ def _recorded_findings(folder: Path, round_json: dict) -> list[dict]:
     return readers.read_findings(folder)
 
 
-def _resolve_commit(round_json: dict, rev: str) -> str:
+def _resolve_commit(round_json: RoundRecord, rev: str) -> str:
     repo = repository_of(round_json)
     if not isinstance(repo, str) or not repo:
         raise RecordError(f"round {round_json.get('name')}: round.json names no repository")
@@ -150,7 +161,7 @@ def triage_line(round_dir: Path, series: Path, finding_id: str, disposition: str
     return line
 
 
-def summary_after(round_dir: Path, ledger: list[dict]) -> str:
+def summary_after(round_dir: Path, ledger: list[LedgerLine]) -> str:
     """summary.md as it reads once `ledger` is on disk. Triage does not read
     waivers.jsonl for itself (G32: only waive and gate do), so an unreadable one
     never refuses a triage; the summary then names no waiver, as the gate would."""
@@ -193,10 +204,10 @@ def repeat_lines(round_dir: Path, series: Path) -> tuple[list[tuple[dict, str]],
     return lines, notes
 
 
-def _stamp(line: dict, at: str) -> dict:
+def _stamp(line: dict, at: str) -> LedgerLine:
     line = dict(line)
-    return {"finding": line.pop("finding"), "disposition": line.pop("disposition"),
-            "auto": line.pop("auto"), "at": at, **line}
+    return cast(LedgerLine, {"finding": line.pop("finding"), "disposition": line.pop("disposition"),
+                             "auto": line.pop("auto"), "at": at, **line})
 
 
 def _main_repeats(args) -> int:

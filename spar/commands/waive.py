@@ -13,6 +13,7 @@ from spar.argparsing import command_parser
 from spar.errors import EXIT_OK, RecordError, Refused, quote
 from spar.judge.dispositions import given
 from spar.records import atomic, clock, jsonl, lock, readers
+from spar.records.model import ReviewerEntry, ReviewerStatus, RoundRecord, WaiverLine, find_reviewer, reviewer_names
 from spar.round.summary import render_summary
 from spar.series import round_folder
 
@@ -24,22 +25,20 @@ recorded yet (status pending) or of a dry run, a missing or blank
 Appends {"reviewer", "preset", "user_quote", "at"} to ROUND/waivers.jsonl."""
 
 
-def waivable(round_json: dict, name: str) -> dict:
+def waivable(round_json: RoundRecord, name: str) -> ReviewerEntry:
     """The reviewer entry `name` of a round when it may be waived; Refused otherwise."""
     round_name = round_json.get("name")
     if round_json.get("dry_run") is True:
         raise Refused(f"round {round_name} is a dry run; there is no reviewer to waive")
-    for entry in round_json["reviewers"]:
-        if entry["name"] == name:  # literal (G20)
-            break
-    else:
-        names = ", ".join(e["name"] for e in round_json["reviewers"]) or "none"
-        raise Refused(f"{quote(name)} is not a required reviewer of round {round_name} (its reviewers: {names})")
+    entry = find_reviewer(round_json, name)
+    if entry is None:
+        raise Refused(f"{quote(name)} is not a required reviewer of round {round_name} "
+                      f"(its reviewers: {reviewer_names(round_json)})")
     status = entry["status"]
-    if status == "completed":
+    if status == ReviewerStatus.COMPLETED:
         raise Refused(f"reviewer {name} of round {round_name} completed; "
                       "only a reviewer that did not complete can be waived")
-    if status == "pending":
+    if status == ReviewerStatus.PENDING:
         raise Refused(f"reviewer {name} of round {round_name} has not been recorded yet (status pending)")
     if not isinstance(entry.get("preset"), str) or not entry["preset"]:
         raise RecordError(f"round {round_name}: reviewer {name} has no preset in round.json")
@@ -68,7 +67,7 @@ def main(argv: list[str]) -> int:
         round_json = readers.read_round(round_dir)  # G33: read again
         entry = waivable(round_json, args.reviewer)
         waivers = readers.read_waivers(round_dir)
-        line = {"reviewer": args.reviewer, "preset": entry["preset"], "user_quote": args.user_quote,
+        line: WaiverLine = {"reviewer": args.reviewer, "preset": entry["preset"], "user_quote": args.user_quote,
                 "at": clock.now()}
         # summary.md names waived reviewers; its records are read before the append,
         # so a refusal (an unreadable findings.json or ledger) still writes nothing

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from spar.errors import quote
 from spar.judge.refs import G7_PREFIXES, parse_ref
+from spar.records.model import Finding, LedgerLine, RoundRecord
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 
@@ -39,9 +40,9 @@ class RoundRecords:
     """One round as read from disk."""
 
     name: str  # the round folder's name
-    round: dict  # round.json
-    findings: list[dict]
-    ledger: list[dict]
+    round: RoundRecord  # round.json
+    findings: list[Finding]
+    ledger: list[LedgerLine]
 
 
 @dataclass
@@ -59,12 +60,12 @@ class Item:
     round: str
     reviewer: str
     id: str
-    finding: dict
+    finding: Finding
     kind: str  # head | base | document | unreadable
     path: str  # "." for unreadable
     start: int | None
     end: int | None
-    disposition: dict | None  # the standing ledger line, None when open
+    disposition: LedgerLine | None  # the standing ledger line, None when open
     fingerprint: str
 
     @property
@@ -100,7 +101,7 @@ class Item:
         return "\n\n".join(p for p in parts if p)
 
 
-def _outside_documents(round_json: dict) -> set[str]:
+def _outside_documents(round_json: RoundRecord) -> set[str]:
     """Names of the round's documents that lie outside its repository."""
     repo = round_json.get("repository") or ""
     root = repo.rstrip(os.sep) + os.sep
@@ -113,10 +114,10 @@ def _outside_documents(round_json: dict) -> set[str]:
     return names
 
 
-def _location(finding: dict, outside: set[str]) -> tuple[str, str, int | None, int | None]:
-    if finding.get("location_unreadable") or not finding.get("path"):
+def _location(finding: Finding, outside: set[str]) -> tuple[str, str, int | None, int | None]:
+    path = finding.get("path")
+    if finding.get("location_unreadable") or not path:
         return "unreadable", ".", None, None
-    path = finding["path"]
     # the path is already settled (G7); parse only for the prefix and the lines
     parsed = parse_ref(str(finding.get("location", "")), G7_PREFIXES, lambda prefix, p: True)
     if parsed.prefix != "base/" and path in outside:
@@ -153,7 +154,7 @@ def collect(rounds: list[RoundRecords], lookup: Lookup | None = None) -> tuple[l
     `lookup(name)` reads another round of the series when a chain of repeats or
     duplicates leads there, so a fingerprint does not depend on which rounds
     were given; None (or a round it cannot read) ends the chain there."""
-    standing: dict[str, dict] = {}
+    standing: dict[str, LedgerLine] = {}
     for r in rounds:
         for line in r.ledger:
             standing[f"{r.name}/{line['finding']}"] = line
@@ -202,7 +203,7 @@ def collect(rounds: list[RoundRecords], lookup: Lookup | None = None) -> tuple[l
     return items, reviewers
 
 
-def justification(line: dict) -> str:
+def justification(line: LedgerLine) -> str:
     """Why a finding is not open, in words, from its standing ledger line."""
     disposition = line.get("disposition", "")
     parts = [disposition]

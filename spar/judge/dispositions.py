@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from spar.errors import Refused
 from spar.judge.refs import is_blank
+from spar.records.model import LedgerLine
 
 DISPOSITIONS = ("fixed", "duplicate", "rejected", "deferred", "answered")
 
@@ -57,7 +58,7 @@ def check_request(finding_id: str, finding_class: str, disposition: str,
         raise Refused(
             f"finding {finding_id} is {finding_class}; --to {disposition} is only for {allowed} findings"
         )
-    present = {key: value for key, value in options.items() if given(value)}
+    present = {key: value for key, value in options.items() if value is not None and given(value)}
     unknown = [key for key in present if key not in OPTION_FLAGS]
     if unknown:
         raise Refused(f"unknown triage option {unknown[0]!r}")
@@ -83,11 +84,14 @@ def parse_of(text: str, current_round: str) -> tuple[str, str]:
     return round_name, finding_id
 
 
-def standing(ledger: list[dict]) -> dict[str, dict]:
-    """The latest ledger line per finding stands (history stays on disk)."""
-    out: dict[str, dict] = {}
+def standing(ledger: list[LedgerLine]) -> dict[str, LedgerLine]:
+    """The latest ledger line per finding stands (history stays on disk). A line
+    without a finding ID (a ledger nobody checked) names nothing."""
+    out: dict[str, LedgerLine] = {}
     for line in ledger:
-        out[line["finding"]] = line
+        finding = line.get("finding")
+        if isinstance(finding, str):
+            out[finding] = line
     return out
 
 
@@ -114,7 +118,8 @@ class Trace:
 
 
 # lookup(key) -> ("ok", standing line or None) | ("missing", why) | ("unreadable", why)
-Lookup = Callable[[Key], tuple[str, object]]
+LookupResult = tuple[str, "LedgerLine | str | None"]
+Lookup = Callable[[Key], LookupResult]
 
 
 def trace(start: Key, lookup: Lookup) -> Trace:
@@ -132,9 +137,9 @@ def trace(start: Key, lookup: Lookup) -> Trace:
         state, value = lookup(key)
         if state != "ok":
             return Trace(state, chain, str(value))
-        line = value
-        if not line:
+        if value is None or isinstance(value, str) or not value:
             return Trace("open", chain)
+        line = value
         if line.get("disposition") != "duplicate":
             return Trace("disposed", chain)
         of = line.get("of")

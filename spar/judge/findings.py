@@ -7,16 +7,19 @@ class, class_reason, claimed_link_kind, claimed_link (the reviewer's own values)
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from spar.judge.classify import classify
 from spar.judge.context import RoundContext
 from spar.judge.globs import match_any
 from spar.judge.locate import confirm_link, locate
 from spar.judge.result import FINDING_KEYS, FINDING_OPTIONAL
+from spar.records.model import Finding
 
 _ITEM_KEYS = tuple(k for k in FINDING_KEYS if k != "id") + FINDING_OPTIONAL
 
 
-def build_finding(reviewer: str, n: int, item: dict, ctx: RoundContext) -> dict:
+def build_finding(reviewer: str, n: int, item: dict, ctx: RoundContext) -> Finding:
     """The findings.json entry `<reviewer>-F<n>` for one validated finding item."""
     located = locate(item["location"], ctx)
     confirmed = confirm_link(item["link_kind"], item["link"], ctx)
@@ -25,7 +28,7 @@ def build_finding(reviewer: str, n: int, item: dict, ctx: RoundContext) -> dict:
                       and match_any(ctx.check_paths, located.path))
     cls, reason = classify(item, in_check_paths=in_check_paths, link_confirmed=confirmed,
                            unreadable=located.unreadable, why=located.why)
-    entry = {"id": f"{reviewer}-F{n}", "reviewer": reviewer, "reviewer_id": item["id"]}
+    entry: dict[str, Any] = {"id": f"{reviewer}-F{n}", "reviewer": reviewer, "reviewer_id": item["id"]}
     for key in _ITEM_KEYS:
         if key in item:
             entry[key] = item[key]
@@ -40,15 +43,15 @@ def build_finding(reviewer: str, n: int, item: dict, ctx: RoundContext) -> dict:
         "claimed_link_kind": item["link_kind"],
         "claimed_link": item["link"],
     })
-    return entry
+    return cast(Finding, entry)
 
 
-def build_findings(reviewer: str, result: dict, ctx: RoundContext) -> list[dict]:
+def build_findings(reviewer: str, result: dict, ctx: RoundContext) -> list[Finding]:
     """Entries for every finding of one reviewer's validated result, numbered from 1."""
     return [build_finding(reviewer, n, item, ctx) for n, item in enumerate(result["findings"], 1)]
 
 
-def auto_deferrals(findings: list[dict]) -> list[str]:
+def auto_deferrals(findings: list[Finding]) -> list[str]:
     """IDs deferred automatically when the round is recorded: hardening findings whose
     location was read (an unreadable hardening finding keeps no disposition, §4)."""
     return [f["id"] for f in findings

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from spar.config.model import STAGES
-from spar.judge.dispositions import BLOCKING_CLASSES, Key, Trace, standing, trace
+from spar.judge.dispositions import BLOCKING_CLASSES, Key, Lookup, LookupResult, Trace, standing, trace
+from spar.records.model import Finding, LedgerLine, ReviewerEntry, RoundRecord, WaiverLine
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 SCHEMA = "review-gate/v1"
@@ -26,10 +27,10 @@ class ListedRound:
     series_arg: str  # dirname of `arg`, used in reasons
     series: str  # real absolute series path, the grouping key
     name: str
-    round: dict | None = None
-    findings: list[dict] | None = None
-    ledger: list[dict] | None = None
-    waivers: list[dict] | None = None
+    round: RoundRecord | None = None
+    findings: list[Finding] | None = None
+    ledger: list[LedgerLine] | None = None
+    waivers: list[WaiverLine] | None = None
     error: str | None = None  # round records unreadable
     waivers_error: str | None = None
 
@@ -44,13 +45,20 @@ class ListedRound:
             return "not_recorded"
         return "ok"
 
+    @property
+    def record(self) -> RoundRecord:
+        """round.json of a round that was read (any state but `unreadable`)."""
+        if self.round is None:
+            raise ValueError(f"round {self.arg} was not read")
+        return self.round
+
 
 @dataclass
 class SeriesRound:
     """A round folder found by listing a series (listed or not)."""
 
     name: str
-    round: dict | None
+    round: RoundRecord | None
     error: str | None = None
     has_findings: bool = False
 
@@ -83,7 +91,7 @@ class HeadCheck:
 
 
 # lookup for findings of rounds that were not listed: (series path, key) -> see dispositions.Lookup
-ExtraLookup = Callable[[str, Key], tuple[str, object]]
+ExtraLookup = Callable[[str, Key], LookupResult]
 
 
 def round_problem(round_json: object) -> str | None:
@@ -133,16 +141,16 @@ def latest_round(listed: list[ListedRound], stage: str | None = None) -> ListedR
     best: tuple[str, int] | None = None
     found = None
     for index, item in enumerate(listed):
-        if item.state != "ok" or (stage is not None and item.round.get("stage") != stage):
+        if item.state != "ok" or (stage is not None and item.record.get("stage") != stage):
             continue
-        started = item.round.get("started_at")
+        started = item.record.get("started_at")
         rank = (started if isinstance(started, str) else "", index)
         if best is None or rank >= best:
             best, found = rank, item
     return found
 
 
-def _same_input(a: dict, b: dict) -> bool:
+def _same_input(a: RoundRecord, b: RoundRecord) -> bool:
     """Design §8's rerun test: same stage, base, head and packet_sha256."""
     if not isinstance(a.get("packet_sha256"), str):
         return False
@@ -158,7 +166,7 @@ class StageReviewers:
     required: list[str]
     completed: list[str]
     waived: list[str]
-    missing: list[tuple[ListedRound, dict]]  # (round naming it last, its reviewer entry)
+    missing: list[tuple[ListedRound, ReviewerEntry]]  # (round naming it last, its reviewer entry)
 
     def record(self) -> dict:
         return {"stage": self.stage, "round": self.latest.name, "path": self.latest.path,
@@ -175,16 +183,16 @@ def stage_reviewers(listed: list[ListedRound], series: str, stage: str) -> Stage
     latest = latest_round(mine, stage)
     if latest is None:
         return None
-    group = [item for item in mine if item.state == "ok" and item.round.get("stage") == stage
-             and (item is latest or _same_input(item.round, latest.round))]
+    group = [item for item in mine if item.state == "ok" and item.record.get("stage") == stage
+             and (item is latest or _same_input(item.record, latest.record))]
     group.sort(key=lambda item: (_started(item), mine.index(item)))
     required: list[str] = []
     done: set[str] = set()
     waived_names: set[str] = set()
-    last_entry: dict[str, tuple[ListedRound, dict]] = {}
+    last_entry: dict[str, tuple[ListedRound, ReviewerEntry]] = {}
     for item in group:
         waivers = {w.get("reviewer") for w in (item.waivers or []) if isinstance(w, dict)}
-        for entry in item.round["reviewers"]:
+        for entry in item.record["reviewers"]:
             name = entry["name"]
             if name not in required:
                 required.append(name)
@@ -200,7 +208,7 @@ def stage_reviewers(listed: list[ListedRound], series: str, stage: str) -> Stage
 
 
 def _started(item: ListedRound) -> str:
-    started = item.round.get("started_at") if isinstance(item.round, dict) else None
+    started = item.round.get("started_at") if item.round is not None else None
     return started if isinstance(started, str) else ""
 
 
@@ -249,8 +257,8 @@ def head_reasons(latest: ListedRound | None, head: HeadCheck | None) -> list[str
         return []
     if head.error is not None:
         return [f"the expected head ({head.source}) cannot be resolved: {head.error}"]
-    if head.expected != latest.round["head"]:
-        return [f"round {latest.arg} reviewed head {latest.round['head']}, but {head.source} is {head.expected}"]
+    if head.expected != latest.record["head"]:
+        return [f"round {latest.arg} reviewed head {latest.record['head']}, but {head.source} is {head.expected}"]
     return []
 
 
@@ -295,11 +303,11 @@ RoundKey = tuple[str, str]  # (series path, round name)
 
 
 def _lookup_in(series_path: str, ids_by_round: dict[RoundKey, set[str]], standing_by_round: dict[RoundKey, dict],
-               extra_lookup: ExtraLookup | None) -> Callable[[Key], tuple[str, object]]:
+               extra_lookup: ExtraLookup | None) -> Lookup:
     """Finding lookup for duplicate tracing inside one series: listed rounds
     first, then `extra_lookup` for rounds that were not listed."""
 
-    def lookup(key: Key) -> tuple[str, object]:
+    def lookup(key: Key) -> LookupResult:
         where = (series_path, key[0])
         if where in ids_by_round:
             if key[1] not in ids_by_round[where]:
@@ -354,7 +362,7 @@ def growth(listed: list[ListedRound], traces: dict[tuple[str, str, str], Trace])
     code = latest_round(listed, "code")
     # "the last fix" exists only when an earlier code round was reviewed: the first
     # code round's defects are the change itself and already block as open findings
-    if code is None or not any(item.state == "ok" and item is not code and item.round.get("stage") == "code"
+    if code is None or not any(item.state == "ok" and item is not code and item.record.get("stage") == "code"
                                and item.series == code.series for item in listed):
         return out
     for finding in code.findings or []:
@@ -375,8 +383,8 @@ def growth(listed: list[ListedRound], traces: dict[tuple[str, str, str], Trace])
 
 def round_entry(item: ListedRound) -> dict:
     """The gate file's `rounds[]` entry of a listed round."""
-    r = item.round if isinstance(item.round, dict) else {}
-    entry = {key: r.get(key) for key in ("stage", "head", "base", "packet_sha256", "counted", "dry_run")}
+    keys = ("stage", "head", "base", "packet_sha256", "counted", "dry_run")
+    entry = {key: item.round.get(key) if item.round is not None else None for key in keys}
     return {"path": item.path, "name": item.name, **entry, "state": item.state}
 
 
@@ -394,15 +402,15 @@ def judge(
     grown = growth(listed, tally.traces)
     reasons = (listed_round_reasons(listed) + unlisted_round_reasons(listed, series) + head_reasons(latest, head)
                + reviewer_reasons(by_key) + tally.reasons + grown.reasons)
-    top = by_key.get((latest.series, latest.round["stage"])) if latest is not None else None
+    top = by_key.get((latest.series, latest.record["stage"])) if latest is not None else None
     required, completed, waived = (top.required, top.completed, top.waived) if top else ([], [], [])
     return {
         "schema": SCHEMA,
         "state": "blocked" if reasons else "passed",
         "reasons": reasons,
-        "head": latest.round["head"] if latest else None,
-        "base": latest.round["base"] if latest else None,
-        "criteria_digest": latest.round.get("criteria_digest") if latest else None,
+        "head": latest.record["head"] if latest else None,
+        "base": latest.record["base"] if latest else None,
+        "criteria_digest": latest.record.get("criteria_digest") if latest else None,
         "expect_head": head.expected if head is not None else None,
         "rounds": [round_entry(item) for item in listed],
         "required_reviewers": required,

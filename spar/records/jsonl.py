@@ -8,6 +8,7 @@ readers refuse a torn line instead of guessing (G32).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ def dumps_line(obj: Any) -> bytes:
     return (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
 
 
-def append(path: Path | str, obj: dict) -> None:
+def append(path: Path | str, obj: Mapping[str, object]) -> None:
     atomic.append_line(path, dumps_line(obj))
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 from spar.errors import RecordError, quote
 from spar.judge.refs import trim
 from spar.records import jsonl
+from spar.records.model import ExtensionLine, Finding, LedgerLine, RoundRecord, WaiverLine
 
 ROUND_SCHEMA = "review-round/v1"
 STAGES = ("plan", "plan-delta", "code")
@@ -48,11 +49,11 @@ def read_json(path: Path) -> Any:
         raise RecordError(f"{path}: not JSON ({exc})") from None
 
 
-def _is_str(value: Any) -> bool:
+def _is_str(value: object) -> TypeGuard[str]:
     return isinstance(value, str)
 
 
-def read_round(round_dir: Path | str) -> dict:
+def read_round(round_dir: Path | str) -> RoundRecord:
     """round.json as written by this spar; standpoint fields default to "none"."""
     path = Path(round_dir) / ROUND_FILE
     data = read_json(path)
@@ -79,10 +80,10 @@ def read_round(round_dir: Path | str) -> dict:
     data.setdefault("standpoints", [])
     data.setdefault("standpoints_uncovered", [])
     data.setdefault("decisions", [])
-    return data
+    return cast(RoundRecord, data)
 
 
-def read_findings(round_dir: Path | str, *, missing_ok: bool = False) -> list[dict]:
+def read_findings(round_dir: Path | str, *, missing_ok: bool = False) -> list[Finding]:
     """findings.json; a finding without location_unreadable had its location read.
     A missing smallest_fix is left absent (absent and "" both mean no direction)."""
     path = Path(round_dir) / FINDINGS_FILE
@@ -95,14 +96,14 @@ def read_findings(round_dir: Path | str, *, missing_ok: bool = False) -> list[di
         if not isinstance(finding, dict) or not _is_str(finding.get("id")):
             raise RecordError(f"{path}: finding {number} is not an object with an id")
         finding.setdefault("location_unreadable", False)
-    return data
+    return cast(list[Finding], data)
 
 
 def _line_error(path: Path, number: int, what: str) -> RecordError:
     return RecordError(f"{path}:{number}: {what}")
 
 
-def read_ledger(round_dir: Path | str) -> list[dict]:
+def read_ledger(round_dir: Path | str) -> list[LedgerLine]:
     """ledger.jsonl in file order; a round without one has no dispositions."""
     path = Path(round_dir) / LEDGER_FILE
     lines = jsonl.read(path, missing_ok=True)
@@ -111,10 +112,10 @@ def read_ledger(round_dir: Path | str) -> list[dict]:
             raise _line_error(path, number, "finding is missing or not a string")
         if line.get("disposition") not in DISPOSITIONS:
             raise _line_error(path, number, f"disposition is not one of {', '.join(DISPOSITIONS)}")
-    return lines
+    return cast(list[LedgerLine], lines)
 
 
-def read_waivers(round_dir: Path | str) -> list[dict]:
+def read_waivers(round_dir: Path | str) -> list[WaiverLine]:
     """waivers.jsonl; none means no decision. Every line needs reviewer, preset and
     a user_quote that is not blank."""
     path = Path(round_dir) / WAIVERS_FILE
@@ -127,10 +128,10 @@ def read_waivers(round_dir: Path | str) -> list[dict]:
         # whitespace as Go's unicode.IsSpace (str.strip() would also remove U+001C..U+001F)
         if not _is_str(quote_text) or not trim(quote_text):
             raise _line_error(path, number, "user_quote is missing or empty")
-    return lines
+    return cast(list[WaiverLine], lines)
 
 
-def read_extensions(series: Path | str) -> list[dict]:
+def read_extensions(series: Path | str) -> list[ExtensionLine]:
     """extensions.jsonl of a series; a line without cause/reason is an extension
     with no recorded cause (both then read as None)."""
     path = Path(series) / EXTENSIONS_FILE
@@ -145,7 +146,7 @@ def read_extensions(series: Path | str) -> list[dict]:
             if line.get(key) is not None and not _is_str(line[key]):
                 raise _line_error(path, number, f"{key} is not a string")
             line.setdefault(key, None)
-    return lines
+    return cast(list[ExtensionLine], lines)
 
 
 def series_rounds(series: Path | str) -> list[Path]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from spar.config.model import CAP_KEYS
 from spar.errors import Refused
+from spar.records.model import ExtensionLine, RoundRecord
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class CapDecision:
     rerun_of: str | None  # the earlier round with the same input, when not counted
 
 
-def stage_cap(stage: str, caps: dict[str, int], extensions: list[dict]) -> tuple[int, int, int]:
+def stage_cap(stage: str, caps: dict[str, int], extensions: list[ExtensionLine]) -> tuple[int, int, int]:
     """(cap, project cap, sum of extensions) for one stage."""
     project = int(caps[CAP_KEYS[stage]])
     extra = sum(int(e.get("by", 0)) for e in extensions if e.get("stage") == stage)
@@ -41,8 +42,8 @@ def decide(
     packet_sha256: str,
     dry_run: bool,
     caps: dict[str, int],
-    extensions: list[dict],
-    rounds: list[dict],
+    extensions: list[ExtensionLine],
+    rounds: list[RoundRecord],
 ) -> CapDecision:
     """`rounds` are the series' round.json objects (each with `name`); refused (65) at the cap."""
     cap, project, extra = stage_cap(stage, caps, extensions)

@@ -19,7 +19,7 @@ import ctypes
 import os
 import signal
 import time
-from typing import Callable
+from collections.abc import Callable
 
 PR_SET_CHILD_SUBREAPER = 36
 _POLL = 0.02

@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Literal, cast, get_args
 
 from spar import __version__
-from spar.config.model import ReviewerConfig, sha256_canonical
+from spar.config.model import AppliedConfig, ReviewerConfig, sha256_canonical
 from spar.errors import RecordError
 from spar.judge.context import RoundContext, RoundDoc
 from spar.judge.criteria import ids_of_documents
@@ -20,24 +21,33 @@ from spar.judge.findings import auto_deferrals, build_findings
 from spar.judge.result import InvalidOutput, is_could_not_review, validate_result
 from spar.records import atomic, jsonl, readers
 from spar.records.clock import now
+from spar.records.model import (
+    UNFINISHED,
+    Finding,
+    LedgerLine,
+    Links,
+    ReviewerEntry,
+    ReviewerStatus,
+    RoundRecord,
+    find_reviewer,
+)
 from spar.round.context import context_from_git
 from spar.round.summary import render_summary
 
 SCHEMA = "review-round/v1"
-# a reviewer in one of these states has not finished; the round is not finished either
-UNFINISHED = ("pending", "awaiting_record")
-COMPLETED_KEYS = ("verdict", "reviewed_head", "angles_checked", "angles_unchecked", "limits", "finding_count")
+CompletedKey = Literal["verdict", "reviewed_head", "angles_checked", "angles_unchecked", "limits", "finding_count"]
+COMPLETED_KEYS: tuple[CompletedKey, ...] = get_args(CompletedKey)
 
 
 # ------------------------------------------------------------------ round.json building
 
 
-def reviewer_entry(cfg: ReviewerConfig, standpoint: str | None) -> dict:
+def reviewer_entry(cfg: ReviewerConfig, standpoint: str | None) -> ReviewerEntry:
     """A reviewer entry before it ran (`pending`)."""
     return {
         "name": cfg.name,
         "preset": cfg.preset,
-        "status": "pending",
+        "status": ReviewerStatus.PENDING,
         "reason": "",
         "resets": None,
         "model": cfg.model,
@@ -55,7 +65,7 @@ def criteria_digest(criteria: list[RoundDoc]) -> str:
     return sha256_canonical([{"name": d.name, "sha256": hashlib.sha256(d.text).hexdigest()} for d in criteria])
 
 
-def links_record(documents: dict[str, list[RoundDoc]]) -> dict:
+def links_record(documents: dict[str, list[RoundDoc]]) -> Links:
     return {
         "rules": [
             {"names": [d.name, d.real_path], "file_name": d.file_name, "lines": d.lines}
@@ -65,22 +75,22 @@ def links_record(documents: dict[str, list[RoundDoc]]) -> dict:
     }
 
 
-def standpoints_uncovered(round_json: dict) -> list[str]:
+def standpoints_uncovered(round_json: RoundRecord) -> list[str]:
     """Standpoint reviewers without a completed reviewer (also those not in this round)."""
-    done = {r["name"] for r in round_json.get("reviewers", []) if r.get("status") == "completed"}
+    done = {r["name"] for r in round_json.get("reviewers", []) if r.get("status") == ReviewerStatus.COMPLETED}
     return [sp["reviewer"] for sp in round_json.get("standpoints") or [] if sp["reviewer"] not in done]
 
 
 # ------------------------------------------------------------------ one reviewer's result
 
 
-def _clear_completed(entry: dict) -> None:
+def _clear_completed(entry: ReviewerEntry) -> None:
     for key in COMPLETED_KEYS:
         entry.pop(key, None)
     entry["standpoint_report"] = None
 
 
-def record_reviewer_result(round_json: dict, name: str, result: object, ctx: RoundContext) -> list[dict]:
+def record_reviewer_result(round_json: RoundRecord, name: str, result: object, ctx: RoundContext) -> list[Finding]:
     """Validate and classify one reviewer's result object.
 
     Updates that reviewer's entry in `round_json` in place (status `completed`,
@@ -100,44 +110,42 @@ def record_reviewer_result(round_json: dict, name: str, result: object, ctx: Rou
             assigned=entry.get("standpoint") is not None,
         )
     except InvalidOutput as exc:
-        entry["status"] = "invalid_output"
+        entry["status"] = ReviewerStatus.INVALID_OUTPUT
         entry["reason"] = exc.reason
         return []
     if is_could_not_review(accepted):
-        entry["status"] = "failed"
+        entry["status"] = ReviewerStatus.FAILED
         entry["reason"] = "could_not_review" + (f": {accepted['limits']}" if accepted["limits"].strip() else "")
         return []
     findings = build_findings(name, accepted, ctx)
-    entry["status"] = "completed"
+    entry["status"] = ReviewerStatus.COMPLETED
     entry["reason"] = ""
     entry["standpoint_report"] = accepted["standpoint_report"]
-    entry.update(
-        verdict=accepted["verdict"],
-        reviewed_head=accepted["reviewed_head"],
-        angles_checked=accepted["angles_checked"],
-        angles_unchecked=accepted["angles_unchecked"],
-        limits=accepted["limits"],
-        finding_count=len(findings),
-    )
+    entry["verdict"] = accepted["verdict"]
+    entry["reviewed_head"] = accepted["reviewed_head"]
+    entry["angles_checked"] = accepted["angles_checked"]
+    entry["angles_unchecked"] = accepted["angles_unchecked"]
+    entry["limits"] = accepted["limits"]
+    entry["finding_count"] = len(findings)
     return findings
 
 
-def record_invalid(round_json: dict, name: str, reason: str) -> None:
+def record_invalid(round_json: RoundRecord, name: str, reason: str) -> None:
     """An answer that is not one JSON object: invalid_output with the reason given."""
     entry = reviewer_of(round_json, name)
     _clear_completed(entry)
-    entry["status"] = "invalid_output"
+    entry["status"] = ReviewerStatus.INVALID_OUTPUT
     entry["reason"] = reason
 
 
-def apply_outcome(round_json: dict, outcome, ctx: RoundContext) -> list[dict]:
+def apply_outcome(round_json: RoundRecord, outcome, ctx: RoundContext) -> list[Finding]:
     """Record one runner outcome (`spar run`): the run's facts, then the result's checks."""
     entry = reviewer_of(round_json, outcome.name)
     entry["resets"] = outcome.resets
     entry["observed_model"] = outcome.observed_model
-    entry["attempts"] = [dict(a) for a in outcome.attempts]
+    entry["attempts"] = [a.copy() for a in outcome.attempts]
     entry["model"] = outcome.model  # the last attempt's model (the fallback after a quota refusal)
-    if outcome.status != "completed":
+    if outcome.status != ReviewerStatus.COMPLETED:
         _clear_completed(entry)
         entry["status"] = outcome.status
         entry["reason"] = outcome.reason
@@ -148,21 +156,22 @@ def apply_outcome(round_json: dict, outcome, ctx: RoundContext) -> list[dict]:
     return record_reviewer_result(round_json, outcome.name, outcome.result, ctx)
 
 
-def reviewer_of(round_json: dict, name: str) -> dict:
-    for entry in round_json.get("reviewers", []):
-        if entry.get("name") == name:
-            return entry
-    raise RecordError(f"round {round_json.get('name')}: no reviewer named {name!r}")
+def reviewer_of(round_json: RoundRecord, name: str) -> ReviewerEntry:
+    entry = find_reviewer(round_json, name)
+    if entry is None:
+        raise RecordError(f"round {round_json.get('name')}: no reviewer named {name!r}")
+    return entry
 
 
-def merge_findings(existing: list[dict], name: str, new: list[dict], reviewer_order: list[str]) -> list[dict]:
+def merge_findings(existing: list[Finding], name: str, new: list[Finding],
+                   reviewer_order: list[str]) -> list[Finding]:
     """Replace `name`'s findings by `new`, keeping reviewer order (findings.json order)."""
-    by_reviewer: dict[str, list[dict]] = {}
+    by_reviewer: dict[str, list[Finding]] = {}
     for f in existing:
         if f.get("reviewer") != name:
-            by_reviewer.setdefault(f.get("reviewer"), []).append(f)
+            by_reviewer.setdefault(f.get("reviewer") or "", []).append(f)
     by_reviewer[name] = list(new)
-    out: list[dict] = []
+    out: list[Finding] = []
     for reviewer in reviewer_order:
         out += by_reviewer.pop(reviewer, [])
     for rest in by_reviewer.values():  # findings of a name no longer listed stay, at the end
@@ -173,7 +182,7 @@ def merge_findings(existing: list[dict], name: str, new: list[dict], reviewer_or
 # ------------------------------------------------------------------ the files
 
 
-def finish_round_json(round_json: dict, at: str | None = None) -> dict:
+def finish_round_json(round_json: RoundRecord, at: str | None = None) -> RoundRecord:
     """Mark the round recorded: `recorded_at`, `finished_at` unless a reviewer is unfinished,
     and `standpoints_uncovered`. Changes and returns `round_json`."""
     at = at or now()
@@ -186,8 +195,8 @@ def finish_round_json(round_json: dict, at: str | None = None) -> dict:
     return round_json
 
 
-def write_round_outputs(round_dir: str | Path, round_json: dict, findings: list[dict],
-                        new_findings: list[dict] | None = None, *, at: str | None = None) -> None:
+def write_round_outputs(round_dir: str | Path, round_json: RoundRecord, findings: list[Finding],
+                        new_findings: list[Finding] | None = None, *, at: str | None = None) -> None:
     """Write findings.json, append the automatic deferrals of `new_findings` (default: all)
     to ledger.jsonl, write summary.md, then round.json (recorded) last: a reader that
     sees `recorded_at` finds everything else in place."""
@@ -197,14 +206,15 @@ def write_round_outputs(round_dir: str | Path, round_json: dict, findings: list[
     # read before the first write: a refusal after it would leave the round half-updated.
     # waivers.jsonl is only judged by waive and gate (G32); unreadable here = none shown
     ledger_path = round_dir / "ledger.jsonl"
-    ledger = jsonl.read(ledger_path, missing_ok=True)
+    # lines as they are: summary.md shows what stands, and only triage and gate judge lines
+    ledger = cast(list[LedgerLine], jsonl.read(ledger_path, missing_ok=True))
     try:
         waivers = readers.read_waivers(round_dir)
     except RecordError:
         waivers = []
     atomic.write_json(round_dir / "findings.json", findings)
     for fid in auto_deferrals(new_findings):
-        line = {"finding": fid, "disposition": "deferred", "auto": True, "at": at}
+        line: LedgerLine = {"finding": fid, "disposition": "deferred", "auto": True, "at": at}
         jsonl.append(ledger_path, line)
         ledger.append(line)
     if not ledger_path.exists():
@@ -215,7 +225,7 @@ def write_round_outputs(round_dir: str | Path, round_json: dict, findings: list[
     atomic.write_json(round_dir / "round.json", round_json)
 
 
-def context_for_round(round_json: dict) -> RoundContext:
+def context_for_round(round_json: RoundRecord) -> RoundContext:
     """The judging context of a recorded round, rebuilt from round.json alone (for `spar record`):
     its commits, check paths, criterion IDs and documents as they were when the round ran.
 
@@ -239,9 +249,10 @@ def context_for_round(round_json: dict) -> RoundContext:
 
 
 def new_round_json(*, name: str, stage: str, repository: str, base: str, head: str, expect_head: str | None,
-                   packet_sha256: str, documents: dict[str, list[RoundDoc]], config, reviewers: list[dict],
+                   packet_sha256: str, documents: dict[str, list[RoundDoc]], config: AppliedConfig,
+                   reviewers: list[ReviewerEntry],
                    standpoints: list[tuple[str, str]], decisions: list[tuple[str, str]], counted: bool,
-                   dry_run: bool, started_at: str) -> dict:
+                   dry_run: bool, started_at: str) -> RoundRecord:
     """round.json as written before any reviewer runs (no finished_at, reviewers pending)."""
     from spar.round.documents import documents_record
 

@@ -6,7 +6,11 @@ them renders exactly as before standpoints existed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from spar.judge.dispositions import standing
 from spar.judge.repeats import group_order
+from spar.records.model import Finding, LedgerLine, RoundRecord, WaiverLine
 from spar.round import usage
 
 CLASS_ORDER = ("defect", "requirement-question", "hardening", "note")
@@ -29,17 +33,7 @@ def _code(value) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
-def latest_dispositions(ledger: list[dict]) -> dict[str, dict]:
-    """The line that stands per finding: the latest one."""
-    out: dict[str, dict] = {}
-    for line in ledger:
-        fid = line.get("finding")
-        if isinstance(fid, str):
-            out[fid] = line
-    return out
-
-
-def class_counts(findings: list[dict]) -> dict[str, int]:
+def class_counts(findings: list[Finding]) -> dict[str, int]:
     counts = dict.fromkeys(CLASS_ORDER, 0)
     for f in findings:
         cls = f.get("class")
@@ -48,12 +42,12 @@ def class_counts(findings: list[dict]) -> dict[str, int]:
     return counts
 
 
-def counts_text(findings: list[dict]) -> str:
+def counts_text(findings: list[Finding]) -> str:
     counts = class_counts(findings)
     return ", ".join(f"{counts[c]} {c}" for c in CLASS_ORDER)
 
 
-def _disposition(finding: dict, standing: dict[str, dict]) -> str:
+def _disposition(finding: Finding, standing: dict[str, LedgerLine]) -> str:
     line = standing.get(finding.get("id"))
     if not line:
         return "-"
@@ -63,7 +57,7 @@ def _disposition(finding: dict, standing: dict[str, dict]) -> str:
     return text
 
 
-def _header(rj: dict) -> list[str]:
+def _header(rj: RoundRecord) -> list[str]:
     out = [
         f"# Review round {rj.get('name', '')}",
         "",
@@ -82,7 +76,7 @@ def _header(rj: dict) -> list[str]:
     return out + [""]
 
 
-def _reviewers(rj: dict) -> list[str]:
+def _reviewers(rj: RoundRecord) -> list[str]:
     out = [
         "## Reviewers",
         "",
@@ -117,7 +111,7 @@ def _reviewers(rj: dict) -> list[str]:
     return out
 
 
-def _standpoints(rj: dict) -> list[str]:
+def _standpoints(rj: RoundRecord) -> list[str]:
     standpoints = rj.get("standpoints") or []
     if not standpoints:
         return []
@@ -146,7 +140,7 @@ def _standpoints(rj: dict) -> list[str]:
     return out
 
 
-def _angles(rj: dict) -> list[str]:
+def _angles(rj: RoundRecord) -> list[str]:
     done = [r for r in rj.get("reviewers", []) if r.get("status") == "completed"]
     if not done:
         return []
@@ -161,7 +155,7 @@ def _angles(rj: dict) -> list[str]:
     return out + [""]
 
 
-def _repeat(finding: dict) -> str:
+def _repeat(finding: Finding) -> str:
     rep = finding.get("repeat_of")
     if not isinstance(rep, dict):
         return "-"
@@ -169,7 +163,7 @@ def _repeat(finding: dict) -> str:
     return f"{rep.get('round')}/{rep.get('finding')} ({decided})"
 
 
-def _seen_by(finding: dict) -> str:
+def _seen_by(finding: Finding) -> str:
     others = finding.get("corroborated_by") or []
     if not others:
         return "-"
@@ -177,7 +171,7 @@ def _seen_by(finding: dict) -> str:
     return f"{', '.join(str(o) for o in others)} ({vendors} vendor{'s' if vendors != 1 else ''})"
 
 
-def _findings(findings: list[dict], standing: dict[str, dict]) -> list[str]:
+def _findings(findings: list[Finding], standing: dict[str, LedgerLine]) -> list[str]:
     out = ["## Findings", "", counts_text(findings) + ".", ""]
     if not findings:
         return out
@@ -208,7 +202,7 @@ def _findings(findings: list[dict], standing: dict[str, dict]) -> list[str]:
     return out + [""]
 
 
-def _smallest_fixes(findings: list[dict]) -> list[str]:
+def _smallest_fixes(findings: list[Finding]) -> list[str]:
     out = ["## Smallest fixes", ""]
     fixes = [f for f in findings if isinstance(f.get("smallest_fix"), str) and f["smallest_fix"].strip()]
     if not fixes:
@@ -224,14 +218,15 @@ def _waivers(waivers) -> list[str]:
     return out + [""] if out else []
 
 
-def render_summary(round_json: dict, findings: list[dict], ledger: list[dict], waivers=()) -> str:
-    standing = latest_dispositions(ledger)
+def render_summary(round_json: RoundRecord, findings: list[Finding], ledger: list[LedgerLine],
+                   waivers: Sequence[WaiverLine] = ()) -> str:
+    lines = standing(ledger)
     parts: list[str] = []
     parts += _header(round_json)
     parts += _reviewers(round_json)
     parts += _waivers(waivers)
     parts += _standpoints(round_json)
     parts += _angles(round_json)
-    parts += _findings(findings, standing)
+    parts += _findings(findings, lines)
     parts += _smallest_fixes(findings)
     return "\n".join(parts).rstrip("\n") + "\n"

@@ -1,0 +1,224 @@
+"""The shapes of Spar's records (docs/records.md) as types, and the reviewer statuses.
+
+Plain typing only, no I/O, so `spar.judge` may use it too. Readers return these
+types after checking the keys they rely on; keys a record written by an older
+Spar may lack are `NotRequired` and every reader treats them as absent.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, NotRequired, TypedDict
+
+
+class ReviewerStatus(StrEnum):
+    """A reviewer's status: in round.json, in the runner's outcome and on the progress display."""
+
+    # in round.json
+    PENDING = "pending"  # before recording (and in dry runs)
+    COMPLETED = "completed"
+    INVALID_OUTPUT = "invalid_output"
+    FAILED = "failed"
+    UNAVAILABLE = "unavailable"
+    TIMEOUT = "timeout"
+    TOOL_VIOLATION = "tool_violation"
+    AWAITING_RECORD = "awaiting_record"  # native: the host records the result
+    # progress only: a reviewer on its way, and an answer spar has not judged yet
+    STARTING = "starting"
+    RUNNING = "running"
+    ANSWERED = "answered"
+
+
+# a reviewer in one of these has not finished, so neither has its round
+UNFINISHED = (ReviewerStatus.PENDING, ReviewerStatus.AWAITING_RECORD)
+
+
+class Usage(TypedDict):
+    duration_seconds: float | None
+    input_tokens: int | None
+    cached_input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+
+
+class Attempt(TypedDict):
+    model: str
+    observed_model: NotRequired[str]  # absent when unknown
+    started_at: str
+    finished_at: str
+    exit_code: int | None  # None: killed or never started
+    status: str
+    reason: str
+    resets: str | None
+    argv: NotRequired[list[str]]  # the prompt argument replaced by `<prompt: N bytes, sha256 HEX>`
+    usage: NotRequired[Usage]
+
+
+class AngleChecked(TypedDict):
+    angle: str
+    result: str
+
+
+class AngleUnchecked(TypedDict):
+    angle: str
+    reason: str
+
+
+class TranscriptWarning(TypedDict):
+    kind: str  # tool_not_allowed, host_added, prompt_not_read, read_outside_workspace
+    tool: str
+
+
+class ReviewerEntry(TypedDict):
+    name: str
+    preset: str
+    status: str  # a ReviewerStatus value
+    reason: str
+    resets: str | None
+    model: str
+    effort: str
+    timeout_seconds: int
+    observed_model: str | None
+    attempts: list[Attempt]
+    warnings: list[TranscriptWarning]
+    standpoint: str | None
+    standpoint_report: dict[str, Any] | None
+    # when completed
+    verdict: NotRequired[str]
+    reviewed_head: NotRequired[str]
+    angles_checked: NotRequired[list[AngleChecked]]
+    angles_unchecked: NotRequired[list[AngleUnchecked]]
+    limits: NotRequired[str]
+    finding_count: NotRequired[int]
+
+
+class DocumentEntry(TypedDict):
+    name: str
+    path: str
+    sha256: str
+    lines: int
+
+
+class RuleLink(TypedDict):
+    names: list[str]
+    file_name: str
+    lines: int
+
+
+class Links(TypedDict):
+    rules: list[RuleLink]
+    criteria_ids: list[str]
+
+
+class Standpoint(TypedDict):
+    reviewer: str
+    text: str
+
+
+class Decision(TypedDict):
+    decision: str
+    quote: str
+
+
+class RoundRecord(TypedDict):
+    """round.json (`review-round/v1`)."""
+
+    schema: str
+    spar_version: str
+    name: str
+    stage: str
+    repository: str
+    base: str
+    head: str
+    expect_head: str | None
+    packet_sha256: str
+    documents: dict[str, list[DocumentEntry]]
+    criteria_digest: str
+    links: Links
+    config: dict[str, Any]
+    config_files: list[dict[str, str]]
+    config_skipped: list[dict[str, str]]
+    config_digest: str
+    standpoints: list[Standpoint]
+    standpoints_uncovered: list[str]
+    decisions: list[Decision]
+    counted: bool
+    dry_run: bool
+    started_at: str
+    finished_at: NotRequired[str]
+    recorded_at: NotRequired[str]
+    reviewers: list[ReviewerEntry]
+    warnings: list[str]
+
+
+# one entry of findings.json ("class" is a keyword, hence the call form)
+Finding = TypedDict("Finding", {
+    "id": str,
+    "reviewer": str,
+    "reviewer_id": str,
+    "proposed_class": str,
+    "angle": str,
+    "location": str,
+    "claim": str,
+    "failure_scenario": str,
+    "evidence": str,
+    "link_kind": str,
+    "link": str,
+    "introduced_by_change": str,
+    "regression": str,
+    "check_impact": str,
+    "confidence": str,
+    "smallest_fix": NotRequired[str],
+    "path": str | None,
+    "in_check_paths": bool,
+    "location_unreadable": bool,
+    "class": str,
+    "class_reason": str,
+    "claimed_link_kind": str,
+    "claimed_link": str,
+})
+
+
+class LedgerLine(TypedDict):
+    """One line of ledger.jsonl; the latest line per finding stands."""
+
+    finding: str
+    disposition: str  # fixed, duplicate, rejected, deferred, answered
+    auto: bool
+    at: str
+    commit: NotRequired[str]
+    of: NotRequired[str]
+    evidence: NotRequired[str]
+    user_quote: NotRequired[str]
+    failed_before: NotRequired[str]
+    passed_after: NotRequired[str]
+
+
+class WaiverLine(TypedDict):
+    reviewer: str
+    preset: str
+    user_quote: str
+    at: str
+
+
+class ExtensionLine(TypedDict):
+    """One line of a series' extensions.jsonl; readers fill cause and reason with None."""
+
+    stage: str
+    by: int
+    cause: NotRequired[str | None]  # code stage only
+    reason: NotRequired[str | None]
+    at: str
+
+
+def find_reviewer(round_json: RoundRecord, name: str) -> ReviewerEntry | None:
+    """The reviewer entry called `name` (compared literally, G20), or None."""
+    for entry in round_json["reviewers"]:
+        if entry["name"] == name:
+            return entry
+    return None
+
+
+def reviewer_names(round_json: RoundRecord) -> str:
+    """The round's reviewer names for a message: `a, b` or `none`."""
+    return ", ".join(entry["name"] for entry in round_json["reviewers"]) or "none"

@@ -19,6 +19,7 @@ from spar.judge.convergence import ENDINGS, round_convergence, scoreboard, stage
 from spar.judge.dispositions import standing
 from spar.judge.gate import CLASSES
 from spar.records import readers
+from spar.records.model import Finding
 from spar.round import usage
 from spar.series import SeriesRound, project_caps, read_series, series_folder, stage_caps
 
@@ -57,7 +58,7 @@ JSON ({SCHEMA}):
     fixed_or_answered; null when not reported or none)."""
 
 
-def _recorded_findings(item: SeriesRound) -> list[dict] | None:
+def _recorded_findings(item: SeriesRound) -> list[Finding] | None:
     r = item.round
     recorded = os.path.lexists(item.path / readers.FINDINGS_FILE)
     if not recorded and not r.get("dry_run") and (r.get("finished_at") or r.get("recorded_at")):
@@ -65,7 +66,7 @@ def _recorded_findings(item: SeriesRound) -> list[dict] | None:
     return readers.read_findings(item.path) if recorded else None
 
 
-def _round_row(item: SeriesRound, findings: list[dict] | None) -> dict:
+def _round_row(item: SeriesRound, findings: list[Finding] | None) -> dict:
     r = item.round
     recorded = findings is not None
     counts = new = None

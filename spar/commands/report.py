@@ -82,8 +82,8 @@ def gather(series: Path) -> dict:
         if row["recorded"]:
             ledger = readers.read_ledger(item.path)
             for f in readers.read_findings(item.path):
-                f["history"] = [line for line in ledger if line["finding"] == f["id"]]
-                row["findings"].append(f)
+                history = [line for line in ledger if line["finding"] == f["id"]]
+                row["findings"].append({**f, "history": history})
     base["gate"] = _gate(series, [by_name[row["name"]].path for row in base["rounds"]])
     base["series_name"] = Path(base["series"]).name
     base["generated_at"] = clock.now()

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from spar.records.model import Finding
+
 ENDINGS = ("fixed", "answered", "rejected", "duplicate", "deferred", "open")
 
 
-def round_convergence(findings: list[dict]) -> dict | None:
+def round_convergence(findings: list[Finding]) -> dict | None:
     """{new, repeat, corroborated, groups} of one recorded round; None when its findings
     were recorded before repeats and corroboration existed (nothing is known)."""
     if any("repeat_of" not in f and "corroborated_by" not in f for f in findings):

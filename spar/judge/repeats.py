@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from spar.judge.similar import Place, same_finding
+from spar.records.model import Finding, RepeatOf
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def find_repeat(place: Place | None, claim: str, earlier: list[Earlier]) -> Earl
     return best[1] if best else None
 
 
-def repeat_record(e: Earlier | None) -> dict | None:
+def repeat_record(e: Earlier | None) -> RepeatOf | None:
     """findings.json `repeat_of`: {round, finding, disposition} or null."""
     if e is None:
         return None
@@ -88,23 +89,23 @@ def corroborate(findings: list[Mine]) -> dict[str, tuple[list[str], int]]:
     return out
 
 
-def group_order(findings: list[dict]) -> list[list[dict]]:
+def group_order(findings: list[Finding]) -> list[list[Finding]]:
     """findings.json entries as summary.md lists them: corroborated groups first (most
     vendors first, then by their first member), each group's members in file order,
     then every single finding in file order."""
-    position = {f.get("id"): n for n, f in enumerate(findings)}
-    seen: set = set()
-    groups: list[list[dict]] = []
-    singles: list[list[dict]] = []
+    position = {f["id"]: n for n, f in enumerate(findings)}
+    seen: set[str] = set()
+    groups: list[list[Finding]] = []
+    singles: list[list[Finding]] = []
     for f in findings:
-        if f.get("id") in seen:
+        if f["id"] in seen:
             continue
         others = [o for o in f.get("corroborated_by") or [] if o in position]
         if not others:
             singles.append([f])
             continue
-        members = sorted([f] + [findings[position[o]] for o in others], key=lambda x: position[x.get("id")])
-        seen.update(m.get("id") for m in members)
+        members = sorted([f] + [findings[position[o]] for o in others], key=lambda x: position[x["id"]])
+        seen.update(m["id"] for m in members)
         groups.append(members)
-    groups.sort(key=lambda g: (-max(int(m.get("vendor_count") or 1) for m in g), position[g[0].get("id")]))
+    groups.sort(key=lambda g: (-max(int(m.get("vendor_count") or 1) for m in g), position[g[0]["id"]]))
     return groups + singles

@@ -132,6 +132,7 @@ class RoundRecord(TypedDict):
     head: str
     expect_head: str | None
     packet_sha256: str
+    memory_sha256: NotRequired[str]  # absent when the round has no series memory
     documents: dict[str, list[DocumentEntry]]
     criteria_digest: str
     links: Links
@@ -149,6 +150,14 @@ class RoundRecord(TypedDict):
     recorded_at: NotRequired[str]
     reviewers: list[ReviewerEntry]
     warnings: list[str]
+
+
+class RepeatOf(TypedDict):
+    """The earlier finding of the series a finding repeats (series memory)."""
+
+    round: str
+    finding: str
+    disposition: str | None  # its standing disposition when this round was recorded
 
 
 # one entry of findings.json ("class" is a keyword, hence the call form)
@@ -176,6 +185,10 @@ Finding = TypedDict("Finding", {
     "class_reason": str,
     "claimed_link_kind": str,
     "claimed_link": str,
+    # series memory: absent in rounds written before it (no repeat, no group)
+    "repeat_of": NotRequired[RepeatOf | None],
+    "corroborated_by": NotRequired[list[str]],
+    "vendor_count": NotRequired[int],
 })
 
 

@@ -20,6 +20,7 @@ from spar.judge.locate import locate
 from spar.judge.repeats import Earlier, Mine, corroborate, find_repeat, repeat_record
 from spar.judge.similar import Place
 from spar.records import readers
+from spar.records.model import Finding, LedgerLine, RoundRecord
 from spar.series import SeriesRound, is_earlier, read_series, repository_of
 
 
@@ -28,15 +29,15 @@ class PastFinding:
     round: str
     order: int  # position of its round in the series
     index: int  # position in its round's findings.json
-    finding: dict
-    standing: dict | None  # the ledger line that stands for it
+    finding: Finding
+    standing: LedgerLine | None  # the ledger line that stands for it
     was: Place | None  # its place in its own round (None: unreadable, or not located)
     place: Place | None  # that place mapped to the new round's commits (None: gone)
 
     def earlier(self) -> Earlier:
         return Earlier(round=self.round, order=self.order, index=self.index, finding=self.finding["id"],
                        place=self.place, claim=str(self.finding.get("claim") or ""),
-                       disposition=(self.standing or {}).get("disposition"))
+                       disposition=self.standing.get("disposition") if self.standing else None)
 
 
 @dataclass
@@ -57,7 +58,7 @@ class _Maps:
         return self.maps[(old, new)]
 
 
-def place_of(finding: dict, ctx: RoundContext) -> Place | None:
+def place_of(finding: Finding, ctx: RoundContext) -> Place | None:
     """Where a finding points in the round whose context `ctx` is."""
     if finding.get("location_unreadable") or not isinstance(finding.get("location"), str):
         return None
@@ -67,7 +68,7 @@ def place_of(finding: dict, ctx: RoundContext) -> Place | None:
     return Place(located.target, located.path, located.start, located.end)
 
 
-def _map(place: Place | None, rj: dict, base: str, head: str, maps: _Maps) -> Place | None:
+def _map(place: Place | None, rj: RoundRecord, base: str, head: str, maps: _Maps) -> Place | None:
     if place is None:
         return None
     if place.copy == "document":
@@ -80,16 +81,20 @@ def _map(place: Place | None, rj: dict, base: str, head: str, maps: _Maps) -> Pl
     return None if mapped is None else Place(place.copy, *mapped)
 
 
-def _round_context(rj: dict) -> RoundContext | None:
+def _round_context(rj: RoundRecord) -> RoundContext | None:
     from spar.round.recording import context_for_round
 
     try:
-        return context_for_round(dict(rj, repository=repository_of(rj)))
+        where = rj.copy()
+        repo = repository_of(rj)
+        if repo is not None:
+            where["repository"] = repo
+        return context_for_round(where)
     except (git.GitError, RecordError, Refused):
         return None  # its commits cannot be read: its findings are listed, never matched
 
 
-def earlier_rounds(series: Path, before: dict | None) -> list[tuple[int, SeriesRound]]:
+def earlier_rounds(series: Path, before: RoundRecord | None) -> list[tuple[int, SeriesRound]]:
     """(series position, round) of every recorded, non-dry round before `before` (a
     round.json; None = every round, for a round not created yet)."""
     out = []
@@ -103,7 +108,7 @@ def earlier_rounds(series: Path, before: dict | None) -> list[tuple[int, SeriesR
     return out
 
 
-def past_findings(series: Path, before: dict | None, repo: str, base: str, head: str) -> list[PastFinding]:
+def past_findings(series: Path, before: RoundRecord | None, repo: str, base: str, head: str) -> list[PastFinding]:
     """Every finding of the earlier rounds, most recent round first, with its standing
     disposition and its place mapped to `base`/`head` of the new round."""
     maps = _Maps(repo)
@@ -119,7 +124,7 @@ def past_findings(series: Path, before: dict | None, repo: str, base: str, head:
     return out
 
 
-def annotate(round_dir: Path, round_json: dict, findings: list[dict], ctx: RoundContext) -> None:
+def annotate(round_dir: Path, round_json: RoundRecord, findings: list[Finding], ctx: RoundContext) -> None:
     """Give every finding of the round `repeat_of`, `corroborated_by` and `vendor_count`
     (in place). Callers hold the series lock."""
     repo = str(repository_of(round_json))

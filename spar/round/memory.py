@@ -11,6 +11,8 @@ round.json names it.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from typing import Any
 
 from spar.round.history import PastFinding
 from spar.round.packet import fence
@@ -43,7 +45,7 @@ def _location(p: PastFinding) -> str:
     return f"`{p.place.text()}` (in round {p.round}: `{p.was.text()}`)"
 
 
-def _decision(line: dict) -> list[str]:
+def _decision(line: Mapping[str, Any]) -> list[str]:
     kind = line.get("disposition")
     if kind == "fixed":
         return [f"Fixed by commit `{line.get('commit', '')}`. The check that failed before:", "",
@@ -62,7 +64,8 @@ def _decision(line: dict) -> list[str]:
 
 
 def _entry(n: int, p: PastFinding) -> str:
-    f, line = p.finding, p.standing or {}
+    f = p.finding
+    line: Mapping[str, Any] = p.standing or {}
     parts = [
         f"### {n}. `{p.round}/{f.get('id')}`: {line.get('disposition')}",
         "",

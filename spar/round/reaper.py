@@ -15,6 +15,7 @@ returns False and only the process group is ended by the caller.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -85,10 +86,8 @@ def reap(on_exit: Callable[[int, int], None] | None = None) -> None:
 
 def _signal_all(pids: list[int], sig: int) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def end_descendants(grace: float, on_exit: Callable[[int, int], None] | None = None,

@@ -184,7 +184,7 @@ def _findings(findings: list[Finding], standing: dict[str, LedgerLine]) -> list[
         repeats = sum(1 for f in findings if isinstance(f.get("repeat_of"), dict))
         out += [f"{groups} corroborated group{'s' if groups != 1 else ''} (listed first, most vendors first); "
                 f"{repeats} repeat{'s' if repeats != 1 else ''} of an earlier finding of the series.", ""]
-        rows = [f for g in ordered for f in g]
+        rows: list[Finding] = [f for g in ordered for f in g]
     else:
         rows = findings
     head = ["id", "class", "angle", "location", "claim", "link", *extra, "disposition"]

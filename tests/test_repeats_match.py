@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spar import git as spar_git
@@ -172,3 +172,35 @@ def test_group_order_lists_groups_first_most_vendors_first():
         ["a-F3", "b-F2", "c-F1"], ["a-F2", "b-F1"], ["a-F1"], ["c-F2"]]
     old = [{"id": "x-F1"}, {"id": "x-F2"}]  # a round written before corroboration
     assert [[x["id"] for x in g] for g in group_order(old)] == [["x-F1"], ["x-F2"]]
+
+
+@pytest.mark.slow
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["keep", "delete", "insert"]), st.integers(0, 3)), min_size=1, max_size=30))
+def test_line_map_agrees_with_the_edit_that_made_the_diff(tmp_path_factory, edits):
+    """Unique lines, edited by deletions and insertions: git's diff has only one answer, so
+    every kept line maps to where it went and every deleted line maps to nothing."""
+    old = [f"old {n}" for n in range(1, 31)]
+    new: list[str] = []
+    fate: dict[int, int | None] = {}
+    i = 0
+    for n, (op, count) in enumerate(edits):
+        if op == "insert":
+            new += [f"new {n}.{k}" for k in range(count + 1)]
+            continue
+        for _ in range(count + 1):
+            if i < len(old):
+                if op == "keep":
+                    new.append(old[i])
+                    fate[i + 1] = len(new)
+                else:
+                    fate[i + 1] = None
+                i += 1
+    for rest in range(i, len(old)):
+        new.append(old[rest])
+        fate[rest + 1] = len(new)
+    repo = make_repo(tmp_path_factory.mktemp("map"), {"f.txt": "\n".join(old) + "\n"})
+    before = spar_git.head_commit(repo)
+    after = commit(repo, {"f.txt": "\n".join(new) + "\n"}, allow_empty=True)
+    line_map = parse_diff(spar_git.line_diff(repo, before, after))
+    assert {n: line_map.map_line("f.txt", n) for n in fate} == fate

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 SIMILAR_AT = 0.35  # claims at or above this Dice coefficient are similar
 LINE_SLACK = 3  # ranges this many lines apart (or closer) are near
@@ -39,6 +40,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD = re.compile(r"[^\W_]+")
 
 
+@lru_cache(maxsize=8192)  # every new claim is compared with every earlier one
 def stems(text: str) -> frozenset[str]:
     out = set()
     for raw in _WORD.findall(_CAMEL.sub(" ", text)):

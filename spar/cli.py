@@ -8,6 +8,7 @@ import sys
 
 from spar import __version__
 from spar.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, SparError, UsageError, exit_for_signal
+from spar.textsafe import terminal_safe
 
 # command name -> (module under spar.commands, one-line summary); order is the help order
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         code = exc.code
         return code if isinstance(code, int) else (EXIT_OK if code is None else EXIT_USAGE)
     except SparError as err:
-        print(f"spar: {err.message}", file=sys.stderr)
+        print(f"spar: {terminal_safe(err.message, multiline=True)}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("spar: interrupted", file=sys.stderr)
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         import traceback
 
         traceback.print_exc(file=sys.stderr)
-        print(f"spar: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"spar: internal error: {type(exc).__name__}: {terminal_safe(str(exc), multiline=True)}", file=sys.stderr)
         return EXIT_INTERNAL
 
 

@@ -17,7 +17,9 @@ Zl, Zp and spaces other than U+0020) is shown escaped instead:
 Newlines and tabs: by default (one-line uses: progress lines, live table
 cells, reasons) both are escaped, so one reviewer value is one line.
 `multiline=True` keeps `\\n` and `\\t` as they are (summaries printed as a
-block); CR is escaped in both modes. Backslashes are left alone: the output
+block); CR is escaped in both modes. `for_stream()` is for data written to
+stdout (exports, reports): escaped only when stdout is a terminal, so files
+and pipes get the exact text. Backslashes are left alone: the output
 is for reading, not for parsing back.
 """
 
@@ -47,4 +49,14 @@ def terminal_safe(text: str, *, multiline: bool = False) -> str:
     return "".join(ch if ch == " " or ch in kept or ch.isprintable() else _escape(ch) for ch in text)
 
 
-__all__ = ["terminal_safe"]
+def for_stream(text: str, stream) -> str:
+    """Output meant to be data (JSON, SARIF, Markdown reports on stdout): escaped, keeping
+    newlines and tabs, only when `stream` is a terminal; written as it is otherwise."""
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return terminal_safe(text, multiline=True) if tty else text
+
+
+__all__ = ["for_stream", "terminal_safe"]

@@ -76,11 +76,6 @@ def wait_file(path: Path, proc: subprocess.Popen | None = None) -> None:
         time.sleep(0.01)
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request):
-    return request.param
-
-
 async def _review(tmp_path, keep: str, then: str, seconds: float):
     pid_file = tmp_path / "grandchild.pid"
     with anyio.fail_after(BOUND):

@@ -44,3 +44,17 @@ def test_no_control_character_survives(text):
         out = terminal_safe(text, multiline=multiline)
         kept = "\n\t" if multiline else ""
         assert all(ch == " " or ch in kept or ch.isprintable() for ch in out)
+
+
+def test_data_on_stdout_is_escaped_only_on_a_terminal():
+    import io
+
+    from spar.textsafe import for_stream
+
+    class TTY(io.StringIO):
+        def isatty(self):
+            return True
+
+    text = '{"claim": "\x1b]52;c;eA==\x07"}\n'
+    assert for_stream(text, io.StringIO()) == text  # files and pipes get the exact data
+    assert for_stream(text, TTY()) == '{"claim": "\\e]52;c;eA==\\a"}\n'

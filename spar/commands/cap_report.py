@@ -22,6 +22,7 @@ from spar.records import readers
 from spar.records.model import Finding
 from spar.round import usage
 from spar.series import SeriesRound, project_caps, read_series, series_folder, stage_caps
+from spar.textsafe import for_stream
 
 CAUSES = ("churn", "recurring", "unrelated", "hardening", "other")
 NO_CAUSE = "no_recorded_cause"
@@ -272,7 +273,7 @@ def main(argv: list[str]) -> int:
     series = series_folder(args.series)
     report = build_report(series)
     if args.format == "json":
-        sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(for_stream(json.dumps(report, indent=2, ensure_ascii=False) + "\n", sys.stdout))
     else:
-        sys.stdout.write(render_markdown(report))
+        sys.stdout.write(for_stream(render_markdown(report), sys.stdout))
     return EXIT_OK

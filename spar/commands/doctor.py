@@ -28,7 +28,7 @@ from spar.errors import Refused, UsageError, quote
 from spar.judge.core_caps import GATE_FEATURE
 from spar.round.executable import find_executable
 from spar.round.process import run_process
-from spar.textsafe import terminal_safe
+from spar.textsafe import for_stream, terminal_safe
 
 SCHEMA = "spar-doctor/v1"
 VERSION_TIMEOUT = 10.0  # a version print is instant; a hung CLI must not hold the screen
@@ -298,9 +298,9 @@ def main(argv: list[str]) -> int:
     checks, core = anyio.run(lambda: _all_checks(args, base.absolute(), env), backend=async_backend(env))
     ready = not any(c.status == "problem" for c in checks)
     if args.format == "json":
-        sys.stdout.write(json.dumps({"schema": SCHEMA, "spar_version": __version__, "ready": ready,
-                                     "checks": [asdict(c) for c in checks], "core": core},
-                                    indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(for_stream(json.dumps({"schema": SCHEMA, "spar_version": __version__, "ready": ready,
+                                                "checks": [asdict(c) for c in checks], "core": core},
+                                               indent=2, ensure_ascii=False) + "\n", sys.stdout))
     else:
-        sys.stdout.write(render_text(checks, ready))
+        sys.stdout.write(for_stream(render_text(checks, ready), sys.stdout))
     return 0 if ready else 1

@@ -17,6 +17,7 @@ from spar.export import codeclimate, rdjsonl, sarif
 from spar.export.collect import Item, RoundRecords, collect
 from spar.records import atomic, readers
 from spar.series import round_folder
+from spar.textsafe import for_stream
 
 FORMATS = ("sarif", "codeclimate", "rdjsonl")
 
@@ -104,7 +105,7 @@ def main(argv: list[str]) -> int:
     if args.out:
         atomic.write_text(args.out, text)
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(for_stream(text, sys.stdout))
     kinds = {k: sum(i.kind == k for i in items) for k in ("unreadable", "document", "base")}
     notes = [f"{n} {k} location(s)" for k, n in kinds.items() if n]
     where = args.out or "standard output"

@@ -19,6 +19,7 @@ from spar.judge import gate as judgement
 from spar.judge.dispositions import Key, LookupResult, standing
 from spar.records import atomic, clock, paths, readers
 from spar.series import repository_of
+from spar.textsafe import terminal_safe
 
 EPILOG = """\
 Blocked reasons, all that apply, in this order: an unreadable, dry-run or
@@ -220,5 +221,5 @@ def main(argv: list[str]) -> int:
     atomic.write_json(out, ordered, unique_tmp=True)
     print(f"gate {ordered['state']}: {args.out}")
     for reason in ordered["reasons"]:
-        print(f"  - {reason}")
+        print(f"  - {terminal_safe(reason)}")
     return EXIT_OK if ordered["state"] == "passed" else EXIT_NOT_CLEAN

@@ -30,6 +30,7 @@ from spar.records.model import (
 )
 from spar.round import history, recording
 from spar.series import repository_of, round_folder
+from spar.textsafe import terminal_safe
 
 EPILOG = """\
 --result FILE: the reviewer's result object (JSON). --transcript FILE: a Claude
@@ -196,6 +197,6 @@ def main(argv: list[str]) -> int:
     with lock.series_lock(series):
         entry = record(round_dir, args.reviewer, result_data, transcript_data,
                        f"--transcript {quote(args.transcript)}" if args.transcript is not None else "transcript")
-    reason = f" ({entry['reason']})" if entry.get("reason") else ""
+    reason = f" ({terminal_safe(entry['reason'])})" if entry.get("reason") else ""
     print(f"round {round_dir.name}: {args.reviewer} {entry['status']}{reason}")
     return EXIT_OK if entry["status"] == "completed" else EXIT_NOT_CLEAN

@@ -42,6 +42,7 @@ from spar.round import history
 from spar.round.args import RunArgs, check_standpoints, parse_run_args
 from spar.round.context import context_from_git
 from spar.round.documents import read_round_documents
+from spar.round.environment import reviewer_env
 from spar.round.memory import memory_sha256, render_memory
 from spar.round.packet import PacketInput, build_packet, packet_sha256
 from spar.round.recording import (
@@ -56,6 +57,7 @@ from spar.round.schema import schema_text
 from spar.round.summary import counts_text
 from spar.round.treeplan import TreePlan, escaped_names, workspace_warnings
 from spar.round.workspace import build_workspace, describe_changes, plan_commit, workspace_state
+from spar.textsafe import terminal_safe
 
 BACKENDS = ("trio", "asyncio")
 BACKEND_ENV = "SPAR_ASYNC_BACKEND"
@@ -235,8 +237,8 @@ def _create_round(plan: RoundPlan, decision: caps_mod.CapDecision) -> tuple[Roun
     return round_json, jobs
 
 
-async def _reviewers_or_signal(jobs: list[ReviewerJob],
-                               progress: Progress) -> tuple[list[ReviewerOutcome] | None, int | None]:
+async def _reviewers_or_signal(jobs: list[ReviewerJob], progress: Progress,
+                               env: dict[str, str]) -> tuple[list[ReviewerOutcome] | None, int | None]:
     """(outcomes, None), or (None, signal number) when SIGINT/SIGTERM came first: the task
     group is cancelled and run_process kills each reviewer's whole process group."""
     caught: list[int] = []
@@ -255,7 +257,7 @@ async def _reviewers_or_signal(jobs: list[ReviewerJob],
 
         if wanted and threading.current_thread() is threading.main_thread():  # signals reach the main thread only
             await tg.start(watch)
-        outcomes = await run_reviewers(jobs, progress=progress)
+        outcomes = await run_reviewers(jobs, progress=progress, env=env)
         tg.cancel_scope.cancel()  # stop the watcher
     return (None, caught[0]) if caught else (outcomes, None)
 
@@ -263,7 +265,8 @@ async def _reviewers_or_signal(jobs: list[ReviewerJob],
 def _run_all(plan: RoundPlan, jobs: list[ReviewerJob],
              progress: Progress) -> tuple[list[ReviewerOutcome] | None, int | None]:
     try:
-        return anyio.run(lambda: _reviewers_or_signal(jobs, progress), backend=plan.backend)
+        env = reviewer_env(os.environ, plan.config.env_passthrough)  # what reviewers inherit
+        return anyio.run(lambda: _reviewers_or_signal(jobs, progress, env), backend=plan.backend)
     except BaseExceptionGroup as group:
         # a Ctrl-C before the watcher was in place comes wrapped by trio: keep it a plain one
         interrupt, rest = group.split(KeyboardInterrupt)
@@ -369,7 +372,7 @@ def execute(plan: RoundPlan) -> int:
                   f"round {plan.out} was not recorded (its round.json has no finished_at)", file=sys.stderr)
             return exit_for_signal(signum)
     for warning in round_json["warnings"]:
-        print(f"spar: warning: {warning}", file=sys.stderr)
+        print(f"spar: warning: {terminal_safe(warning)}", file=sys.stderr)
     for r in round_json["reviewers"]:
         if r["status"] == "awaiting_record":  # tell the host what to do with a native reviewer
             folder = plan.out / r["name"]

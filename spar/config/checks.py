@@ -54,7 +54,8 @@ def value_problem(value: str) -> str | None:
 
 # --- keys ---------------------------------------------------------------------
 
-USER_KEYS = ("timeout_seconds", "reviewers")
+USER_KEYS = ("timeout_seconds", "reviewers", "env_passthrough")
+ENV_ITEM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")  # a variable name, or a prefix ending in *
 PROJECT_KEYS = ("rules", "check_paths", "angles", "caps")
 CAP_NAMES = tuple(DEFAULT_CAPS)  # plan, plan_delta, code
 FORBIDDEN_PROJECT_KEYS = frozenset({
@@ -100,6 +101,7 @@ def is_int(value) -> bool:
 class UserPart:
     timeout_seconds: int
     reviewers: list[ReviewerConfig]
+    env_passthrough: list[str] | None = None  # None: reviewers inherit everything
 
 
 def default_reviewers(timeout: int, names=DEFAULT_REVIEWERS, source: str = "default") -> list[ReviewerConfig]:
@@ -115,6 +117,28 @@ def check_user(doc: LocatedDoc) -> UserPart:
     timeout = DEFAULT_TIMEOUT
     if "timeout_seconds" in data:
         timeout = _positive_int(doc, ("timeout_seconds",), data["timeout_seconds"], "timeout_seconds")
+    passthrough = _env_passthrough(doc, data["env_passthrough"]) if "env_passthrough" in data else None
+    part = _user_reviewers(doc, data, timeout)
+    part.env_passthrough = passthrough
+    return part
+
+
+def _env_passthrough(doc: LocatedDoc, value) -> list[str]:
+    """An array of variable names, each exact or a prefix ending in `*`; no duplicates."""
+    def err(message: str) -> ConfigError:
+        return ConfigError(doc.file, doc.line(("env_passthrough",)), message)
+
+    items = _str_list(err, "env_passthrough", value)
+    for n, item in enumerate(items, 1):
+        if not ENV_ITEM.fullmatch(item):
+            raise err(f"env_passthrough item {n} {quote(item)} is not a variable name "
+                      "(letters, digits, _; not starting with a digit; optionally ending in *)")
+        if item in items[: n - 1]:
+            raise err(f"env_passthrough item {n} {quote(item)} is given twice")
+    return list(items)
+
+
+def _user_reviewers(doc: LocatedDoc, data, timeout: int) -> UserPart:
     if "reviewers" not in data:
         return UserPart(timeout, default_reviewers(timeout))
     entries = data["reviewers"]

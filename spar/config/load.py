@@ -28,6 +28,7 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
 
     files: list[dict] = []
     timeout, reviewers = DEFAULT_TIMEOUT, default_reviewers(DEFAULT_TIMEOUT)
+    passthrough: list[str] | None = None
     user, skipped = find_user_source(env, home)
     if user is not None:
         loaded = read_source(user)
@@ -36,7 +37,7 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
             reviewers = check_clean_review(user.path, loaded.text)
         else:
             part = check_user(_locate(loaded))
-            timeout, reviewers = part.timeout_seconds, part.reviewers
+            timeout, reviewers, passthrough = part.timeout_seconds, part.reviewers, part.env_passthrough
 
     project = ProjectPart(rules=[], check_paths=[], angles=list(ANGLES), caps=dict(DEFAULT_CAPS))
     if repo_root is not None:
@@ -58,6 +59,7 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
         check_paths=project.check_paths,
         angles=project.angles,
         caps=project.caps,
+        env_passthrough=passthrough,
         files=files,
         skipped=skipped,
     )

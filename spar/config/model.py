@@ -65,11 +65,12 @@ class AppliedConfig:
     check_paths: list[str] = field(default_factory=list)
     angles: list[str] = field(default_factory=lambda: list(ANGLES))
     caps: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_CAPS))
+    env_passthrough: list[str] | None = None  # None: reviewers inherit spar's whole environment
     files: list[dict] = field(default_factory=list)  # {"path", "sha256", "role": "user"|"project"}
     skipped: list[dict] = field(default_factory=list)  # {"path", "why"}
 
     def applied_values(self) -> dict:
-        return {
+        out = {
             "reviewers": [r.applied() for r in self.reviewers],
             "timeout_seconds": self.timeout_seconds,
             "rules": list(self.rules),
@@ -77,6 +78,9 @@ class AppliedConfig:
             "angles": list(self.angles),
             "caps": dict(self.caps),
         }
+        if self.env_passthrough is not None:  # only when set: configurations without it keep their digest
+            out["env_passthrough"] = list(self.env_passthrough)
+        return out
 
     def digest(self) -> str:
         return sha256_canonical(self.applied_values())

@@ -1,0 +1,131 @@
+"""What a reviewer inherits from `spar run`: environment (env_passthrough), file
+descriptors, and what its output can do to the user's terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+
+import pytest
+
+from spar.round.environment import reviewer_env
+from tests.runsetup import result
+
+# A command reviewer that reports what it inherited (environment, open descriptors and what
+# they are), writes terminal control sequences to stderr, then answers or fails.
+PROBE = r'''
+import json, os, re, sys
+report, prompt, fail = sys.argv[1], sys.argv[2], sys.argv[3] == "fail"
+fds = {}
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        fds[fd] = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        pass  # the listing's own descriptor, closed by now
+with open(report, "w") as f:
+    json.dump({"env": dict(os.environ), "fds": fds}, f)
+sys.stderr.write("rate limit reached \x1b[2J\x1b]52;c;cHduZWQ=\x07\x9b31mCLEARED\x1b[0m\rspoof\n")
+sys.stderr.flush()
+if fail:
+    sys.exit(3)
+head = re.search(r"^- Head commit: `([0-9a-f]+)`", open(prompt).read(), re.M).group(1)
+print(open(sys.argv[4]).read().replace("HEAD_COMMIT", head))
+'''
+
+pytestmark = pytest.mark.slow
+
+
+def probe_reviewer(s, name: str, *, fail: bool = False) -> tuple[dict, object]:
+    script = s.answers / "probe.py"
+    script.write_text(PROBE, encoding="utf-8")
+    answer = s.answers / f"{name}.json"
+    answer.write_text(json.dumps(result(findings=[])), encoding="utf-8")
+    report = s.answers / f"{name}.report.json"
+    argv = [sys.executable, str(script), str(report), "{prompt}", "fail" if fail else "ok", str(answer)]
+    return {"name": name, "preset": "command", "argv": argv}, report
+
+
+@pytest.fixture
+def s(tmp_path):
+    from tests.runsetup import make_setup
+
+    setup = make_setup(tmp_path)
+    setup.env.update(CALLER_SECRET="do-not-leak", VENDOR_KEY="sk-vendor", CLAUDE_CODE_FLAG="1", LC_TIME="C")
+    return setup
+
+
+def _configure(s, reviewers, passthrough: list[str] | None) -> None:
+    s.configure(reviewers)
+    if passthrough is not None:
+        text = s.config.read_text()
+        s.config.write_text(f"env_passthrough = {json.dumps(passthrough)}\n" + text)
+
+
+def test_default_passes_the_whole_environment(s):
+    reviewer, report = probe_reviewer(s, "probe")
+    _configure(s, [reviewer], None)
+    proc = s.run()
+    assert proc.returncode == 0, proc.stderr.decode()
+    env = json.loads(report.read_text())["env"]
+    for key in ("CALLER_SECRET", "VENDOR_KEY", "SPAR_CONFIG", "HOME", "PATH"):
+        assert env[key] == s.env[key], key
+
+
+def test_env_passthrough_withholds_what_is_not_listed(s):
+    reviewer, report = probe_reviewer(s, "probe")
+    _configure(s, [reviewer], ["VENDOR_KEY", "CLAUDE_CODE_*"])
+    proc = s.run()
+    assert proc.returncode == 0, proc.stderr.decode()
+    env = json.loads(report.read_text())["env"]
+    assert env["VENDOR_KEY"] == "sk-vendor" and env["CLAUDE_CODE_FLAG"] == "1"
+    assert env["HOME"] == s.env["HOME"] and env["PATH"] == s.env["PATH"] and env["LC_TIME"] == "C"
+    for key in ("CALLER_SECRET", "SPAR_CONFIG", "SPAR_ASYNC_BACKEND", "GIT_CONFIG_GLOBAL",
+                "PYTHONDONTWRITEBYTECODE"):
+        assert key not in env, key
+    rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())
+    assert rj["config"]["env_passthrough"] == ["VENDOR_KEY", "CLAUDE_CODE_*"]  # names, never values
+
+
+def test_reviewer_env_rule():
+    env = {"PATH": "/bin", "HOME": "/h", "LC_ALL": "C", "SPAR_CONFIG": "x", "AWS_SECRET": "s",
+           "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "u", "OPENAIX": "no"}
+    assert reviewer_env(env, None) == env
+    assert reviewer_env(env, []) == {"PATH": "/bin", "HOME": "/h", "LC_ALL": "C"}
+    assert set(reviewer_env(env, ["OPENAI_*"])) == {"PATH", "HOME", "LC_ALL", "OPENAI_API_KEY", "OPENAI_BASE_URL"}
+
+
+def test_no_terminal_descriptor_reaches_a_reviewer(s):
+    """spar runs on a terminal (a pty on stdin, stderr and an extra inherited descriptor):
+    the reviewer gets only 0, 1, 2, each a pipe or /dev/null."""
+    reviewer, report = probe_reviewer(s, "probe")
+    _configure(s, [reviewer], None)
+    leader, follower = pty.openpty()
+    extra = os.dup(follower)
+    os.set_inheritable(extra, True)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "spar", "run", "--stage", "code", "--out", "reviews/r1"],
+                              cwd=s.repo, env=s.env, stdin=follower, stdout=subprocess.PIPE, stderr=follower,
+                              pass_fds=(extra,), timeout=120)
+    finally:
+        for fd in (extra, follower, leader):
+            os.close(fd)
+    assert proc.returncode == 0
+    fds = json.loads(report.read_text())["fds"]
+    assert set(fds) == {"0", "1", "2"}, fds
+    for fd, target in fds.items():
+        assert target == "/dev/null" or target.startswith("pipe:"), (fd, target)
+
+
+def test_reviewer_control_sequences_never_reach_the_terminal(s):
+    reviewer, _report = probe_reviewer(s, "probe", fail=True)
+    _configure(s, [reviewer], None)
+    proc = s.run()
+    assert proc.returncode == 1
+    err = proc.stderr.decode("utf-8", "replace")
+    assert "CLEARED" in err  # the reason (last stderr line) is shown ...
+    for raw in ("\x1b", "\x07", "\x9b", "\r"):
+        assert raw not in err, repr(raw)  # ... escaped
+    assert "\\e]52;c;cHduZWQ=\\a" in err

@@ -15,7 +15,7 @@ unrelated secrets, `GIT_*` settings. Pure function; `spar run` applies it.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 ALWAYS = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "LANG", "LC_*")
 

@@ -90,10 +90,10 @@ def _string(value: object, where: str) -> str:
 
 
 def _enum(value: object, where: str, allowed: tuple[str, ...]) -> str:
-    _string(value, where)
-    if value not in allowed:
-        raise InvalidOutput(f"{where}: {quote(value)} is not one of {', '.join(allowed)}")
-    return value
+    text = _string(value, where)
+    if text not in allowed:
+        raise InvalidOutput(f"{where}: {quote(text)} is not one of {', '.join(allowed)}")
+    return text
 
 
 def _object(value: object, where: str) -> dict:

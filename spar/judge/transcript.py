@@ -46,6 +46,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from spar.errors import Refused
+from spar.judge.jsonvalue import object_at
 
 DEFAULT_ALLOWED = ("Read", "Grep", "Glob", "StructuredOutput")
 SYNTHETIC_MODEL = "<synthetic>"
@@ -190,7 +191,7 @@ class _Analyzer:
         self.seen_prompt = True
 
     def assistant(self, e: dict) -> None:
-        message = e.get("message") if isinstance(e.get("message"), dict) else {}
+        message = object_at(e, "message")
         model = message.get("model")
         if isinstance(model, str) and model and model != SYNTHETIC_MODEL:
             self.model = model
@@ -205,7 +206,7 @@ class _Analyzer:
     def tool_use(self, block: dict, cwd: object) -> None:
         name = block.get("name")
         name = name if isinstance(name, str) else str(name)
-        data = block.get("input") if isinstance(block.get("input"), dict) else {}
+        data = object_at(block, "input")
         if name not in self.allowed:
             self.warn("tool_not_allowed", name)
             return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from spar.config.model import ReviewerConfig
 from spar.judge import agy_commands  # G11 checker
+from spar.judge.jsonvalue import object_at
 from spar.presets.base import (
     Answer,
     InputContext,
@@ -88,16 +89,16 @@ class AgyMonitor(Monitor):
     def event(self, event: dict) -> str | None:
         kind = event.get("event")
         if kind == "init":
-            init = event.get("init") if isinstance(event.get("init"), dict) else {}
+            init = object_at(event, "init")
             if isinstance(init.get("model"), str) and init["model"]:
                 self.observed_model = init["model"]
         elif kind == "step_update":
-            step = event.get("step_update") if isinstance(event.get("step_update"), dict) else {}
+            step = object_at(event, "step_update")
             if step.get("step_type") == "tool":
                 return self._tool(step)
         elif kind == "result":
-            self.result_event = event.get("result") if isinstance(event.get("result"), dict) else {}
-            u = self.result_event.get("usage") if isinstance(self.result_event.get("usage"), dict) else {}
+            self.result_event = object_at(event, "result")
+            u = object_at(self.result_event, "usage")
             # agy counts thinking apart from output; Spar's output_tokens includes it (as codex's does)
             self.usage = reported(input_tokens=count(u.get("input_tokens")),
                                   cached_input_tokens=count(u.get("cache_read_tokens")),
@@ -112,8 +113,8 @@ class AgyMonitor(Monitor):
         if name in READ_TOOLS:
             return None
         if name == "run_command":
-            info = step.get("tool_info") if isinstance(step.get("tool_info"), dict) else {}
-            params = info.get("parameters") if isinstance(info.get("parameters"), dict) else {}
+            info = object_at(step, "tool_info")
+            params = object_at(info, "parameters")
             line = params.get("CommandLine")
             if not isinstance(line, str):
                 return "run_command without a CommandLine"

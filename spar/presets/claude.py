@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 
 from spar.config.model import ReviewerConfig
+from spar.judge.jsonvalue import array_at, object_at
 from spar.presets.base import (
     Answer,
     InputContext,
@@ -82,11 +83,11 @@ class ClaudeMonitor(Monitor):
         return None
 
     def _assistant(self, event: dict) -> str | None:
-        message = event.get("message") if isinstance(event.get("message"), dict) else {}
+        message = object_at(event, "message")
         model = message.get("model")
         if isinstance(model, str) and model and model != SYNTHETIC_MODEL:
             self.assistant_model = model
-        content = message.get("content") if isinstance(message.get("content"), list) else []
+        content = array_at(message, "content")
         if event.get("error"):
             # e.g. "rate_limit" plus the message text "API Error: Rate limit reached"
             texts = [as_text(event["error"])]
@@ -102,7 +103,7 @@ class ClaudeMonitor(Monitor):
 
     def _usage(self, event: dict) -> None:
         # input_tokens counts cache reads and writes too (codex counts cached input inside input)
-        u = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+        u = object_at(event, "usage")
         fresh, written, read = (count(u.get(k)) for k in
                                 ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
         self.usage = reported(input_tokens=add_counts(fresh, written, read), cached_input_tokens=read,
@@ -110,7 +111,7 @@ class ClaudeMonitor(Monitor):
                               cost_usd=amount(event.get("total_cost_usd")))
 
     def _rate_limit(self, event: dict) -> None:
-        info = event.get("rate_limit_info") if isinstance(event.get("rate_limit_info"), dict) else {}
+        info = object_at(event, "rate_limit_info")
         if info.get("status") != "rejected":
             return
         text = "rate_limit rejected"
@@ -127,8 +128,8 @@ class ClaudeMonitor(Monitor):
         # Decision (G12): the result's modelUsage, when it names exactly one model, is the
         # most reliable (it shows a fallback the CLI made); else the last real assistant
         # model; else the init model; else the modelUsage model with most output tokens.
-        usage = self.result_event.get("modelUsage") if self.result_event else None
-        keys = [k for k in usage if isinstance(k, str) and k] if isinstance(usage, dict) else []
+        usage = object_at(self.result_event, "modelUsage") if self.result_event else {}
+        keys = [k for k in usage if isinstance(k, str) and k]
         if len(keys) == 1:
             self.observed_model = keys[0]
         elif self.assistant_model:

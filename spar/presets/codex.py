@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from spar.config.model import ReviewerConfig
+from spar.judge.jsonvalue import object_at
 from spar.presets.base import (
     Answer,
     InputContext,
@@ -58,7 +59,7 @@ class CodexMonitor(Monitor):
     def event(self, event: dict) -> str | None:
         kind = event.get("type")
         if kind in ("item.started", "item.updated", "item.completed"):
-            item = event.get("item") if isinstance(event.get("item"), dict) else {}
+            item = object_at(event, "item")
             item_kind = item.get("type")
             if item_kind not in ALLOWED_ITEMS:
                 return (f"item kind {as_text(item_kind)} is not allowed "
@@ -69,7 +70,7 @@ class CodexMonitor(Monitor):
                 self._error_text(as_text(item.get("message")))
         elif kind == "turn.completed":
             self.turn_completed = True
-            u = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+            u = object_at(event, "usage")
             # one exec normally has one turn; should there be more, their usage adds up
             before = self.usage or reported()
             self.usage = reported(**{k: add_counts(before[k], count(u.get(k)))

@@ -55,10 +55,10 @@ def containing_repos(path: Path | str, *, kind: str = "path") -> list[Path]:
         if root.parent == root:
             break
         current = root.parent
-    for folder in _git_dirs_above(real):
-        if folder not in roots:
-            raise Refused(f"{kind} {shown}: git cannot decide whether {quote(str(folder))} "
-                          f"ignores it ({quote(str(folder / '.git'))} is not a repository git can read)")
+    for holder in _git_dirs_above(real):
+        if holder not in roots:
+            raise Refused(f"{kind} {shown}: git cannot decide whether {quote(str(holder))} "
+                          f"ignores it ({quote(str(holder / '.git'))} is not a repository git can read)")
     return roots
 
 

@@ -56,18 +56,18 @@ def read_document(kind: str, given: str, repo_root: str, *, option: str, cwd: st
     real = os.path.realpath(absolute)
     try:
         # judged before opening: opening a FIFO waits for a writer, a device may act
-        kind = _not_regular(os.stat(real).st_mode)
-        if kind is None:
+        what = _not_regular(os.stat(real).st_mode)
+        if what is None:
             # O_NONBLOCK: should the file be swapped for a FIFO after the stat, the
             # open still returns at once and the fstat below refuses it
             fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
             with os.fdopen(fd, "rb") as fh:
-                kind = _not_regular(os.fstat(fh.fileno()).st_mode)
-                data = fh.read() if kind is None else b""
+                what = _not_regular(os.fstat(fh.fileno()).st_mode)
+                data = fh.read() if what is None else b""
     except OSError as exc:
         raise Refused(f"{option} {quote(given)}: cannot read: {exc.strerror or exc}") from exc
-    if kind is not None:
-        raise Refused(f"{option} {quote(given)}: is {kind}, not a readable regular file")
+    if what is not None:
+        raise Refused(f"{option} {quote(given)}: is {what}, not a readable regular file")
     return RoundDoc(kind=kind, name=document_name(real, repo_root), real_path=real,
                     file_name=os.path.basename(real), text=data)
 

@@ -188,14 +188,14 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
         lookup, argv = command_line(job, model, st.env.get("PATH"))
     except OSError as exc:
         return done("failed", f"cannot build the command line: {exc.strerror or exc}")
-    if lookup.status != "ok":
+    if lookup.status != "ok" or lookup.path is None:
         return done(lookup.status, lookup.reason)
     exe = lookup.path
     deadline = anyio.current_time() + cfg.timeout_seconds
     suffix = "" if number == 1 else f".{number}"
 
     if preset.version_args is not None:
-        problem = await _version_check(exe, preset, paths, deadline, st)
+        problem = await _version_check(exe, preset.version_args, paths, deadline, st)
         if problem is not None:
             status, reason = problem
             return done(status, reason)
@@ -254,10 +254,10 @@ def failure_reason(proc: ProcessResult, failure: str) -> str:
     return "; ".join(parts)
 
 
-async def _version_check(exe: str, preset: Preset, paths: RunPaths, deadline: float,
+async def _version_check(exe: str, version_args: tuple[str, ...], paths: RunPaths, deadline: float,
                          st: _Settings) -> tuple[str, str] | None:
     """None when `<exe> --version` answers with exit 0; else (status, reason)."""
-    args = [exe, *preset.version_args]
+    args = [exe, *version_args]
     shown = " ".join(args)
     own_limit = anyio.current_time() + st.version_timeout
     try:

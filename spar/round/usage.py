@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
+from spar.judge.jsonvalue import array_at
+
 TOKEN_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens")
 USAGE_KEYS = ("duration_seconds", *TOKEN_KEYS, "cost_usd")
 
@@ -75,14 +77,15 @@ def total(usages: Iterable[Mapping | None]) -> dict:
             current = sums[key]
             sums[key] = value if current is None else current + value
     for key in ("duration_seconds", "cost_usd"):
-        if sums[key] is not None:
-            sums[key] = round(float(sums[key]), 6)  # sums of floats: no 0.30000000000000004 in records
+        value = sums[key]
+        if value is not None:
+            sums[key] = round(float(value), 6)  # sums of floats: no 0.30000000000000004 in records
     return sums
 
 
 def of_reviewer(entry: Mapping) -> dict:
     """Totals over one reviewer entry's attempts."""
-    attempts = entry.get("attempts") if isinstance(entry.get("attempts"), list) else []
+    attempts = array_at(entry, "attempts")
     return total(a.get("usage") for a in attempts if isinstance(a, Mapping))
 
 

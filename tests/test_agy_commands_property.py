@@ -285,6 +285,7 @@ def test_oracle_quotes():
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(SAFE_LINES)
 def test_safe_grammar_is_accepted(line):
@@ -293,6 +294,7 @@ def test_safe_grammar_is_accepted(line):
     assert not dangerous_text(line)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(ANY_LINES)
 def test_accepted_lines_are_not_dangerous(line):
@@ -302,6 +304,7 @@ def test_accepted_lines_are_not_dangerous(line):
         assert check_command(line)  # a problem is never empty text
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(SAFE_LINES, st.sampled_from(BAD_ARGS[:-1] + TRICK_ARGS + CONSTRUCTS + SED_BAD_SCRIPTS), st.data())
 def test_one_dangerous_piece_is_refused(line, piece, data):
@@ -312,6 +315,7 @@ def test_one_dangerous_piece_is_refused(line, piece, data):
         assert check_command(mutated) is not None, mutated
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(st.sampled_from(["sort", "rg x", "tree", "file", "diff"]), st.sampled_from(VALUE_ARGS[:-1]),
        st.sampled_from(["-o out", "--pre=sh", "-C", "-l", "-R", "--output=x"]))
@@ -321,6 +325,7 @@ def test_a_value_taking_option_before_dashdash_does_not_end_the_options(program,
         assert check_command(line) is not None, line
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(SAFE_LINES, st.sampled_from(BAD_PROGRAMS + ["sed -i -n '1p' head/a.go", "find head -delete", "cat > out",
                                                    "uniq head/*.go", "sort *", "sed -n 1p *"]),
@@ -402,6 +407,7 @@ BASH = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCh
                                                                          HealthCheck.function_scoped_fixture])
 
 
+@pytest.mark.slow
 @BASH
 @given(st.one_of(SAFE_LINES, ANY_LINES, ATTACK_LINES))  # SAFE_LINES: so that plenty of lines get to run
 def test_accepted_lines_do_nothing_harmful_in_bash(sandbox, line):
@@ -415,6 +421,7 @@ def test_accepted_lines_do_nothing_harmful_in_bash(sandbox, line):
         assert not dangerous_argv(call.split("\t")), (line, call)
 
 
+@pytest.mark.slow
 @BASH
 @given(st.one_of(SAFE_LINES, ANY_LINES, ATTACK_LINES))
 def test_accepted_lines_change_nothing_with_the_real_programs(real_sandbox, line):

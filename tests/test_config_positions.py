@@ -71,6 +71,7 @@ def _paths(value, path=()):
             yield from _paths(v, path + (i,))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents)
 def test_every_key_located(data):

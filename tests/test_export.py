@@ -167,6 +167,7 @@ def _items(n: int, reviewers: int = 1) -> tuple[list[Item], dict[str, ReviewerIn
     return items, infos
 
 
+@pytest.mark.slow
 def test_github_limits_are_refused_not_truncated():
     sarif.build(*_items(sarif.MAX_RESULTS))  # at the limit: fine
     with pytest.raises(Refused, match="at most 25000 per run"):

@@ -117,6 +117,7 @@ def test_old_lines_without_cause_are_read(series, capsys):
     assert len(rf.read_jsonl(series / "extensions.jsonl")) == 2
 
 
+@pytest.mark.slow
 def test_waits_for_the_series_lock(series):
     """G33: another write holds the lock -> the waiting line, then the write."""
     with series_lock(series):

@@ -29,6 +29,8 @@ from tests.faulttools import (
     with_env,
 )
 
+pytestmark = pytest.mark.slow  # real spar runs on full and read-only mounts
+
 NO_SPACE = "No space left on device"
 READ_ONLY = "Read-only file system"
 

@@ -36,6 +36,8 @@ from tests.faulttools import (
 )
 from tests.proctools import gone, wait_for
 
+pytestmark = pytest.mark.slow  # real spar processes killed at chosen points
+
 REVIEWERS = ("alpha", "beta")
 SLEEP = 1.0  # the reviewers' sleep: the window for "during"
 # enough files that copying the workspace takes a while: the window for "before reviewers"

@@ -16,6 +16,8 @@ from tests.faulttools import records_whole, run_with_usage
 from tests.proctools import gone
 from tests.runsetup import BACKENDS, make_setup
 
+pytestmark = pytest.mark.slow  # real spar runs with floods of output and hung reviewers
+
 ANGLES = ["criteria", "correctness", "checks", "contracts", "risk"]
 CAP = 64 * 1024 * 1024  # spar.round.process.OUTPUT_CAP: bytes of a reviewer's log spar keeps
 HUNDRED_MB = 100 * 1024 * 1024

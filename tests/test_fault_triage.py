@@ -19,9 +19,13 @@ import sys
 import threading
 import time
 
+import pytest
+
 from tests.faulttools import file_hashes, records_whole
 from tests.gitrepo import commit, make_repo
 from tests.roundfactory import finding, make_round, reviewer
+
+pytestmark = pytest.mark.slow  # real triage processes racing and killed
 
 FINDINGS = 8
 

@@ -9,8 +9,12 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from spar.cli import main as spar_main
 from tests import roundfactory as rf
+
+pytestmark = pytest.mark.slow  # real writer processes beside the gate
 
 N = 12
 

@@ -73,6 +73,7 @@ def reference(pattern: str, path: str) -> bool:
     return False
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(patterns, paths)
 def test_matches_reference(pattern, path):

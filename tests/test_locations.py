@@ -150,6 +150,7 @@ def _never(_prefix: str, _path: str) -> bool:
     return False
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(paths, lines, lines)
 def test_hyphen_and_en_dash_ranges_read_the_same(path, a, b):
@@ -159,6 +160,7 @@ def test_hyphen_and_en_dash_ranges_read_the_same(path, a, b):
     assert hyphen.path == path and (hyphen.start, hyphen.end) == (a, b) and hyphen.rest == "rest"
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from(G7_PREFIXES), st.sampled_from(G7_PREFIXES), paths, lines)
 def test_prefix_is_removed_once(first, second, path, n):
@@ -167,6 +169,7 @@ def test_prefix_is_removed_once(first, second, path, n):
     assert parsed.path == second + path
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(paths, lines, lines, lines, lines)
 def test_path_does_not_depend_on_line_values(path, a, b, c, d):
@@ -175,6 +178,7 @@ def test_path_does_not_depend_on_line_values(path, a, b, c, d):
     assert one.path == two.path == path
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.text(st.sampled_from(sorted(WHITESPACE)), max_size=4),
        st.text(st.sampled_from(sorted(WHITESPACE)), max_size=4), paths, lines)
@@ -184,6 +188,7 @@ def test_surrounding_whitespace_is_trimmed(lead, tail, path, n):
     assert (parsed.prefix, parsed.path, parsed.start) == ("./", path, n)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(paths, st.sampled_from(sorted(WHITESPACE)), words)
 def test_without_a_line_whole_then_first_word(path, gap, tail):

@@ -95,6 +95,7 @@ GRANDCHILD = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_timeout_kills_the_whole_group(tmp_path):
     pid_file = tmp_path / "pid"
@@ -107,6 +108,7 @@ async def test_timeout_kills_the_whole_group(tmp_path):
     assert gone(int(pid_file.read_text()))
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_grandchild_holding_stdout_after_the_leader_exits_is_killed(tmp_path):
     pid_file = tmp_path / "pid"
@@ -115,6 +117,7 @@ async def test_grandchild_holding_stdout_after_the_leader_exits_is_killed(tmp_pa
     assert gone(int(pid_file.read_text()))
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_sigterm_ignored_gets_sigkill(tmp_path):
     code = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('x', flush=True)\ntime.sleep(600)"
@@ -126,6 +129,7 @@ async def test_sigterm_ignored_gets_sigkill(tmp_path):
     assert (tmp_path / "stdout.log").read_text() == "x\n"
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_violation_stops_the_process_at_once(tmp_path):
     pid_file = tmp_path / "pid"
@@ -139,6 +143,7 @@ async def test_violation_stops_the_process_at_once(tmp_path):
     assert gone(int(pid_file.read_text()))
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("tail", ["import os; os.close(1); time.sleep(600)", "time.sleep(600)"])
 async def test_closed_or_open_stdout_while_running_is_bounded_by_the_deadline(tmp_path, tail):
@@ -181,6 +186,7 @@ STUBBORN_GRANDCHILD = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_cancelled_from_outside_kills_descendants_of_an_exited_leader(tmp_path):
     """spar interrupted (its task group cancelled) while a descendant that ignores SIGTERM

@@ -190,6 +190,7 @@ def _race(tmp_path: Path, write) -> dict:
     return json.loads(out)
 
 
+@pytest.mark.slow
 def test_concurrent_reader_sees_whole_versions_only(tmp_path):
     got = _race(tmp_path, atomic.write_json)
     assert got["bad"] == 0
@@ -197,6 +198,7 @@ def test_concurrent_reader_sees_whole_versions_only(tmp_path):
     assert not (tmp_path / "round.json.tmp").exists()
 
 
+@pytest.mark.slow
 def test_the_reader_would_see_a_torn_write(tmp_path):
     """Control for the test above: a writer that truncates and writes in place is caught."""
 

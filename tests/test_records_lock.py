@@ -16,6 +16,8 @@ from spar.records import jsonl
 from spar.records.lock import series_lock, waiting_message
 from tests.proctools import blocked_on_lock, wait_for
 
+pytestmark = pytest.mark.slow  # real processes holding and waiting for the lock
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Holds the lock, says "locked", waits for a line on stdin, appends one record, releases.

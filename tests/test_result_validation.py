@@ -119,6 +119,7 @@ def test_any_non_string_finding_value_is_invalid_and_named(index, key, value):
     assert err.value.reason.startswith(f"findings[{index}].{key}: ")
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=12))
 def test_any_verdict_string_outside_the_enumeration_is_invalid(text):

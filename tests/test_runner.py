@@ -77,6 +77,7 @@ def _subst(value, tmp: Path):
     return value.replace("{tmp}", str(tmp)) if isinstance(value, str) else value
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_scenario_matrix_all_at_once(tmp_path):
     rnd = Round(tmp_path)
@@ -147,6 +148,7 @@ def _check(expect: dict, o, reviewer_dir: Path) -> None:
         assert not (reviewer_dir / name).exists(), name
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_three_two_second_reviewers_overlap(tmp_path):
     rnd = Round(tmp_path)
@@ -161,6 +163,7 @@ async def test_three_two_second_reviewers_overlap(tmp_path):
     assert {os.path.realpath(r["cwd"]) for r in runs} == {os.path.realpath(rnd.dir / "workspace")}
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_inputs_arrive_exactly(tmp_path):
     import hashlib
@@ -179,6 +182,7 @@ async def test_inputs_arrive_exactly(tmp_path):
         assert (run["prompt_sha256"] if job.config.preset == "agy" else run["stdin_sha256"]) == digest
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_timeouts_kill_reviewer_and_grandchild(tmp_path):
     # the limit covers the version check and the fake's start-up too: until the grandchild is up before it
@@ -200,6 +204,7 @@ async def test_timeouts_kill_reviewer_and_grandchild(tmp_path):
     assert gone(int(pid_file.read_text()))
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_version_check_limits(tmp_path):
     rnd = Round(tmp_path)
@@ -214,6 +219,7 @@ async def test_version_check_limits(tmp_path):
     assert attempt.attempts[0]["exit_code"] is None
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_output_above_the_cap(tmp_path):
     rnd = Round(tmp_path)
@@ -222,6 +228,7 @@ async def test_output_above_the_cap(tmp_path):
     assert (rnd.dir / "big" / "stdout.log").stat().st_size == 10_000
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_command_preset(tmp_path):
     rnd = Round(tmp_path)
@@ -246,6 +253,7 @@ async def test_command_preset(tmp_path):
     assert missing.status == "unavailable" and "does not exist" in missing.reason
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_progress_events(tmp_path):
     rnd = Round(tmp_path)

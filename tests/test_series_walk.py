@@ -20,6 +20,8 @@ from spar import __version__
 from tests.gitrepo import commit, git
 from tests.runsetup import BACKENDS, finding, make_setup, result
 
+pytestmark = pytest.mark.slow  # whole series through the real command line
+
 CODEX_QUOTA = "You've hit your usage limit. Upgrade to Pro or try again at 12:16 PM."
 
 

@@ -192,6 +192,7 @@ def test_missing_arguments_are_usage_errors(capsys, argv):
     assert spar_main(argv) == 64
 
 
+@pytest.mark.slow
 def test_rereads_after_taking_the_lock(repo):
     """G33: a triage that waited for the lock sees the line written meanwhile, so
     the cycle it would close is refused."""

@@ -145,6 +145,7 @@ def test_existing_workspace_is_a_write_failure(repo, tmp_path):
         build_workspace(repo, base, head, tmp_path / "workspace")
 
 
+@pytest.mark.slow
 def test_many_files(tmp_path):
     # more blob IDs than one pipe buffer holds (the stream feeds git from a thread);
     # speed is measured in bench/workspace_copies.py, not here

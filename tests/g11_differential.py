@@ -327,10 +327,16 @@ _CALL = re.compile(r"^(\d+)\s+(?:<\.\.\. )?(\w+)(?:\(| resumed>)(.*)$")
 
 
 def trace_problems(text: str, allowed: set[str]) -> list[str]:
-    """What a `strace -f` log shows a line doing beyond reading and starting allowed programs."""
+    """What a `strace -f` log shows a line doing beyond reading and starting allowed programs.
+
+    A process may only start a program while it is bash (the line's shell or a copy of
+    it forked for a pipeline) and only an allowed one (egrep and fgrep, shell scripts
+    on some systems, may start grep). A child's lines can come before the line that
+    tells its parent's clone result, so starts are judged after the whole log is read."""
     problems: list[str] = []
-    image: dict[str, str] = {}
-    parent: dict[str, str] = {}
+    own: dict[str, str] = {}  # the program a process last started itself
+    forked: dict[str, tuple[str, str | None]] = {}  # child: (parent, what the parent had started by then)
+    starts: list[tuple[str, str | None, str, str]] = []  # (pid, its own program before, started, line)
     root: str | None = None
     for raw in text.splitlines():
         m = _CALL.match(raw)
@@ -340,7 +346,7 @@ def trace_problems(text: str, allowed: set[str]) -> list[str]:
         if call in ("clone", "clone3", "fork", "vfork"):
             child = re.search(r"= (\d+)\s*$", rest)
             if child:
-                parent[child.group(1)] = pid
+                forked[child.group(1)] = (pid, own.get(pid))
             continue
         if "resumed>" in raw and call in ("execve", "execveat", "open", "openat", "openat2"):
             continue  # the arguments were on the unfinished line
@@ -349,16 +355,9 @@ def trace_problems(text: str, allowed: set[str]) -> list[str]:
             name = target.group(1).rsplit("/", 1)[-1] if target else "?"
             if root is None:
                 root = pid
-                image[pid] = name
-                continue
-            current, p = image.get(pid), pid
-            while current is None and p in parent:
-                p = parent[p]
-                current = image.get(p)
-            ok = (current == "bash" and name in allowed) or (current in ("egrep", "fgrep") and name == "grep")
-            if not ok:
-                problems.append(f"{current} starts {name}: {raw.strip()[:160]}")
-            image[pid] = name
+            else:
+                starts.append((pid, own.get(pid), name, raw))
+            own[pid] = name
         elif call.startswith("open"):
             path = re.search(r'"([^"]*)"', rest)
             flags = rest.split('"', 2)[-1] if path else rest
@@ -367,6 +366,17 @@ def trace_problems(text: str, allowed: set[str]) -> list[str]:
                 problems.append(f"opens for writing: {raw.strip()[:160]}")
         elif call.startswith(WRITE_CALLS):
             problems.append(f"{call}: {raw.strip()[:160]}")
+
+    def image(pid: str) -> str | None:  # what a process was when it was forked
+        parent, started = forked.get(pid, (None, None))
+        if parent is None:
+            return None
+        return started if started is not None else image(parent)
+
+    for pid, before, name, raw in starts:
+        current = before if before is not None else image(pid)
+        if not ((current == "bash" and name in allowed) or (current in ("egrep", "fgrep") and name == "grep")):
+            problems.append(f"{current} starts {name}: {raw.strip()[:160]}")
     return problems
 
 

@@ -13,6 +13,7 @@ import posixpath
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from spar.config.model import ANGLES, DEFAULT_CAPS, DEFAULT_REVIEWERS, DEFAULT_TIMEOUT, PRESETS, ReviewerConfig
 from spar.config.toml_positions import LocatedDoc
@@ -91,7 +92,7 @@ def show(value) -> str:
     return f"a {type(value).__name__} value"  # dates and times
 
 
-def is_int(value) -> bool:
+def is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

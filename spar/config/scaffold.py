@@ -64,7 +64,7 @@ CHECK_FOLDERS = ("tests", "test", "spec", "checks")
 
 
 def _value(value) -> str:
-    return tomlkit.item(value).as_string()
+    return str(tomlkit.item(value).as_string())
 
 
 def reviewer_blocks(found: list[str]) -> str:

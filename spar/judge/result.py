@@ -15,6 +15,8 @@ Decisions the rows leave open:
 
 from __future__ import annotations
 
+from typing import Any
+
 from spar.config.model import ANGLES
 from spar.errors import quote
 from spar.judge.refs import is_blank
@@ -171,7 +173,7 @@ def _standpoint_report(value: object) -> dict:
     return {"checked": report["checked"], "detail": detail}
 
 
-def _clean(value):
+def _clean(value: Any) -> Any:
     """The accepted value with lone surrogates replaced by U+FFFD (see above)."""
     if isinstance(value, str):
         if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
@@ -206,7 +208,7 @@ def validate_result(obj: object, *, packet_head: str, requested_angles: list[str
     report = None
     if standpoints_active and assigned:
         report = _standpoint_report(obj["standpoint_report"])
-    return _clean({
+    accepted: dict[str, Any] = _clean({
         "reviewed_head": head,
         "verdict": verdict,
         "angles_checked": angles["angles_checked"],
@@ -215,6 +217,7 @@ def validate_result(obj: object, *, packet_head: str, requested_angles: list[str
         "limits": limits,
         "standpoint_report": report,
     })
+    return accepted
 
 
 def is_could_not_review(result: dict) -> bool:

@@ -30,7 +30,7 @@ def become_subreaper() -> bool:
     """Make this process the reaper of its orphaned descendants; False where unsupported."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)  # this process's own symbols hold libc's prctl
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 

@@ -43,3 +43,24 @@ def test_reversible_and_printable(raw):
     assert unescape(text) == raw
     text.encode("utf-8")  # always writable as UTF-8: raises on a lone surrogate
     assert not any(ord(c) < 0x20 or ord(c) == 0x7F for c in text)
+
+
+def test_a_location_in_the_escaped_form_is_located(tmp_path):
+    """G7 looks paths up in the one text form: `head/caf\\xe9.txt:2` is the file whose
+    name is the bytes caf<E9>.txt, and a literal backslash name is told apart."""
+    from spar.judge.locate import check_link, locate
+    from spar.round.context import context_from_git
+    from tests.crafted import FILE, crafted_commit
+    from tests.gitrepo import git, make_repo
+
+    repo = make_repo(tmp_path, {"a.txt": "x\n"})
+    base = git(repo, "rev-parse", "HEAD").strip()
+    head = crafted_commit(repo, {b"a.txt": (FILE, b"x\n"), b"caf\xe9.txt": (FILE, b"1\n2\n"),
+                                 b"back\\slash.txt": (FILE, b"1\n")}, parent=base)
+    ctx = context_from_git(repo, base, head, [], [], [])
+    found = locate("head/caf\\xe9.txt:2 the second line", ctx)
+    assert (found.path, found.unreadable, found.start) == ("caf\\xe9.txt", False, 2)
+    assert locate("caf\\xe9.txt", ctx).path == "caf\\xe9.txt"
+    assert locate("head/back\\\\slash.txt:1", ctx).path == "back\\\\slash.txt"
+    assert locate("head/caf\udce9.txt:1", ctx).unreadable  # only the escaped form names it
+    assert check_link("contract", "caf\\xe9.txt:2", ctx).confirmed  # G8 reads the same form

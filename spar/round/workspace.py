@@ -10,15 +10,18 @@ file (same blob and mode) is a hard link to it, so the base copy of a typical
 change costs little more than its folder entries. Symlinks are created last,
 so no file is ever written through a link this code made.
 
-What "read-only" holds: files 0444/0555 and folders 0555 stop every process
-that does not run as root, the user who owns the copies included. They do not
-stop root (permission bits do not apply to it), and spar does not drop
+What "read-only" holds: files 0444/0555 and folders 0555 stop every write of
+a process that does not run as root, the user who owns the copies included
+(that user may change the modes back with chmod; the change check sees it,
+modes included). They do not stop root (permission bits do not apply to it), and spar does not drop
 privileges or mount anything. For the AI presets the enforcement that holds
 also under root is the CLI's own read-only mode (claude `--tools
 Read,Grep,Glob`, codex `--sandbox read-only`, agy `--mode plan`) plus spar's
 monitoring (G10/G11); a `command` reviewer is a program the user configured
 and is trusted as such. `workspace_state` / `describe_changes` let `spar run`
-notice a change made anyway and record it as a round warning. Findings are
+notice a change made anyway and record it as a round warning; since no kept
+link leads out of its copy, a write through a link changes an entry of the
+copies and is noticed the same way. Findings are
 judged against the commits through git, never against these copies.
 """
 

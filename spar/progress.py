@@ -12,17 +12,19 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
+from spar.records.model import ReviewerStatus
 from spar.textsafe import terminal_safe
 
-QUIET = ("starting", "running")  # shown in the live table only; plain lines stay few
-FINAL = ("answered", "completed", "failed", "unavailable", "timeout", "tool_violation", "awaiting_record",
-         "invalid_output")
+S = ReviewerStatus
+QUIET = (S.STARTING, S.RUNNING)  # shown in the live table only; plain lines stay few
+FINAL = (S.ANSWERED, S.COMPLETED, S.FAILED, S.UNAVAILABLE, S.TIMEOUT, S.TOOL_VIOLATION, S.AWAITING_RECORD,
+         S.INVALID_OUTPUT)
 
 
 @dataclass
 class _Row:
     name: str
-    status: str = "pending"
+    status: str = ReviewerStatus.PENDING
     attempt: int = 0
     model: str = ""
     detail: str = ""
@@ -76,14 +78,14 @@ class Progress:
             row.finished = None
             row.attempt = attempt
             row.model = model
-            row.status = "starting"
+            row.status = ReviewerStatus.STARTING
             row.detail = ""
         self._plain(f"{name}: started attempt {attempt} (model {_model_text(model)})")
 
     def reviewer_status(self, name: str, status: str, detail: str = "") -> None:
         with self._lock:
             row = self._row(name)
-            answered = row.status == "answered"
+            answered = row.status == ReviewerStatus.ANSWERED
             row.status = status
             row.detail = detail
             if status in FINAL and not answered:  # the verdict on an answer keeps the answer's time

@@ -26,9 +26,15 @@ class ReviewerStatus(StrEnum):
     # progress only: a reviewer on its way, and an answer spar has not judged yet
     STARTING = "starting"
     RUNNING = "running"
+    FALLBACK = "fallback"  # a quota refusal; the next attempt uses the fallback model
     ANSWERED = "answered"
 
 
+# the statuses round.json holds (the others are progress only)
+RECORDED = (
+    ReviewerStatus.PENDING, ReviewerStatus.COMPLETED, ReviewerStatus.INVALID_OUTPUT, ReviewerStatus.FAILED,
+    ReviewerStatus.UNAVAILABLE, ReviewerStatus.TIMEOUT, ReviewerStatus.TOOL_VIOLATION, ReviewerStatus.AWAITING_RECORD,
+)
 # a reviewer in one of these has not finished, so neither has its round
 UNFINISHED = (ReviewerStatus.PENDING, ReviewerStatus.AWAITING_RECORD)
 

@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -23,6 +23,8 @@ from spar.judge.refusal import detect_refusal, reason_for
 from spar.presets import get_preset
 from spar.presets.base import InputSpec, Monitor, Preset, RunPaths, recorded_argv
 from spar.records.clock import now
+from spar.records.model import Attempt
+from spar.records.model import ReviewerStatus as S
 from spar.round.executable import Lookup, find_executable
 from spar.round.process import KILL_GRACE, OUTPUT_CAP, ProcessResult, run_process
 from spar.round.usage import attempt_usage
@@ -46,13 +48,13 @@ class ReviewerJob:
 @dataclass
 class ReviewerOutcome:
     name: str
-    # "completed" (raw result present, not yet validated) | "failed" | "unavailable" | "timeout"
-    # | "tool_violation" | "awaiting_record"
-    status: str
+    # COMPLETED (raw result present, not yet validated), FAILED, UNAVAILABLE, TIMEOUT,
+    # TOOL_VIOLATION or AWAITING_RECORD
+    status: S
     reason: str  # "" when completed
     resets: str | None
     observed_model: str | None
-    attempts: list[dict]  # model, observed_model (absent when unknown), started_at, finished_at,
+    attempts: list[Attempt]  # model, observed_model (absent when unknown), started_at, finished_at,
     #                       exit_code, status, reason, resets, argv, usage (docs/records.md)
     result: dict | None  # the raw result object for completed (None when output_error is set)
     model: str  # model of the last attempt ("" = CLI default)
@@ -62,8 +64,8 @@ class ReviewerOutcome:
 
 @dataclass
 class _Attempt:
-    record: dict
-    status: str
+    record: Attempt
+    status: S
     reason: str = ""
     resets: str | None = None
     observed_model: str | None = None
@@ -109,8 +111,8 @@ async def _run_reviewer(job: ReviewerJob, st: _Settings) -> ReviewerOutcome:
     cfg = job.config
     preset = get_preset(cfg.preset)
     if not preset.runs_process:
-        _status(st, cfg.name, "awaiting_record", "awaiting spar record")
-        return ReviewerOutcome(cfg.name, "awaiting_record", "awaiting spar record", None, None, [], None,
+        _status(st, cfg.name, S.AWAITING_RECORD, "awaiting spar record")
+        return ReviewerOutcome(cfg.name, S.AWAITING_RECORD, "awaiting spar record", None, None, [], None,
                                cfg.model)
     models = [cfg.model]
     if cfg.fallback_model:
@@ -121,7 +123,7 @@ async def _run_reviewer(job: ReviewerJob, st: _Settings) -> ReviewerOutcome:
         attempts.append(attempt)
         if not (attempt.quota and number < len(models)):
             break
-        _status(st, cfg.name, "fallback", f"quota or rate limit; retrying with model {model_label(models[number])}")
+        _status(st, cfg.name, S.FALLBACK, f"quota or rate limit; retrying with model {model_label(models[number])}")
     last = attempts[-1]
     outcome = ReviewerOutcome(
         name=cfg.name,
@@ -134,10 +136,10 @@ async def _run_reviewer(job: ReviewerJob, st: _Settings) -> ReviewerOutcome:
         model=models[len(attempts) - 1],
         output_error=last.output_error,
     )
-    if last.status == "completed":
+    if last.status == S.COMPLETED:
         # the answer is judged after the run (G1-G6), so progress says "answered" here and
         # `spar run` reports completed or invalid_output once it has checked the answer
-        _status(st, cfg.name, "answered", f"answer not usable: {last.output_error}" if last.output_error else "")
+        _status(st, cfg.name, S.ANSWERED, f"answer not usable: {last.output_error}" if last.output_error else "")
     else:
         _status(st, cfg.name, last.status, last.reason)
     return outcome
@@ -171,25 +173,25 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     if st.progress is not None:
         st.progress.reviewer_started(cfg.name, number, model)
 
-    def done(status: str, reason: str = "", *, resets: str | None = None, observed_model: str | None = None,
-             **kw) -> _Attempt:
-        record: dict = {"model": model}
+    def done(status: S, reason: str = "", *, resets: str | None = None, observed_model: str | None = None,
+             **kw: Any) -> _Attempt:
+        record: dict[str, Any] = {"model": model}
         if observed_model:
             record["observed_model"] = observed_model  # G12: absent from the attempt when unknown
         record.update(started_at=started_at, finished_at=now(), exit_code=exit_code, status=status,
                       reason=reason, resets=resets, argv=recorded_argv(argv, job.input),
                       usage=attempt_usage(anyio.current_time() - clock_start,
                                           monitor.usage if monitor is not None else None))
-        return _Attempt(record=record, status=status, reason=reason, resets=resets,
+        return _Attempt(record=cast(Attempt, record), status=status, reason=reason, resets=resets,
                         observed_model=observed_model, **kw)
 
     try:
         # what ran, or would have run had the attempt got that far
         lookup, argv = command_line(job, model, st.env.get("PATH"))
     except OSError as exc:
-        return done("failed", f"cannot build the command line: {exc.strerror or exc}")
+        return done(S.FAILED, f"cannot build the command line: {exc.strerror or exc}")
     if lookup.status != "ok" or lookup.path is None:
-        return done(lookup.status, lookup.reason)
+        return done(S(lookup.status), lookup.reason)
     exe = lookup.path
     deadline = anyio.current_time() + cfg.timeout_seconds
     suffix = "" if number == 1 else f".{number}"
@@ -200,7 +202,7 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
             status, reason = problem
             return done(status, reason)
 
-    _status(st, cfg.name, "running", "")
+    _status(st, cfg.name, S.RUNNING, "")
     monitor = preset.monitor()
     try:
         proc = await run_process(
@@ -211,29 +213,29 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
             on_stdout_line=monitor.feed, output_cap=st.output_cap, kill_grace=st.kill_grace,
         )
     except OSError as exc:
-        return done("failed", f"could not start {quote(exe)}: {exc.strerror or exc}")
+        return done(S.FAILED, f"could not start {quote(exe)}: {exc.strerror or exc}")
     exit_code = proc.exit_code
     observed = monitor.observed_model
 
     if proc.violation is not None:
-        return done("tool_violation", proc.violation, observed_model=observed)
+        return done(S.TOOL_VIOLATION, proc.violation, observed_model=observed)
     if proc.timed_out:
-        return done("timeout", f"no answer within {cfg.timeout_seconds}s (timeout_seconds); process group killed",
+        return done(S.TIMEOUT, f"no answer within {cfg.timeout_seconds}s (timeout_seconds); process group killed",
                     observed_model=observed)
     if proc.log_error is not None:
         # the raw output is part of the record; an answer whose log was lost is not kept
-        return done("failed", proc.log_error, observed_model=observed)
+        return done(S.FAILED, proc.log_error, observed_model=observed)
     answer = monitor.finish(proc.exit_code, proc.stdout)
     observed = monitor.observed_model
     if answer.completed:
-        return done("completed", "", observed_model=observed, result=answer.result,
+        return done(S.COMPLETED, "", observed_model=observed, result=answer.result,
                     output_error=answer.output_error)
     # not completed: a refusal (G13, contract §5) decides unavailable (and maybe a fallback), else failed
     refusal = detect_refusal([proc.stderr_tail] + answer.error_texts)
     if refusal is not None:
-        return done("unavailable", reason_for(refusal), resets=refusal.resets, observed_model=observed,
+        return done(S.UNAVAILABLE, reason_for(refusal), resets=refusal.resets, observed_model=observed,
                     quota=refusal.kind == "quota")
-    return done("failed", failure_reason(proc, answer.failure), observed_model=observed)
+    return done(S.FAILED, failure_reason(proc, answer.failure), observed_model=observed)
 
 
 def failure_reason(proc: ProcessResult, failure: str) -> str:
@@ -255,7 +257,7 @@ def failure_reason(proc: ProcessResult, failure: str) -> str:
 
 
 async def _version_check(exe: str, version_args: tuple[str, ...], paths: RunPaths, deadline: float,
-                         st: _Settings) -> tuple[str, str] | None:
+                         st: _Settings) -> tuple[S, str] | None:
     """None when `<exe> --version` answers with exit 0; else (status, reason)."""
     args = [exe, *version_args]
     shown = " ".join(args)
@@ -264,16 +266,16 @@ async def _version_check(exe: str, version_args: tuple[str, ...], paths: RunPath
         proc = await run_process(args, cwd=paths.workspace, deadline=min(deadline, own_limit), env=st.env,
                                  output_cap=64 * 1024, kill_grace=st.kill_grace)
     except OSError as exc:
-        return "failed", f"version check failed: could not start {quote(exe)}: {exc.strerror or exc}"
+        return S.FAILED, f"version check failed: could not start {quote(exe)}: {exc.strerror or exc}"
     if proc.timed_out:
         if deadline <= own_limit:
             # the attempt's own limit ran out first: that is the reviewer's timeout (G19)
-            return "timeout", f"no answer within the time limit (timeout_seconds) during the version check `{shown}`"
-        return "failed", f"version check failed: `{shown}` gave no answer within {st.version_timeout:g}s"
+            return S.TIMEOUT, f"no answer within the time limit (timeout_seconds) during the version check `{shown}`"
+        return S.FAILED, f"version check failed: `{shown}` gave no answer within {st.version_timeout:g}s"
     if proc.exit_code != 0:
         detail = proc.last_stderr_line or proc.last_stdout_line
         code = "killed" if proc.exit_code is None else f"exited with code {proc.exit_code}"
-        return "failed", f"version check failed: `{shown}` {code}" + (f": {detail[:300]}" if detail else "")
+        return S.FAILED, f"version check failed: `{shown}` {code}" + (f": {detail[:300]}" if detail else "")
     return None
 
 
@@ -281,7 +283,7 @@ def model_label(model: str) -> str:
     return model or "(CLI default)"
 
 
-def _status(st: _Settings, name: str, status: str, detail: str) -> None:
+def _status(st: _Settings, name: str, status: S, detail: str) -> None:
     if st.progress is not None:
         st.progress.reviewer_status(name, status, detail)
 

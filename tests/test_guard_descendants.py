@@ -153,3 +153,42 @@ print(len(descendants()))
     assert out.returncode == 0, out.stderr
     pid, left = (int(x) for x in out.stdout.split())
     assert left == 0 and not _alive(pid)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["normal end", "timeout", "spar killed"])
+def test_spar_run_leaves_no_descendant(tmp_path, how):
+    """The same through `spar run` with a `command` reviewer whose daemon keeps stdout open."""
+    from tests.runsetup import make_setup
+
+    s = make_setup(tmp_path)
+    pid_file = tmp_path / "grandchild.pid"
+    then = "exit" if how == "normal end" else "wait"
+    for n, k in enumerate(LIMITS):  # a timeout: until the grandchild is up before the limit
+        s.configure([{"name": "daemon", "preset": "command",
+                      "argv": [PY, "-c", REVIEWER, str(pid_file), "keep", then]}],
+                    timeout=k if how == "timeout" else 60)
+        argv = [PY, "-m", "spar", "run", "--stage", "code", "--out", f"reviews/r{n + 1}"]
+        spar = subprocess.Popen(argv, cwd=s.repo, env=s.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            if how == "spar killed":
+                wait_file(pid_file, spar)
+                spar.send_signal(signal.SIGKILL)
+            spar.wait(timeout=BOUND + k)
+            if not written(pid_file):
+                assert how == "timeout", "the reviewer ended before its grandchild was up"
+                continue
+            pid = int(pid_file.read_text())
+            if how == "spar killed":
+                assert wait_gone(pid), f"grandchild {pid} still runs after spar was killed"
+            else:
+                assert not _alive(pid)  # ended before spar returned
+                assert spar.returncode == 1  # the reviewer gave no answer: recorded, not clean
+            break
+        finally:
+            if spar.poll() is None:
+                spar.kill()
+                spar.wait()
+            if written(pid_file) and _alive(int(pid_file.read_text())):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)  # safety net only
+    assert written(pid_file)

@@ -68,29 +68,17 @@ def exit_for_signal(signum: int) -> int:
     return EXIT_SIGNAL + signum
 
 
+_GO_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r", "\a": "\\a", "\b": "\\b",
+               "\f": "\\f", "\v": "\\v"}
+
+
 def quote(value: str) -> str:
     """Go-style %q quoting, used wherever the contract says values are shown with %q."""
     out = ['"']
     for ch in value:
         code = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\a":
-            out.append("\\a")
-        elif ch == "\b":
-            out.append("\\b")
-        elif ch == "\f":
-            out.append("\\f")
-        elif ch == "\v":
-            out.append("\\v")
+        if ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
         elif 0xDC80 <= code <= 0xDCFF:
             # surrogateescape byte from undecodable input: Go prints invalid bytes as \xNN
             out.append(f"\\x{code - 0xDC00:02x}")

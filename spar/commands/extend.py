@@ -19,6 +19,8 @@ from spar.series import series_folder
 
 CAUSES = ("churn", "recurring", "unrelated", "hardening", "other")
 
+SUMMARY = "Raise a stage's round cap for a series, with a cause (one line in extensions.jsonl)."
+
 EPILOG = f"""\
 --cause (code only, required there): {', '.join(CAUSES)}.
 --reason: required for a code extension with --by 2 or more or --cause other;
@@ -59,9 +61,7 @@ def extension_line(stage: str, by: str, cause: str | None, reason: str | None) -
 
 
 def _parser():
-    p = command_parser("extend",
-                       "Raise a stage's round cap for a series, with a cause (one line in extensions.jsonl).",
-                       EPILOG)
+    p = command_parser("extend", SUMMARY, EPILOG)
     p.add_argument("series", metavar="SERIES", help="the series folder (the folder holding the rounds)")
     p.add_argument("--stage", required=True, metavar="STAGE", help="plan, plan-delta or code")
     p.add_argument("--by", required=True, metavar="N", help="how many more rounds (1 or more)")

@@ -25,8 +25,7 @@ from spar.records.model import (
     ReviewerStatus,
     RoundRecord,
     TranscriptWarning,
-    find_reviewer,
-    reviewer_names,
+    require_reviewer,
 )
 from spar.round import history, recording
 from spar.series import repository_of, round_folder
@@ -67,12 +66,7 @@ def _read_input(path: str, option: str) -> bytes:
 
 def recordable(round_json: RoundRecord, name: str) -> ReviewerEntry:
     """The reviewer entry `name` when a result may be recorded for it; Refused otherwise."""
-    if round_json.get("dry_run") is True:
-        raise Refused(f"round {round_json.get('name')} is a dry run; it records no results")
-    entry = find_reviewer(round_json, name)
-    if entry is None:
-        raise Refused(f"{quote(name)} is not a reviewer of round {round_json.get('name')} "
-                      f"(its reviewers: {reviewer_names(round_json)})")
+    entry = require_reviewer(round_json, name, dry_run="it records no results", role="a reviewer")
     if entry["status"] == ReviewerStatus.COMPLETED:
         raise Refused(f"reviewer {name} of round {round_json.get('name')} already completed; "
                       "recording over it would drop its findings (start a new round instead)")

@@ -10,12 +10,14 @@ from __future__ import annotations
 import sys
 
 from spar.argparsing import command_parser
-from spar.errors import EXIT_OK, RecordError, Refused, quote
+from spar.errors import EXIT_OK, RecordError, Refused
 from spar.judge.dispositions import given
 from spar.records import atomic, clock, jsonl, lock, readers
-from spar.records.model import ReviewerEntry, ReviewerStatus, RoundRecord, WaiverLine, find_reviewer, reviewer_names
+from spar.records.model import ReviewerEntry, ReviewerStatus, RoundRecord, WaiverLine, require_reviewer
 from spar.round.summary import render_summary
 from spar.series import round_folder
+
+SUMMARY = "Accept a round without a required reviewer that did not complete, with the user's words."
 
 EPILOG = """\
 Refused (65, nothing written): a name that is not a reviewer of that round
@@ -27,13 +29,8 @@ Appends {"reviewer", "preset", "user_quote", "at"} to ROUND/waivers.jsonl."""
 
 def waivable(round_json: RoundRecord, name: str) -> ReviewerEntry:
     """The reviewer entry `name` of a round when it may be waived; Refused otherwise."""
-    round_name = round_json.get("name")
-    if round_json.get("dry_run") is True:
-        raise Refused(f"round {round_name} is a dry run; there is no reviewer to waive")
-    entry = find_reviewer(round_json, name)
-    if entry is None:
-        raise Refused(f"{quote(name)} is not a required reviewer of round {round_name} "
-                      f"(its reviewers: {reviewer_names(round_json)})")
+    entry = require_reviewer(round_json, name, dry_run="there is no reviewer to waive", role="a required reviewer")
+    round_name = round_json["name"]
     status = entry["status"]
     if status == ReviewerStatus.COMPLETED:
         raise Refused(f"reviewer {name} of round {round_name} completed; "
@@ -46,9 +43,7 @@ def waivable(round_json: RoundRecord, name: str) -> ReviewerEntry:
 
 
 def _parser():
-    p = command_parser("waive",
-                       "Accept a round without a required reviewer that did not complete, with the user's words.",
-                       EPILOG)
+    p = command_parser("waive", SUMMARY, EPILOG)
     p.add_argument("round", metavar="ROUND", help="the round folder")
     p.add_argument("--reviewer", required=True, metavar="NAME", help="a reviewer listed in that round.json")
     p.add_argument("--user-quote", metavar="TEXT", help="the user's words accepting the round without it")

@@ -220,3 +220,17 @@ class Preset(ABC):
 
     def monitor(self) -> Monitor:
         raise TypeError(f"preset {self.name} runs no process")
+
+
+class StdinPreset(Preset):
+    """claude and codex: the packet on stdin, preceded by the standpoint instruction
+    (input.md holds the same text in standpoint rounds and dry runs)."""
+
+    def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
+        instruction = standpoint_instruction(ctx.standpoint, ctx.standpoints_active)
+        text = join_parts(instruction, ctx.packet_text) if instruction else ctx.packet_text
+        files = {"input.md": text} if ctx.writes_input_md else {}
+        return InputSpec(text=text, files=files)
+
+    def stdin_text(self, spec: InputSpec) -> str | None:
+        return spec.text

@@ -8,16 +8,13 @@ from spar.config.model import ReviewerConfig
 from spar.judge.jsonvalue import array_at, object_at
 from spar.presets.base import (
     Answer,
-    InputContext,
     InputSpec,
     Monitor,
-    Preset,
     RunPaths,
+    StdinPreset,
     StreamInfo,
     as_text,
-    join_parts,
     parse_answer_text,
-    standpoint_instruction,
 )
 from spar.round.usage import add_counts, amount, count, reported
 
@@ -25,19 +22,8 @@ ALLOWED_TOOLS = ("Read", "Grep", "Glob", "StructuredOutput")
 SYNTHETIC_MODEL = "<synthetic>"  # locally made error message, not a model
 
 
-def stdin_input(cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
-    """claude and codex: the packet on stdin, preceded by the standpoint instruction."""
-    instruction = standpoint_instruction(ctx.standpoint, ctx.standpoints_active)
-    text = join_parts(instruction, ctx.packet_text) if instruction else ctx.packet_text
-    files = {"input.md": text} if ctx.writes_input_md else {}
-    return InputSpec(text=text, files=files)
-
-
-class ClaudePreset(Preset):
+class ClaudePreset(StdinPreset):
     name = "claude"
-
-    def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
-        return stdin_input(cfg, ctx)
 
     def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
         # --json-schema takes the schema itself, not a path: this round's schema.json as one string
@@ -52,9 +38,6 @@ class ClaudePreset(Preset):
         if cfg.max_budget_usd is not None:
             argv += ["--max-budget-usd", str(cfg.max_budget_usd)]
         return argv
-
-    def stdin_text(self, spec: InputSpec) -> str | None:
-        return spec.text
 
     def monitor(self) -> ClaudeMonitor:
         return ClaudeMonitor()

@@ -8,27 +8,22 @@ from spar.config.model import ReviewerConfig
 from spar.judge.jsonvalue import object_at
 from spar.presets.base import (
     Answer,
-    InputContext,
     InputSpec,
     Monitor,
-    Preset,
     RunPaths,
+    StdinPreset,
     StreamInfo,
     as_text,
     parse_answer_text,
 )
-from spar.presets.claude import stdin_input
 from spar.round.usage import add_counts, count, reported
 
 ALLOWED_ITEMS = ("agent_message", "reasoning", "command_execution", "todo_list", "error")
 _REROUTED = re.compile(r"model rerouted:\s*(\S+)\s*->\s*(\S+)", re.IGNORECASE)
 
 
-class CodexPreset(Preset):
+class CodexPreset(StdinPreset):
     name = "codex"
-
-    def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
-        return stdin_input(cfg, ctx)
 
     def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
         argv = [exe, "exec", "--json", "--sandbox", "read-only", "--skip-git-repo-check", "--ephemeral",
@@ -40,9 +35,6 @@ class CodexPreset(Preset):
             argv += ["-c", f'model_reasoning_effort="{cfg.effort}"']
         argv += ["-C", str(paths.workspace), "-"]
         return argv
-
-    def stdin_text(self, spec: InputSpec) -> str | None:
-        return spec.text
 
     def monitor(self) -> CodexMonitor:
         return CodexMonitor()

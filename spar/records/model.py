@@ -10,6 +10,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, NotRequired, TypedDict
 
+from spar.errors import Refused, quote
+
 
 class ReviewerStatus(StrEnum):
     """A reviewer's status: in round.json, in the runner's outcome and on the progress display."""
@@ -241,3 +243,16 @@ def find_reviewer(round_json: RoundRecord, name: str) -> ReviewerEntry | None:
 def reviewer_names(round_json: RoundRecord) -> str:
     """The round's reviewer names for a message: `a, b` or `none`."""
     return ", ".join(entry["name"] for entry in round_json["reviewers"]) or "none"
+
+
+def require_reviewer(round_json: RoundRecord, name: str, *, dry_run: str, role: str) -> ReviewerEntry:
+    """The entry called `name` of a round that is not a dry run, else Refused:
+    `round R is a dry run; <dry_run>` or `"name" is not <role> of round R (...)`."""
+    round_name = round_json.get("name")
+    if round_json.get("dry_run") is True:
+        raise Refused(f"round {round_name} is a dry run; {dry_run}")
+    entry = find_reviewer(round_json, name)
+    if entry is None:
+        names = reviewer_names(round_json)
+        raise Refused(f"{quote(name)} is not {role} of round {round_name} (its reviewers: {names})")
+    return entry

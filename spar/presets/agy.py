@@ -47,40 +47,6 @@ def _command_note() -> str:
 COMMAND_NOTE = _command_note()
 
 
-class AgyPreset(Preset):
-    name = "agy"
-
-    def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
-        instruction = standpoint_instruction(ctx.standpoint, ctx.standpoints_active)
-        text = join_parts(COMMAND_NOTE, instruction, ctx.packet_text)
-        files: dict[str, str] = {}
-        if len(text.encode("utf-8")) > MAX_PROMPT_BYTES:
-            packet_file = (ctx.reviewer_dir / "PACKET.md").absolute()
-            reference = (
-                f"The review packet is too large for this prompt; it is in the file {packet_file}. "
-                "Read all of it before you start: it holds the change, the angles to check and "
-                "how to report.\n"
-            )
-            text = join_parts(COMMAND_NOTE, instruction, reference)
-            files["PACKET.md"] = ctx.packet_text
-        if ctx.writes_input_md:
-            files["input.md"] = text  # for agy: the -p text
-        return InputSpec(text=text, files=files)
-
-    def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
-        argv = [exe, "-p", spec.text, "--output-format", "stream-json", "--mode", "plan"]
-        if model:
-            argv += ["--model", model]
-        argv += ["--json-schema", str(paths.schema_path)]
-        # agy's own limit (default 5 minutes) would end a long review with a partial answer:
-        # set it past Spar's timeout_seconds so that Spar's limit governs
-        argv += ["--print-timeout", f"{cfg.timeout_seconds + PRINT_TIMEOUT_MARGIN}s"]
-        return argv
-
-    def monitor(self) -> AgyMonitor:
-        return AgyMonitor()
-
-
 class AgyMonitor(Monitor):
     def __init__(self) -> None:
         super().__init__()
@@ -153,6 +119,38 @@ class AgyMonitor(Monitor):
             return Answer(False, failure="the result has an empty response", error_texts=texts)
         result, error = parse_answer_text(response, "the result response")
         return Answer(True, result=result, output_error=error)
+
+
+class AgyPreset(Preset):
+    name = "agy"
+    monitor_class = AgyMonitor
+
+    def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
+        instruction = standpoint_instruction(ctx.standpoint, ctx.standpoints_active)
+        text = join_parts(COMMAND_NOTE, instruction, ctx.packet_text)
+        files: dict[str, str] = {}
+        if len(text.encode("utf-8")) > MAX_PROMPT_BYTES:
+            packet_file = (ctx.reviewer_dir / "PACKET.md").absolute()
+            reference = (
+                f"The review packet is too large for this prompt; it is in the file {packet_file}. "
+                "Read all of it before you start: it holds the change, the angles to check and "
+                "how to report.\n"
+            )
+            text = join_parts(COMMAND_NOTE, instruction, reference)
+            files["PACKET.md"] = ctx.packet_text
+        if ctx.writes_input_md:
+            files["input.md"] = text  # for agy: the -p text
+        return InputSpec(text=text, files=files)
+
+    def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
+        argv = [exe, "-p", spec.text, "--output-format", "stream-json", "--mode", "plan"]
+        if model:
+            argv += ["--model", model]
+        argv += ["--json-schema", str(paths.schema_path)]
+        # agy's own limit (default 5 minutes) would end a long review with a partial answer:
+        # set it past Spar's timeout_seconds so that Spar's limit governs
+        argv += ["--print-timeout", f"{cfg.timeout_seconds + PRINT_TIMEOUT_MARGIN}s"]
+        return argv
 
 
 PRESET = AgyPreset()

@@ -201,6 +201,7 @@ class Preset(ABC):
     name = ""
     runs_process = True  # native runs nothing
     version_args: tuple[str, ...] | None = ("--version",)  # None: no version check
+    monitor_class: type[Monitor] | None = None  # judges the output of presets that run a process
 
     @abstractmethod
     def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
@@ -219,7 +220,10 @@ class Preset(ABC):
         return None
 
     def monitor(self) -> Monitor:
-        raise TypeError(f"preset {self.name} runs no process")
+        """A fresh monitor for one attempt's stdout."""
+        if self.monitor_class is None:
+            raise TypeError(f"preset {self.name} runs no process")
+        return self.monitor_class()
 
 
 class StdinPreset(Preset):

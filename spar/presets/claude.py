@@ -22,27 +22,6 @@ ALLOWED_TOOLS = ("Read", "Grep", "Glob", "StructuredOutput")
 SYNTHETIC_MODEL = "<synthetic>"  # locally made error message, not a model
 
 
-class ClaudePreset(StdinPreset):
-    name = "claude"
-
-    def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
-        # --json-schema takes the schema itself, not a path: this round's schema.json as one string
-        schema = paths.schema_path.read_text(encoding="utf-8")
-        # --no-session-persistence: a review leaves no session file in the user's ~/.claude
-        argv = [exe, "-p", "--output-format", "stream-json", "--verbose", "--json-schema", schema,
-                "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk", "--no-session-persistence"]
-        if model:
-            argv += ["--model", model]
-        if cfg.effort:
-            argv += ["--effort", cfg.effort]
-        if cfg.max_budget_usd is not None:
-            argv += ["--max-budget-usd", str(cfg.max_budget_usd)]
-        return argv
-
-    def monitor(self) -> ClaudeMonitor:
-        return ClaudeMonitor()
-
-
 class ClaudeMonitor(Monitor):
     def __init__(self) -> None:
         super().__init__()
@@ -165,6 +144,25 @@ def _output_tokens(entry) -> float:
         if isinstance(value, (int, float)):
             return value
     return 0
+
+
+class ClaudePreset(StdinPreset):
+    name = "claude"
+    monitor_class = ClaudeMonitor
+
+    def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
+        # --json-schema takes the schema itself, not a path: this round's schema.json as one string
+        schema = paths.schema_path.read_text(encoding="utf-8")
+        # --no-session-persistence: a review leaves no session file in the user's ~/.claude
+        argv = [exe, "-p", "--output-format", "stream-json", "--verbose", "--json-schema", schema,
+                "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk", "--no-session-persistence"]
+        if model:
+            argv += ["--model", model]
+        if cfg.effort:
+            argv += ["--effort", cfg.effort]
+        if cfg.max_budget_usd is not None:
+            argv += ["--max-budget-usd", str(cfg.max_budget_usd)]
+        return argv
 
 
 PRESET = ClaudePreset()

@@ -22,24 +22,6 @@ ALLOWED_ITEMS = ("agent_message", "reasoning", "command_execution", "todo_list",
 _REROUTED = re.compile(r"model rerouted:\s*(\S+)\s*->\s*(\S+)", re.IGNORECASE)
 
 
-class CodexPreset(StdinPreset):
-    name = "codex"
-
-    def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
-        argv = [exe, "exec", "--json", "--sandbox", "read-only", "--skip-git-repo-check", "--ephemeral",
-                "--output-schema", str(paths.schema_path)]
-        if model:
-            argv += ["-m", model]
-        if cfg.effort:
-            # -c takes TOML: the value is a quoted string
-            argv += ["-c", f'model_reasoning_effort="{cfg.effort}"']
-        argv += ["-C", str(paths.workspace), "-"]
-        return argv
-
-    def monitor(self) -> CodexMonitor:
-        return CodexMonitor()
-
-
 class CodexMonitor(Monitor):
     def __init__(self) -> None:
         super().__init__()
@@ -102,6 +84,22 @@ class CodexMonitor(Monitor):
             return Answer(False, failure="the turn completed without an agent_message", error_texts=texts)
         result, error = parse_answer_text(self.last_message, "the last agent_message")
         return Answer(True, result=result, output_error=error)
+
+
+class CodexPreset(StdinPreset):
+    name = "codex"
+    monitor_class = CodexMonitor
+
+    def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
+        argv = [exe, "exec", "--json", "--sandbox", "read-only", "--skip-git-repo-check", "--ephemeral",
+                "--output-schema", str(paths.schema_path)]
+        if model:
+            argv += ["-m", model]
+        if cfg.effort:
+            # -c takes TOML: the value is a quoted string
+            argv += ["-c", f'model_reasoning_effort="{cfg.effort}"']
+        argv += ["-C", str(paths.workspace), "-"]
+        return argv
 
 
 PRESET = CodexPreset()

@@ -29,8 +29,27 @@ def substitute(arg: str, *, prompt: Path | str, workspace: Path | str, schema: P
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], arg)
 
 
+class CommandMonitor(Monitor):
+    """No tool monitoring; the whole stdout is the answer."""
+
+    def feed(self, line: str) -> str | None:
+        return None
+
+    def finish(self, exit_code: int | None, stdout: StreamInfo) -> Answer:
+        if exit_code != 0:
+            return Answer(False, failure="the command did not exit with code 0")
+        if stdout.truncated:
+            return Answer(True, output_error=f"stdout is longer than the {stdout.bytes_kept}-byte output cap")
+        data = stdout.path.read_bytes() if stdout.path is not None else b""
+        if not data.strip():
+            return Answer(True, output_error="stdout is empty, not one JSON object")
+        result, error = parse_answer_text(data.decode("utf-8", errors="replace"), "stdout")
+        return Answer(True, result=result, output_error=error)
+
+
 class CommandPreset(Preset):
     name = "command"
+    monitor_class = CommandMonitor
     version_args = None  # an arbitrary program has no version convention
 
     def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
@@ -55,27 +74,6 @@ class CommandPreset(Preset):
         """argv[0] (placeholders replaced) is what G14 looks up."""
         prompt = self._prompt(paths, spec)
         return substitute(cfg.argv[0], prompt=prompt, workspace=paths.workspace, schema=paths.schema_path)
-
-    def monitor(self) -> CommandMonitor:
-        return CommandMonitor()
-
-
-class CommandMonitor(Monitor):
-    """No tool monitoring; the whole stdout is the answer."""
-
-    def feed(self, line: str) -> str | None:
-        return None
-
-    def finish(self, exit_code: int | None, stdout: StreamInfo) -> Answer:
-        if exit_code != 0:
-            return Answer(False, failure="the command did not exit with code 0")
-        if stdout.truncated:
-            return Answer(True, output_error=f"stdout is longer than the {stdout.bytes_kept}-byte output cap")
-        data = stdout.path.read_bytes() if stdout.path is not None else b""
-        if not data.strip():
-            return Answer(True, output_error="stdout is empty, not one JSON object")
-        result, error = parse_answer_text(data.decode("utf-8", errors="replace"), "stdout")
-        return Answer(True, result=result, output_error=error)
 
 
 PRESET = CommandPreset()

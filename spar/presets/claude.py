@@ -6,16 +6,7 @@ import datetime as _dt
 
 from spar.config.model import ReviewerConfig
 from spar.judge.jsonvalue import array_at, object_at
-from spar.presets.base import (
-    Answer,
-    InputSpec,
-    Monitor,
-    RunPaths,
-    StdinPreset,
-    StreamInfo,
-    as_text,
-    parse_answer_text,
-)
+from spar.presets.base import Answer, InputSpec, Monitor, RunPaths, StdinPreset, StreamInfo, as_text, parse_answer_text
 from spar.round.usage import add_counts, amount, count, reported
 
 ALLOWED_TOOLS = ("Read", "Grep", "Glob", "StructuredOutput")

@@ -6,16 +6,7 @@ import re
 
 from spar.config.model import ReviewerConfig
 from spar.judge.jsonvalue import object_at
-from spar.presets.base import (
-    Answer,
-    InputSpec,
-    Monitor,
-    RunPaths,
-    StdinPreset,
-    StreamInfo,
-    as_text,
-    parse_answer_text,
-)
+from spar.presets.base import Answer, InputSpec, Monitor, RunPaths, StdinPreset, StreamInfo, as_text, parse_answer_text
 from spar.round.usage import add_counts, count, reported
 
 ALLOWED_ITEMS = ("agent_message", "reasoning", "command_execution", "todo_list", "error")

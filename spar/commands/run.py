@@ -45,6 +45,7 @@ from spar.round.documents import read_round_documents
 from spar.round.environment import reviewer_env
 from spar.round.memory import memory_sha256, render_memory
 from spar.round.packet import PacketInput, build_packet, packet_sha256
+from spar.round.process import start_guard
 from spar.round.recording import (
     apply_outcome,
     new_round_json,
@@ -347,6 +348,8 @@ def execute(plan: RoundPlan) -> int:
         check_run_out(plan.out)  # another run may have taken the name while we waited
         # what the series decided so far, as it stands now that no triage can slip in
         plan.memory_text = render_memory(history.past_findings(plan.series, None, str(plan.repo), plan.base, plan.head))
+        if not plan.args.dry_run:
+            start_guard()  # its interpreter starts while the workspace is copied
         round_json, jobs = _create_round(plan, decision)
         print(plan.out, flush=True)
         if plan.args.dry_run:

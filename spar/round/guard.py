@@ -1,92 +1,108 @@
-"""Leader of one reviewer's process group: no descendant of the reviewer outlives it.
+"""One guard per spar process: it starts every reviewer, and no descendant outlives spar.
 
-`spar.round.process` starts every reviewer as
-`python -I -m spar.round.guard SPAR_PID -- ARGV...` in a new session, so this
-guard leads the reviewer's process group and the reviewer is its child. The
-guard is a child subreaper (`spar.round.reaper`): every orphan of the
-reviewer's subtree comes to it, including a grandchild that called `setsid()`
-and left the group. Whenever the guard finishes, it first ends every
-descendant (SIGTERM, GRACE seconds, SIGKILL) and reaps it:
+`spar.round.process` starts `python -I -m spar.round.guard` once (for `spar
+run`: as the round begins, beside the workspace copy), in a session of its
+own, with one end of a Unix socket pair as its stdin: the *control socket*.
+The guard is a child subreaper (`spar.round.reaper`). For each reviewer spar
+sends a request (argv, cwd, environment) with four file descriptors (the
+reviewer's stdin, stdout, stderr and a *status pipe*); the guard forks a
+*keeper* (a copy of this small process: no interpreter start) that
 
-- the reviewer exits: what it left running is ended, then the guard exits
-  with the reviewer's status (death by a signal included);
-- SIGTERM, SIGINT or SIGHUP (spar's timeout or interrupt): everything is ended,
-  then the guard dies by that signal;
-- spar dies (SIGKILL included): the guard is re-parented, notices within POLL
-  seconds and ends everything, so no reviewer goes on running, and spending
-  quota, with nobody reading its output.
+- starts a new session, so it leads the reviewer's process group as spar's
+  kill expects, and becomes a child subreaper of its own: every orphan of the
+  reviewer's subtree comes to it, a grandchild that called `setsid()` too;
+- writes `P<pid>` to the status pipe, starts the reviewer as its child and,
+  when it finishes, writes `X<exit code>` (negative: the signal that ended the
+  reviewer) and exits;
+- whenever it finishes, first ends every descendant (SIGTERM, GRACE seconds,
+  SIGKILL) and reaps it: when the reviewer exits (what it left running is
+  ended), and on SIGTERM, SIGINT or SIGHUP (spar's timeout or interrupt).
 
-Standard library only, and nothing printed unless the reviewer cannot be
-started. What it cannot do: survive SIGKILL itself (then its descendants go to
-init); spar sends SIGKILL only after GRACE + SETTLE seconds without the guard
-ending.
+When spar dies (SIGKILL included) the kernel closes its end of the control
+socket; the guard reads EOF at once and ends every descendant, every keeper
+and reviewer of the round. When spar ends normally the same EOF lets the
+guard exit. The status pipe reaches EOF when the keeper is gone, so spar
+needs no wait on a process that is not its child.
+
+Standard library only. What it cannot do: survive SIGKILL itself (then the
+keepers' descendants go to init); spar sends SIGKILL to a reviewer's group
+only after GRACE + SETTLE seconds without its keeper ending.
 """
 
 from __future__ import annotations
 
+import contextlib
+import marshal
 import os
 import select
 import signal
+import socket
+import struct
 import subprocess
 import sys
 
 from spar.round.reaper import become_subreaper, end_descendants, reap
 
-POLL = 0.2  # how soon a dead spar is noticed
 GRACE = 1.0  # SIGTERM to SIGKILL for the descendants, as spar's own kill
-SETTLE = 1.0  # spar waits GRACE + SETTLE for the guard to finish before it SIGKILLs the group
+SETTLE = 1.0  # spar waits GRACE + SETTLE for a keeper to finish before it SIGKILLs the group
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+HEADER = struct.Struct(">I")  # request length; the request is marshal((argv, cwd, env))
+FDS_PER_REQUEST = 4  # stdin, stdout, stderr, status pipe
+_STATUS_FD = 3  # in a keeper
 
 
-def end_group() -> None:
-    """Without a subreaper: the old way, the whole process group (the guard included)."""
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the guard outlives the SIGTERM to finish the job
+def encode_request(argv: list[str], cwd: str, env: dict[str, str]) -> bytes:
+    payload = marshal.dumps((argv, cwd, env))
+    return HEADER.pack(len(payload)) + payload
+
+
+def _end_group() -> None:
+    """Without a subreaper: the old way, the whole process group (the keeper included)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the keeper outlives the SIGTERM to finish the job
     os.killpg(0, signal.SIGTERM)
     end_descendants(GRACE)
     os.killpg(0, signal.SIGKILL)
 
 
 class _Watch:
-    """Signals noted by handlers and a wakeup pipe, so the loop reacts at once."""
+    """Signals noted by handlers and a wakeup pipe, so a loop reacts at once."""
 
     def __init__(self) -> None:
         self.stop: int | None = None
-        self._read, write = os.pipe()
+        self.fd, write = os.pipe()
         os.set_blocking(write, False)
         signal.set_wakeup_fd(write, warn_on_full_buffer=False)
         for sig in (*STOP_SIGNALS, signal.SIGCHLD):
-            signal.signal(sig, self._note)  # reset to default in the child by exec
+            signal.signal(sig, self._note)  # reset to default in the reviewer by exec
 
     def _note(self, signum, _frame) -> None:
         if signum in STOP_SIGNALS and self.stop is None:
             self.stop = signum
 
+    def drain(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.read(self.fd, 512)
+
     def wait(self, seconds: float) -> None:
-        ready, _, _ = select.select([self._read], [], [], seconds)
+        ready, _, _ = select.select([self.fd], [], [], seconds)
         if ready:
-            os.read(self._read, 512)
+            os.read(self.fd, 512)
 
 
-def _die_like(status_or_signal: int, *, signum: bool = False) -> int:
-    sig = status_or_signal if signum else -status_or_signal
-    signal.signal(sig, signal.SIG_DFL)  # die the way the reviewer died, so spar reads the same status
-    os.kill(os.getpid(), sig)
-    return 128 + sig
+def _status(line: str) -> None:
+    with contextlib.suppress(OSError):  # spar is gone: nobody reads it
+        os.write(_STATUS_FD, line.encode("ascii") + b"\n")
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) < 3 or argv[1] != "--":
-        print("usage: python -m spar.round.guard SPAR_PID -- ARGV...", file=sys.stderr)
-        return 64
-    parent, command = int(argv[0]), argv[2:]
-    if os.getppid() != parent:  # spar died before the guard got going
-        return 125
+def keep(command: list[str], cwd: str, env: dict[str, str]) -> int:
+    """In a keeper: run the reviewer to its end; the exit code (negative: a signal)."""
     reaper = become_subreaper()
     watch = _Watch()
+    _status(f"P{os.getpid()}")
     try:
-        child = subprocess.Popen(command)  # inherits stdin, stdout, stderr, cwd and environment
+        child = subprocess.Popen(command, cwd=cwd, env=env)  # inherits stdin, stdout, stderr
     except OSError as exc:
-        print(f"spar: cannot start {command[0]}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"spar: cannot start {command[0]}: {exc.strerror or exc}", file=sys.stderr, flush=True)
         return 127
     codes: dict[int, int] = {}
 
@@ -98,16 +114,102 @@ def main(argv: list[str]) -> int:
         reap(on_exit)
         if child.pid in codes:
             break
-        if watch.stop is not None or os.getppid() != parent:
+        if watch.stop is not None:
             if not reaper:
-                end_group()
+                _end_group()
             end_descendants(GRACE, on_exit)
-            return _die_like(watch.stop or signal.SIGTERM, signum=True)
-        watch.wait(POLL)
+            return -watch.stop
+        watch.wait(1.0)  # signals wake it at once; the timeout is a safety net
     if reaper:
         end_descendants(GRACE, on_exit)  # what the reviewer left running ends with it
-    code = codes[child.pid]
-    return _die_like(code) if code < 0 else code
+    return codes[child.pid]
+
+
+def _start_keeper(request: bytes, fds: list[int], control: socket.socket) -> int:
+    """Fork a keeper for one request; its pid."""
+    argv, cwd, env = marshal.loads(request)
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        for sig in (*STOP_SIGNALS, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        os.setsid()  # leads the reviewer's process group
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        os.dup2(fds[3], _STATUS_FD, inheritable=False)
+        _close_fds_above(_STATUS_FD, max([*fds, control.fileno()]))
+        _status(f"X{keep(argv, cwd, env)}")
+    finally:
+        os._exit(0)
+
+
+def _close_fds_above(low: int, known: int) -> None:
+    """Close every descriptor above `low` (the guard's own, other requests'): a keeper holds
+    only its reviewer's."""
+    try:
+        open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        open_fds = list(range(low + 1, known + 256))
+    for fd in open_fds:
+        if fd > low:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def serve(control: socket.socket) -> int:
+    """The guard's loop: start a keeper per request until EOF, then end every descendant."""
+    reaper = become_subreaper()
+    watch = _Watch()
+    buf = bytearray()
+    fds: list[int] = []
+    try:
+        while watch.stop is None:
+            reap()
+            ready, _, _ = select.select([control, watch.fd], [], [], 5.0)
+            if watch.fd in ready:
+                watch.drain()
+            if control not in ready:
+                continue
+            try:
+                data, new_fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 4 * FDS_PER_REQUEST)
+            except OSError:
+                data, new_fds = b"", []
+            fds += new_fds
+            if not data:
+                break  # spar is gone (or done): nothing may outlive it
+            buf += data
+            while len(buf) >= HEADER.size and len(buf) >= HEADER.size + HEADER.unpack_from(buf)[0]:
+                size = HEADER.unpack_from(buf)[0]
+                request, mine = bytes(buf[HEADER.size:HEADER.size + size]), fds[:FDS_PER_REQUEST]
+                del buf[:HEADER.size + size]
+                del fds[:FDS_PER_REQUEST]
+                try:
+                    _start_keeper(request, mine, control)
+                except OSError:
+                    pass  # no fork: spar reads EOF on the status pipe without a pid and says so
+                finally:
+                    for fd in mine:
+                        os.close(fd)
+    finally:
+        if reaper:
+            end_descendants(GRACE)
+        else:  # keepers lead their groups: end each of them
+            os.killpg(0, signal.SIGTERM)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv:
+        print("usage: python -I -m spar.round.guard  (started by spar, the control socket as stdin)",
+              file=sys.stderr)
+        return 64
+    control = socket.socket(fileno=os.dup(0))
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # fd 0 is no longer the socket: a keeper's closerange must not miss it
+    os.close(null)
+    return serve(control)
 
 
 if __name__ == "__main__":

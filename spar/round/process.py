@@ -11,16 +11,16 @@ however much the reviewer prints.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
-import subprocess
+import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
-from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from spar.presets.base import StreamInfo
 from spar.round import guard
@@ -53,12 +53,6 @@ class ProcessResult:
     @property
     def last_stdout_line(self) -> str:
         return last_line(self.stdout_tail)
-
-
-def guarded(argv: Sequence[str]) -> list[str]:
-    """`argv` run under spar.round.guard, which ends the group should spar die (SIGKILL
-    included); -I keeps the reviewer's folder and PYTHON* variables out of the guard."""
-    return [sys.executable, "-I", "-m", "spar.round.guard", str(os.getpid()), "--", *argv]
 
 
 def last_line(text: str) -> str:
@@ -207,6 +201,169 @@ async def terminate_group(pgid: int, exited: anyio.Event, grace: float) -> None:
     await _wait_group_gone(pgid, exited, max(grace, 1.0))
 
 
+class _GuardClient:
+    """spar's side of `spar.round.guard`: one guard process for this spar process."""
+
+    def __init__(self) -> None:
+        self._sock: socket.socket | None = None
+        self._pid: int | None = None
+
+    def start(self) -> None:
+        """Start the guard unless it runs already (cheap to call again; a dead one is replaced)."""
+        if self._sock is not None and self._pid is not None and not self._ended():
+            return
+        self.close()
+        ours, theirs = socket.socketpair()
+        try:
+            # posix_spawn: no fork of this (large) process; setsid: a terminal's Ctrl-C is
+            # spar's to handle, never the guard's
+            self._pid = os.posix_spawn(
+                sys.executable, [sys.executable, "-I", "-m", "spar.round.guard"], os.environ,
+                file_actions=[(os.POSIX_SPAWN_DUP2, theirs.fileno(), 0),
+                              (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                              (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)],
+                setsid=True)
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self._sock = ours
+
+    def _ended(self) -> bool:
+        assert self._pid is not None
+        try:
+            pid, _status = os.waitpid(self._pid, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        return pid != 0
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()  # the guard reads EOF and exits
+            self._sock = None
+        if self._pid is not None:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self._pid, os.WNOHANG)
+            self._pid = None
+
+    def send(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], fds: list[int]) -> None:
+        """One request with its four descriptors; starts (or restarts) the guard as needed."""
+        data = guard.encode_request(list(argv), cwd, dict(env))
+        for last_try in (False, True):
+            self.start()
+            assert self._sock is not None
+            try:
+                sent = socket.send_fds(self._sock, [data], fds)
+                if sent < len(data):
+                    self._sock.sendall(data[sent:])
+                return
+            except (BrokenPipeError, ConnectionResetError):
+                self.close()  # the guard died: one new one
+                if last_try:
+                    raise
+
+
+_GUARD = _GuardClient()
+
+
+def start_guard() -> None:
+    """Start this process's reviewer guard now (it otherwise starts with the first reviewer):
+    `spar run` calls it before the workspace copy, so its start-up is off the critical path."""
+    _GUARD.start()
+
+
+class _Reviewer:
+    """A reviewer started by the guard: its keeper's pid (= process group) and status pipe."""
+
+    def __init__(self, status_fd: int) -> None:
+        self._status = status_fd
+        self._text = b""
+        self.pid = 0
+        self.returncode: int | None = None
+
+    async def _read_status(self, until_pid: bool) -> None:
+        while self._status >= 0 and not (until_pid and self.pid):
+            await anyio.wait_readable(self._status)
+            try:
+                chunk = os.read(self._status, 512)
+            except BlockingIOError:
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                os.close(self._status)
+                self._status = -1
+                break
+            self._text += chunk
+            for line in self._text.split(b"\n")[:-1]:
+                if line.startswith(b"P") and not self.pid:
+                    self.pid = int(line[1:])
+
+    async def started(self) -> None:
+        await self._read_status(until_pid=True)
+        if not self.pid:
+            raise OSError(errno.ECHILD, "spar's reviewer guard (spar.round.guard) could not start it")
+
+    async def wait(self) -> int:
+        """Until the keeper has gone (the status pipe's EOF); its last word is the exit code."""
+        await self._read_status(until_pid=False)
+        if self.returncode is None:
+            codes = [line for line in self._text.split(b"\n") if line.startswith(b"X")]
+            self.returncode = int(codes[-1][1:]) if codes else -signal.SIGKILL
+        return self.returncode
+
+    def close(self) -> None:
+        if self._status >= 0:
+            os.close(self._status)
+            self._status = -1
+
+
+async def _start(argv: Sequence[str], cwd: str, env: Mapping[str, str],
+                 with_stdin: bool) -> tuple[_Reviewer, int | None, int, int]:
+    """Have the guard start `argv`; (reviewer, stdin write end or None, stdout and stderr read ends)."""
+    if not os.path.isdir(cwd):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), cwd)
+    theirs: list[int] = []
+    ours: list[int] = []
+    try:
+        if with_stdin:
+            stdin_r, stdin_w = os.pipe()
+            theirs.append(stdin_r)
+            ours.append(stdin_w)
+        else:
+            theirs.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+        for _ in range(3):  # stdout, stderr, status
+            r, w = os.pipe()
+            ours.append(r)
+            theirs.append(w)
+        _GUARD.send(argv, cwd, env, theirs)
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    finally:
+        for fd in theirs:
+            os.close(fd)
+    for fd in ours:
+        os.set_blocking(fd, False)
+    stdin_w_fd = ours.pop(0) if with_stdin else None
+    stdout_fd, stderr_fd, status_fd = ours
+    reviewer = _Reviewer(status_fd)
+    try:
+        await reviewer.started()
+    except BaseException:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(guard.GRACE):
+            await reviewer.started()  # cancelled meanwhile: learn the group, to end it
+        if reviewer.pid:
+            _signal_group(reviewer.pid, signal.SIGKILL)
+        reviewer.close()
+        for fd in (stdout_fd, stderr_fd) if stdin_w_fd is None else (stdin_w_fd, stdout_fd, stderr_fd):
+            os.close(fd)
+        raise
+    return reviewer, stdin_w_fd, stdout_fd, stderr_fd
+
+
 async def run_process(
     argv: Sequence[str],
     *,
@@ -230,49 +387,48 @@ async def run_process(
     out = _Sink(stdout_path, output_cap, line_limit, on_stdout_line, wake.set)
     err = _Sink(stderr_path, output_cap, line_limit, None, wake.set)
     try:
-        proc = await anyio.open_process(
-            guarded(argv),
-            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=str(cwd),
-            env=dict(env) if env is not None else None,
-            start_new_session=True,  # own process group: one killpg reaches every descendant
-        )
+        proc, stdin_fd, stdout_fd, stderr_fd = await _start(
+            argv, str(cwd), os.environ if env is None else env, stdin_text is not None)
     except BaseException:
         out.close()
         err.close()
         raise
-    # both were asked for as pipes above
-    stdout, stderr = proc.stdout, proc.stderr
-    assert stdout is not None and stderr is not None
-    pgid = proc.pid
+    pgid = proc.pid  # the keeper leads the group: one killpg reaches every descendant
     killed = False
     timed_out = False
     settled = False  # the body ran to its end: the group was already dealt with
+    open_fds = [fd for fd in (stdin_fd, stdout_fd, stderr_fd) if fd is not None]
     try:
         async with anyio.create_task_group() as tg:
             out_done = anyio.Event()
             err_done = anyio.Event()
 
-            async def feed_stdin(stdin: ByteSendStream, data: bytes) -> None:
+            async def feed_stdin(fd: int, data: bytes) -> None:
+                view = memoryview(data)
                 try:
-                    for i in range(0, len(data), _CHUNK):
-                        await stdin.send(data[i : i + _CHUNK])
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    while view:
+                        await anyio.wait_writable(fd)
+                        try:
+                            view = view[os.write(fd, view[:_CHUNK]):]
+                        except BlockingIOError:
+                            continue
+                except OSError:
                     pass  # the child closed its stdin or exited; its output tells the rest
                 finally:
-                    # close so programs that read to EOF (codex) go on
-                    with anyio.CancelScope(shield=True):
-                        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                            await stdin.aclose()
+                    open_fds.remove(fd)
+                    os.close(fd)  # EOF, so programs that read to the end (codex) go on
 
-            async def pump(stream: ByteReceiveStream, sink: _Sink, done: anyio.Event) -> None:
+            async def pump(fd: int, sink: _Sink, done: anyio.Event) -> None:
                 try:
                     while True:
+                        await anyio.wait_readable(fd)
                         try:
-                            chunk = await stream.receive(_CHUNK)
-                        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            chunk = os.read(fd, _CHUNK)
+                        except BlockingIOError:
+                            continue
+                        except OSError:
+                            break
+                        if not chunk:
                             break
                         sink.write(chunk)
                 finally:
@@ -284,10 +440,10 @@ async def run_process(
                 exited.set()
                 wake.set()
 
-            if stdin_text is not None and proc.stdin is not None:
-                tg.start_soon(feed_stdin, proc.stdin, stdin_text.encode("utf-8"))
-            tg.start_soon(pump, stdout, out, out_done)
-            tg.start_soon(pump, stderr, err, err_done)
+            if stdin_fd is not None and stdin_text is not None:
+                tg.start_soon(feed_stdin, stdin_fd, stdin_text.encode("utf-8"))
+            tg.start_soon(pump, stdout_fd, out, out_done)
+            tg.start_soon(pump, stderr_fd, err, err_done)
             tg.start_soon(wait_exit)
 
             with anyio.move_on_at(deadline):
@@ -309,7 +465,7 @@ async def run_process(
         with anyio.CancelScope(shield=True):
             if not settled or proc.returncode is None:
                 # cancelled from outside (spar interrupted) or a bug: never leave the group
-                # running. The guard ends every descendant on SIGTERM; SIGKILL is the last resort
+                # running. The keeper ends every descendant on SIGTERM; SIGKILL is the last resort
                 _signal_group(pgid, signal.SIGTERM)
                 if proc.returncode is None:
                     with anyio.move_on_after(guard.GRACE + guard.SETTLE):
@@ -319,19 +475,9 @@ async def run_process(
                 killed = True
                 with anyio.move_on_after(5):
                     await proc.wait()
-            if not settled:
-                # read the killed group's pipes to their end: asyncio closes a pipe's transport
-                # only at EOF, and one left open warns once the event loop has closed
-                with anyio.move_on_after(DRAIN_GRACE):
-                    for stream in (stdout, stderr):
-                        try:
-                            while await stream.receive(_CHUNK):
-                                pass
-                        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                            pass
-            for stream in (stdout, stderr):
-                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    await stream.aclose()
+            proc.close()
+            for fd in open_fds:
+                os.close(fd)
             out.close()
             err.close()
     return ProcessResult(

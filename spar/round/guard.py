@@ -167,10 +167,10 @@ def serve(control: socket.socket) -> int:
     try:
         while watch.stop is None:
             reap()
-            ready, _, _ = select.select([control, watch.fd], [], [], 5.0)
+            ready, _, _ = select.select([control.fileno(), watch.fd], [], [], 5.0)
             if watch.fd in ready:
                 watch.drain()
-            if control not in ready:
+            if control.fileno() not in ready:
                 continue
             try:
                 data, new_fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 4 * FDS_PER_REQUEST)

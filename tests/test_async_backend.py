@@ -1,4 +1,4 @@
-"""SPAR_ASYNC_BACKEND: spar runs its reviewers on trio unless asyncio is asked for.
+"""SPAR_ASYNC_BACKEND: spar runs its reviewers on asyncio unless trio is asked for.
 
 The behaviour that differs between the backends (subprocesses, signals,
 cancellation) is tested on both: the `anyio_backend` fixture (conftest.py) runs
@@ -19,9 +19,10 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 @pytest.mark.parametrize(("env", "backend"), [
-    ({}, "trio"), ({BACKEND_ENV: ""}, "trio"), ({BACKEND_ENV: "trio"}, "trio"), ({BACKEND_ENV: "asyncio"}, "asyncio"),
+    ({}, "asyncio"), ({BACKEND_ENV: ""}, "asyncio"), ({BACKEND_ENV: "trio"}, "trio"),
+    ({BACKEND_ENV: "asyncio"}, "asyncio"),
 ])
-def test_trio_unless_asyncio_is_asked_for(env, backend):
+def test_asyncio_unless_trio_is_asked_for(env, backend):
     assert async_backend(env) == backend
 
 
@@ -33,4 +34,4 @@ def test_any_other_value_is_refused(value):
 
 def test_the_readme_documents_the_switch():
     text = README.read_text(encoding="utf-8")
-    assert f"{BACKEND_ENV}=asyncio" in text and "trio" in text
+    assert f"{BACKEND_ENV}=trio" in text and "asyncio" in text

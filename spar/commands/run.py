@@ -88,7 +88,7 @@ class RoundPlan:
 
 
 def async_backend(env: Mapping[str, str]) -> str:
-    value = env.get(BACKEND_ENV, "") or "trio"
+    value = env.get(BACKEND_ENV, "") or "asyncio"
     if value not in BACKENDS:
         raise Refused(f"{BACKEND_ENV} {quote(value)}: expected asyncio or trio")
     return value

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
-from spar.config.model import ReviewerConfig
+from spar.config.model import PRESETS, ReviewerConfig
 from spar.errors import Refused
 from spar.presets.base import InputContext, InputSpec, Preset, join_parts
 
@@ -13,21 +14,13 @@ __all__ = ["InputSpec", "Preset", "get_preset", "prepare_input"]
 
 def get_preset(name: str) -> Preset:
     """The preset object for a preset name (`claude`, `codex`, `agy`, `native`, `command`)."""
-    # imported here so that importing spar.presets stays cheap and cycle-free
-    from spar.presets import agy, claude, codex, command, native
-
-    table = {
-        "claude": claude.PRESET,
-        "codex": codex.PRESET,
-        "agy": agy.PRESET,
-        "native": native.PRESET,
-        "command": command.PRESET,
-    }
-    try:
-        return table[name]
-    except KeyError:
+    # only the preset asked for is imported: a round pays for the presets it uses (agy's
+    # command grammar alone costs more than a round's own start-up), and no import cycle
+    if name not in PRESETS:  # each one a module of this package
         # configuration checks reject unknown presets long before this; reaching here is a caller bug
-        raise Refused(f"unknown preset {name!r}") from None
+        raise Refused(f"unknown preset {name!r}")
+    preset: Preset = importlib.import_module(f"spar.presets.{name}").PRESET
+    return preset
 
 
 def prepare_input(cfg: ReviewerConfig, *, reviewer_dir: Path, packet_text: str, packet_path: Path,

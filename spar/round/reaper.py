@@ -7,8 +7,8 @@ of init, so no descendant can leave the subtree; `end_descendants()` then
 finds the whole subtree through `/proc` (parent links) and ends it: SIGTERM,
 `grace` seconds, SIGKILL until nothing is left, reaping as it goes.
 
-Used by `spar.round.guard` (one guard per reviewer); a guard for a whole round
-can call the same two functions. Standard library only: the guard runs with
+Used by `spar.round.guard`: by the guard of the round and by each reviewer's
+keeper. Standard library only: the guard runs with
 `python -I`. Without `/proc` or `prctl` (not Linux) `become_subreaper()`
 returns False and only the process group is ended by the caller.
 """

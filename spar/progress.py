@@ -9,11 +9,15 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from spar.records.model import ReviewerStatus
 from spar.textsafe import terminal_safe
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 S = ReviewerStatus
 QUIET = (S.STARTING, S.RUNNING)  # shown in the live table only; plain lines stay few
@@ -45,7 +49,7 @@ class Progress:
     """Reviewer events; `live=True` draws a rich table on `stream`, else one line per event."""
 
     def __init__(self, stream: TextIO | None = None, *, live: bool = False,
-                 clock=time.monotonic):
+                 clock: Callable[[], float] = time.monotonic):
         self.stream = stream if stream is not None else sys.stderr
         self._clock = clock
         self._rows: dict[str, _Row] = {}
@@ -128,7 +132,7 @@ class _Table:
     def __init__(self, progress: Progress):
         self.progress = progress
 
-    def __rich__(self):
+    def __rich__(self) -> Table:
         from rich.table import Table
         from rich.text import Text
 

@@ -38,7 +38,7 @@ svg text{font:12px system-ui,sans-serif}
 """
 
 
-def _e(value) -> str:
+def _e(value: object) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
@@ -47,11 +47,11 @@ def _badge(status: str) -> str:
     return f'<span class="badge" style="background:{color}">{_e(status)}</span>'
 
 
-def _cost(value) -> str:
+def _cost(value: float | None) -> str:
     return "not recorded" if value is None else usage_text.cost_text(value)
 
 
-def _seconds(value) -> str:
+def _seconds(value: float | None) -> str:
     return "not recorded" if value is None else usage_text.duration_text(value)
 
 

@@ -25,6 +25,8 @@ is for reading, not for parsing back.
 
 from __future__ import annotations
 
+from typing import TextIO
+
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\a": "\\a", "\b": "\\b", "\f": "\\f",
           "\v": "\\v", "\x1b": "\\e"}
 
@@ -49,7 +51,7 @@ def terminal_safe(text: str, *, multiline: bool = False) -> str:
     return "".join(ch if ch == " " or ch in kept or ch.isprintable() else _escape(ch) for ch in text)
 
 
-def for_stream(text: str, stream) -> str:
+def for_stream(text: str, stream: TextIO) -> str:
     """Output meant to be data (JSON, SARIF, Markdown reports on stdout): escaped, keeping
     newlines and tabs, only when `stream` is a terminal; written as it is otherwise."""
     try:

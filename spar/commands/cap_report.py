@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from spar import __version__
-from spar.argparsing import command_parser
+from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_OK, UsageError, quote
 from spar.judge.convergence import ENDINGS, round_convergence, scoreboard, stage_verdict
 from spar.judge.dispositions import standing
@@ -177,14 +178,14 @@ def _usage(rows: list[dict]) -> dict:
             "series": {"attempts": sum(r["attempts"] for r in reviewers), **series}}
 
 
-def _cell(value) -> str:
+def _cell(value: object) -> str:
     if value is None:
         return "-"
     text = str(value)
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ") or "-"
 
 
-def _row(cells) -> str:
+def _row(cells: Iterable[object]) -> str:
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 
@@ -230,7 +231,7 @@ def render_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _share(value) -> str | None:
+def _share(value: float | None) -> str | None:
     return None if value is None else f"{round(value * 100)}%"
 
 
@@ -257,7 +258,7 @@ def _convergence_md(report: dict) -> list[str]:
     return lines
 
 
-def _parser():
+def _parser() -> Parser:
     p = command_parser("cap-report", "Summarize the caps, rounds and extensions of a series.", EPILOG)
     p.add_argument("series", nargs="?", metavar="SERIES", help="the series folder")
     p.add_argument("--format", default="md", metavar="md|json", help="md (default) or json")

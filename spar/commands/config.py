@@ -79,7 +79,7 @@ def as_json(root: Path | None, cfg: AppliedConfig) -> dict:
 
 
 def as_text(root: Path | None, cfg: AppliedConfig) -> str:
-    def show(value) -> str:
+    def show(value: object) -> str:
         if isinstance(value, list):
             return "[" + ", ".join(json.dumps(v, ensure_ascii=False) for v in value) + "]"
         if value == "":

@@ -261,7 +261,7 @@ def render_text(checks: list[Check], ready: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def _all_checks(args, base: Path, env: dict[str, str]) -> tuple[list[Check], dict]:
+async def _all_checks(args: argparse.Namespace, base: Path, env: dict[str, str]) -> tuple[list[Check], dict]:
     checks = [await git_check(env)]
     repo, root = repository_check(base)
     checks.append(repo)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from spar.argparsing import command_parser
+from spar.argparsing import Parser, command_parser
 from spar.errors import RecordError, Refused, quote
 from spar.export import codeclimate, rdjsonl, sarif
 from spar.export.collect import Item, RoundRecords, collect
@@ -52,7 +53,7 @@ Exit codes: 0 written; 64 usage error; 65 refused (a round unreadable or not
 recorded, a GitHub limit exceeded; nothing written); 70 the write failed."""
 
 
-def _parser():
+def _parser() -> Parser:
     p = command_parser("export", DESCRIPTION)
     p.add_argument("rounds", nargs="+", metavar="ROUND", help="round folders, in series order")
     p.add_argument("--format", required=True, choices=FORMATS, help="sarif, codeclimate or rdjsonl")
@@ -74,7 +75,7 @@ def read_rounds(args: list[str]) -> tuple[list[RoundRecords], dict[str, Path]]:
     return out, folders
 
 
-def _sibling_reader(folders: dict[str, Path]):
+def _sibling_reader(folders: dict[str, Path]) -> Callable[[str], RoundRecords | None]:
     """Reads another round of a given round's series by name (for fingerprint
     chains); a round that cannot be read ends the chain (None)."""
     def read(name: str) -> RoundRecords | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import sys
 
-from spar.argparsing import command_parser
+from spar.argparsing import Parser, command_parser
 from spar.config.model import STAGES
 from spar.errors import EXIT_OK, Refused, UsageError, quote
 from spar.judge.refs import trim
@@ -60,7 +60,7 @@ def extension_line(stage: str, by: str, cause: str | None, reason: str | None) -
     return line
 
 
-def _parser():
+def _parser() -> Parser:
     p = command_parser("extend", SUMMARY, EPILOG)
     p.add_argument("series", metavar="SERIES", help="the series folder (the folder holding the rounds)")
     p.add_argument("--stage", required=True, metavar="STAGE", help="plan, plan-delta or code")

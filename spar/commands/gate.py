@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from spar import __version__, git
-from spar.argparsing import command_parser
+from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, RecordError, Refused, quote
 from spar.judge import gate as judgement
 from spar.judge.dispositions import Key, LookupResult, standing
@@ -51,7 +51,7 @@ KEY_ORDER = ("schema", "state", "reasons", "head", "base", "criteria_digest", "r
 _READ_ERRORS = (RecordError, OSError, ValueError, TypeError, KeyError)
 
 
-def _parser():
+def _parser() -> Parser:
     p = command_parser("gate", "Judge a list of rounds and write the review-gate/v1 file.", EPILOG)
     p.add_argument("rounds", nargs="+", metavar="ROUND", help="round folders, every recorded round of their series")
     p.add_argument("--out", required=True, metavar="FILE", help="the gate file to write (review-gate/v1)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +33,7 @@ from spar.config.scaffold import (
     user_template,
 )
 from spar.config.sources import PROJECT_FILE, find_user_source, missing_why, user_candidates
-from spar.config.toml_positions import TomlSyntaxError, locate_toml
+from spar.config.toml_positions import LocatedDoc, TomlSyntaxError, locate_toml
 from spar.errors import EXIT_OK, ConfigError, Refused, UsageError, quote
 from spar.records import atomic
 from spar.round.executable import find_executable
@@ -87,7 +88,7 @@ def found_clis(path_env: str | None) -> list[str]:
     return [name for name in CLI_PRESETS if find_executable(name, path_env).status == "ok"]
 
 
-def _validated(path: str, text: str, check) -> None:
+def _validated(path: str, text: str, check: Callable[[LocatedDoc], object]) -> None:
     """The text Spar would read must pass the same checks as `spar config`."""
     try:
         check(locate_toml(path, text))
@@ -103,11 +104,11 @@ def _read_existing(path: str, lines: str) -> str:
         raise CannotEdit(f"it cannot be read ({getattr(err, 'strerror', None) or err})", lines) from None
 
 
-def _first_toml(env, home: Path) -> str:
+def _first_toml(env: Mapping[str, str], home: Path) -> str:
     return next(c.path for c in user_candidates(env, home) if c.kind == "toml")
 
 
-def plan_user(env, home: Path, found: list[str]) -> Step:
+def plan_user(env: Mapping[str, str], home: Path, found: list[str]) -> Step:
     source, _ = find_user_source(env, home)
     template = user_template(found)
     if source is None:
@@ -125,7 +126,8 @@ def plan_user(env, home: Path, found: list[str]) -> Step:
     return _plan_edit(source.path, head, tail, lines, check_user, "reviewers", needs="reviewers")
 
 
-def _plan_edit(path: str, head, tail, lines: str, check, main_key: str, needs: str | None = None) -> Step:
+def _plan_edit(path: str, head: list[tuple[str, str]], tail: list[tuple[str, str]], lines: str,
+               check: Callable[[LocatedDoc], object], main_key: str, needs: str | None = None) -> Step:
     real = os.path.realpath(path)  # a symbolic link (dotfiles) is edited at its target, never replaced
     try:
         existing = _read_existing(real, lines)

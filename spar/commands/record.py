@@ -12,10 +12,10 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from spar import git
-from spar.argparsing import command_parser
+from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, quote
 from spar.records import lock, readers
 from spar.records.model import (
@@ -29,6 +29,10 @@ from spar.records.model import (
 )
 from spar.round import history, recording
 from spar.series import repository_of, round_folder
+
+if TYPE_CHECKING:
+    from spar.judge.context import RoundContext
+    from spar.judge.transcript import TranscriptAnalysis
 from spar.textsafe import terminal_safe
 
 EPILOG = """\
@@ -48,7 +52,7 @@ completed (invalid_output, failed), as spar run does."""
 _ID = re.compile(r"-F([0-9]+)$")
 
 
-def _parser():
+def _parser() -> Parser:
     p = command_parser("record", "Record a result spar did not collect itself (native reviewer, transcript).", EPILOG)
     p.add_argument("round", metavar="ROUND", help="the round folder")
     p.add_argument("--reviewer", required=True, metavar="NAME", help="a reviewer listed in that round.json")
@@ -107,14 +111,14 @@ def transcript_lines(data: bytes) -> list[str]:
     return data.decode("utf-8", "surrogateescape").split("\n")
 
 
-def analyze(round_dir: Path, name: str, data: bytes, source: str):
+def analyze(round_dir: Path, name: str, data: bytes, source: str) -> TranscriptAnalysis:
     """G15 analysis of a transcript of reviewer `name` of `round_dir`.
 
     The analysis compares paths lexically, and the round folder may be spelled two
     ways (the path given here, and its real path, which is what a host working from
     a physical cwd sees). A warning that depends on the spelling is not a fact
     about the subagent, so only warnings found under every spelling are kept."""
-    from spar.judge.transcript import analyze_transcript
+    from spar.judge.transcript import analyze_transcript  # only `record --transcript` needs it
 
     lines = transcript_lines(data)
     spellings = list(dict.fromkeys([str(round_dir), os.path.realpath(round_dir)]))
@@ -126,7 +130,7 @@ def analyze(round_dir: Path, name: str, data: bytes, source: str):
     return first
 
 
-def _context(round_json: RoundRecord):
+def _context(round_json: RoundRecord) -> RoundContext:
     # a moved repository is found as gate and triage find it; round.json keeps its words
     where = round_json.copy()
     repo = repository_of(round_json)

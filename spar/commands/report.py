@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from spar import __version__
-from spar.argparsing import command_parser
+from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_OK, SparError
 from spar.records import atomic, clock, readers
 from spar.report_html import render
@@ -35,14 +35,14 @@ Exit codes: 0 written; 64 usage error; 65 refused (the series is not a
 series folder, or one of its records cannot be read); 70 the write failed."""
 
 
-def _parser():
+def _parser() -> Parser:
     p = command_parser("report", DESCRIPTION)
     p.add_argument("series", metavar="SERIES", help="the series folder")
     p.add_argument("--out", required=True, metavar="FILE", help="the HTML file to write (replaced whole)")
     return p
 
 
-def _epoch(stamp) -> float | None:
+def _epoch(stamp: object) -> float | None:
     if not isinstance(stamp, str):
         return None
     try:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+from anyio.abc import TaskStatus
 
 from spar import git
 from spar import series as series_mod
@@ -30,7 +31,7 @@ from spar.config import apply_selection, load_config
 from spar.config.model import AppliedConfig
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, WriteFailed, exit_for_signal, quote
 from spar.judge.context import RoundDoc
-from spar.presets import get_preset, prepare_input
+from spar.presets import Preset, get_preset, prepare_input
 from spar.progress import Progress, make_progress
 from spar.records import atomic, readers
 from spar.records.clock import now
@@ -164,7 +165,7 @@ def prepare(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> RoundPlan:
                      tree_plans=plans, out=out, series=series, backend=backend)
 
 
-def last_round_elsewhere(series: Path, stage: str, head: str):
+def last_round_elsewhere(series: Path, stage: str, head: str) -> series_mod.SeriesRound | None:
     """The series' last non-dry round of `stage` at another head, or None: its diff to
     `head` is in the packet. A rerun at the same head finds the same round, so it keeps
     the same packet."""
@@ -248,7 +249,7 @@ async def _reviewers_or_signal(jobs: list[ReviewerJob], progress: Progress,
         # a signal ignored when spar started (a background job in a script) stays ignored
         wanted = [s for s in INTERRUPT_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
 
-        async def watch(*, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+        async def watch(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
             with anyio.open_signal_receiver(*wanted) as signals:
                 task_status.started()  # installed before any reviewer starts
                 async for signum in signals:
@@ -317,7 +318,7 @@ def dry_run_lines(jobs: list, path_env: str | None) -> list[str]:
     return lines
 
 
-def shell_line(job, preset, argv: list[str]) -> str:
+def shell_line(job: ReviewerJob, preset: Preset, argv: list[str]) -> str:
     """`argv` as one shell line run in the workspace, long texts read from their files."""
     prompt_file = shlex.quote(str(Path(job.reviewer_dir).absolute() / "input.md"))
     schema = Path(job.schema_path)

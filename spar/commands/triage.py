@@ -10,12 +10,13 @@ writes nothing.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import cast
 
 from spar import git
-from spar.argparsing import command_parser
+from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_OK, RecordError, Refused, UsageError, quote
 from spar.judge.dispositions import (
     DISPOSITIONS,
@@ -58,7 +59,7 @@ through duplicates) is rejected, fixed, answered or deferred, gets
 prints each line it wrote and each repeat it left alone, with why."""
 
 
-def _parser():
+def _parser() -> Parser:
     p = command_parser("triage", "Give a finding a disposition; the history stays in ledger.jsonl.", EPILOG)
     p.add_argument("round", metavar="ROUND", help="the round folder")
     p.add_argument("finding", metavar="FINDING", nargs="?", help="a finding id of that round's findings.json")
@@ -210,7 +211,7 @@ def _stamp(line: dict, at: str) -> LedgerLine:
                              "auto": line.pop("auto"), "at": at, **line})
 
 
-def _main_repeats(args) -> int:
+def _main_repeats(args: argparse.Namespace) -> int:
     if args.finding is not None or args.to is not None or any(
             v is not None for v in (args.commit, args.of, args.evidence, args.user_quote,
                                     args.failed_before, args.passed_after)):

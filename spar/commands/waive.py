@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from spar.argparsing import command_parser
+from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_OK, RecordError, Refused
 from spar.judge.dispositions import given
 from spar.records import atomic, clock, jsonl, lock, readers
@@ -42,7 +42,7 @@ def waivable(round_json: RoundRecord, name: str) -> ReviewerEntry:
     return entry
 
 
-def _parser():
+def _parser() -> Parser:
     p = command_parser("waive", SUMMARY, EPILOG)
     p.add_argument("round", metavar="ROUND", help="the round folder")
     p.add_argument("--reviewer", required=True, metavar="NAME", help="a reviewer listed in that round.json")

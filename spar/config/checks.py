@@ -12,13 +12,18 @@ import math
 import posixpath
 import re
 import unicodedata
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 from spar.config.model import ANGLES, DEFAULT_CAPS, DEFAULT_REVIEWERS, DEFAULT_TIMEOUT, PRESETS, ReviewerConfig
-from spar.config.toml_positions import LocatedDoc
+from spar.config.toml_positions import KeyPath, LocatedDoc
 from spar.errors import ConfigError, quote
 from spar.judge.globs import glob_problem, normalize_glob
+
+# a reviewer entry's error for one of its keys; a project key's error
+KeyedError = Callable[[str, str], ConfigError]
+MessageError = Callable[[str], ConfigError]
 
 # --- names (G20) and values (G25) -------------------------------------------
 
@@ -75,7 +80,7 @@ PRESET_KEYS: dict[str, frozenset[str]] = {
 REVIEWER_KEYS = frozenset().union(*PRESET_KEYS.values())
 
 
-def show(value) -> str:
+def show(value: object) -> str:
     """A TOML/JSON value as a message shows it: strings with %q, others by kind."""
     if isinstance(value, str):
         return quote(value)
@@ -105,7 +110,8 @@ class UserPart:
     env_passthrough: list[str] | None = None  # None: reviewers inherit everything
 
 
-def default_reviewers(timeout: int, names=DEFAULT_REVIEWERS, source: str = "default") -> list[ReviewerConfig]:
+def default_reviewers(timeout: int, names: Iterable[str] = DEFAULT_REVIEWERS,
+                      source: str = "default") -> list[ReviewerConfig]:
     return [ReviewerConfig(name=n, preset=n, timeout_seconds=timeout, source=source) for n in names]
 
 
@@ -124,7 +130,7 @@ def check_user(doc: LocatedDoc) -> UserPart:
     return part
 
 
-def _env_passthrough(doc: LocatedDoc, value) -> list[str]:
+def _env_passthrough(doc: LocatedDoc, value: object) -> list[str]:
     """An array of variable names, each exact or a prefix ending in `*`; no duplicates."""
     def err(message: str) -> ConfigError:
         return ConfigError(doc.file, doc.line(("env_passthrough",)), message)
@@ -139,7 +145,7 @@ def _env_passthrough(doc: LocatedDoc, value) -> list[str]:
     return list(items)
 
 
-def _user_reviewers(doc: LocatedDoc, data, timeout: int) -> UserPart:
+def _user_reviewers(doc: LocatedDoc, data: dict[str, Any], timeout: int) -> UserPart:
     if "reviewers" not in data:
         return UserPart(timeout, default_reviewers(timeout))
     entries = data["reviewers"]
@@ -164,7 +170,7 @@ def _user_reviewers(doc: LocatedDoc, data, timeout: int) -> UserPart:
     return UserPart(timeout, reviewers)
 
 
-def _check_reviewer(doc: LocatedDoc, index: int, entry, timeout: int) -> ReviewerConfig:
+def _check_reviewer(doc: LocatedDoc, index: int, entry: object, timeout: int) -> ReviewerConfig:
     base = ("reviewers", index)
     label = f"reviewer entry {index + 1}"
     if not isinstance(entry, dict):
@@ -223,7 +229,7 @@ def _check_reviewer(doc: LocatedDoc, index: int, entry, timeout: int) -> Reviewe
     return r
 
 
-def _string(err, key: str, value) -> str:
+def _string(err: KeyedError, key: str, value: object) -> str:
     if not isinstance(value, str):
         raise err(key, f"{key} must be a string, got {show(value)}")
     if "\x00" in value:  # every one of these ends up as a program argument, which cannot hold NUL
@@ -231,7 +237,7 @@ def _string(err, key: str, value) -> str:
     return value
 
 
-def _argv(err, value) -> list[str]:
+def _argv(err: KeyedError, value: object) -> list[str]:
     if not isinstance(value, list) or not value:
         got = show(value) if value != [] else "an empty array"
         raise err("argv", f"argv must be a non-empty array of strings, got {got}")
@@ -245,14 +251,14 @@ def _argv(err, value) -> list[str]:
     return list(value)
 
 
-def _budget(err, value) -> int | float:
+def _budget(err: KeyedError, value: object) -> int | float:
     """A positive, finite number of US dollars (TOML integer or float)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise err("max_budget_usd", f"max_budget_usd must be a positive number of US dollars, got {show(value)}")
     return value
 
 
-def _allowed(err, key: str, value) -> list[str]:
+def _allowed(err: KeyedError, key: str, value: object) -> list[str]:
     if not isinstance(value, list):
         raise err(key, f"{key} must be an array of strings, got {show(value)}")
     if not value:
@@ -266,7 +272,7 @@ def _allowed(err, key: str, value) -> list[str]:
     return list(value)
 
 
-def _positive_int(doc: LocatedDoc, path, value, what: str) -> int:
+def _positive_int(doc: LocatedDoc, path: KeyPath, value: object, what: str) -> int:
     if not is_int(value) or value <= 0:
         raise ConfigError(doc.file, doc.line(path), f"{what} must be a positive integer, got {show(value)}")
     return value
@@ -296,7 +302,7 @@ def check_project(doc: LocatedDoc) -> ProjectPart:
             raise ConfigError(doc.file, doc.line((key,)), f"unknown key {quote(key)}{hint}")
     part = ProjectPart(rules=[], check_paths=[], angles=list(ANGLES), caps=dict(DEFAULT_CAPS))
     for key, value in data.items():
-        def err(message: str, key=key) -> ConfigError:
+        def err(message: str, key: str = key) -> ConfigError:
             return ConfigError(doc.file, doc.line((key,)), message)
 
         if key == "rules":
@@ -314,7 +320,7 @@ def check_project(doc: LocatedDoc) -> ProjectPart:
     return part
 
 
-def _forbidden_keys(value, path) -> list[tuple]:
+def _forbidden_keys(value: object, path: KeyPath) -> list[KeyPath]:
     found = []
     if isinstance(value, dict):
         for key, item in value.items():
@@ -327,7 +333,7 @@ def _forbidden_keys(value, path) -> list[tuple]:
     return found
 
 
-def _str_list(err, key: str, value) -> list[str]:
+def _str_list(err: MessageError, key: str, value: object) -> list[str]:
     if not isinstance(value, list):
         raise err(f"{key} must be an array of strings, got {show(value)}")
     for n, item in enumerate(value, 1):
@@ -336,7 +342,7 @@ def _str_list(err, key: str, value) -> list[str]:
     return value
 
 
-def _rule(err, n: int, item: str) -> str:
+def _rule(err: MessageError, n: int, item: str) -> str:
     """G23 as text: relative, not leaving through `..`; normalized (`./a` is `a`)."""
     if item == "":
         raise err(f"rules item {n} is empty")
@@ -350,7 +356,7 @@ def _rule(err, n: int, item: str) -> str:
     return norm
 
 
-def _angles(err, items: list[str]) -> list[str]:
+def _angles(err: MessageError, items: list[str]) -> list[str]:
     if not items:
         raise err("angles must name at least one angle")
     seen = set()
@@ -363,7 +369,7 @@ def _angles(err, items: list[str]) -> list[str]:
     return [a for a in ANGLES if a in seen]  # the fixed order (G22)
 
 
-def _caps(doc: LocatedDoc, value) -> dict[str, int]:
+def _caps(doc: LocatedDoc, value: object) -> dict[str, int]:
     if not isinstance(value, dict):
         raise ConfigError(doc.file, doc.line(("caps",)), f"caps must be a table, got {show(value)}")
     caps = dict(DEFAULT_CAPS)

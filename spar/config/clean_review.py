@@ -32,7 +32,7 @@ def check_clean_review(file: str, text: str) -> list[ReviewerConfig]:
         raise ConfigError(file, err.lineno, f"JSON syntax error: {err.msg}") from None
     lines = _json_lines(text)
 
-    def line(path) -> int:
+    def line(path: tuple[str | int, ...]) -> int:
         return lines.get(path) or lines.get(path[:-1]) or lines.get(()) or 1
 
     if not isinstance(data, dict):
@@ -62,7 +62,7 @@ def check_clean_review(file: str, text: str) -> list[ReviewerConfig]:
             for n, where in names]
 
 
-def _kind(value) -> str:
+def _kind(value: object) -> str:
     if isinstance(value, dict):
         return "an object"
     return show(value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 PRESETS = ("claude", "codex", "agy", "native", "command")
 ANGLES = ("criteria", "correctness", "checks", "contracts", "risk")
@@ -53,7 +54,7 @@ class ReviewerConfig:
             out["allowed_efforts"] = list(self.allowed_efforts)
         return out
 
-    def with_changes(self, **kw) -> ReviewerConfig:
+    def with_changes(self, **kw: Any) -> ReviewerConfig:
         return replace(self, **kw)
 
 
@@ -92,10 +93,10 @@ class AppliedConfig:
         return None
 
 
-def canonical_json(value) -> bytes:
+def canonical_json(value: object) -> bytes:
     """Sorted keys, no spaces, UTF-8: the form every digest in Spar hashes."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def sha256_canonical(value) -> str:
+def sha256_canonical(value: object) -> str:
     return hashlib.sha256(canonical_json(value)).hexdigest()

@@ -63,7 +63,7 @@ RULE_CANDIDATES = ("AGENTS.md", "CLAUDE.md")
 CHECK_FOLDERS = ("tests", "test", "spec", "checks")
 
 
-def _value(value) -> str:
+def _value(value: object) -> str:
     return str(tomlkit.item(value).as_string())
 
 

@@ -75,7 +75,7 @@ def locate_toml(file: str, text: str) -> LocatedDoc:
     return doc
 
 
-def _first_big_int(value, path):
+def _first_big_int(value: object, path: KeyPath) -> KeyPath | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -115,11 +115,11 @@ class _Scanner:
         j = self.i + k
         return self.s[j] if j < len(self.s) else ""
 
-    def skip_ws(self):
+    def skip_ws(self) -> None:
         while self.peek() in (" ", "\t") and self.peek():
             self.i += 1
 
-    def skip_blank(self):
+    def skip_blank(self) -> None:
         """Whitespace, newlines and comments (between statements, inside arrays)."""
         while self.i < len(self.s):
             ch = self.s[self.i]
@@ -131,7 +131,7 @@ class _Scanner:
             else:
                 break
 
-    def record(self, path: KeyPath, i: int):
+    def record(self, path: KeyPath, i: int) -> None:
         self.lines.setdefault(path, self.line_at(i))
 
     # -- grammar ---------------------------------------------------------
@@ -171,7 +171,7 @@ class _Scanner:
                 path += (self.aot[path] - 1,)
         return path
 
-    def keyval(self, table: KeyPath):
+    def keyval(self, table: KeyPath) -> None:
         start = self.i
         path = table
         for part in self.key():
@@ -228,7 +228,7 @@ class _Scanner:
             self.i += 1
         return "".join(out)
 
-    def value(self, path: KeyPath):
+    def value(self, path: KeyPath) -> None:
         ch = self.peek()
         if self.s.startswith('"""', self.i) or self.s.startswith("'''", self.i):
             self.multiline_string(self.s[self.i])
@@ -244,7 +244,7 @@ class _Scanner:
             while self.i < len(self.s) and self.s[self.i] not in ",]}#\r\n":
                 self.i += 1
 
-    def multiline_string(self, quote: str):
+    def multiline_string(self, quote: str) -> None:
         delim = quote * 3
         self.i += 3
         while self.i < len(self.s):
@@ -260,7 +260,7 @@ class _Scanner:
                 return
             self.i += 1
 
-    def array(self, path: KeyPath):
+    def array(self, path: KeyPath) -> None:
         self.i += 1
         index = 0
         while True:
@@ -276,7 +276,7 @@ class _Scanner:
             if self.peek() == ",":
                 self.i += 1
 
-    def inline_table(self, path: KeyPath):
+    def inline_table(self, path: KeyPath) -> None:
         self.i += 1
         while True:
             self.skip_blank()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 SCHEMA = "ha-capabilities/v1"
 QUERY_ARGS = ("capabilities", "--format", "json")
@@ -75,11 +76,11 @@ def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
     return out
 
 
-def _no_constant(name: str):
+def _no_constant(name: str) -> NoReturn:
     raise _Invalid(f"{name} is not JSON")
 
 
-def _string_list(value, where: str) -> list[str]:
+def _string_list(value: object, where: str) -> list[str]:
     if not isinstance(value, list):
         raise _Invalid(f"{where} is not a list")
     seen: set[str] = set()

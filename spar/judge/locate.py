@@ -6,6 +6,7 @@ prefixes removed and in what counts as a target.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from spar.errors import quote
@@ -29,7 +30,7 @@ def match_document(path: str, documents: list[RoundDoc]) -> RoundDoc | None:
     return by_file[0] if len(by_file) == 1 else None
 
 
-def _distinct(docs) -> list[RoundDoc]:
+def _distinct(docs: Iterable[RoundDoc]) -> list[RoundDoc]:
     seen: dict[str, RoundDoc] = {}
     for doc in docs:
         seen.setdefault(doc.real_path, doc)

@@ -72,7 +72,7 @@ def json_type(value: object) -> str:
     return type(value).__name__
 
 
-def _check_keys(obj: dict, where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()):
+def _check_keys(obj: dict, where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> None:
     """Missing keys in their fixed order first, then unknown keys sorted (so the reason
     never depends on the order the reviewer wrote them in)."""
     prefix = f"{where}: " if where else ""

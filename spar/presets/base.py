@@ -176,7 +176,7 @@ def _strip_fence(text: str) -> str:
     return text
 
 
-def as_text(value) -> str:
+def as_text(value: object) -> str:
     if isinstance(value, str):
         return value
     if value is None:

@@ -129,7 +129,7 @@ class ClaudeMonitor(Monitor):
         return Answer(True, result=result, output_error=error)
 
 
-def _output_tokens(entry) -> float:
+def _output_tokens(entry: object) -> float:
     if isinstance(entry, dict):
         value = entry.get("outputTokens")
         if isinstance(value, (int, float)):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from spar.argparsing import SELECTION_VALUE_OPTIONS, add_selection_options, command_parser
+from spar.argparsing import SELECTION_VALUE_OPTIONS, Parser, add_selection_options, command_parser
 from spar.config.model import STAGES
 from spar.errors import Refused, UsageError, quote
 from spar.judge.refs import is_blank
@@ -66,7 +66,7 @@ class RunArgs:
     dry_run: bool = False
 
 
-def _parser():
+def _parser() -> Parser:
     p = command_parser("run", DESCRIPTION)
     p.add_argument("--stage", required=True, choices=STAGES, help="plan, plan-delta or code")
     p.add_argument("--out", required=True, metavar="SERIES/ROUND", help="round folder to create (must not exist)")

@@ -15,12 +15,12 @@ unrelated secrets, `GIT_*` settings. Pure function; `spar run` applies it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 ALWAYS = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "LANG", "LC_*")
 
 
-def _matches(name: str, patterns) -> bool:
+def _matches(name: str, patterns: Iterable[str]) -> bool:
     return any(name.startswith(p[:-1]) if p.endswith("*") else name == p for p in patterns)
 
 

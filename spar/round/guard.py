@@ -40,6 +40,7 @@ import socket
 import struct
 import subprocess
 import sys
+from types import FrameType
 
 from spar.round.reaper import become_subreaper, end_descendants, reap
 
@@ -75,7 +76,7 @@ class _Watch:
         for sig in (*STOP_SIGNALS, signal.SIGCHLD):
             signal.signal(sig, self._note)  # reset to default in the reviewer by exec
 
-    def _note(self, signum, _frame) -> None:
+    def _note(self, signum: int, _frame: FrameType | None) -> None:
         if signum in STOP_SIGNALS and self.stop is None:
             self.stop = signum
 

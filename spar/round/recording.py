@@ -32,6 +32,7 @@ from spar.records.model import (
     find_reviewer,
 )
 from spar.round.context import context_from_git
+from spar.round.runner import ReviewerOutcome
 from spar.round.summary import render_summary
 
 SCHEMA = "review-round/v1"
@@ -138,7 +139,7 @@ def record_invalid(round_json: RoundRecord, name: str, reason: str) -> None:
     entry["reason"] = reason
 
 
-def apply_outcome(round_json: RoundRecord, outcome, ctx: RoundContext) -> list[Finding]:
+def apply_outcome(round_json: RoundRecord, outcome: ReviewerOutcome, ctx: RoundContext) -> list[Finding]:
     """Record one runner outcome (`spar run`): the run's facts, then the result's checks."""
     entry = reviewer_of(round_json, outcome.name)
     entry["resets"] = outcome.resets

@@ -11,6 +11,7 @@ and, in standpoint rounds only, `standpoint_report` is `["object","null"]`
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 from spar.config.model import ANGLES
 
@@ -35,7 +36,7 @@ def _string(description: str | None = None) -> dict:
     return out
 
 
-def _enum(values, description: str | None = None) -> dict:
+def _enum(values: Iterable[str], description: str | None = None) -> dict:
     out: dict = {"type": "string", "enum": list(values)}
     if description:
         out["description"] = description

@@ -6,7 +6,7 @@ them renders exactly as before standpoints existed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from spar.judge.dispositions import standing
 from spar.judge.repeats import group_order
@@ -16,7 +16,7 @@ from spar.round import usage
 CLASS_ORDER = ("defect", "requirement-question", "hardening", "note")
 
 
-def _cell(value) -> str:
+def _cell(value: object) -> str:
     """One markdown table cell: no line breaks, `|` escaped, empty shown as -."""
     if value is None or value == "":
         return "-"
@@ -24,7 +24,7 @@ def _cell(value) -> str:
     return " ".join(text.split("\n")).replace("\r", " ")
 
 
-def _code(value) -> str:
+def _code(value: object) -> str:
     if value is None or value == "":
         return "-"
     text = str(value)
@@ -212,7 +212,7 @@ def _smallest_fixes(findings: list[Finding]) -> list[str]:
     return out + [""]
 
 
-def _waivers(waivers) -> list[str]:
+def _waivers(waivers: Iterable[WaiverLine]) -> list[str]:
     out = [f"- `{w.get('reviewer')}` waived by the user: {_cell(str(w.get('user_quote') or '').strip())}"
            for w in waivers]
     return out + [""] if out else []

@@ -89,7 +89,7 @@ def of_reviewer(entry: Mapping) -> dict:
     return total(a.get("usage") for a in attempts if isinstance(a, Mapping))
 
 
-def duration_text(seconds) -> str:
+def duration_text(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:.1f}s"
 
 
@@ -104,7 +104,7 @@ def tokens_text(usage: Mapping) -> str:
     return text + f" / out {'?' if out is None else f'{out:,}'}"
 
 
-def cost_text(cost) -> str:
+def cost_text(cost: float | None) -> str:
     return "-" if cost is None else f"${cost:.4f}"
 
 

@@ -20,7 +20,8 @@ PY = sys.executable
 BOUND = 30  # seconds: a hang guard, never the measure
 
 # The reviewer forks a grandchild that calls setsid() (leaving the reviewer's session and
-# group), keeps or drops stdout, writes its pid, and runs on. Then the reviewer ends or waits.
+# group), keeps or drops stdout, writes its pid, and runs on. Then the reviewer ends, waits,
+# or kills its parent (the process that keeps it) with SIGKILL, as any process of the user may.
 REVIEWER = r'''
 import os, sys, time
 pid_file, keep_stdout, then = sys.argv[1], sys.argv[2] == "keep", sys.argv[3]
@@ -40,7 +41,10 @@ if os.fork() == 0:
 while not os.path.exists(pid_file):
     time.sleep(0.01)
 print("ready", flush=True)
-if then == "wait":
+if then == "kill-parent":
+    import signal
+    os.kill(os.getppid(), signal.SIGKILL)
+if then != "exit":
     time.sleep(600)
 '''
 
@@ -192,3 +196,22 @@ def test_spar_run_leaves_no_descendant(tmp_path, how):
             if written(pid_file) and _alive(int(pid_file.read_text())):
                 os.kill(int(pid_file.read_text()), signal.SIGKILL)  # safety net only
     assert written(pid_file)
+
+
+@pytest.mark.slow
+def test_a_reviewer_that_kills_its_keeper_leaves_nothing_running(tmp_path):
+    """The reviewer kills the process that keeps it: its setsid daemon comes to the round's
+    guard (a subreaper too), which ends it when spar is done."""
+    from tests.runsetup import make_setup
+
+    s = make_setup(tmp_path)
+    pid_file = tmp_path / "grandchild.pid"
+    s.configure([{"name": "rogue", "preset": "command",
+                  "argv": [PY, "-c", REVIEWER, str(pid_file), "drop", "kill-parent"]}])
+    proc = s.run()
+    try:
+        assert proc.returncode == 1, proc.stderr.decode()
+        assert wait_gone(int(pid_file.read_text())), "the daemon outlived spar"
+    finally:
+        if written(pid_file) and _alive(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)  # safety net only

@@ -92,3 +92,27 @@ def test_every_module_is_in_the_architecture_doc():
 def test_mentioned_reads_grouped_cells():
     doc = "| `spar/round/packet.py`, `schema.py` | round folder |\n| `spar/config/` | all of it |\nnot a row `spar/x.py`\n"
     assert _mentioned(doc) == {"spar/round/packet.py", "spar/round/schema.py", "spar/config/"}
+
+
+def literal_exit_codes(path: Path) -> list[str]:
+    """Integer literals returned by a command module's functions returning int, or passed to sys.exit."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and ast.unparse(node.returns or ast.Constant(None)) == "int":
+            for inner in ast.walk(node):
+                if (isinstance(inner, ast.Return) and isinstance(inner.value, ast.Constant)
+                        and isinstance(inner.value.value, int)):
+                    found.append(f"{node.name}: return {inner.value.value}")
+    return found
+
+
+@pytest.mark.parametrize("path", sorted((SPAR / "commands").glob("*.py")) + [SPAR / "cli.py"], ids=lambda p: p.name)
+def test_exit_codes_only_through_constants(path):
+    assert literal_exit_codes(path) == []
+
+
+def test_the_exit_code_rule_sees_a_literal(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def main(argv) -> int:\n    if argv:\n        return 1\n    return EXIT_OK\n")
+    assert literal_exit_codes(bad) == ["main: return 1"]

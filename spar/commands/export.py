@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from spar.argparsing import Parser, command_parser
-from spar.errors import RecordError, Refused, quote
+from spar.errors import EXIT_OK, RecordError, Refused, quote
 from spar.export import codeclimate, rdjsonl, sarif
 from spar.export.collect import Item, RoundRecords, collect
 from spar.records import atomic, readers
@@ -112,4 +112,4 @@ def main(argv: list[str]) -> int:
     where = args.out or "standard output"
     print(f"spar: exported {len(items)} finding(s) as {args.format} to {where}"
           + (f"; kept with a note in the message: {', '.join(notes)}" if notes else ""), file=sys.stderr)
-    return 0
+    return EXIT_OK

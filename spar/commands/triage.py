@@ -233,7 +233,7 @@ def _main_repeats(args: argparse.Namespace) -> int:
         print(f"round {round_dir.name}: {note}")
     if not stamped:
         print(f"round {round_dir.name}: no repeat to settle")
-    return 0
+    return EXIT_OK
 
 
 def main(argv: list[str]) -> int:

@@ -74,6 +74,22 @@ class Progress:
             row = self._rows[name] = _Row(name)
         return row
 
+    def expect(self, names: list[str]) -> None:
+        """The round's reviewers, in configuration order: the table lists them so from the
+        start, whichever starts or ends first."""
+        with self._lock:
+            for name in names:
+                self._row(name)
+
+    def reviewer_notice(self, name: str, text: str) -> None:
+        """A running reviewer's latest transient notice (`reconnecting 3/5`, `API retry 4/10`)."""
+        with self._lock:
+            row = self._row(name)
+            if row.status in FINAL or row.detail == text:
+                return
+            row.detail = text
+        self._plain(f"{name}: {text}")
+
     def reviewer_started(self, name: str, attempt: int, model: str) -> None:
         with self._lock:
             row = self._row(name)
@@ -143,10 +159,24 @@ class _Table:
         for row in self.progress.rows():
             status = row.status + (f": {row.detail}" if row.detail else "")
             # Text, not str: rich would read `[...]` in a reviewer's words as markup
-            cells = (row.name, status[:80], str(row.attempt or ""), _model_text(row.model),
+            # the end of a reason is often what to do (`Please run /login`): shorten the middle
+            cells = (row.name, shorten_middle(status, STATUS_WIDTH), str(row.attempt or ""), _model_text(row.model),
                      f"{row.elapsed(now):.1f}s")
             table.add_row(*(Text(terminal_safe(cell)) for cell in cells))
         return table
+
+
+STATUS_WIDTH = 100
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """`text` in at most `width` characters, the middle replaced by `…` when it is longer, so
+    both the start (what happened) and the end (what to do) stay readable."""
+    if len(text) <= width:
+        return text
+    keep = width - 1
+    head = keep * 2 // 5
+    return text[:head] + "…" + text[len(text) - (keep - head):]
 
 
 def make_progress(stream: TextIO | None = None) -> Progress:

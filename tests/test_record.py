@@ -91,7 +91,7 @@ def test_finished_only_when_no_reviewer_awaits(repo, capsys, tmp_path):
 
 @pytest.mark.parametrize("content, status, reason", [
     (None, "invalid_output", "missing key limits"),
-    (b"{not json", "invalid_output", "not JSON"),
+    (b"{not json", "invalid_output", "not one JSON object"),
     (b"[1, 2]", "invalid_output", "not a JSON object"),
     ("could", "failed", "could_not_review"),
 ], ids=["missing key", "not JSON", "array", "could_not_review"])

@@ -180,7 +180,7 @@ def test_invalid_and_failed_reviewers(tmp_path):
     assert by["missing"]["status"] == "invalid_output" and "limits" in by["missing"]["reason"]
     assert by["extra"]["status"] == "invalid_output" and '"extra"' in by["extra"]["reason"]
     assert by["badenum"]["status"] == "invalid_output" and "findings[0].confidence" in by["badenum"]["reason"]
-    assert by["junk"]["status"] == "invalid_output" and "not JSON" in by["junk"]["reason"]
+    assert by["junk"]["status"] == "invalid_output" and "not one JSON object" in by["junk"]["reason"]
     assert by["oldhead"]["status"] == "invalid_output" and "reviewed_head" in by["oldhead"]["reason"]
     assert by["cannot"]["status"] == "failed" and by["cannot"]["reason"] == "could_not_review: no access"
     assert by["crash"]["status"] == "failed" and by["crash"]["attempts"][0]["exit_code"] == 3

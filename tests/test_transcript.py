@@ -74,10 +74,11 @@ def test_source_names_the_file_in_the_refusal():
     "text, expected",
     [
         ('{"a": 1}', {"a": 1}),
-        ('```json\n{"a": 1}\n```', {"a": 1}),
-        ('Result:\n```\n{"a": 2}\n```\n', {"a": 2}),
-        ('```json\n{"a": 1}\n```\nand\n```json\n{"a": 3}\n```', {"a": 3}),
-        ('Here: {"a": {"b": 4}} done', {"a": {"b": 4}}),
+        (' \n{"a": 1}\n', {"a": 1}),
+        # G1's one rule (spar/judge/answer.py): nothing but the object, as for spar run
+        ('```json\n{"a": 1}\n```', None),
+        ('Result:\n```\n{"a": 2}\n```\n', None),
+        ('Here: {"a": {"b": 4}} done', None),
         ("[1, 2]", None),
         ("no object", None),
     ],

@@ -8,7 +8,6 @@ after taking it (G33).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from spar import git
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, quote
+from spar.judge.answer import parse_answer
 from spar.records import lock, readers
 from spar.records.model import (
     Finding,
@@ -44,8 +44,10 @@ Refused (65, nothing written): a reviewer not listed in round.json (compared
 literally), a reviewer that already completed (recording over it would drop
 findings that may still be open: start a new round instead), a dry run, an
 unreadable --result or --transcript file, an unreadable round record.
-A result that is not one valid JSON object is recorded as invalid_output,
-as in spar run. finished_at is set once no reviewer awaits a record.
+A result that is not one JSON object is recorded as invalid_output, by
+the same rule as spar run (G1, spar/judge/answer.py): valid UTF-8, exactly one
+JSON object with only whitespace around it (no code fence, no other text).
+finished_at is set once no reviewer awaits a record.
 Exit 0 when the reviewer completed, 1 when its result was recorded as not
 completed (invalid_output, failed), as spar run does."""
 
@@ -75,16 +77,6 @@ def recordable(round_json: RoundRecord, name: str) -> ReviewerEntry:
         raise Refused(f"reviewer {name} of round {round_json.get('name')} already completed; "
                       "recording over it would drop its findings (start a new round instead)")
     return entry
-
-
-def _parse_result(data: bytes) -> tuple[object | None, str | None]:
-    """(result object, None) or (None, why it is not one JSON value)."""
-    try:
-        return json.loads(data.decode("utf-8")), None
-    except UnicodeDecodeError:
-        return None, "result is not UTF-8"
-    except ValueError as exc:
-        return None, f"result is not JSON ({exc})"
 
 
 def _warning(w: Any) -> TranscriptWarning:
@@ -156,16 +148,14 @@ def record(round_dir: Path, name: str, result_data: bytes | None, transcript_dat
     ctx = _context(round_json)
     result, problem = (None, None)
     if result_data is not None:
-        result, problem = _parse_result(result_data)
+        result, problem = parse_answer(result_data, "the --result file")  # G1, as spar run
     if transcript_data is not None:
         analysis = analyze(round_dir, name, transcript_data, transcript_name)
         entry["warnings"] = [_warning(w) for w in analysis.warnings]
         if analysis.observed_model is not None:
             entry["observed_model"] = analysis.observed_model
         if result_data is None:
-            result = analysis.result
-            if result is None:
-                problem = "no result object in the transcript"
+            result, problem = analysis.result, analysis.result_problem
     if problem is not None:
         recording.record_invalid(round_json, name, problem)
         new: list[Finding] = []

@@ -363,6 +363,7 @@ def execute(plan: RoundPlan) -> int:
         # them, so spar at least notices a change and says so in the round
         before = workspace_state(workspace)
         progress = make_progress()
+        progress.expect([job.config.name for job in jobs])
         signum = None
         try:
             outcomes, signum = _run_all(plan, jobs, progress)

@@ -1,7 +1,9 @@
 """Contract §5 (row G13): usage/rate-limit and authentication refusals, reset times.
 
-spar looks, ignoring case, for the phrases of §5 in a reviewer's stderr and in
-the error messages of its output; any other message is not a refusal.
+spar looks, ignoring case, for the phrases of §5 in a reviewer's whole stderr
+and in every error message of its output (`RefusalScan`, fed while they
+stream); any other message is not a refusal. Only a run that did not complete
+is searched: a transient notice of a run that completed is no refusal.
 
 Decisions (documented here because §5 leaves them open):
 - Phrases match as plain substrings of one line, ignoring case.
@@ -70,14 +72,6 @@ class Refusal:
     resets: str | None
 
 
-def _lines(texts: Iterable[str]) -> list[str]:
-    out: list[str] = []
-    for text in texts:
-        if isinstance(text, str) and text:
-            out.extend(text.splitlines())
-    return out
-
-
 def _trim(line: str, match_start: int) -> str:
     stripped = line.strip()
     if len(stripped) <= MAX_MESSAGE:
@@ -92,14 +86,6 @@ def _trim(line: str, match_start: int) -> str:
     return head + stripped[start + len(head): end - len(tail)] + tail
 
 
-def _first(lines: list[str], pattern: re.Pattern[str]) -> str | None:
-    for line in lines:
-        m = pattern.search(line)
-        if m:
-            return _trim(line, m.start())
-    return None
-
-
 def find_resets(text: str) -> str | None:
     """The reset time a message names (§5 reset phrases), or None."""
     for line in text.splitlines():
@@ -110,17 +96,56 @@ def find_resets(text: str) -> str | None:
     return None
 
 
+class RefusalScan:
+    """The §5 search fed one text at a time, as the texts stream: it keeps only the first
+    authentication line, the first quota line and the first reset phrase, so memory stays
+    bounded however much a reviewer prints, and every line is searched, not a tail."""
+
+    def __init__(self) -> None:
+        self.auth: str | None = None
+        self.quota: str | None = None
+        self.resets: str | None = None
+
+    def feed(self, text: str) -> None:
+        if not isinstance(text, str) or not text:
+            return
+        for line in text.splitlines():
+            self.line(line)
+
+    def line(self, line: str) -> None:
+        if self.resets is None:
+            self.resets = find_resets(line)
+        if self.auth is None:
+            m = AUTH_RE.search(line)
+            if m:
+                self.auth = _trim(line, m.start())
+        if self.quota is None:
+            m = QUOTA_RE.search(line)
+            if m:
+                self.quota = _trim(line, m.start())
+
+    def then(self, other: RefusalScan) -> RefusalScan:
+        """This scan's texts followed by `other`'s: the first finds stay first."""
+        both = RefusalScan()
+        both.auth = self.auth if self.auth is not None else other.auth
+        both.quota = self.quota if self.quota is not None else other.quota
+        both.resets = self.resets if self.resets is not None else other.resets
+        return both
+
+    def result(self) -> Refusal | None:
+        if self.auth is not None:
+            return Refusal("auth", self.auth, self.resets)
+        if self.quota is not None:
+            return Refusal("quota", self.quota, self.resets)
+        return None
+
+
 def detect_refusal(texts: Iterable[str]) -> Refusal | None:
     """A §5 refusal in stderr text and output error messages, or None."""
-    lines = _lines(texts)
-    resets = next((r for r in (find_resets(line) for line in lines) if r), None)
-    message = _first(lines, AUTH_RE)
-    if message is not None:
-        return Refusal("auth", message, resets)
-    message = _first(lines, QUOTA_RE)
-    if message is not None:
-        return Refusal("quota", message, resets)
-    return None
+    scan = RefusalScan()
+    for text in texts:
+        scan.feed(text)
+    return scan.result()
 
 
 def reason_for(refusal: Refusal) -> str:
@@ -130,4 +155,4 @@ def reason_for(refusal: Refusal) -> str:
     return f"authentication: {refusal.message}"
 
 
-__all__ = ["AUTH_PHRASES", "QUOTA_PHRASES", "Refusal", "detect_refusal", "find_resets", "reason_for"]
+__all__ = ["AUTH_PHRASES", "QUOTA_PHRASES", "Refusal", "RefusalScan", "detect_refusal", "find_resets", "reason_for"]

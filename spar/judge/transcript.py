@@ -30,9 +30,11 @@ in the order first seen (`prompt_not_read` last):
   `/etc/*` is caught.
 
 Result: the input of the last `StructuredOutput` tool_use that is an object;
-else the JSON object in the last assistant text block (the whole text, a
-fenced block — the last one that parses — or from its first `{` to its last
-`}`); else None.  observed_model: the last assistant `message.model` other
+else the last assistant text block read by G1's one answer rule
+(`spar.judge.answer`: the whole text is one JSON object, nothing around it);
+else None, with `result_problem` saying why. A line nested too deeply for the
+parser leaves no result (`result_problem` names the line): it might have held
+a tool use or the answer.  observed_model: the last assistant `message.model` other
 than `<synthetic>` (a locally made error), else a system line's `model`.
 """
 
@@ -41,17 +43,16 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from spar.errors import Refused
+from spar.judge.answer import parse_answer
 from spar.judge.jsonvalue import object_at
 
 DEFAULT_ALLOWED = ("Read", "Grep", "Glob", "StructuredOutput")
 SYNTHETIC_MODEL = "<synthetic>"
 
-_FENCE_RE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)```", re.DOTALL)
 _GLOB_CHARS = set("*?[{")
 
 
@@ -60,21 +61,29 @@ class TranscriptAnalysis:
     result: dict | None
     warnings: list[dict] = field(default_factory=list)
     observed_model: str | None = None
+    # why there is no usable result (recorded as invalid_output), None when result is set
+    result_problem: str | None = None
 
 
-def _entries(lines: Iterable[str]) -> list[dict]:
+def _entries(lines: Iterable[str]) -> tuple[list[dict], int | None]:
+    """The JSON-object lines, and the number of the first line too deeply nested to read
+    (it might hold a tool use or the answer: the analysis cannot vouch for the transcript)."""
     out = []
-    for raw in lines:
+    too_deep = None
+    for number, raw in enumerate(lines, 1):
         line = raw.strip()
         if not line:
             continue
         try:
             value = json.loads(line)
+        except RecursionError:
+            too_deep = too_deep or number
+            continue
         except ValueError:
             continue
         if isinstance(value, dict):
             out.append(value)
-    return out
+    return out, too_deep
 
 
 def _content_blocks(entry: dict) -> list:
@@ -117,22 +126,6 @@ def _resolve(path: object, cwd: object) -> str | None:
     if not isinstance(cwd, str) or not posixpath.isabs(cwd):
         return None
     return posixpath.normpath(posixpath.join(cwd, given))
-
-
-def _json_object(text: str) -> dict | None:
-    candidates = [text.strip()]
-    candidates += [m.group(1).strip() for m in reversed(list(_FENCE_RE.finditer(text)))]
-    first, last = text.find("{"), text.rfind("}")
-    if 0 <= first < last:
-        candidates.append(text[first:last + 1])
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
 
 
 class _Analyzer:
@@ -236,10 +229,13 @@ class _Analyzer:
     def finish(self) -> TranscriptAnalysis:
         if not self.prompt_read:
             self.warn("prompt_not_read", "Read")
-        result = self.structured
+        result, problem = self.structured, None
         if result is None and self.last_text is not None:
-            result = _json_object(self.last_text)
-        return TranscriptAnalysis(result, self.warnings, self.model or self.system_model)
+            # G1: the same rule as every other answer (spar.judge.answer)
+            result, problem = parse_answer(self.last_text, "the last assistant text of the transcript")
+        elif result is None:
+            problem = "no result object in the transcript"
+        return TranscriptAnalysis(result, self.warnings, self.model or self.system_model, problem)
 
 
 def analyze_transcript(
@@ -251,13 +247,17 @@ def analyze_transcript(
     source: str = "transcript",
 ) -> TranscriptAnalysis:
     """Warnings, result and model of one transcript; Refused when no line is a JSON object."""
-    entries = _entries(lines)
-    if not entries:
+    entries, too_deep = _entries(lines)
+    if not entries and too_deep is None:
         raise Refused(f"{source}: unreadable transcript: no line is a JSON object")
     analyzer = _Analyzer(workspace, prompt_path, tuple(allowed_tools))
     for e in entries:
         analyzer.entry(e)
-    return analyzer.finish()
+    analysis = analyzer.finish()
+    if too_deep is not None:
+        analysis.result = None
+        analysis.result_problem = f"transcript line {too_deep} is nested too deeply to read"
+    return analysis
 
 
 __all__ = ["DEFAULT_ALLOWED", "TranscriptAnalysis", "analyze_transcript"]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from spar.config.model import ReviewerConfig
 from spar.judge import agy_commands  # G11 checker
+from spar.judge.answer import parse_answer
 from spar.judge.jsonvalue import object_at
 from spar.presets.base import (
     Answer,
@@ -15,7 +18,6 @@ from spar.presets.base import (
     StreamInfo,
     as_text,
     join_parts,
-    parse_answer_text,
     standpoint_instruction,
 )
 from spar.round.usage import add_counts, count, reported
@@ -23,6 +25,10 @@ from spar.round.usage import add_counts, count, reported
 READ_TOOLS = ("view_file", "read_file", "grep_search", "list_dir")
 SUCCESS_STATUSES = ("SUCCESS", "OK")  # OK: older versions
 PRINT_TIMEOUT_MARGIN = 60  # seconds past timeout_seconds
+# "[agy] print timeout after 5s with turn in progress; returning partial output"
+_PRINT_TIMEOUT = re.compile(r"print timeout after .*partial output", re.IGNORECASE)
+# "no output produced — a tool required the "read_file" permission that headless mode cannot prompt for"
+_AUTO_DENIED = re.compile(r"no output produced\b.*\brequired the .*permission", re.IGNORECASE)
 # Linux caps one argument at 128 KiB; stay well below it
 MAX_PROMPT_BYTES = 100 * 1024
 
@@ -48,9 +54,20 @@ COMMAND_NOTE = _command_note()
 
 
 class AgyMonitor(Monitor):
+    ANSWER_LINE = re.compile(r'\s*\{\s*"event"\s*:\s*"result"')
+
     def __init__(self) -> None:
         super().__init__()
         self.result_event: dict | None = None
+        self.print_timeout: str | None = None  # agy's own time limit ended the run
+        self.auto_denied: str | None = None  # headless mode denied a tool a permission
+
+    def stderr_line(self, line: str) -> None:
+        text = line.strip()
+        if self.print_timeout is None and _PRINT_TIMEOUT.search(text):
+            self.print_timeout = text[:300]
+        elif self.auto_denied is None and _AUTO_DENIED.search(text):
+            self.auto_denied = text[:500]
 
     def event(self, event: dict) -> str | None:
         kind = event.get("event")
@@ -71,7 +88,7 @@ class AgyMonitor(Monitor):
                                   output_tokens=add_counts(count(u.get("output_tokens")),
                                                            count(u.get("thinking_tokens"))))
         elif kind == "error":
-            self.error_texts.append(as_text(event.get("error") or event.get("message")))
+            self.note_error(as_text(event.get("error") or event.get("message")))
         return None
 
     def _tool(self, step: dict) -> str | None:
@@ -92,10 +109,16 @@ class AgyMonitor(Monitor):
 
     def finish(self, exit_code: int | None, stdout: StreamInfo) -> Answer:
         texts = self.error_texts
+        if self.print_timeout is not None:
+            # 1.1.28+: partial output with exit 0 once --print-timeout passes; never an answer
+            return Answer(False, failure=f"agy's own time limit ended the run: {self.print_timeout}",
+                          timed_out=True)
         if exit_code == 3:
             # 3 = model/API failure; the reason (AGY_ERROR …) is on stderr
             return Answer(False, failure="agy reported a model or API failure", error_texts=texts)
         res = self.result_event
+        if res is None and self.auto_denied is not None:
+            return Answer(False, failure=self.auto_denied, error_texts=texts)
         if res is None:
             return Answer(False, failure="no result event in the output", error_texts=texts)
         status = as_text(res.get("status"))
@@ -117,7 +140,7 @@ class AgyMonitor(Monitor):
             return Answer(True, output_error="structured_output of the result is not a JSON object")
         if not isinstance(response, str) or not response.strip():
             return Answer(False, failure="the result has an empty response", error_texts=texts)
-        result, error = parse_answer_text(response, "the result response")
+        result, error = parse_answer(response, "the result response")
         return Answer(True, result=result, output_error=error)
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from spar.config.model import ReviewerConfig
-from spar.judge.result import json_type
+from spar.judge.refusal import RefusalScan
 
 
 @dataclass
@@ -112,23 +114,42 @@ class Answer:
     output_error: str | None = None  # completed, but the answer is not one JSON object
     failure: str = ""  # not completed: what happened (without exit code / stderr)
     error_texts: list[str] = field(default_factory=list)  # output error messages (refusal detection)
+    timed_out: bool = False  # not completed because the CLI's own time limit ended it: `timeout`
+
+
+KEPT_ERROR_TEXTS = 20  # the latest output error messages kept for reasons (all are scanned)
 
 
 class Monitor(ABC):
     """Fed stdout line by line while the reviewer runs; judges the end."""
 
+    # the start of a stdout line that holds the final answer and so cannot hold a tool use
+    # (a line that cannot be read is judged by it: monitoring fails closed); None: no such line
+    ANSWER_LINE: re.Pattern[str] | None = None
+
     def __init__(self) -> None:
         self.observed_model: str | None = None
         self.violation: str | None = None
+        # the latest error messages of the output; every one also went through `refusals`
         self.error_texts: list[str] = []
+        self.refusals = RefusalScan()
         # what the CLI reported it used (spar.round.usage.reported keys); empty: nothing
         self.usage: dict = {}
+        # the final answer's line could not be read: the run's answer is invalid_output
+        self.unreadable_answer: str | None = None
+        self.notice: str | None = None  # the latest transient notice (retries), for progress
+        self.on_notice: Callable[[str], None] | None = None
+        self.warnings: list[str] = []  # round warnings (e.g. the CLI ignored a value Spar passed)
 
     def feed(self, line: str) -> str | None:
         """Look at one stdout line; return a violation reason the first time one is seen."""
         if self.violation is not None:
             return None
-        event = parse_json_line(line)
+        try:
+            event = parse_json_line(line)
+        except RecursionError:
+            return self.long_line(line[:4096], len(line.encode("utf-8")), 0, True,
+                                  why="is nested too deeply to read")
         if event is None:
             return None  # CLIs print banners and progress; skip what is not JSON
         reason = self.event(event)
@@ -136,6 +157,40 @@ class Monitor(ABC):
             self.violation = reason
             return reason
         return None
+
+    def long_line(self, prefix: str, length: int, limit: int, complete: bool, *,
+                  why: str = "") -> str | None:
+        """A stdout line the monitor cannot read (longer than the line limit, or too deeply
+        nested): a tool_violation reason, unless its start shows the final answer, which
+        cannot hold a tool use (then the answer is invalid_output)."""
+        why = why or f"is longer than the {limit}-byte line limit"
+        size = f"{length} bytes" if complete else f"more than {length} bytes"
+        if self.ANSWER_LINE is not None and self.ANSWER_LINE.match(prefix):
+            self.unreadable_answer = f"the stdout line holding the final answer ({size}) {why}; it cannot be read"
+            return None
+        if self.violation is not None:
+            return None
+        self.violation = (f"a stdout line of {size} {why}, so it cannot be checked for tool use "
+                          "(monitoring fails closed)")
+        return self.violation
+
+    def note_error(self, text: str) -> None:
+        """An error message of the output: searched for refusal phrases, the latest kept."""
+        if not text:
+            return
+        self.refusals.feed(text)
+        self.error_texts.append(text)
+        if len(self.error_texts) > KEPT_ERROR_TEXTS:
+            del self.error_texts[0]
+
+    def notify(self, text: str) -> None:
+        """A transient notice (a retry): shown by progress, never a failure by itself."""
+        self.notice = text
+        if self.on_notice is not None:
+            self.on_notice(text)
+
+    def stderr_line(self, line: str) -> None:  # noqa: B027 - most presets read nothing there
+        """One stderr line (presets that read stderr for warnings override this)."""
 
     def event(self, event: dict) -> str | None:  # pragma: no cover - overridden
         return None
@@ -151,29 +206,11 @@ def parse_json_line(line: str) -> dict | None:
         return None
     try:
         value = json.loads(text)
+    except RecursionError:
+        raise  # Monitor.feed fails closed on a line it cannot read
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
-
-
-def parse_answer_text(text: str, what: str) -> tuple[dict | None, str | None]:
-    """Read a final answer given as text: (object, None) or (None, output error)."""
-    body = _strip_fence(text.strip())
-    try:
-        value = json.loads(body)
-    except ValueError as exc:
-        return None, f"{what} is not JSON: {exc}"
-    if not isinstance(value, dict):
-        return None, f"{what} is not a JSON object (got {json_type(value)})"
-    return value, None
-
-
-def _strip_fence(text: str) -> str:
-    # models sometimes wrap JSON in a ```json fence even when told not to
-    if text.startswith("```") and text.endswith("```") and "\n" in text:
-        inner = text[text.index("\n") + 1 : -3]
-        return inner.strip()
-    return text
 
 
 def as_text(value: object) -> str:

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import datetime as _dt
+import re
 
 from spar.config.model import ReviewerConfig
+from spar.judge.answer import parse_answer
 from spar.judge.jsonvalue import array_at, object_at
-from spar.presets.base import Answer, InputSpec, Monitor, RunPaths, StdinPreset, StreamInfo, as_text, parse_answer_text
+from spar.presets.base import Answer, InputSpec, Monitor, RunPaths, StdinPreset, StreamInfo, as_text
 from spar.round.usage import add_counts, amount, count, reported
 
 ALLOWED_TOOLS = ("Read", "Grep", "Glob", "StructuredOutput")
 SYNTHETIC_MODEL = "<synthetic>"  # locally made error message, not a model
+# 2.1.197: "Warning: Unknown --effort value 'minimal' — ignoring it and using the default effort."
+_IGNORED = re.compile(r"Unknown (--[A-Za-z][\w-]*) value .*ignoring it", re.IGNORECASE)
 
 
 class ClaudeMonitor(Monitor):
+    ANSWER_LINE = re.compile(r'\s*\{\s*"type"\s*:\s*"result"')
     def __init__(self) -> None:
         super().__init__()
         self.init_model: str | None = None
@@ -25,6 +30,10 @@ class ClaudeMonitor(Monitor):
         if kind == "system" and event.get("subtype") == "init":
             if isinstance(event.get("model"), str) and event["model"]:
                 self.init_model = event["model"]
+        elif kind == "system" and event.get("subtype") == "api_retry":
+            # claude retries an unreachable API (10 times, ~3 minutes): progress, not a failure
+            attempt, most = event.get("attempt"), event.get("max_retries")
+            self.notify(f"API retry {as_text(attempt)}/{as_text(most)}" if attempt is not None else "API retry")
         elif kind == "assistant":
             return self._assistant(event)
         elif kind == "rate_limit_event":
@@ -45,7 +54,7 @@ class ClaudeMonitor(Monitor):
             # e.g. "rate_limit" plus the message text "API Error: Rate limit reached"
             texts = [as_text(event["error"])]
             texts += [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-            self.error_texts.append(": ".join(t for t in texts if t))
+            self.note_error(": ".join(t for t in texts if t))
         self._update_model()
         for block in content:
             if isinstance(block, dict) and block.get("type") == "tool_use":
@@ -75,22 +84,30 @@ class ClaudeMonitor(Monitor):
                 text += f"; resets at {when.strftime('%Y-%m-%dT%H:%M:%SZ')}"
             except (OverflowError, OSError, ValueError):
                 pass
-        self.error_texts.append(text)
+        self.note_error(text)
 
     def _update_model(self) -> None:
-        # Decision (G12): the result's modelUsage, when it names exactly one model, is the
-        # most reliable (it shows a fallback the CLI made); else the last real assistant
-        # model; else the init model; else the modelUsage model with most output tokens.
+        # Decision (G12): only a model that answered is observed. The result's modelUsage,
+        # when it names exactly one model, is the most reliable (it shows a fallback the CLI
+        # made); else the last real assistant model; else the modelUsage model with most
+        # output tokens; else the init model, but only when a model answered (a result that
+        # is no error): the init event names the configured model even when no model is ever
+        # reached (2.1.197 without login: init model, then a <synthetic> message).
         usage = object_at(self.result_event, "modelUsage") if self.result_event else {}
-        keys = [k for k in usage if isinstance(k, str) and k]
+        keys = [k for k in usage if isinstance(k, str) and k and k != SYNTHETIC_MODEL]
         if len(keys) == 1:
             self.observed_model = keys[0]
         elif self.assistant_model:
             self.observed_model = self.assistant_model
-        elif self.init_model:
-            self.observed_model = self.init_model
         elif keys:
             self.observed_model = max(keys, key=lambda k: _output_tokens(usage[k]))
+        elif self.init_model and self.result_event and self.result_event.get("is_error") is False:
+            self.observed_model = self.init_model
+
+    def stderr_line(self, line: str) -> None:
+        m = _IGNORED.search(line)
+        if m and len(self.warnings) < 10:
+            self.warnings.append(f"claude ignored the {m.group(1)} value Spar passed: {line.strip()[:300]}")
 
     def finish(self, exit_code: int | None, stdout: StreamInfo) -> Answer:
         self._update_model()
@@ -125,7 +142,7 @@ class ClaudeMonitor(Monitor):
         if not isinstance(text, str) or not text.strip():
             return Answer(False, failure="the result event has no structured_output and no result text",
                           error_texts=self.error_texts)
-        result, error = parse_answer_text(text, "the result text (no structured_output)")
+        result, error = parse_answer(text, "the result text (no structured_output)")
         return Answer(True, result=result, output_error=error)
 
 

@@ -5,21 +5,39 @@ from __future__ import annotations
 import re
 
 from spar.config.model import ReviewerConfig
+from spar.judge.answer import parse_answer
 from spar.judge.jsonvalue import object_at
-from spar.presets.base import Answer, InputSpec, Monitor, RunPaths, StdinPreset, StreamInfo, as_text, parse_answer_text
+from spar.judge.refusal import RefusalScan
+from spar.presets.base import Answer, InputSpec, Monitor, RunPaths, StdinPreset, StreamInfo, as_text
 from spar.round.usage import add_counts, count, reported
 
 ALLOWED_ITEMS = ("agent_message", "reasoning", "command_execution", "todo_list", "error")
 _REROUTED = re.compile(r"model rerouted:\s*(\S+)\s*->\s*(\S+)", re.IGNORECASE)
 
 
+_RECONNECT = re.compile(r"reconnecting\.*\s*(\d+\s*/\s*\d+|waiting for network)", re.IGNORECASE)
+
+
+def notice_text(message: str) -> str:
+    """A short progress text for a transient notice: `reconnecting 3/5`."""
+    m = _RECONNECT.match(message.strip())
+    if m:
+        what = m.group(1)
+        return f"reconnecting {what.replace(' ', '')}" if what[0].isdigit() else f"reconnecting: {what}"
+    first = message.strip().split(". ")[0]
+    return first[:1].lower() + first[1:80]
+
+
 class CodexMonitor(Monitor):
+    ANSWER_LINE = re.compile(r'\s*\{\s*"type"\s*:\s*"item\.completed"\s*,\s*"item"\s*:\s*\{\s*"id"\s*:\s*"[^"\\]*"'
+                             r'\s*,\s*"type"\s*:\s*"agent_message"')
     def __init__(self) -> None:
         super().__init__()
         self.last_message: str | None = None
         self.turn_completed = False
         self.turn_failed: str | None = None
         self.top_error: str | None = None
+        self.transient = RefusalScan()  # refusal phrases in notices (count only without a completed turn)
 
     def event(self, event: dict) -> str | None:
         kind = event.get("type")
@@ -32,7 +50,10 @@ class CodexMonitor(Monitor):
             if item_kind == "agent_message" and kind == "item.completed" and isinstance(item.get("text"), str):
                 self.last_message = item["text"]
             elif item_kind == "error" and kind == "item.completed":
-                self._error_text(as_text(item.get("message")))
+                # a non-fatal warning ("Falling back from WebSockets to HTTPS transport. …")
+                message = as_text(item.get("message"))
+                self._error_text(message, transient=True)
+                self.notify(notice_text(message))
         elif kind == "turn.completed":
             self.turn_completed = True
             u = object_at(event, "usage")
@@ -46,15 +67,24 @@ class CodexMonitor(Monitor):
             self.turn_failed = message or "(no message)"
             self._error_text(message)
         elif kind == "error":
+            # codex prints retry notices this way ("Reconnecting... 2/5 (…)") and may still
+            # complete the turn: it is a failure only when no turn completes
             message = as_text(event.get("message"))
             self.top_error = message or "(no message)"
-            self._error_text(message)
+            self._error_text(message, transient=True)
+            self.notify(notice_text(message))
         return None
 
-    def _error_text(self, message: str) -> None:
+    def _error_text(self, message: str, *, transient: bool = False) -> None:
         if not message:
             return
-        self.error_texts.append(message)
+        if transient:
+            # searched for refusal phrases only when no turn completes (see finish)
+            self.transient.feed(message)
+            self.error_texts.append(message)
+            del self.error_texts[:-20]
+        else:
+            self.note_error(message)
         # the stream never names the model, except when the service reroutes it
         m = _REROUTED.search(message)
         if m:
@@ -62,18 +92,21 @@ class CodexMonitor(Monitor):
 
     def finish(self, exit_code: int | None, stdout: StreamInfo) -> Answer:
         texts = self.error_texts
+        if not self.turn_completed:
+            # transient notices count only now: the turn never completed
+            self.refusals = self.refusals.then(self.transient)
         if self.turn_failed is not None:
             return Answer(False, failure=f"turn failed: {self.turn_failed}", error_texts=texts)
-        if self.top_error is not None:
-            return Answer(False, failure=f"error: {self.top_error}", error_texts=texts)
         if not self.turn_completed:
+            if self.top_error is not None:
+                return Answer(False, failure=f"error: {self.top_error}", error_texts=texts)
             return Answer(False, failure="no turn.completed event in the output", error_texts=texts)
         if exit_code != 0:
             return Answer(False, failure="the turn completed but the exit code does not report success",
                           error_texts=texts)
         if self.last_message is None:
             return Answer(False, failure="the turn completed without an agent_message", error_texts=texts)
-        result, error = parse_answer_text(self.last_message, "the last agent_message")
+        result, error = parse_answer(self.last_message, "the last agent_message")
         return Answer(True, result=result, output_error=error)
 
 

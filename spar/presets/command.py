@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from spar.config.model import ReviewerConfig
+from spar.judge.answer import parse_answer
 from spar.presets.base import (
     Answer,
     InputContext,
@@ -15,7 +16,6 @@ from spar.presets.base import (
     RunPaths,
     StreamInfo,
     join_parts,
-    parse_answer_text,
     standpoint_instruction,
 )
 
@@ -35,15 +35,16 @@ class CommandMonitor(Monitor):
     def feed(self, line: str) -> str | None:
         return None
 
+    def long_line(self, prefix: str, length: int, limit: int, complete: bool, *, why: str = "") -> str | None:
+        return None  # the whole stdout is the answer, read (and capped) as a whole
+
     def finish(self, exit_code: int | None, stdout: StreamInfo) -> Answer:
         if exit_code != 0:
             return Answer(False, failure="the command did not exit with code 0")
         if stdout.truncated:
             return Answer(True, output_error=f"stdout is longer than the {stdout.bytes_kept}-byte output cap")
         data = stdout.path.read_bytes() if stdout.path is not None else b""
-        if not data.strip():
-            return Answer(True, output_error="stdout is empty, not one JSON object")
-        result, error = parse_answer_text(data.decode("utf-8", errors="replace"), "stdout")
+        result, error = parse_answer(data, "stdout")
         return Answer(True, result=result, output_error=error)
 
 

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 
@@ -30,7 +31,10 @@ OUTPUT_CAP = 64 * 1024 * 1024  # bytes kept per log file
 LINE_LIMIT = 16 * 1024 * 1024  # a longer stdout line is cut (not given to the monitor)
 KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 2.0  # seconds to read what is left in the pipes once the group is gone
-TAIL_BYTES = 64 * 1024  # last part of each stream kept in memory (reasons, refusal phrases)
+TAIL_BYTES = 64 * 1024  # last part of each stream kept in memory (reasons)
+SCAN_PIECE = 64 * 1024  # a longer stderr line is scanned in pieces of this size
+SCAN_OVERLAP = 512  # bytes each piece repeats from the previous one, so no phrase is split
+PREFIX_BYTES = 4096  # start of an over-long stdout line handed to the monitor
 _CHUNK = 64 * 1024
 _POLL = 0.05
 
@@ -62,12 +66,45 @@ def last_line(text: str) -> str:
     return ""
 
 
+class LongLine(Protocol):
+    def __call__(self, prefix: str, length: int, limit: int, complete: bool) -> str | None: ...
+
+
+class _Scanner:
+    """Text of a stream handed on line by line, in bounded memory: a line longer than
+    SCAN_PIECE goes in overlapping pieces (for searches such as the refusal phrases)."""
+
+    def __init__(self, on_text: Callable[[str], None]):
+        self._on_text = on_text
+        self._pending = bytearray()
+
+    def write(self, chunk: bytes) -> None:
+        self._pending += chunk
+        end = self._pending.rfind(b"\n")
+        if end >= 0:
+            self._on_text(self._pending[: end + 1].decode("utf-8", errors="replace"))
+            del self._pending[: end + 1]
+        if len(self._pending) > SCAN_PIECE:
+            self._on_text(self._pending.decode("utf-8", errors="replace"))
+            del self._pending[: len(self._pending) - SCAN_OVERLAP]
+
+    def eof(self) -> None:
+        if self._pending:
+            self._on_text(self._pending.decode("utf-8", errors="replace"))
+            self._pending.clear()
+
+
 class _Sink:
     """One output stream: capped log file, bounded tail, optional line monitor."""
 
     def __init__(self, path: Path | None, cap: int, line_limit: int,
-                 on_line: Callable[[str], str | None] | None, on_violation: Callable[[], None]):
+                 on_line: Callable[[str], str | None] | None, on_violation: Callable[[], None],
+                 on_long_line: LongLine | None = None, on_text: Callable[[str], None] | None = None):
         self.info = StreamInfo(path)
+        self._on_long_line = on_long_line
+        self._scanner = _Scanner(on_text) if on_text is not None else None
+        self._long_prefix = b""  # start of the over-long line being skipped
+        self._long_length = 0
         self._file = open(path, "wb") if path is not None else None  # noqa: SIM115 (open for the stream's life)
         self._cap = cap
         self._line_limit = line_limit
@@ -95,6 +132,8 @@ class _Sink:
         self._tail += chunk
         if len(self._tail) > TAIL_BYTES:
             del self._tail[: len(self._tail) - TAIL_BYTES]
+        if self._scanner is not None:
+            self._scanner.write(chunk)
         if self._on_line is not None:
             self._split(chunk)
 
@@ -106,19 +145,38 @@ class _Sink:
                 break
             if self._skipping:
                 self._skipping = False  # the overlong line ends here
+                self._long_line(self._long_length + nl - start, complete=True)
             elif len(self._buf) + (nl - start) > self._line_limit:
+                self._long_prefix = bytes((self._buf + chunk[start:nl])[:PREFIX_BYTES])
+                length = len(self._buf) + nl - start
                 self._buf.clear()
                 self.info.cut_lines += 1
+                self._long_line(length, complete=True)
             else:
                 self._buf += chunk[start:nl]
                 self._emit()
             start = nl + 1
-        if not self._skipping:
+        if self._skipping:
+            self._long_length += len(chunk) - start
+        else:
             self._buf += chunk[start:]
             if len(self._buf) > self._line_limit:
+                # the monitor cannot read this line: it decides at once (monitoring fails closed)
+                self._long_prefix = bytes(self._buf[:PREFIX_BYTES])
+                self._long_length = len(self._buf)
                 self._buf.clear()
                 self._skipping = True
                 self.info.cut_lines += 1
+                self._long_line(self._long_length, complete=False)
+
+    def _long_line(self, length: int, *, complete: bool) -> None:
+        if self._on_long_line is None:
+            return
+        prefix = self._long_prefix.decode("utf-8", errors="replace")
+        reason = self._on_long_line(prefix, length, self._line_limit, complete)
+        if reason and self.violation is None:
+            self.violation = reason
+            self._on_violation()
 
     def _emit(self) -> None:
         line = self._buf.decode("utf-8", errors="replace")
@@ -131,8 +189,13 @@ class _Sink:
             self._on_violation()
 
     def eof(self) -> None:
+        if self._scanner is not None:
+            self._scanner.eof()
         if self._on_line is not None and self._buf and not self._skipping:
             self._emit()
+        if self._skipping:
+            self._skipping = False
+            self._long_line(self._long_length, complete=True)
         self._buf.clear()
 
     def _lose_log(self, exc: OSError) -> None:
@@ -374,18 +437,24 @@ async def run_process(
     stdout_path: Path | None = None,
     stderr_path: Path | None = None,
     on_stdout_line: Callable[[str], str | None] | None = None,
+    on_long_stdout_line: LongLine | None = None,
+    on_stderr_text: Callable[[str], None] | None = None,
     output_cap: int = OUTPUT_CAP,
     line_limit: int = LINE_LIMIT,
     kill_grace: float = KILL_GRACE,
 ) -> ProcessResult:
     """Run one program until it exits, the deadline (anyio clock) passes, or the monitor objects.
 
+    `on_stdout_line` gets each stdout line; `on_long_stdout_line` is told about a line
+    longer than `line_limit` (not given to `on_stdout_line`) when it passes the limit and
+    again when it ends; either may return a violation reason, which stops the program.
+    `on_stderr_text` gets all of stderr, line by line in bounded pieces.
     Raises OSError when the program cannot be started at all.
     """
     wake = anyio.Event()
     exited = anyio.Event()
-    out = _Sink(stdout_path, output_cap, line_limit, on_stdout_line, wake.set)
-    err = _Sink(stderr_path, output_cap, line_limit, None, wake.set)
+    out = _Sink(stdout_path, output_cap, line_limit, on_stdout_line, wake.set, on_long_line=on_long_stdout_line)
+    err = _Sink(stderr_path, output_cap, line_limit, None, wake.set, on_text=on_stderr_text)
     try:
         proc, stdin_fd, stdout_fd, stderr_fd = await _start(
             argv, str(cwd), os.environ if env is None else env, stdin_text is not None)

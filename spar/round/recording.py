@@ -146,6 +146,8 @@ def apply_outcome(round_json: RoundRecord, outcome: ReviewerOutcome, ctx: RoundC
     entry["observed_model"] = outcome.observed_model
     entry["attempts"] = [a.copy() for a in outcome.attempts]
     entry["model"] = outcome.model  # the last attempt's model (the fallback after a quota refusal)
+    for warning in getattr(outcome, "warnings", []):
+        round_json.setdefault("warnings", []).append(f"{outcome.name}: {warning}")
     if outcome.status != ReviewerStatus.COMPLETED:
         _clear_completed(entry)
         entry["status"] = outcome.status

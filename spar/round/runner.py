@@ -19,7 +19,7 @@ import anyio
 
 from spar.config.model import ReviewerConfig
 from spar.errors import quote
-from spar.judge.refusal import detect_refusal, reason_for
+from spar.judge.refusal import RefusalScan, reason_for
 from spar.presets import get_preset
 from spar.presets.base import InputSpec, Monitor, Preset, RunPaths, recorded_argv
 from spar.records.clock import now
@@ -60,6 +60,7 @@ class ReviewerOutcome:
     model: str  # model of the last attempt ("" = CLI default)
     # completed, but the final answer is not one JSON object: the caller records invalid_output
     output_error: str | None = None
+    warnings: list[str] = field(default_factory=list)  # round warnings from every attempt
 
 
 @dataclass
@@ -72,6 +73,7 @@ class _Attempt:
     result: dict | None = None
     output_error: str | None = None
     quota: bool = False  # refused for quota or rate limit (fallback may follow)
+    warnings: list[str] = field(default_factory=list)  # round warnings (e.g. the CLI ignored a value)
 
 
 @dataclass
@@ -135,6 +137,7 @@ async def _run_reviewer(job: ReviewerJob, st: _Settings) -> ReviewerOutcome:
         result=last.result,
         model=models[len(attempts) - 1],
         output_error=last.output_error,
+        warnings=list(dict.fromkeys(w for a in attempts for w in a.warnings)),
     )
     if last.status == S.COMPLETED:
         # the answer is judged after the run (G1-G6), so progress says "answered" here and
@@ -170,6 +173,7 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     exit_code: int | None = None
     argv: list[str] = []
     monitor: Monitor | None = None
+    warnings: list[str] = []
     if st.progress is not None:
         st.progress.reviewer_started(cfg.name, number, model)
 
@@ -183,7 +187,7 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
                       usage=attempt_usage(anyio.current_time() - clock_start,
                                           monitor.usage if monitor is not None else None))
         return _Attempt(record=cast(Attempt, record), status=status, reason=reason, resets=resets,
-                        observed_model=observed_model, **kw)
+                        observed_model=observed_model, warnings=warnings, **kw)
 
     try:
         # what ran, or would have run had the attempt got that far
@@ -204,18 +208,28 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
 
     _status(st, cfg.name, S.RUNNING, "")
     monitor = preset.monitor()
+    monitor.on_notice = lambda text: _notice(st, cfg.name, text)
+    stderr_refusals = RefusalScan()  # the whole stderr, searched as it streams
+
+    def stderr_text(text: str) -> None:
+        stderr_refusals.feed(text)
+        for line in text.splitlines():
+            monitor.stderr_line(line)
+
     try:
         proc = await run_process(
             argv, cwd=paths.workspace, deadline=deadline, env=st.env,
             stdin_text=preset.stdin_text(job.input),
             stdout_path=paths.reviewer_dir / f"stdout{suffix}.log",
             stderr_path=paths.reviewer_dir / f"stderr{suffix}.log",
-            on_stdout_line=monitor.feed, output_cap=st.output_cap, kill_grace=st.kill_grace,
+            on_stdout_line=monitor.feed, on_long_stdout_line=monitor.long_line, on_stderr_text=stderr_text,
+            output_cap=st.output_cap, kill_grace=st.kill_grace,
         )
     except OSError as exc:
         return done(S.FAILED, f"could not start {quote(exe)}: {exc.strerror or exc}")
     exit_code = proc.exit_code
     observed = monitor.observed_model
+    warnings.extend(monitor.warnings)
 
     if proc.violation is not None:
         return done(S.TOOL_VIOLATION, proc.violation, observed_model=observed)
@@ -227,11 +241,18 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
         return done(S.FAILED, proc.log_error, observed_model=observed)
     answer = monitor.finish(proc.exit_code, proc.stdout)
     observed = monitor.observed_model
+    if monitor.unreadable_answer is not None:
+        return done(S.COMPLETED, "", observed_model=observed, output_error=monitor.unreadable_answer)
+    if answer.timed_out:
+        return done(S.TIMEOUT, answer.failure, observed_model=observed)
     if answer.completed:
         return done(S.COMPLETED, "", observed_model=observed, result=answer.result,
                     output_error=answer.output_error)
-    # not completed: a refusal (G13, contract §5) decides unavailable (and maybe a fallback), else failed
-    refusal = detect_refusal([proc.stderr_tail] + answer.error_texts)
+    # not completed: a refusal (G13, contract §5) decides unavailable (and maybe a fallback), else
+    # failed. The whole stderr first, then every error message of the output.
+    late = RefusalScan()
+    late.feed("\n".join(answer.error_texts))
+    refusal = stderr_refusals.then(monitor.refusals).then(late).result()
     if refusal is not None:
         return done(S.UNAVAILABLE, reason_for(refusal), resets=refusal.resets, observed_model=observed,
                     quota=refusal.kind == "quota")
@@ -286,6 +307,11 @@ def model_label(model: str) -> str:
 def _status(st: _Settings, name: str, status: S, detail: str) -> None:
     if st.progress is not None:
         st.progress.reviewer_status(name, status, detail)
+
+
+def _notice(st: _Settings, name: str, text: str) -> None:
+    if st.progress is not None:
+        st.progress.reviewer_notice(name, text)
 
 
 __all__ = ["ReviewerJob", "ReviewerOutcome", "command_line", "failure_reason", "run_reviewers"]

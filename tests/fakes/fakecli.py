@@ -270,9 +270,13 @@ def claude(fake: Fake) -> int:
     emit({"type": "system", "subtype": "init", "cwd": fake.cwd, "session_id": session,
           "tools": (opts.get("--tools") or "").split(",") if "--tools" in opts else sorted(CLAUDE_TOOLS),
           "model": model, "permissionMode": mode, "apiKeySource": "none"})
+    for event in sc.get("before", []):
+        emit(event)
     for n, tool in enumerate(sc.get("tools", [])):
         name = tool if isinstance(tool, str) else tool["name"]
-        tool_input = {} if isinstance(tool, str) else tool.get("input", {})
+        tool_input = {} if isinstance(tool, str) else dict(tool.get("input", {}))
+        if not isinstance(tool, str) and tool.get("pad"):
+            tool_input["padding"] = "x" * int(tool["pad"])
         tid = f"toolu_{n:04d}"
         emit({"type": "assistant", "message": {"model": model, "role": "assistant",
               "content": [{"type": "tool_use", "id": tid, "name": name, "input": tool_input}]},
@@ -451,8 +455,13 @@ def codex(fake: Fake) -> int:
     if sc.get("reroute"):
         emit({"type": "item.completed", "item": {"id": "item_r", "type": "error",
                                                  "message": f"model rerouted: {sc['reroute']}"}})
+    for event in sc.get("before", []):
+        emit(event)
     for n, tool in enumerate(sc.get("tools", [])):
         spec = {"type": tool} if isinstance(tool, str) else dict(tool)
+        pad = int(spec.pop("pad", 0))
+        if pad:
+            spec["padding"] = "x" * pad
         kind = spec.pop("type", spec.pop("name", "command_execution"))
         item = {"id": f"item_{n}", "type": kind, **spec}
         if kind == "command_execution":
@@ -542,6 +551,11 @@ def agy(fake: Fake) -> int:
         else:
             events.append(event)
 
+    if sc.get("auto_denied"):
+        # a tool needed a permission headless mode cannot ask for: nothing on stdout, exit 0
+        fake.err(f"no output produced \u2014 a tool required the \"{sc['auto_denied']}\" permission that headless "
+                 "mode cannot prompt for, so it was auto-denied. Re-run with a permission mode that allows it.")
+        return fake.exit_code(0)
     fake.prelude()
     init = {"cwd": fake.cwd, "tools": AGY_TOOLS}
     if model and not sc.get("hide_model"):
@@ -553,6 +567,8 @@ def agy(fake: Fake) -> int:
         else:
             name = tool["name"]
             params = tool.get("parameters") or ({"CommandLine": tool["command"]} if "command" in tool else {})
+        if not isinstance(tool, str) and tool.get("pad"):
+            params = {**params, "Padding": "x" * int(tool["pad"])}
         for state in ("ACTIVE", "DONE"):
             emit({"event": "step_update", "step_update": {"step_type": "tool", "tool_name": name, "state": state,
                                                           "tool_info": {"parameters": params}}})
@@ -560,7 +576,13 @@ def agy(fake: Fake) -> int:
                                 "step_update": {"step_type": "agent_response", "text_delta": f"{i} {pad}"}})
     fake.wait()
     code = 0
-    if sc.get("refusal"):
+    if sc.get("print_timeout"):
+        # 1.1.28+: its own --print-timeout passed; partial output, usage zero, exit 0
+        fake.err(f"[agy] print timeout after {sc['print_timeout']} with turn in progress; returning partial output")
+        emit({"event": "result", "result": {"status": "SUCCESS", "response": "I started looking at",
+                                            "structured_output": None,
+                                            "usage": {"input_tokens": 0, "output_tokens": 0}}})
+    elif sc.get("refusal"):
         if fake.refusal_kind() == "quota":
             error = {"status": "RESOURCE_EXHAUSTED", "error_code": 429, "short_error": sc["refusal"]}
         else:
@@ -586,6 +608,26 @@ def agy(fake: Fake) -> int:
     return code
 
 
+# ================================================================ replay
+
+
+def replay(fake: Fake) -> int:
+    """Print captured output of a real CLI byte for byte (stderr, then stdout), then exit
+    with `exit_code` or, with `hang`, keep running like codex without a network."""
+    spec = fake.sc["replay"]
+    if fake.prog in ("claude", "codex"):
+        fake.read_stdin()  # as the real programs do, before they print anything
+    with open(spec["stderr"], "rb") as f:
+        sys.stderr.buffer.write(f.read())
+        sys.stderr.buffer.flush()
+    with open(spec["stdout"], "rb") as f:
+        sys.stdout.buffer.write(f.read())
+        sys.stdout.buffer.flush()
+    if spec.get("hang"):
+        time.sleep(600)
+    return int(spec.get("exit_code", 0))
+
+
 # ================================================================ entry
 
 PROGRAMS = {"claude": claude, "codex": codex, "agy": agy}
@@ -599,6 +641,8 @@ def main(prog: str) -> None:
         if fake.argv[:1] in (["--version"], ["-v"], ["-V"]):
             fake.apply_model()
             code = fake.version()
+        elif fake.sc.get("replay"):
+            code = replay(fake)
         else:
             code = PROGRAMS[prog](fake)
     except Exit as e:

@@ -23,6 +23,7 @@ never read as another value or silently accepted"):
 from __future__ import annotations
 
 import json
+from typing import NoReturn
 
 from spar.judge.result import json_type
 
@@ -31,7 +32,7 @@ class _NotJSON(ValueError):
     pass
 
 
-def _constant(name: str):
+def _constant(name: str) -> NoReturn:
     raise _NotJSON(f"{name} is not JSON")
 
 

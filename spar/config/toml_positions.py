@@ -283,15 +283,7 @@ class _Scanner:
             if self.i >= len(self.s) or self.peek() == "}":
                 self.i += 1
                 return
-            start = self.i
-            sub = path
-            for part in self.key():
-                sub += (part,)
-                self.record(sub, start)
-            self.skip_ws()
-            self.i += 1  # =
-            self.skip_ws()
-            self.value(sub)
+            self.keyval(path)
             self.skip_blank()
             if self.peek() == ",":
                 self.i += 1

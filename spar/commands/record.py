@@ -187,4 +187,4 @@ def main(argv: list[str]) -> int:
                        f"--transcript {quote(args.transcript)}" if args.transcript is not None else "transcript")
     reason = f" ({terminal_safe(entry['reason'])})" if entry.get("reason") else ""
     print(f"round {round_dir.name}: {args.reviewer} {entry['status']}{reason}")
-    return EXIT_OK if entry["status"] == "completed" else EXIT_NOT_CLEAN
+    return EXIT_OK if entry["status"] == ReviewerStatus.COMPLETED else EXIT_NOT_CLEAN

@@ -379,12 +379,12 @@ def execute(plan: RoundPlan) -> int:
     for warning in round_json["warnings"]:
         print(f"spar: warning: {terminal_safe(warning)}", file=sys.stderr)
     for r in round_json["reviewers"]:
-        if r["status"] == "awaiting_record":  # tell the host what to do with a native reviewer
+        if r["status"] == ReviewerStatus.AWAITING_RECORD:  # tell the host what to do with a native reviewer
             folder = plan.out / r["name"]
             print(f"spar: {r['name']}: give {folder / 'prompt.md'} to the host's subagent, save its answer "
                   f"and run: spar record {plan.out} --reviewer {r['name']} --result {folder / 'result.json'}",
                   file=sys.stderr)
-    not_completed = [r for r in round_json["reviewers"] if r["status"] != "completed"]
+    not_completed = [r for r in round_json["reviewers"] if r["status"] != ReviewerStatus.COMPLETED]
     line = f"spar: round {plan.out} recorded: {counts_text(findings)}"
     if not_completed:
         line += "; not completed: " + ", ".join(f"{r['name']} ({r['status']})" for r in not_completed)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from spar.config.model import STAGES
 from spar.judge.dispositions import BLOCKING_CLASSES, Key, Lookup, LookupResult, Trace, standing, trace
-from spar.records.model import Finding, LedgerLine, ReviewerEntry, RoundRecord, WaiverLine
+from spar.records.model import Finding, LedgerLine, ReviewerEntry, ReviewerStatus, RoundRecord, WaiverLine
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 SCHEMA = "review-gate/v1"
@@ -197,7 +197,7 @@ def stage_reviewers(listed: list[ListedRound], series: str, stage: str) -> Stage
             if name not in required:
                 required.append(name)
             last_entry[name] = (item, entry)
-            if entry["status"] == "completed":
+            if entry["status"] == ReviewerStatus.COMPLETED:
                 done.add(name)
             if name in waivers:
                 waived_names.add(name)

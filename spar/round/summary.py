@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from spar.judge.dispositions import standing
 from spar.judge.repeats import group_order
-from spar.records.model import Finding, LedgerLine, RoundRecord, WaiverLine
+from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
 from spar.round import usage
 
 CLASS_ORDER = ("defect", "requirement-question", "hardening", "note")
@@ -96,7 +96,7 @@ def _reviewers(rj: RoundRecord) -> list[str]:
                 _cell(r.get("model") or "(default)"), _cell(r.get("observed_model") or "unknown"),
                 _cell(len(attempts)), _cell(usage.duration_text(spent["duration_seconds"])),
                 _cell(usage.tokens_text(spent)), _cell(usage.cost_text(spent["cost_usd"])), _cell(r.get("verdict")),
-                _cell(r.get("finding_count") if r.get("status") == "completed" else None), _cell(reason),
+                _cell(r.get("finding_count") if r.get("status") == ReviewerStatus.COMPLETED else None), _cell(reason),
             ]) + " |"
         )
     out.append("")
@@ -141,7 +141,7 @@ def _standpoints(rj: RoundRecord) -> list[str]:
 
 
 def _angles(rj: RoundRecord) -> list[str]:
-    done = [r for r in rj.get("reviewers", []) if r.get("status") == "completed"]
+    done = [r for r in rj.get("reviewers", []) if r.get("status") == ReviewerStatus.COMPLETED]
     if not done:
         return []
     out = ["## Angles", ""]

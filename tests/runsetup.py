@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FAKES = ROOT / "tests" / "fakes"
 EXAMPLE_REVIEWER = ROOT / "examples" / "example_reviewer.py"
 RECORDS_MD = ROOT / "docs" / "records.md"
-BACKENDS = ("trio", "asyncio")
+BACKENDS = ("trio", "asyncio")  # for tests of what the backends do differently: processes, signals, kills
 
 # a command reviewer: prints the JSON in ANSWER (HEAD replaced by the packet's head) and
 # copies what it received through {prompt} to COPY (when given)
@@ -132,7 +132,8 @@ class Setup:
         return [json.loads(line) for line in self.record.read_text().splitlines() if line.strip()]
 
 
-def make_setup(tmp_path: Path, backend: str = "trio") -> Setup:
+def make_setup(tmp_path: Path, backend: str | None = None) -> Setup:
+    """`backend` sets SPAR_ASYNC_BACKEND; None leaves spar's default."""
     repo = make_repo(tmp_path, DEMO_FILES)
     base = git(repo, "rev-parse", "HEAD").strip()
     head = commit(repo, DEMO_CHANGE, message="divide")
@@ -146,12 +147,13 @@ def make_setup(tmp_path: Path, backend: str = "trio") -> Setup:
         HOME=str(home),
         XDG_CONFIG_HOME=str(home / ".config"),
         SPAR_CONFIG=str(tmp_path / "spar.toml"),
-        SPAR_ASYNC_BACKEND=backend,
         PATH=os.pathsep.join([str(FAKES), str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         GIT_CONFIG_GLOBAL=os.devnull,
         GIT_CONFIG_NOSYSTEM="1",
         PYTHONDONTWRITEBYTECODE="1",
     )
+    if backend is not None:
+        env["SPAR_ASYNC_BACKEND"] = backend
     return Setup(tmp=tmp_path, repo=repo, base=base, head=head, env=env, config=tmp_path / "spar.toml",
                  record=tmp_path / "fake-calls.jsonl", answers=answers)
 

@@ -105,8 +105,8 @@ def test_command_printing_100_mb(tmp_path, backend):
     assert records_whole(s.repo / "reviews") == []
 
 
-def test_agy_streaming_100_mb_of_events_still_completes(tmp_path, backend):
-    s = make_setup(tmp_path, backend)
+def test_agy_streaming_100_mb_of_events_still_completes(tmp_path):
+    s = make_setup(tmp_path)
     s.configure([{"name": "agy", "preset": "agy"}], timeout=300)  # a limit only a hang reaches
     # ~175 bytes per event line: 600,000 lines are about 100 MB
     s.scenario({"agy": {"lines": 600_000, "line_size": 80, "result": _answer(s.head)}})

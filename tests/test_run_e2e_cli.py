@@ -1,4 +1,7 @@
-"""Issue 4's "done when", shown through `spar run` as a real subprocess on trio and on asyncio.
+"""Issue 4's "done when", shown through `spar run` as a real subprocess.
+
+What the two async backends do differently (timeouts and kills, signals, the
+live progress) is run on trio and on asyncio; the rest on spar's default.
 
 Each test builds a real temporary git repository, a user configuration and the
 fake `claude`/`codex`/`agy` programs (tests/fakes) or `command` reviewers, runs
@@ -307,10 +310,10 @@ sys.stdout.write(open(sys.argv[1]).read().replace("HEAD_COMMIT", __import__("re"
 '''
 
 
-def test_a_reviewer_writing_into_the_workspace(tmp_path, backend):
+def test_a_reviewer_writing_into_the_workspace(tmp_path):
     """Non-root: the copies' modes stop the write. Root ignores modes: the write happens,
     and spar records and shows a round warning naming what changed."""
-    s = make_setup(tmp_path, backend)
+    s = make_setup(tmp_path)
     script, answer, outcome = tmp_path / "writer.py", tmp_path / "answer.json", tmp_path / "outcome.json"
     script.write_text(WRITER)
     answer.write_text(json.dumps(result(findings=[])))
@@ -339,8 +342,8 @@ def test_a_reviewer_writing_into_the_workspace(tmp_path, backend):
 # ---------------------------------------------------------------- agy with a large packet
 
 
-def test_agy_large_packet_goes_to_packet_md_and_input_md_holds_the_p_text(tmp_path, backend):
-    s = make_setup(tmp_path, backend)
+def test_agy_large_packet_goes_to_packet_md_and_input_md_holds_the_p_text(tmp_path):
+    s = make_setup(tmp_path)
     big = tmp_path / "BIG.md"
     big.write_text("".join(f"line {i}: the plan in great detail\n" for i in range(4000)))  # ~140 KiB
     s.configure([{"name": "agy", "preset": "agy"}, {"name": "claude", "preset": "claude"}])
@@ -374,8 +377,8 @@ sys.stdout.write(open(sys.argv[1]).read())
 '''
 
 
-def test_a_write_failing_after_the_round_folder_exists_is_exit_70(tmp_path, backend):
-    s = make_setup(tmp_path, backend)
+def test_a_write_failing_after_the_round_folder_exists_is_exit_70(tmp_path):
+    s = make_setup(tmp_path)
     script, answer = tmp_path / "blocker.py", tmp_path / "answer.json"
     script.write_text(BLOCKER)
     answer.write_text(json.dumps(result(head=s.head, findings=[])))
@@ -390,11 +393,11 @@ def test_a_write_failing_after_the_round_folder_exists_is_exit_70(tmp_path, back
     assert "recorded_at" not in rj and "finished_at" not in rj  # never claims a recording that failed
 
 
-# ---------------------------------------------------------------- the series flow on both backends
+# ---------------------------------------------------------------- the series flow
 
 
-def test_series_flow_standpoints_decisions_dry_run_cap_and_free_rerun(tmp_path, backend):
-    s = make_setup(tmp_path, backend)
+def test_series_flow_standpoints_decisions_dry_run_cap_and_free_rerun(tmp_path):
+    s = make_setup(tmp_path)
     s.configure([{"name": "claude", "preset": "claude"},
                  s.answer_reviewer("house", result(findings=[]), exit_code=3)])
     report = {"checked": True, "detail": "looked at division"}

@@ -20,9 +20,8 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@pytest.mark.parametrize("backend", ["trio", "asyncio"])
-def test_standpoint_round(tmp_path, backend):
-    s = make_setup(tmp_path, backend)
+def test_standpoint_round(tmp_path):
+    s = make_setup(tmp_path)
     report = {"checked": True, "detail": "looked for division by zero"}
     no_report = result()
     s.configure([

@@ -18,7 +18,7 @@ import pytest
 
 from spar import __version__
 from tests.gitrepo import commit, git
-from tests.runsetup import BACKENDS, finding, make_setup, result
+from tests.runsetup import finding, make_setup, result
 
 pytestmark = pytest.mark.slow  # whole series through the real command line
 
@@ -50,9 +50,8 @@ def _gate(setup, *rounds: str, out: str = "reviews/gate.json"):
     return proc, gate
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_whole_series(tmp_path, backend):
-    s = make_setup(tmp_path, backend)
+def test_whole_series(tmp_path):
+    s = make_setup(tmp_path)
     alpha = s.answer_reviewer("alpha", result(findings=_alpha_findings()))
     s.configure([alpha, {"name": "codex", "preset": "codex"}], timeout=60)
     s.scenario({"codex": {"refusal": CODEX_QUOTA}})
@@ -296,13 +295,12 @@ class _Transcript:
         path.write_text("".join(json.dumps(line) + "\n" for line in self.lines), encoding="utf-8")
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_native_reviewers_recorded_by_hand(tmp_path, backend):
+def test_native_reviewers_recorded_by_hand(tmp_path):
     """Real `spar run` with two native reviewers -> awaiting_record, exit 1 -> the
     host records one from its subagent's transcript alone (relative paths against
     the transcript's cwd, the answer in a fenced block) and one from --result plus
     a transcript with violations -> the gate follows each step."""
-    s = make_setup(tmp_path, backend)
+    s = make_setup(tmp_path)
     s.configure([s.answer_reviewer("alpha", result(findings=[], verdict="no_blocking_findings")),
                  {"name": "nat", "preset": "native"}, {"name": "nat2", "preset": "native"}], timeout=60)
     proc = s.run("--criteria", "docs/criteria.md", out="reviews/r1")

@@ -3,8 +3,9 @@
 Replacement writes a temporary file beside the target, fsyncs it, renames it
 over the target, then fsyncs the folder so the rename itself survives a crash:
 a reader sees the old file or the new one, never a mix. Appends add one whole
-line with a single `O_APPEND` write (callers hold the series lock, G33).
-Every failure is `WriteFailed` (exit 70) naming the target.
+line with `O_APPEND` (callers hold the series lock, G33); an append that fails
+part-way is cut back to the size before it. Every failure is `WriteFailed`
+(exit 70) naming the target.
 """
 
 from __future__ import annotations
@@ -94,13 +95,23 @@ def write_json(path: Path | str, obj: Any, *, unique_tmp: bool = False) -> None:
     write_text(path, dumps(obj), unique_tmp=unique_tmp)
 
 
-def append_line(path: Path | str, data: bytes) -> None:
-    """Append one whole line (`data` ends with its only newline) in one write.
-    Refuses (RecordError) when the file's last line is torn: appending would glue
-    this line onto it, and the file needs a person."""
+def append_line(path: Path | str, data: bytes, *, create: bool = True) -> None:
+    """Append one whole line (`data` ends with its only newline).
+
+    Refuses (RecordError) when the file's last line is torn, since appending would
+    glue this line onto it, and, with `create=False`, when the file is missing (a
+    record that must already exist is never started afresh). A write that fails
+    part-way (ENOSPC, EIO) is rolled back: the file is cut to its size before the
+    append and fsynced, then WriteFailed (exit 70) reports the failure, so a full
+    disk never leaves a torn line behind."""
     path = Path(path)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT if create else 0)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, flags, 0o644)
+    except FileNotFoundError as exc:
+        if create:
+            raise _failed(path, exc) from exc
+        raise RecordError(f"{path}: missing") from None
     except OSError as exc:
         raise _failed(path, exc) from exc
     try:
@@ -108,12 +119,13 @@ def append_line(path: Path | str, data: bytes) -> None:
             size = os.fstat(fd).st_size
             if size and _last_byte(path, size) != b"\n":
                 raise RecordError(f"{path}: the last line is incomplete (a write was interrupted)")
-            written = os.write(fd, data)
-            if written != len(data):
-                raise WriteFailed(f"cannot write {path}: only {written} of {len(data)} bytes were written")
-            os.fsync(fd)
         except OSError as exc:
             raise _failed(path, exc) from exc
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        except OSError as exc:
+            _roll_back(fd, path, size, exc)
     finally:
         os.close(fd)
     if size == 0:
@@ -121,6 +133,18 @@ def append_line(path: Path | str, data: bytes) -> None:
             fsync_dir(path.parent)  # the file may be new: make its name durable
         except OSError as exc:
             raise _failed(path, exc) from exc
+
+
+def _roll_back(fd: int, path: Path, size: int, exc: OSError) -> None:
+    """Cut `path` back to `size` after a failed append and raise WriteFailed."""
+    why = exc.strerror or str(exc)
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError as undo:
+        raise WriteFailed(f"cannot write {path} (undoing the append failed too, "
+                          f"{undo.strerror or undo}: its last line may be torn): {why}") from exc
+    raise WriteFailed(f"cannot write {path} (the append was undone): {why}") from exc
 
 
 def _last_byte(path: Path, size: int) -> bytes:

@@ -21,8 +21,9 @@ def dumps_line(obj: Any) -> bytes:
     return (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
 
 
-def append(path: Path | str, obj: Mapping[str, object]) -> None:
-    atomic.append_line(path, dumps_line(obj))
+def append(path: Path | str, obj: Mapping[str, object], *, create: bool = True) -> None:
+    """One whole line, or nothing (see `atomic.append_line`)."""
+    atomic.append_line(path, dumps_line(obj), create=create)
 
 
 def _no_constants(name: str) -> Any:

@@ -147,6 +147,8 @@ def test_json_field_by_field(repo, capsys):
              "fixed_or_answered": 0, "share_fixed_or_answered": 0.0,
              "seconds_per_fixed_or_answered": None, "cost_per_fixed_or_answered": None},
         ],
+        # c4 stopped before recording (its reviewers still pending)
+        "unfinished": [{"name": "c4", "why": "round.json was never marked recorded (the run stopped before its findings were recorded)"}],
     }
 
 
@@ -189,6 +191,8 @@ def test_markdown_field_by_field(repo, capsys):
         "| cause | extensions | rounds added |", "| --- | --- | --- |",
         "| churn | 1 | 1 |", "| recurring | 1 | 1 |", "| unrelated | 0 | 0 |", "| hardening | 0 | 0 |",
         "| other | 1 | 2 |", "| no recorded cause | 1 | 1 |", "",
+        "## Unfinished rounds", "", "| round | why |", "| --- | --- |",
+        "| c4 | round.json was never marked recorded (the run stopped before its findings were recorded) |", "",
         "## Usage", "",
         "| reviewer | rounds | attempts | time | tokens | cost |", "| --- | --- | --- | --- | --- | --- |",
         "| claude | 5 | 2 | 12.8s | in 1,100 (cached 200) / out 55 | $0.3750 |",

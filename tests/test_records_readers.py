@@ -96,7 +96,8 @@ def test_standing_dispositions_latest_line_wins(tmp_path):
     lines = [
         {"finding": "claude-F1", "disposition": "deferred", "auto": True, "at": "t1"},
         {"finding": "codex-F1", "disposition": "rejected", "auto": False, "at": "t2", "evidence": "e"},
-        {"finding": "claude-F1", "disposition": "fixed", "auto": False, "at": "t3", "commit": "c" * 40},
+        {"finding": "claude-F1", "disposition": "fixed", "auto": False, "at": "t3", "commit": "c" * 40,
+         "failed_before": "t failed", "passed_after": "t passed"},
         {"finding": "claude-F1", "disposition": "duplicate", "auto": False, "at": "t4", "of": "r0/codex-F3"},
     ]
     for line in lines:

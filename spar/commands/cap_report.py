@@ -8,7 +8,6 @@ it cannot read. Markdown is for people (a table per stage), JSON
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,14 +17,13 @@ from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_OK, UsageError, quote
 from spar.judge.convergence import ENDINGS, round_convergence, scoreboard, stage_verdict
 from spar.judge.dispositions import standing
-from spar.judge.gate import CLASSES
+from spar.judge.record_rules import CAUSES, CLASSES
 from spar.records import readers
 from spar.records.model import Finding
 from spar.round import usage
 from spar.series import SeriesRound, project_caps, read_series, series_folder, stage_caps
 from spar.textsafe import for_stream
 
-CAUSES = ("churn", "recurring", "unrelated", "hardening", "other")
 NO_CAUSE = "no_recorded_cause"
 SCHEMA = "cap-report/v1"
 
@@ -38,7 +36,7 @@ JSON ({SCHEMA}):
     counted_rounds (names), remaining (never below 0),
     extensions[]: by, cause (null when none recorded), reason (null), at,
   rounds[] (series order: started_at, then name): name, stage, head, base,
-    started_at, counted, dry_run, recorded (findings.json present),
+    started_at, counted, dry_run, recorded (round.json marked recorded),
     reviewers[]: name, preset, status, attempts (number),
       usage: totals over its attempts (duration_seconds, input_tokens,
       cached_input_tokens, output_tokens, cost_usd; null when none reported),
@@ -57,15 +55,20 @@ JSON ({SCHEMA}):
     ended ({', '.join(ENDINGS)}: the standing disposition), fixed_or_answered,
     share_fixed_or_answered, seconds_per_fixed_or_answered and
     cost_per_fixed_or_answered (the reviewer's usage totals above divided by
-    fixed_or_answered; null when not reported or none)."""
+    fixed_or_answered; null when not reported or none),
+  unfinished[] (by name): name, why; a round folder a killed write left behind
+    (no round.json, leftover *.tmp files, or round.json never marked recorded).
+Refused (65) on any record it reads that Spar could not have written: a torn,
+missing or impossible round.json, the findings.json of a recorded round, or an
+extensions.jsonl line outside G31 (a cause not among the five included)."""
 
 
 def _recorded_findings(item: SeriesRound) -> list[Finding] | None:
     r = item.round
-    recorded = os.path.lexists(item.path / readers.FINDINGS_FILE)
-    if not recorded and not r.get("dry_run") and (r.get("finished_at") or r.get("recorded_at")):
-        recorded = True  # read_findings below refuses: the round says it was recorded
-    return readers.read_findings(item.path) if recorded else None
+    # findings count once round.json says they were recorded; a findings.json without
+    # that is a run killed before its final round.json (listed under unfinished)
+    recorded = not r.get("dry_run") and bool(r.get("finished_at") or r.get("recorded_at"))
+    return readers.read_findings(item.path, round_json=r) if recorded else None
 
 
 def _round_row(item: SeriesRound, findings: list[Finding] | None) -> dict:
@@ -147,7 +150,7 @@ def build_report(series: Path) -> dict:
     spent = _usage(rows)
     board = scoreboard([
         {"reviewers": item.round["reviewers"], "findings": f,
-         "standing": standing(readers.read_ledger(item.path)) if f is not None else {}}
+         "standing": standing(readers.read_ledger(item.path, f)) if f is not None else {}}
         for item, f in zip(rounds, findings, strict=False) if not item.round.get("dry_run")
     ], {r["name"]: r for r in spent["reviewers"]})
     return {
@@ -161,7 +164,21 @@ def build_report(series: Path) -> dict:
         "usage": spent,
         "verdicts": _verdicts(rows, rounds),
         "scoreboard": board,
+        "unfinished": unfinished(series, rounds),
     }
+
+
+def unfinished(series: Path, rounds: list[SeriesRound]) -> list[dict]:
+    """Rounds a killed write left unfinished (`{"name", "why"}` by name): a started
+    round folder without round.json, leftover `*.tmp` files, and a round whose
+    round.json was never marked recorded (not a dry run)."""
+    found = {item["name"]: item for item in readers.unfinished_rounds(series)}
+    for item in rounds:
+        r = item.round
+        if item.name not in found and not r.get("dry_run") and not (r.get("recorded_at") or r.get("finished_at")):
+            found[item.name] = {"name": item.name, "why": "round.json was never marked recorded "
+                                "(the run stopped before its findings were recorded)"}
+    return [found[name] for name in sorted(found)]
 
 
 def _usage(rows: list[dict]) -> dict:
@@ -219,6 +236,9 @@ def render_markdown(report: dict) -> str:
     lines += ["## Code extension causes", "", "| cause | extensions | rounds added |", "| --- | --- | --- |"]
     for cause, t in report["code_extension_causes"].items():
         lines.append(_row([cause.replace("_", " ") if cause == NO_CAUSE else cause, t["extensions"], t["by"]]))
+    if report["unfinished"]:
+        lines += ["", "## Unfinished rounds", "", "| round | why |", "| --- | --- |"]
+        lines += [_row([u["name"], u["why"]]) for u in report["unfinished"]]
     lines += ["", "## Usage", "", "| reviewer | rounds | attempts | time | tokens | cost |",
               "| --- | --- | --- | --- | --- | --- |"]
     for r in report["usage"]["reviewers"]:

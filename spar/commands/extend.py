@@ -13,11 +13,10 @@ import sys
 from spar.argparsing import Parser, command_parser
 from spar.config.model import STAGES
 from spar.errors import EXIT_OK, Refused, UsageError, quote
+from spar.judge.record_rules import CAUSES
 from spar.judge.refs import trim
 from spar.records import clock, jsonl, lock, paths, readers
 from spar.series import series_folder
-
-CAUSES = ("churn", "recurring", "unrelated", "hardening", "other")
 
 SUMMARY = "Raise a stage's round cap for a series, with a cause (one line in extensions.jsonl)."
 

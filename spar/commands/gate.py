@@ -68,26 +68,28 @@ def _read_listed(arg: str) -> judgement.ListedRound:
     try:
         if not folder.is_dir():
             raise RecordError("no such round folder")
+        if not os.path.lexists(folder / readers.ROUND_FILE):
+            item.unfinished = "it has no round.json (a run stopped before writing it)"
+            return item
         round_json = readers.read_round(folder)
-        problem = judgement.round_problem(round_json)
-        if problem:
-            raise RecordError(problem)
         item.round = round_json
+        leftovers = readers.leftover_temporary_files(folder)
+        if leftovers:
+            item.unfinished = f"a write was interrupted, leaving {', '.join(leftovers)}"
         if round_json.get("dry_run") is True:
             return item
         has_findings = os.path.lexists(folder / readers.FINDINGS_FILE)
+        if not (round_json.get("finished_at") or round_json.get("recorded_at")):
+            if has_findings and item.unfinished is None:
+                # killed between findings.json and the final round.json: its reviewers still read pending
+                item.unfinished = "findings.json was written, but round.json was never marked recorded"
+            return item  # stopped before recording: never judged as a review
         if not has_findings:
-            if round_json.get("finished_at") or round_json.get("recorded_at"):
-                raise RecordError("round.json says the round was recorded but findings.json is missing")
-            return item  # stopped before recording: judged like a dry run
-        findings = readers.read_findings(folder)
-        ledger = readers.read_ledger(folder)
-        problem = judgement.findings_problem(findings) or judgement.ledger_problem(ledger)
-        if problem:
-            raise RecordError(problem)
-        item.findings, item.ledger = findings, ledger
+            raise RecordError("round.json says the round was recorded but findings.json is missing")
+        findings = readers.read_findings(folder, round_json=round_json)
+        item.findings, item.ledger = findings, readers.read_ledger(folder, findings)
     except _READ_ERRORS as exc:
-        item.round, item.findings, item.ledger = None, None, None
+        item.round, item.findings, item.ledger, item.unfinished = None, None, None, None
         item.error = _why(exc)
         return item
     try:
@@ -122,9 +124,6 @@ def _list_series(path: str, arg: str, listed_names: set[str]) -> judgement.Serie
             continue  # G29 asks for every review-round/v1 round; this is something else
         try:
             round_json = readers.read_round(folder)
-            problem = judgement.round_problem(round_json)
-            if problem:
-                raise RecordError(problem)
             listing.rounds.append(judgement.SeriesRound(
                 folder.name, round_json, has_findings=os.path.lexists(folder / readers.FINDINGS_FILE)))
         except _READ_ERRORS as exc:
@@ -163,9 +162,9 @@ def _extra_lookup(series: str, key: Key) -> LookupResult:
     if not os.path.lexists(folder / readers.ROUND_FILE):
         return "missing", f"round {key[0]} does not exist in the series"
     try:
-        readers.read_round(folder)
-        findings = readers.read_findings(folder)
-        ledger = standing(readers.read_ledger(folder))
+        round_json = readers.read_round(folder)
+        findings = readers.read_findings(folder, round_json=round_json)
+        ledger = standing(readers.read_ledger(folder, findings))
     except _READ_ERRORS as exc:
         return "unreadable", f"round {key[0]} cannot be read: {_why(exc)}"
     if key[1] not in {f["id"] for f in findings}:

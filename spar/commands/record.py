@@ -143,8 +143,8 @@ def record(round_dir: Path, name: str, result_data: bytes | None, transcript_dat
     # a round that says it was recorded must still hold its findings (G32): treating
     # a lost findings.json as empty would drop every other reviewer's findings
     recorded = bool(round_json.get("recorded_at") or round_json.get("finished_at"))
-    existing = readers.read_findings(round_dir, missing_ok=not recorded)
-    ledger = readers.read_ledger(round_dir)
+    existing = readers.read_findings(round_dir, missing_ok=not recorded, round_json=round_json)
+    ledger = readers.read_ledger(round_dir, existing, missing_ok=not recorded)
     ctx = _context(round_json)
     result, problem = (None, None)
     if result_data is not None:

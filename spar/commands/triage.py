@@ -91,7 +91,7 @@ class _RoundCache:
                 raise Refused(f"--of: {quote(name)} is not a round of the series {self.series}")
             round_json = readers.read_round(folder)
             findings = _recorded_findings(folder, round_json)
-            ledger = standing(readers.read_ledger(folder))
+            ledger = standing(readers.read_ledger(folder, findings))
             self.rounds[name] = (round_json, {f["id"]: f for f in findings}, ledger)
         return self.rounds[name]
 
@@ -113,10 +113,10 @@ class _RoundCache:
 def _recorded_findings(folder: Path, round_json: RoundRecord) -> list[Finding]:
     if round_json.get("dry_run") is True:
         raise Refused(f"round {folder.name} is a dry run; it has no findings")
-    recorded = round_json.get("recorded_at") or round_json.get("finished_at")
-    if not (folder / readers.FINDINGS_FILE).exists() and not recorded:
-        raise Refused(f"round {folder.name} has not recorded findings yet")
-    return readers.read_findings(folder)
+    if not round_json.get("recorded_at") and not round_json.get("finished_at"):
+        # a findings.json without the final round.json is a run killed part-way (unfinished)
+        raise Refused(f"round {folder.name} has not recorded findings yet (it was not finished)")
+    return readers.read_findings(folder, round_json=round_json)
 
 
 def _resolve_commit(round_json: RoundRecord, rev: str) -> str:
@@ -219,12 +219,12 @@ def _main_repeats(args: argparse.Namespace) -> int:
     round_dir, series = round_folder(args.round)
     with lock.series_lock(series):
         lines, notes = repeat_lines(round_dir, series)
-        ledger = readers.read_ledger(round_dir)
+        ledger = readers.read_ledger(round_dir, readers.read_findings(round_dir))
         at = clock.now()
         stamped = [_stamp(line, at) for line, _ in lines]
         summary = summary_after(round_dir, ledger + stamped)
         for line in stamped:
-            jsonl.append(round_dir / readers.LEDGER_FILE, line)
+            jsonl.append(round_dir / readers.LEDGER_FILE, line, create=False)
         if stamped:
             atomic.write_text(round_dir / "summary.md", summary)
     for line, (_, decided) in zip(stamped, lines, strict=False):
@@ -249,12 +249,13 @@ def main(argv: list[str]) -> int:
     round_dir, series = round_folder(args.round)
     with lock.series_lock(series):
         line = triage_line(round_dir, series, args.finding, args.to, options)
-        ledger = readers.read_ledger(round_dir)  # an unreadable ledger is refused, never appended to
+        # an unreadable, missing or impossible ledger is refused, never appended to or started afresh
+        ledger = readers.read_ledger(round_dir, readers.read_findings(round_dir))
         stamped = _stamp(line, clock.now())
         # everything the summary needs is read before the append: a refusal after it
         # would say "nothing written" about a line that was written
         summary = summary_after(round_dir, ledger + [stamped])
-        jsonl.append(round_dir / readers.LEDGER_FILE, stamped)
+        jsonl.append(round_dir / readers.LEDGER_FILE, stamped, create=False)
         atomic.write_text(round_dir / "summary.md", summary)  # the disposition column follows the ledger
     print(f"round {round_dir.name}: {args.finding} -> {args.to}", file=sys.stdout)
     return EXIT_OK

@@ -66,8 +66,8 @@ def main(argv: list[str]) -> int:
                 "at": clock.now()}
         # summary.md names waived reviewers; its records are read before the append,
         # so a refusal (an unreadable findings.json or ledger) still writes nothing
-        summary = render_summary(round_json, readers.read_findings(round_dir), readers.read_ledger(round_dir),
-                                 waivers + [line])
+        findings = readers.read_findings(round_dir, round_json=round_json)
+        summary = render_summary(round_json, findings, readers.read_ledger(round_dir, findings), waivers + [line])
         jsonl.append(round_dir / readers.WAIVERS_FILE, line)
         atomic.write_text(round_dir / "summary.md", summary)
     print(f"waived {args.reviewer} ({entry['status']}) in round {round_dir.name}", file=sys.stdout)

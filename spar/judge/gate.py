@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from spar.config.model import STAGES
 from spar.judge.dispositions import BLOCKING_CLASSES, Key, Lookup, LookupResult, Trace, standing, trace
+from spar.judge.record_rules import CLASSES
 from spar.records.model import Finding, LedgerLine, ReviewerEntry, ReviewerStatus, RoundRecord, WaiverLine
 
-CLASSES = ("defect", "requirement-question", "hardening", "note")
 SCHEMA = "review-gate/v1"
 
 
@@ -33,11 +33,17 @@ class ListedRound:
     waivers: list[WaiverLine] | None = None
     error: str | None = None  # round records unreadable
     waivers_error: str | None = None
+    # why a run, record or triage left this round unfinished (killed part-way), when it did
+    unfinished: str | None = None
 
     @property
     def state(self) -> str:
-        """`unreadable`, `dry_run`, `not_recorded` (G29) or `ok`."""
-        if self.error is not None or self.round is None:
+        """`unreadable`, `unfinished`, `dry_run`, `not_recorded` (G29) or `ok`."""
+        if self.error is not None:
+            return "unreadable"
+        if self.unfinished is not None:
+            return "unfinished"
+        if self.round is None:
             return "unreadable"
         if self.round.get("dry_run") is True:
             return "dry_run"
@@ -92,46 +98,6 @@ class HeadCheck:
 
 # lookup for findings of rounds that were not listed: (series path, key) -> see dispositions.Lookup
 ExtraLookup = Callable[[str, Key], LookupResult]
-
-
-def round_problem(round_json: object) -> str | None:
-    """Why a parsed round.json cannot be used by the gate, or None."""
-    if not isinstance(round_json, dict):
-        return "round.json is not a JSON object"
-    if round_json.get("schema") != "review-round/v1":
-        return f"round.json schema is {round_json.get('schema')!r}, not 'review-round/v1'"
-    if round_json.get("stage") not in STAGES:
-        return f"round.json stage {round_json.get('stage')!r} is not a stage"
-    for key in ("head", "base"):
-        if not isinstance(round_json.get(key), str):
-            return f"round.json has no {key} commit"
-    reviewers = round_json.get("reviewers")
-    if not isinstance(reviewers, list):
-        return "round.json reviewers is not a list"
-    for entry in reviewers:
-        if not (isinstance(entry, dict) and isinstance(entry.get("name"), str)
-                and isinstance(entry.get("status"), str)):
-            return "round.json has a reviewer entry without name or status"
-    return None
-
-
-def findings_problem(findings: object) -> str | None:
-    if not isinstance(findings, list):
-        return "findings.json is not a JSON array"
-    for item in findings:
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or item.get("class") not in CLASSES:
-            return "findings.json has an entry without id or with an unknown class"
-    return None
-
-
-def ledger_problem(ledger: object) -> str | None:
-    if not isinstance(ledger, list):
-        return "ledger.jsonl is not a list of lines"
-    for line in ledger:
-        if not (isinstance(line, dict) and isinstance(line.get("finding"), str)
-                and isinstance(line.get("disposition"), str)):
-            return "ledger.jsonl has a line without finding or disposition"
-    return None
 
 
 def latest_round(listed: list[ListedRound], stage: str | None = None) -> ListedRound | None:
@@ -219,11 +185,14 @@ def listed_round_reasons(listed: list[ListedRound]) -> list[str]:
         state = item.state
         if state == "unreadable":
             reasons.append(f"round {item.arg} cannot be read: {item.error}")
+        elif state == "unfinished":
+            reasons.append(f"round {item.arg} was not finished: {item.unfinished}")
         elif state == "dry_run":
             reasons.append(f"round {item.arg} is a dry run; a dry run is not a review")
         elif state == "not_recorded":
             reasons.append(
-                f"round {item.arg} stopped before its findings were recorded (neither finished_at nor findings.json)"
+                f"round {item.arg} was not finished: it stopped before its findings were recorded "
+                "(neither finished_at nor findings.json)"
             )
         if state != "unreadable" and item.waivers_error is not None:
             reasons.append(f"round {item.arg}: waivers.jsonl cannot be read: {item.waivers_error}")

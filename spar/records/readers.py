@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any, TypeGuard, cast
 
 from spar.errors import RecordError, quote
+from spar.config.model import STAGES
+from spar.judge import record_rules
 from spar.judge.refs import trim
-from spar.records import jsonl
+from spar.records import jsonl, lock
 from spar.records.model import ExtensionLine, Finding, LedgerLine, RoundRecord, WaiverLine
 
 ROUND_SCHEMA = "review-round/v1"
-STAGES = ("plan", "plan-delta", "code")
-DISPOSITIONS = ("fixed", "duplicate", "rejected", "deferred", "answered")
 
 ROUND_FILE = "round.json"
 FINDINGS_FILE = "findings.json"
@@ -77,15 +77,20 @@ def read_round(round_dir: Path | str) -> RoundRecord:
             raise RecordError(f"{path}: reviewer {number} is not an object with a name and a status")
         entry.setdefault("standpoint", None)
         entry.setdefault("standpoint_report", None)
+    problem = record_rules.round_problem(data)
+    if problem:
+        raise RecordError(f"{path}: {problem}")
     data.setdefault("standpoints", [])
     data.setdefault("standpoints_uncovered", [])
     data.setdefault("decisions", [])
     return cast(RoundRecord, data)
 
 
-def read_findings(round_dir: Path | str, *, missing_ok: bool = False) -> list[Finding]:
+def read_findings(round_dir: Path | str, *, missing_ok: bool = False,
+                  round_json: RoundRecord | None = None) -> list[Finding]:
     """findings.json; a finding without location_unreadable had its location read.
-    A missing smallest_fix is left absent (absent and "" both mean no direction)."""
+    A missing smallest_fix is left absent (absent and "" both mean no direction).
+    With `round_json`, every finding must belong to a reviewer that completed in it."""
     path = Path(round_dir) / FINDINGS_FILE
     if missing_ok and not path.exists() and not path.is_symlink():
         return []
@@ -95,6 +100,10 @@ def read_findings(round_dir: Path | str, *, missing_ok: bool = False) -> list[Fi
     for number, finding in enumerate(data, start=1):
         if not isinstance(finding, dict) or not _is_str(finding.get("id")):
             raise RecordError(f"{path}: finding {number} is not an object with an id")
+    problem = record_rules.findings_problem(data, round_json)
+    if problem:
+        raise RecordError(f"{path}: {problem}")
+    for finding in data:
         finding.setdefault("location_unreadable", False)
     return cast(list[Finding], data)
 
@@ -103,15 +112,19 @@ def _line_error(path: Path, number: int, what: str) -> RecordError:
     return RecordError(f"{path}:{number}: {what}")
 
 
-def read_ledger(round_dir: Path | str) -> list[LedgerLine]:
-    """ledger.jsonl in file order; a round without one has no dispositions."""
+def read_ledger(round_dir: Path | str, findings: list[Finding] | None = None, *,
+                missing_ok: bool = False) -> list[LedgerLine]:
+    """ledger.jsonl in file order. A recorded round always has one (empty when nothing
+    was deferred), so a missing ledger is unreadable (G32), never "no dispositions";
+    `missing_ok` is for a round that was not recorded yet. With `findings`, every line
+    is checked against the finding it names (design §7 and the auto-deferral rule)."""
     path = Path(round_dir) / LEDGER_FILE
-    lines = jsonl.read(path, missing_ok=True)
+    lines = jsonl.read(path, missing_ok=missing_ok)
+    by_id = {f["id"]: f for f in findings} if findings is not None else None
     for number, line in enumerate(lines, start=1):
-        if not _is_str(line.get("finding")) or not line["finding"]:
-            raise _line_error(path, number, "finding is missing or not a string")
-        if line.get("disposition") not in DISPOSITIONS:
-            raise _line_error(path, number, f"disposition is not one of {', '.join(DISPOSITIONS)}")
+        problem = record_rules.ledger_line_problem(line, by_id)
+        if problem:
+            raise _line_error(path, number, problem)
     return cast(list[LedgerLine], lines)
 
 
@@ -133,19 +146,17 @@ def read_waivers(round_dir: Path | str) -> list[WaiverLine]:
 
 def read_extensions(series: Path | str) -> list[ExtensionLine]:
     """extensions.jsonl of a series; a line without cause/reason is an extension
-    with no recorded cause (both then read as None)."""
+    with no recorded cause (both then read as None). A line `spar extend` could not
+    have written (a cause outside the five, a plan extension with a reason) is
+    unreadable, never tallied as "no recorded cause"."""
     path = Path(series) / EXTENSIONS_FILE
     lines = jsonl.read(path, missing_ok=True)
     for number, line in enumerate(lines, start=1):
-        if line.get("stage") not in STAGES:
-            raise _line_error(path, number, f"stage is not one of {', '.join(STAGES)}")
-        by = line.get("by")
-        if not isinstance(by, int) or isinstance(by, bool) or by < 1:
-            raise _line_error(path, number, "by is not an integer of 1 or more")
-        for key in ("cause", "reason"):
-            if line.get(key) is not None and not _is_str(line[key]):
-                raise _line_error(path, number, f"{key} is not a string")
-            line.setdefault(key, None)
+        problem = record_rules.extension_problem(line)
+        if problem:
+            raise _line_error(path, number, problem)
+        line.setdefault("cause", None)
+        line.setdefault("reason", None)
     return cast(list[ExtensionLine], lines)
 
 
@@ -162,3 +173,69 @@ def series_rounds(series: Path | str) -> list[Path]:
     # any round.json counts, so a damaged one surfaces as unreadable instead of vanishing
     rounds = [c for c in children if c.is_dir() and os.path.lexists(c / ROUND_FILE)]
     return sorted(rounds, key=lambda p: p.name)
+
+
+# the folders Spar writes NAME.tmp files into: the round folder and its reviewer folders
+# (`workspace/` holds copies of the commits, whose files may be named anything)
+_NOT_SCANNED = ("workspace",)
+
+
+def leftover_temporary_files(round_dir: Path | str) -> list[str]:
+    """`*.tmp` files that a killed write left in a round folder or its reviewer folders,
+    relative to the round. While the series lock is held a write is in progress and
+    its `NAME.tmp` is no leftover: only files seen before and after finding the lock
+    free count."""
+    first = _temporary_files(Path(round_dir))
+    if not first or lock.is_locked(Path(round_dir).parent):
+        return []
+    return [name for name in _temporary_files(Path(round_dir)) if name in first]
+
+
+def _temporary_files(round_dir: Path) -> list[str]:
+    found = []
+    try:
+        children = sorted(round_dir.iterdir())
+    except OSError:
+        return []
+    for child in children:
+        if child.name.endswith(".tmp") and not child.is_dir():
+            found.append(child.name)
+        elif child.is_dir() and not child.is_symlink() and child.name not in _NOT_SCANNED:
+            try:
+                found += [f"{child.name}/{g.name}" for g in sorted(child.iterdir())
+                          if g.name.endswith(".tmp") and not g.is_dir()]
+            except OSError:
+                continue
+    return found
+
+
+# what `spar run` writes into a new round folder before round.json
+_ROUND_START_FILES = ("packet.md", "schema.json", "packet.md.tmp", "schema.json.tmp", "round.json.tmp")
+
+
+def unfinished_rounds(series: Path | str) -> list[dict]:
+    """Round folders of a series that a killed write left behind, by name: a folder
+    `spar run` started without reaching round.json, and a round with leftover `*.tmp`
+    files. Each is `{"name", "why"}`. (A round.json never marked recorded is the
+    caller's to judge: it reads round.json anyway.)"""
+    series = Path(series)
+    out = []
+    try:
+        children = sorted(c for c in series.iterdir() if c.is_dir())
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise RecordError(f"{series}: cannot read: {exc.strerror or exc}") from None
+    busy = None
+    for folder in children:
+        if not os.path.lexists(folder / ROUND_FILE):
+            if busy is None:
+                busy = lock.is_locked(series)  # a run in progress creates its folder before round.json
+            if not busy and any(os.path.lexists(folder / name) for name in _ROUND_START_FILES):
+                out.append({"name": folder.name, "why": "no round.json (a run stopped before writing it)"})
+            continue
+        leftovers = leftover_temporary_files(folder)
+        if leftovers:
+            out.append({"name": folder.name, "why": f"a write was interrupted, leaving {', '.join(leftovers)}"})
+    return out
+

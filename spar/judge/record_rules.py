@@ -1,0 +1,183 @@
+"""What Spar itself writes, as rules over records already parsed (G32, design §3, §7, §8).
+
+A record Spar could not have written is as unreadable as a torn one: every
+reader refuses it (65) and `spar gate` blocks on it, naming the file and line.
+Each check returns the problem as text (None when the record is possible);
+`spar.records.readers` adds the file name. Only the keys Spar documents are
+judged, and keys added later are optional (older rounds lack them), so a key
+this module does not know is never a problem: engineers add documented
+optional fields (attempt `argv`/`usage`, finding `repeat_of`/`corroborated_by`,
+round `memory_sha256`) without touching these rules.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from spar.config.model import STAGES
+from spar.judge.dispositions import OPTION_FLAGS, RULES
+from spar.judge.refs import is_blank, trim
+from spar.records.model import UNFINISHED, ReviewerStatus
+
+CLASSES = ("defect", "requirement-question", "hardening", "note")
+CAUSES = ("churn", "recurring", "unrelated", "hardening", "other")
+# the statuses round.json holds (the progress-only ones never reach a record)
+STATUSES = tuple(s.value for s in ReviewerStatus if s not in (ReviewerStatus.STARTING, ReviewerStatus.RUNNING,
+                                                               ReviewerStatus.ANSWERED))
+# a could_not_review answer is recorded as `failed`, so a completed reviewer has one of these
+COMPLETED_VERDICTS = ("no_blocking_findings", "blocking_findings")
+_FINDING_ID = re.compile(r"(.+)-F([1-9][0-9]*)")
+_COMMIT = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+
+
+def _str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _bool_if_present(record: Mapping, key: str) -> bool:
+    return key not in record or isinstance(record[key], bool)
+
+
+def round_problem(round_json: Mapping) -> str | None:
+    """round.json beyond its schema and the keys every reader relies on."""
+    reviewers = round_json.get("reviewers")
+    if not isinstance(reviewers, list) or not reviewers:
+        return "reviewers is empty (a round has at least one required reviewer)"
+    names: set[str] = set()
+    for number, entry in enumerate(reviewers, start=1):
+        if not isinstance(entry, dict) or not _str(entry.get("name")) or not entry["name"]:
+            return f"reviewer {number} has no name"
+        name = entry["name"]
+        if name in names:
+            return f"reviewer {name} is listed twice"
+        names.add(name)
+        status = entry.get("status")
+        if status not in STATUSES:
+            return f"reviewer {name} has status {status!r}, not one Spar writes"
+        if not _str(entry.get("preset")) or not entry["preset"]:
+            return f"reviewer {name} has no preset"
+        if status == "completed" and entry.get("verdict") not in COMPLETED_VERDICTS:
+            return f"reviewer {name} completed without a verdict Spar records ({entry.get('verdict')!r})"
+        if not isinstance(entry.get("attempts", []), list):
+            return f"reviewer {name}: attempts is not a list"
+    for key in ("dry_run", "counted"):
+        if not _bool_if_present(round_json, key):
+            return f"{key} is not true or false"
+    for key in ("started_at", "recorded_at", "finished_at"):
+        if key in round_json and not _str(round_json[key]):
+            return f"{key} is not a time"
+    if "finished_at" in round_json:
+        if round_json.get("dry_run") is True:
+            return "a dry run with finished_at (a dry run is never recorded)"
+        waiting = [e["name"] for e in reviewers if e["status"] in UNFINISHED]
+        if waiting:
+            return f"finished_at is set while reviewer {waiting[0]} is still {_status_of(reviewers, waiting[0])}"
+    return None
+
+
+def _status_of(reviewers: list, name: str) -> str:
+    return next(e["status"] for e in reviewers if e["name"] == name)
+
+
+def findings_problem(findings: list, round_json: Mapping | None) -> str | None:
+    """findings.json: ids `<reviewer>-F<n>`, each once, of a completed reviewer of the round."""
+    completed = None
+    if round_json is not None:
+        completed = {e["name"] for e in round_json.get("reviewers", []) if e.get("status") == "completed"}
+    seen: set[str] = set()
+    for number, finding in enumerate(findings, start=1):
+        fid = finding["id"]
+        match = _FINDING_ID.fullmatch(fid)
+        if match is None or finding.get("reviewer") != match.group(1):
+            return f"finding {number} ({fid}): the id is not <reviewer>-F<n> of its reviewer"
+        if fid in seen:
+            return f"finding {number} ({fid}): the id is used twice"
+        seen.add(fid)
+        if finding.get("class") not in CLASSES:
+            return f"finding {number} ({fid}): class {finding.get('class')!r} is not one of {', '.join(CLASSES)}"
+        for key in ("in_check_paths", "location_unreadable"):
+            if not _bool_if_present(finding, key):
+                return f"finding {number} ({fid}): {key} is not true or false"
+        if completed is not None and finding["reviewer"] not in completed:
+            return f"finding {number} ({fid}): its reviewer did not complete in round.json"
+    return None
+
+
+def auto_deferrable(finding: Mapping) -> bool:
+    """Design §3: a hardening finding with a readable location is deferred automatically."""
+    return finding.get("class") == "hardening" and finding.get("location_unreadable") is not True
+
+
+def ledger_line_problem(line: Mapping, findings: Mapping[str, Mapping] | None) -> str | None:
+    """One ledger.jsonl line against design §7 (by hand) or the auto-deferral rule.
+    `findings` by id; None judges the line alone (no class rules)."""
+    fid = line.get("finding")
+    disposition = line.get("disposition")
+    if not _str(fid) or not fid:
+        return "finding is missing or not a string"
+    if disposition not in RULES:
+        return f"disposition is not one of {', '.join(RULES)}"
+    if not isinstance(line.get("auto"), bool):
+        return "auto is not true or false"
+    if not _str(line.get("at")):
+        return "at is missing or not a time"
+    finding = None
+    if findings is not None:
+        finding = findings.get(fid)
+        if finding is None:
+            return f"finding {fid} is not in findings.json"
+    options = [key for key in OPTION_FLAGS if key in line]
+    if line["auto"]:
+        if disposition != "deferred" or options:
+            return f"an automatic line must be a bare deferral, not {disposition} with {', '.join(options) or 'no options'}"
+        if finding is not None and not auto_deferrable(finding):
+            return (f"{fid} is deferred automatically, but only hardening findings with a readable location are "
+                    f"(it is {finding.get('class')}{', location unreadable' if finding.get('location_unreadable') else ''})")
+        return None
+    classes, needs = RULES[disposition]
+    if finding is not None and classes is not None and finding.get("class") not in classes:
+        return f"{disposition} is only for {' or '.join(classes)} findings; {fid} is {finding.get('class')}"
+    for key in needs:
+        value = line.get(key)
+        if not _str(value) or is_blank(value):
+            return f"{disposition} without {key} (triage needs {OPTION_FLAGS[key]})"
+    extra = [key for key in options if key not in needs]
+    if extra:
+        return f"{disposition} with {', '.join(extra)}, which triage never records for it"
+    if "commit" in needs and not _COMMIT.fullmatch(line["commit"]):
+        return "commit is not a full commit ID"
+    if "of" in needs:
+        target, _, target_id = line["of"].partition("/")
+        if not target or not target_id or "/" in target_id:
+            return "of is not ROUND/ID"
+    return None
+
+
+def extension_problem(line: Mapping) -> str | None:
+    """One extensions.jsonl line against G31 (what `spar extend` appends); lines from
+    before causes were recorded have neither cause nor reason."""
+    stage = line.get("stage")
+    if stage not in STAGES:
+        return f"stage is not one of {', '.join(STAGES)}"
+    by = line.get("by")
+    if not isinstance(by, int) or isinstance(by, bool) or by < 1:
+        return "by is not an integer of 1 or more"
+    cause, reason = line.get("cause"), line.get("reason")
+    if "at" in line and not _str(line["at"]):
+        return "at is not a time"
+    if stage != "code":
+        if "cause" in line or "reason" in line:
+            return f"a {stage} extension with a cause or reason (spar extend takes neither for {stage})"
+        return None
+    if "cause" not in line:
+        if "reason" in line:
+            return "a reason without a cause"
+        return None  # written before causes were recorded: no recorded cause
+    if cause not in CAUSES:
+        return f"cause {cause!r} is not one of {', '.join(CAUSES)}"
+    if "reason" in line and (not _str(reason) or is_blank(reason) or trim(reason) != reason):
+        return "reason is not a trimmed, non-blank text"
+    if "reason" not in line and (by >= 2 or cause == "other"):
+        return f"a code extension with {'--cause other' if cause == 'other' else f'--by {by}'} needs a reason"
+    return None

@@ -71,7 +71,7 @@ def test_undo_failing_too_says_the_line_may_be_torn(tmp_path, monkeypatch):
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
     monkeypatch.setattr(os, "ftruncate", no_truncate)
-    with pytest.raises(WriteFailed, match="undoing the append failed too.*may be torn"):
+    with pytest.raises(WriteFailed, match=r"undoing the append failed too.*may be torn"):
         atomic.append_line(path, jsonl.dumps_line(LINE))
 
 

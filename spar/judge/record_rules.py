@@ -13,7 +13,8 @@ round `memory_sha256`) without touching these rules.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from spar.config.model import STAGES
 from spar.judge.dispositions import OPTION_FLAGS, RULES
@@ -130,17 +131,19 @@ def ledger_line_problem(line: Mapping, findings: Mapping[str, Mapping] | None) -
     options = [key for key in OPTION_FLAGS if key in line]
     if line["auto"]:
         if disposition != "deferred" or options:
-            return f"an automatic line must be a bare deferral, not {disposition} with {', '.join(options) or 'no options'}"
+            given = ", ".join(options) or "no options"
+            return f"an automatic line must be a bare deferral, not {disposition} with {given}"
         if finding is not None and not auto_deferrable(finding):
+            unreadable = ", location unreadable" if finding.get("location_unreadable") else ""
             return (f"{fid} is deferred automatically, but only hardening findings with a readable location are "
-                    f"(it is {finding.get('class')}{', location unreadable' if finding.get('location_unreadable') else ''})")
+                    f"(it is {finding.get('class')}{unreadable})")
         return None
     classes, needs = RULES[disposition]
     if finding is not None and classes is not None and finding.get("class") not in classes:
         return f"{disposition} is only for {' or '.join(classes)} findings; {fid} is {finding.get('class')}"
     for key in needs:
         value = line.get(key)
-        if not _str(value) or is_blank(value):
+        if not isinstance(value, str) or is_blank(value):
             return f"{disposition} without {key} (triage needs {OPTION_FLAGS[key]})"
     extra = [key for key in options if key not in needs]
     if extra:
@@ -176,7 +179,7 @@ def extension_problem(line: Mapping) -> str | None:
         return None  # written before causes were recorded: no recorded cause
     if cause not in CAUSES:
         return f"cause {cause!r} is not one of {', '.join(CAUSES)}"
-    if "reason" in line and (not _str(reason) or is_blank(reason) or trim(reason) != reason):
+    if "reason" in line and (not isinstance(reason, str) or is_blank(reason) or trim(reason) != reason):
         return "reason is not a trimmed, non-blank text"
     if "reason" not in line and (by >= 2 or cause == "other"):
         return f"a code extension with {'--cause other' if cause == 'other' else f'--by {by}'} needs a reason"

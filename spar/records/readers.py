@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Any, TypeGuard, cast
 
-from spar.errors import RecordError, quote
 from spar.config.model import STAGES
+from spar.errors import RecordError, quote
 from spar.judge import record_rules
 from spar.judge.refs import trim
 from spar.records import jsonl, lock
@@ -135,11 +135,12 @@ def read_waivers(round_dir: Path | str) -> list[WaiverLine]:
     lines = jsonl.read(path, missing_ok=True)
     for number, line in enumerate(lines, start=1):
         for key in ("reviewer", "preset"):
-            if not _is_str(line.get(key)) or not trim(line[key]):
+            value = line.get(key)
+            if not isinstance(value, str) or not trim(value):
                 raise _line_error(path, number, f"{key} is missing or empty")
         quote_text = line.get("user_quote")
         # whitespace as Go's unicode.IsSpace (str.strip() would also remove U+001C..U+001F)
-        if not _is_str(quote_text) or not trim(quote_text):
+        if not isinstance(quote_text, str) or not trim(quote_text):
             raise _line_error(path, number, "user_quote is missing or empty")
     return cast(list[WaiverLine], lines)
 

@@ -124,8 +124,7 @@ def _list_series(path: str, arg: str, listed_names: set[str]) -> judgement.Serie
             continue  # G29 asks for every review-round/v1 round; this is something else
         try:
             round_json = readers.read_round(folder)
-            listing.rounds.append(judgement.SeriesRound(
-                folder.name, round_json, has_findings=os.path.lexists(folder / readers.FINDINGS_FILE)))
+            listing.rounds.append(judgement.SeriesRound(folder.name, round_json))
         except _READ_ERRORS as exc:
             listing.rounds.append(judgement.SeriesRound(folder.name, None, _why(exc)))
     return listing

@@ -17,8 +17,8 @@ from spar.cli import main as spar_main
 from spar.errors import WriteFailed
 from spar.records import atomic, jsonl
 from tests import roundfactory as rf
+from tests.faulttools import small_disk
 from tests.gitrepo import commit, make_repo
-from tests.test_fault_helpers import small_disk
 
 LINE = {"finding": "claude-F1", "disposition": "rejected", "auto": False, "at": "t", "evidence": "x" * 100}
 

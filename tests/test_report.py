@@ -46,7 +46,8 @@ def build_series(tmp_path: Path) -> tuple[Path, Path]:
                findings=[f1, f2, f3, f4],
                ledger=[ledger_line("codex-F1", "rejected", evidence="<script>alert(1)</script> is fine"),
                        ledger_line("claude-F1", "deferred", user_quote="later", at="2024-01-02T00:00:00.000Z"),
-                       ledger_line("claude-F1", "fixed", commit="a" * 40, at="2024-01-03T00:00:00.000Z")],
+                       ledger_line("claude-F1", "fixed", commit="a" * 40, failed_before="t fails", passed_after="t passes",
+                                   at="2024-01-03T00:00:00.000Z")],
                started_at="2024-01-01T10:00:00.000Z")
     repeat = finding("claude", 1, cls="defect", claim="still divides by zero")
     repeat["repeat_of"] = {"round": "code-1", "finding": "claude-F1", "disposition": "fixed"}

@@ -220,6 +220,7 @@ def test_whole_series(tmp_path):
                                   "hardening": no_cause, "other": no_cause, "no_recorded_cause": no_cause},
         "verdicts": [{"stage": "code", "state": "converges", "new_per_round": [3, 0, 0],
                       "text": "code: converges (new findings per round: 3, 0, 0)"}],
+        "unfinished": [],
     }
 
     # ---- cap-report, Markdown for people: a table per stage with the same numbers

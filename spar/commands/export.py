@@ -70,7 +70,8 @@ def read_rounds(args: list[str]) -> tuple[list[RoundRecords], dict[str, Path]]:
         if r.get("dry_run") or not (r.get("recorded_at") or r.get("finished_at")):
             raise Refused(f"round {quote(arg)} was not recorded (a dry run or an unfinished round): "
                           "it has no findings to export")
-        out.append(RoundRecords(folder.name, r, readers.read_findings(folder), readers.read_ledger(folder)))
+        findings = readers.read_findings(folder, round_json=r)
+        out.append(RoundRecords(folder.name, r, findings, readers.read_ledger(folder, findings)))
         folders[folder.name] = folder
     return out, folders
 
@@ -83,7 +84,8 @@ def _sibling_reader(folders: dict[str, Path]) -> Callable[[str], RoundRecords | 
             folder = series / name
             try:
                 r = readers.read_round(folder)
-                return RoundRecords(name, r, readers.read_findings(folder), readers.read_ledger(folder))
+                findings = readers.read_findings(folder, round_json=r)
+                return RoundRecords(name, r, findings, readers.read_ledger(folder, findings))
             except (RecordError, OSError):
                 continue
         return None

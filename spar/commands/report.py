@@ -80,8 +80,9 @@ def gather(series: Path) -> dict:
         row["findings_count"] = row["findings"]  # per class, None when not recorded
         row["findings"] = []
         if row["recorded"]:
-            ledger = readers.read_ledger(item.path)
-            for f in readers.read_findings(item.path):
+            findings = readers.read_findings(item.path, round_json=r)
+            ledger = readers.read_ledger(item.path, findings)
+            for f in findings:
                 history = [line for line in ledger if line["finding"] == f["id"]]
                 row["findings"].append({**f, "history": history})
     base["gate"] = _gate(series, [by_name[row["name"]].path for row in base["rounds"]])

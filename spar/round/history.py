@@ -102,7 +102,9 @@ def earlier_rounds(series: Path, before: RoundRecord | None) -> list[tuple[int, 
         rj = item.round
         if before is not None and not is_earlier(rj, item.name, before, str(before.get("name", ""))):
             continue
-        if rj.get("dry_run") is True or not (item.path / readers.FINDINGS_FILE).exists():
+        # recorded means round.json says so: a findings.json without it is a run killed
+        # part-way, whose records a later run never reads (issue 12 point 4)
+        if rj.get("dry_run") is True or not (rj.get("recorded_at") or rj.get("finished_at")):
             continue
         out.append((order, item))
     return out
@@ -114,8 +116,8 @@ def past_findings(series: Path, before: RoundRecord | None, repo: str, base: str
     maps = _Maps(repo)
     out: list[PastFinding] = []
     for order, item in reversed(earlier_rounds(series, before)):
-        findings = readers.read_findings(item.path)
-        stands = standing(readers.read_ledger(item.path))
+        findings = readers.read_findings(item.path, round_json=item.round)
+        stands = standing(readers.read_ledger(item.path, findings))
         ctx = _round_context(item.round)
         for index, f in enumerate(findings):
             was = place_of(f, ctx) if ctx is not None else None

@@ -78,7 +78,7 @@ def round_problem(round_json: Mapping) -> str | None:
 
 
 def _status_of(reviewers: list, name: str) -> str:
-    return next(e["status"] for e in reviewers if e["name"] == name)
+    return str(next(e["status"] for e in reviewers if e["name"] == name))
 
 
 def findings_problem(findings: list, round_json: Mapping | None) -> str | None:

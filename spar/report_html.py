@@ -13,6 +13,7 @@ findings with their disposition history, and the gate over every round.
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 
 from spar.round import usage as usage_text
 
@@ -55,7 +56,7 @@ def _seconds(value: float | None) -> str:
     return "not recorded" if value is None else usage_text.duration_text(value)
 
 
-def timeline_svg(rounds: list[dict]) -> str:
+def timeline_svg(rounds: list[dict[str, Any]]) -> str:
     """Rounds on a time axis (started_at), labelled with name and stage."""
     width, height, pad = 1000, 90, 60
     times = [r["started_epoch"] for r in rounds if r["started_epoch"] is not None]
@@ -80,7 +81,7 @@ def timeline_svg(rounds: list[dict]) -> str:
     return "".join(parts)
 
 
-def findings_chart_svg(rounds: list[dict]) -> str:
+def findings_chart_svg(rounds: list[dict[str, Any]]) -> str:
     """Stacked bars: findings per round by class, with the total above each bar."""
     bar_w, gap, chart_h, top, left = 46, 28, 180, 24, 40
     width = left + len(rounds) * (bar_w + gap) + 180
@@ -116,7 +117,7 @@ def findings_chart_svg(rounds: list[dict]) -> str:
     return "".join(parts)
 
 
-def _gate_html(gate: dict) -> str:
+def _gate_html(gate: dict[str, Any]) -> str:
     state = gate.get("state") or "unknown"
     klass = state if state in ("passed", "blocked") else "unknown"
     lines = [f'<div class="gate {klass}" id="gate"><strong>Gate: {_e(state)}</strong>'
@@ -132,7 +133,7 @@ def _gate_html(gate: dict) -> str:
     return "".join(lines)
 
 
-def _rounds_table(rounds: list[dict]) -> str:
+def _rounds_table(rounds: list[dict[str, Any]]) -> str:
     head = ("<table id=\"rounds\"><tr><th>round</th><th>stage</th><th>head</th><th>started</th>"
             "<th>wall time</th><th>reviewer time</th><th>tokens</th><th>cost</th><th>reviewers</th>"
             + "".join(f"<th>{c}</th>" for c in CLASSES) + "</tr>")
@@ -152,7 +153,7 @@ def _rounds_table(rounds: list[dict]) -> str:
     return head + "".join(rows) + "</table>"
 
 
-def _reviewers_table(rounds: list[dict]) -> str:
+def _reviewers_table(rounds: list[dict[str, Any]]) -> str:
     rows = []
     for r in rounds:
         for v in r["reviewers"]:
@@ -167,7 +168,7 @@ def _reviewers_table(rounds: list[dict]) -> str:
             "<th>attempts</th><th>time</th><th>tokens</th><th>cost</th></tr>" + "".join(rows) + "</table>")
 
 
-def _history(lines: list[dict]) -> str:
+def _history(lines: list[dict[str, Any]]) -> str:
     if not lines:
         return '<p class="muted">No disposition: open.</p>'
     items = []
@@ -180,7 +181,7 @@ def _history(lines: list[dict]) -> str:
     return '<ol class="hist">' + "".join(items) + "</ol>"
 
 
-def _memory(f: dict) -> str:
+def _memory(f: dict[str, Any]) -> str:
     """Series memory marks (absent in rounds recorded before it existed)."""
     out = ""
     repeat = f.get("repeat_of")
@@ -192,7 +193,7 @@ def _memory(f: dict) -> str:
     return out
 
 
-def _findings(rounds: list[dict]) -> str:
+def _findings(rounds: list[dict[str, Any]]) -> str:
     parts = []
     for r in rounds:
         if not r["findings"]:
@@ -213,7 +214,7 @@ def _findings(rounds: list[dict]) -> str:
     return "".join(parts) or '<p class="muted">No findings recorded.</p>'
 
 
-def render(data: dict) -> str:
+def render(data: dict[str, Any]) -> str:
     rounds = data["rounds"]
     total = data["usage"]
     body = [

@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from spar import __version__
 from spar.argparsing import Parser, command_parser
@@ -71,7 +72,7 @@ def _recorded_findings(item: SeriesRound) -> list[Finding] | None:
     return readers.read_findings(item.path, round_json=r) if recorded else None
 
 
-def _round_row(item: SeriesRound, findings: list[Finding] | None) -> dict:
+def _round_row(item: SeriesRound, findings: list[Finding] | None) -> dict[str, Any]:
     r = item.round
     recorded = findings is not None
     counts = new = None
@@ -102,11 +103,11 @@ def _round_row(item: SeriesRound, findings: list[Finding] | None) -> dict:
     }
 
 
-def _verdicts(rows: list[dict], rounds: list[SeriesRound]) -> list[dict]:
+def _verdicts(rows: list[dict[str, Any]], rounds: list[SeriesRound]) -> list[dict[str, Any]]:
     """Per stage: new findings per input (a rerun of the same input adds to its round)."""
     out = []
     for stage in ("plan", "plan-delta", "code"):
-        steps: dict[tuple, int | None] = {}
+        steps: dict[tuple[Any, ...], int | None] = {}
         for row, item in zip(rows, rounds, strict=False):
             if row["stage"] != stage or row["dry_run"] or not row["recorded"]:
                 continue
@@ -120,7 +121,7 @@ def _verdicts(rows: list[dict], rounds: list[SeriesRound]) -> list[dict]:
     return out
 
 
-def build_report(series: Path) -> dict:
+def build_report(series: Path) -> dict[str, Any]:
     rounds = read_series(series)
     extensions = readers.read_extensions(series)
     caps, caps_from = project_caps(rounds)
@@ -181,10 +182,10 @@ def unfinished(series: Path, rounds: list[SeriesRound]) -> list[dict]:
     return [found[name] for name in sorted(found)]
 
 
-def _usage(rows: list[dict]) -> dict:
+def _usage(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Totals per reviewer name (first-seen order) and for the whole series, over every attempt
     of every round (dry runs have none)."""
-    by_name: dict[str, list[dict]] = {}
+    by_name: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         for r in row["reviewers"]:
             by_name.setdefault(r["name"], []).append(r)
@@ -206,7 +207,7 @@ def _row(cells: Iterable[object]) -> str:
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 
-def render_markdown(report: dict) -> str:
+def render_markdown(report: dict[str, Any]) -> str:
     lines = [f"# Cap report: {report['series']}", ""]
     if report["caps_from"]:
         lines += [f"Project caps as applied by round {report['caps_from']}.", ""]
@@ -255,7 +256,7 @@ def _share(value: float | None) -> str | None:
     return None if value is None else f"{round(value * 100)}%"
 
 
-def _convergence_md(report: dict) -> list[str]:
+def _convergence_md(report: dict[str, Any]) -> list[str]:
     lines = ["", "## Convergence", ""]
     lines += [f"- {v['text']}" for v in report["verdicts"]] or ["No rounds."]
     known = [r for r in report["rounds"] if r["convergence"] is not None]

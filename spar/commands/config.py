@@ -11,6 +11,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from spar.argparsing import add_selection_options, command_parser
 from spar.config import apply_selection, load_config
@@ -68,7 +69,7 @@ def build(args: argparse.Namespace) -> tuple[Path | None, AppliedConfig]:
     return root, apply_selection(cfg, args)
 
 
-def as_json(root: Path | None, cfg: AppliedConfig) -> dict:
+def as_json(root: Path | None, cfg: AppliedConfig) -> dict[str, Any]:
     return {
         "repository": str(root) if root is not None else None,
         "config": cfg.applied_values(),

@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -218,7 +219,7 @@ def series_check(series: Path, shown: str) -> Check:
     return Check("series", shown, "ok", "rounds may be written there (ignored, nothing tracked under it)")
 
 
-async def core_check(requested: str | None, env: dict[str, str]) -> tuple[Check, dict]:
+async def core_check(requested: str | None, env: dict[str, str]) -> tuple[Check, dict[str, Any]]:
     from spar.core_query import query_core
 
     result = await query_core(requested or "ha", env.get("PATH"), env)
@@ -261,7 +262,7 @@ def render_text(checks: list[Check], ready: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def _all_checks(args: argparse.Namespace, base: Path, env: dict[str, str]) -> tuple[list[Check], dict]:
+async def _all_checks(args: argparse.Namespace, base: Path, env: dict[str, str]) -> tuple[list[Check], dict[str, Any]]:
     checks = [await git_check(env)]
     repo, root = repository_check(base)
     checks.append(repo)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import Any
 
 from spar.argparsing import Parser, command_parser
 from spar.config.model import STAGES
@@ -31,7 +32,7 @@ SERIES may not exist yet (a project cap of 0 asks for an extension before the
 first round); the folder holding it must. A round folder is not a series."""
 
 
-def extension_line(stage: str, by: str, cause: str | None, reason: str | None) -> dict:
+def extension_line(stage: str, by: str, cause: str | None, reason: str | None) -> dict[str, Any]:
     """G31: the line to append (without `at`). UsageError for the shape, Refused for a missing reason."""
     if stage not in STAGES:
         raise UsageError(f"extend: --stage {quote(stage)} is not one of {', '.join(STAGES)}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import Any
 
 from spar import __version__, git
 from spar.argparsing import Parser, command_parser
@@ -171,7 +172,7 @@ def _extra_lookup(series: str, key: Key) -> LookupResult:
     return "ok", ledger.get(key[1])
 
 
-def build_gate(round_args: list[str], expect_head: str | None) -> dict:
+def build_gate(round_args: list[str], expect_head: str | None) -> dict[str, Any]:
     """Read everything and judge; the document without previous_gate_digest."""
     listed: list[judgement.ListedRound] = []
     seen: set[str] = set()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from spar import __version__
 from spar.argparsing import Parser, command_parser
@@ -51,7 +52,7 @@ def _epoch(stamp: object) -> float | None:
         return None
 
 
-def _gate(series: Path, rounds: list[Path]) -> dict:
+def _gate(series: Path, rounds: list[Path]) -> dict[str, Any]:
     from spar.commands.gate import build_gate
 
     if not rounds:
@@ -62,7 +63,7 @@ def _gate(series: Path, rounds: list[Path]) -> dict:
         return {"state": None, "error": f"the gate could not be judged: {err.message}", "reasons": []}
 
 
-def gather(series: Path) -> dict:
+def gather(series: Path) -> dict[str, Any]:
     from spar.commands.cap_report import build_report
 
     base = build_report(series)

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
@@ -188,7 +189,7 @@ def cap_decision(plan: RoundPlan, rounds: list[RoundRecord], extensions: list[Ex
     )
 
 
-def _write_inputs(plan: RoundPlan) -> list:
+def _write_inputs(plan: RoundPlan) -> list[Any]:
     """Each reviewer's folder and input files; returns the runner's jobs."""
     standpoints = dict(plan.args.standpoints)
     active = bool(standpoints)
@@ -297,7 +298,7 @@ def _record(plan: RoundPlan, round_json: RoundRecord, outcomes: list[ReviewerOut
     return findings
 
 
-def dry_run_lines(jobs: list, path_env: str | None) -> list[str]:
+def dry_run_lines(jobs: list[Any], path_env: str | None) -> list[str]:
     """For each reviewer, the command line each attempt would run, as a shell line a user can
     paste: run in the workspace, the prompt from the reviewer's input.md (on stdin, or as
     agy's -p argument), claude's --json-schema from schema.json."""

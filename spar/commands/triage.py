@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from spar import git
 from spar.argparsing import Parser, command_parser
@@ -129,7 +129,8 @@ def _resolve_commit(round_json: RoundRecord, rev: str) -> str:
         raise Refused(f"--commit {quote(rev)}: {exc}") from None
 
 
-def triage_line(round_dir: Path, series: Path, finding_id: str, disposition: str, options: dict) -> dict:
+def triage_line(round_dir: Path, series: Path, finding_id: str, disposition: str,
+                options: dict[str, Any]) -> dict[str, Any]:
     """Everything a triage checks, reading the records; returns the ledger line (without `at`)."""
     cache = _RoundCache(series)
     here = round_dir.name
@@ -179,7 +180,7 @@ def summary_after(round_dir: Path, ledger: list[LedgerLine]) -> str:
 SETTLED_BY_REPEAT = ("rejected", "fixed", "answered", "deferred")
 
 
-def repeat_lines(round_dir: Path, series: Path) -> tuple[list[tuple[dict, str]], list[str]]:
+def repeat_lines(round_dir: Path, series: Path) -> tuple[list[tuple[dict[str, Any], str]], list[str]]:
     """([(ledger line without `at`, the earlier decision)] for --repeats, notes on repeats
     left alone), reading only."""
     cache = _RoundCache(series)
@@ -205,7 +206,7 @@ def repeat_lines(round_dir: Path, series: Path) -> tuple[list[tuple[dict, str]],
     return lines, notes
 
 
-def _stamp(line: dict, at: str) -> LedgerLine:
+def _stamp(line: dict[str, Any], at: str) -> LedgerLine:
     line = dict(line)
     return cast(LedgerLine, {"finding": line.pop("finding"), "disposition": line.pop("disposition"),
                              "auto": line.pop("auto"), "at": at, **line})

@@ -293,7 +293,7 @@ def check_project(doc: LocatedDoc) -> ProjectPart:
     if forbidden:
         path = min(forbidden, key=doc.line)
         raise ConfigError(doc.file, doc.line(path),
-                          f"key {quote(path[-1])} is not allowed in the project configuration "
+                          f"key {quote(str(path[-1]))} is not allowed in the project configuration "
                           f"(only the user configuration chooses reviewers, programs, models and timeouts)")
     data = doc.data
     for key in data:

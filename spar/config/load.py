@@ -6,6 +6,7 @@ import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from spar.config.checks import ProjectPart, check_project, check_user, default_reviewers
 from spar.config.clean_review import check_clean_review
@@ -26,7 +27,7 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
     if home is None:
         home = Path(env["HOME"]) if env.get("HOME") else Path.home()
 
-    files: list[dict] = []
+    files: list[dict[str, Any]] = []
     timeout, reviewers = DEFAULT_TIMEOUT, default_reviewers(DEFAULT_TIMEOUT)
     passthrough: list[str] | None = None
     user, skipped = find_user_source(env, home)

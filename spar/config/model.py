@@ -33,7 +33,7 @@ class ReviewerConfig:
     effort_written: bool = False
     source: str = "default"  # "<file>:<line>" of the [[reviewers]] entry, or "default"
 
-    def applied(self) -> dict:
+    def applied(self) -> dict[str, Any]:
         """Applied values only (what the digest covers)."""
         out = {
             "name": self.name,
@@ -67,10 +67,10 @@ class AppliedConfig:
     angles: list[str] = field(default_factory=lambda: list(ANGLES))
     caps: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_CAPS))
     env_passthrough: list[str] | None = None  # None: reviewers inherit spar's whole environment
-    files: list[dict] = field(default_factory=list)  # {"path", "sha256", "role": "user"|"project"}
-    skipped: list[dict] = field(default_factory=list)  # {"path", "why"}
+    files: list[dict[str, Any]] = field(default_factory=list)  # {"path", "sha256", "role": "user"|"project"}
+    skipped: list[dict[str, Any]] = field(default_factory=list)  # {"path", "why"}
 
-    def applied_values(self) -> dict:
+    def applied_values(self) -> dict[str, Any]:
         out = {
             "reviewers": [r.applied() for r in self.reviewers],
             "timeout_seconds": self.timeout_seconds,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
+from typing import Any
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
@@ -99,7 +100,7 @@ def user_template(found: list[str]) -> str:
     return "\n".join([USER_HEADER, TIMEOUT_BLOCK, reviewer_blocks(found)])
 
 
-def project_values(files: set[str], folders: set[str]) -> dict:
+def project_values(files: set[str], folders: set[str]) -> dict[str, Any]:
     """Values for a new project file from what the repository holds at its root."""
     return {
         "rules": [r for r in RULE_CANDIDATES if r in files],
@@ -109,17 +110,17 @@ def project_values(files: set[str], folders: set[str]) -> dict:
     }
 
 
-def project_key_block(key: str, values: dict) -> str:
+def project_key_block(key: str, values: dict[str, Any]) -> str:
     comment = {"rules": RULES_COMMENT, "check_paths": CHECK_PATHS_COMMENT, "angles": ANGLES_COMMENT}[key]
     return f"{comment}{key} = {_value(values[key])}\n"
 
 
-def caps_block(values: dict) -> str:
+def caps_block(values: dict[str, Any]) -> str:
     lines = [CAPS_COMMENT + "[caps]"] + [f"{k} = {v}" for k, v in values["caps"].items()]
     return "\n".join(lines) + "\n"
 
 
-def project_template(values: dict) -> str:
+def project_template(values: dict[str, Any]) -> str:
     parts = [PROJECT_HEADER] + [project_key_block(k, values) for k in ("rules", "check_paths", "angles")]
     return "\n".join(parts + [caps_block(values)])
 

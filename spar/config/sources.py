@@ -16,6 +16,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from spar.errors import ConfigError
 
@@ -35,7 +36,7 @@ class Loaded:
     text: str
     sha256: str
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         return {"path": self.source.path, "sha256": self.sha256, "role": self.source.role}
 
 
@@ -89,9 +90,9 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
-def find_user_source(env: Mapping[str, str], home: Path) -> tuple[Source | None, list[dict]]:
+def find_user_source(env: Mapping[str, str], home: Path) -> tuple[Source | None, list[dict[str, Any]]]:
     """First user source that exists, and the missing ones looked at before it."""
-    skipped: list[dict] = []
+    skipped: list[dict[str, Any]] = []
     for source in user_candidates(env, home):
         why = missing_why(source.path)
         if why is None:

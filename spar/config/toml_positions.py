@@ -13,8 +13,9 @@ import bisect
 import re
 import tomllib
 from dataclasses import dataclass, field
+from typing import Any
 
-KeyPath = tuple  # tuple[str | int, ...]
+KeyPath = tuple[str | int, ...]  # a key path: table keys and array indexes
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -31,7 +32,7 @@ class LocatedDoc:
     """A parsed configuration file and where its keys are."""
 
     file: str
-    data: dict
+    data: dict[str, Any]
     lines: dict[KeyPath, int] = field(default_factory=dict)
 
     def line(self, path: KeyPath) -> int:
@@ -47,7 +48,7 @@ class LocatedDoc:
 _AT = re.compile(r"\s*\(at (?:line (\d+), column \d+|end of document)\)\s*$")
 
 
-def parse_toml(text: str) -> dict:
+def parse_toml(text: str) -> dict[str, Any]:
     """tomllib with errors turned into TomlSyntaxError(line, message)."""
     try:
         data = tomllib.loads(text)

@@ -10,12 +10,14 @@ use line 1 and say where they are in the description.
 
 from __future__ import annotations
 
+from typing import Any
+
 from spar.export.collect import Item, justification
 
 SEVERITY = {"defect": "critical", "requirement-question": "major", "hardening": "minor", "note": "info"}
 
 
-def issue(item: Item) -> dict:
+def issue(item: Item) -> dict[str, Any]:
     description = item.message()
     if item.disposition is not None:
         description = f"[{justification(item.disposition)}] {description}"
@@ -31,5 +33,5 @@ def issue(item: Item) -> dict:
     }
 
 
-def build(items: list[Item]) -> list[dict]:
+def build(items: list[Item]) -> list[dict[str, Any]]:
     return [issue(i) for i in items]

@@ -12,20 +12,21 @@ holds the lines of head file locations; other locations use the path alone
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from spar.export.collect import Item, justification
 
 SEVERITY = {"defect": "ERROR", "requirement-question": "WARNING", "hardening": "WARNING", "note": "INFO"}
 
 
-def diagnostic(item: Item) -> dict:
+def diagnostic(item: Item) -> dict[str, Any]:
     message = item.message()
     fix = str(item.finding.get("smallest_fix") or "").strip()
     if fix:
         message += f"\n\nSmallest fix: {fix}"
     if item.disposition is not None:
         message = f"[{justification(item.disposition)}] {message}"
-    location: dict = {"path": item.path}
+    location: dict[str, Any] = {"path": item.path}
     if item.kind == "head" and item.start:
         location["range"] = {"start": {"line": item.start}, "end": {"line": max(item.end or item.start, item.start)}}
     return {

@@ -11,6 +11,8 @@ per file, 25,000 results per run) are checked before anything is written.
 
 from __future__ import annotations
 
+from typing import Any
+
 from spar.errors import Refused
 from spar.export.collect import CLASSES, Item, ReviewerInfo, justification
 
@@ -32,24 +34,24 @@ def rule_id(cls: str) -> str:
     return f"spar/{cls}"
 
 
-def _rules() -> list[dict]:
+def _rules() -> list[dict[str, Any]]:
     return [{"id": rule_id(c), "name": c.replace("-", " ").title().replace(" ", ""),
              "shortDescription": {"text": RULE_TEXT[c]},
              "defaultConfiguration": {"level": LEVELS[c]}} for c in CLASSES]
 
 
-def _location(item: Item) -> dict:
+def _location(item: Item) -> dict[str, Any]:
     # a document outside the repository keeps its document name (the message says
     # where it is): code scanning resolves every uri against the repository root
-    physical: dict = {"artifactLocation": {"uri": item.path, "uriBaseId": "%SRCROOT%"}}
+    physical: dict[str, Any] = {"artifactLocation": {"uri": item.path, "uriBaseId": "%SRCROOT%"}}
     if item.kind == "head" and item.start:
         physical["region"] = {"startLine": item.start, "endLine": max(item.end or item.start, item.start)}
     return {"physicalLocation": physical}
 
 
-def _result(item: Item) -> dict:
+def _result(item: Item) -> dict[str, Any]:
     f = item.finding
-    result: dict = {
+    result: dict[str, Any] = {
         "ruleId": rule_id(item.cls),
         "ruleIndex": CLASSES.index(item.cls),
         "level": LEVELS[item.cls],
@@ -70,7 +72,7 @@ def _result(item: Item) -> dict:
     return result
 
 
-def build(items: list[Item], reviewers: dict[str, ReviewerInfo]) -> dict:
+def build(items: list[Item], reviewers: dict[str, ReviewerInfo]) -> dict[str, Any]:
     names = list(reviewers)
     if len(names) > MAX_RUNS:
         raise Refused(f"{len(names)} reviewers make {len(names)} SARIF runs; GitHub accepts at most {MAX_RUNS} "

@@ -23,7 +23,7 @@ never read as another value or silently accepted"):
 from __future__ import annotations
 
 import json
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from spar.judge.result import json_type
 
@@ -36,7 +36,7 @@ def _constant(name: str) -> NoReturn:
     raise _NotJSON(f"{name} is not JSON")
 
 
-def parse_answer(data: bytes | str, what: str) -> tuple[dict | None, str | None]:
+def parse_answer(data: bytes | str, what: str) -> tuple[dict[str, Any] | None, str | None]:
     """(the object, None) or (None, why `what` is not one JSON object)."""
     if isinstance(data, bytes):
         try:

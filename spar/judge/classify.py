@@ -15,10 +15,12 @@ Rule numbers in class_reason are always those of the seven rules above.
 
 from __future__ import annotations
 
+from typing import Any
+
 _CHECK_IMPACT_DEFECTS = ("false_pass", "meaning_inverted")
 
 
-def classify(item: dict, *, in_check_paths: bool, link_confirmed: bool,
+def classify(item: dict[str, Any], *, in_check_paths: bool, link_confirmed: bool,
              unreadable: bool, why: str = "") -> tuple[str, str]:
     """(class, class_reason) of a validated finding item."""
     if unreadable:
@@ -27,7 +29,7 @@ def classify(item: dict, *, in_check_paths: bool, link_confirmed: bool,
     return _readable(item, in_check_paths=bool(in_check_paths), link_confirmed=link_confirmed)
 
 
-def _readable(item: dict, *, in_check_paths: bool, link_confirmed: bool) -> tuple[str, str]:
+def _readable(item: dict[str, Any], *, in_check_paths: bool, link_confirmed: bool) -> tuple[str, str]:
     impact = item["check_impact"]
     proposed = item["proposed_class"]
     if in_check_paths and impact in _CHECK_IMPACT_DEFECTS:
@@ -45,7 +47,7 @@ def _readable(item: dict, *, in_check_paths: bool, link_confirmed: bool) -> tupl
     return proposed, f"rule 7: proposed {proposed}"
 
 
-def _unreadable(item: dict, link_confirmed: bool) -> tuple[str, str]:
+def _unreadable(item: dict[str, Any], link_confirmed: bool) -> tuple[str, str]:
     impact = item["check_impact"]
     proposed = item["proposed_class"]
     if impact in _CHECK_IMPACT_DEFECTS:

@@ -5,13 +5,14 @@ scoreboard, over records already read (pure; `spar cap-report`, docs/records.md)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from spar.records.model import Finding
 
 ENDINGS = ("fixed", "answered", "rejected", "duplicate", "deferred", "open")
 
 
-def round_convergence(findings: list[Finding]) -> dict | None:
+def round_convergence(findings: list[Finding]) -> dict[str, Any] | None:
     """{new, repeat, corroborated, groups} of one recorded round; None when its findings
     were recorded before repeats and corroboration existed (nothing is known)."""
     if any("repeat_of" not in f and "corroborated_by" not in f for f in findings):
@@ -29,7 +30,7 @@ def round_convergence(findings: list[Finding]) -> dict | None:
     return {"new": len(findings) - repeat, "repeat": repeat, "corroborated": len(grouped), "groups": groups}
 
 
-def stage_verdict(stage: str, new_counts: list[int]) -> dict:
+def stage_verdict(stage: str, new_counts: list[int]) -> dict[str, Any]:
     """One line per stage: `converges` when the latest round brought fewer new (non-repeat)
     findings than the one before, or none; `churns` otherwise; `unknown` with fewer than
     two rounds whose counts are known."""
@@ -55,7 +56,7 @@ class _Tally:
     ended: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ENDINGS, 0))
 
 
-def scoreboard(rounds: list[dict], spent: dict[str, dict] | None = None) -> list[dict]:
+def scoreboard(rounds: list[dict[str, Any]], spent: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Per reviewer over the series, in first-seen order. `rounds`: each {"reviewers":
     round.json entries, "findings": findings.json or None when not recorded, "standing":
     finding id -> standing ledger line}. `spent`: reviewer name -> usage totals

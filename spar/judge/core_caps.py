@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import Any, NoReturn
 
 SCHEMA = "ha-capabilities/v1"
 QUERY_ARGS = ("capabilities", "--format", "json")
@@ -67,8 +67,8 @@ class _Invalid(Exception):
     pass
 
 
-def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
-    out: dict = {}
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
             raise _Invalid(f"duplicate key {json.dumps(key)}")
@@ -95,7 +95,7 @@ def _string_list(value: object, where: str) -> list[str]:
     return list(value)
 
 
-def parse(stdout: bytes) -> dict:
+def parse(stdout: bytes) -> dict[str, Any]:
     """One JSON object, then only whitespace; duplicate keys and NaN refused."""
     try:
         text = stdout.decode("utf-8")
@@ -127,7 +127,7 @@ def interpret(exit_code: int | None, stdout: bytes, *, timed_out: bool = False) 
         return Capabilities("invalid", f"cannot be interpreted: {err}")
 
 
-def _fields(value: dict) -> Capabilities:
+def _fields(value: dict[str, Any]) -> Capabilities:
     if "schema" not in value:
         raise _Invalid("schema is missing")
     if value["schema"] != SCHEMA:

@@ -19,7 +19,7 @@ from spar.records.model import Finding
 _ITEM_KEYS = tuple(k for k in FINDING_KEYS if k != "id") + FINDING_OPTIONAL
 
 
-def build_finding(reviewer: str, n: int, item: dict, ctx: RoundContext) -> Finding:
+def build_finding(reviewer: str, n: int, item: dict[str, Any], ctx: RoundContext) -> Finding:
     """The findings.json entry `<reviewer>-F<n>` for one validated finding item."""
     located = locate(item["location"], ctx)
     confirmed = confirm_link(item["link_kind"], item["link"], ctx)
@@ -46,7 +46,7 @@ def build_finding(reviewer: str, n: int, item: dict, ctx: RoundContext) -> Findi
     return cast(Finding, entry)
 
 
-def build_findings(reviewer: str, result: dict, ctx: RoundContext) -> list[Finding]:
+def build_findings(reviewer: str, result: dict[str, Any], ctx: RoundContext) -> list[Finding]:
     """Entries for every finding of one reviewer's validated result, numbered from 1."""
     return [build_finding(reviewer, n, item, ctx) for n, item in enumerate(result["findings"], 1)]
 

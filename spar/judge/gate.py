@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from spar.config.model import STAGES
 from spar.judge.dispositions import BLOCKING_CLASSES, Key, Lookup, LookupResult, Trace, standing, trace
@@ -135,7 +136,7 @@ class StageReviewers:
     waived: list[str]
     missing: list[tuple[ListedRound, ReviewerEntry]]  # (round naming it last, its reviewer entry)
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         return {"stage": self.stage, "round": self.latest.name, "path": self.latest.path,
                 "required_reviewers": self.required, "completed": self.completed, "waived": self.waived}
 
@@ -272,8 +273,8 @@ class FindingTally:
 RoundKey = tuple[str, str]  # (series path, round name)
 
 
-def _lookup_in(series_path: str, ids_by_round: dict[RoundKey, set[str]], standing_by_round: dict[RoundKey, dict],
-               extra_lookup: ExtraLookup | None) -> Lookup:
+def _lookup_in(series_path: str, ids_by_round: dict[RoundKey, set[str]],
+               standing_by_round: dict[RoundKey, dict[str, LedgerLine]], extra_lookup: ExtraLookup | None) -> Lookup:
     """Finding lookup for duplicate tracing inside one series: listed rounds
     first, then `extra_lookup` for rounds that were not listed."""
 
@@ -351,7 +352,7 @@ def growth(listed: list[ListedRound], traces: dict[tuple[str, str, str], Trace])
     return out
 
 
-def round_entry(item: ListedRound) -> dict:
+def round_entry(item: ListedRound) -> dict[str, Any]:
     """The gate file's `rounds[]` entry of a listed round."""
     keys = ("stage", "head", "base", "packet_sha256", "counted", "dry_run")
     entry = {key: item.round.get(key) if item.round is not None else None for key in keys}
@@ -363,7 +364,7 @@ def judge(
     series: list[SeriesListing],
     head: HeadCheck | None,
     extra_lookup: ExtraLookup | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Return the review-gate/v1 document (without `previous_gate_digest` and
     `spar_version`, which the command adds). Reasons come in the order of the steps."""
     latest = latest_round(listed)

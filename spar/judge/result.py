@@ -72,7 +72,7 @@ def json_type(value: object) -> str:
     return type(value).__name__
 
 
-def _check_keys(obj: dict, where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> None:
+def _check_keys(obj: dict[str, Any], where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> None:
     """Missing keys in their fixed order first, then unknown keys sorted (so the reason
     never depends on the order the reviewer wrote them in)."""
     prefix = f"{where}: " if where else ""
@@ -98,13 +98,13 @@ def _enum(value: object, where: str, allowed: tuple[str, ...]) -> str:
     return text
 
 
-def _object(value: object, where: str) -> dict:
+def _object(value: object, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidOutput(f"{where}: {json_type(value)}, not an object")
     return value
 
 
-def _list(value: object, where: str) -> list:
+def _list(value: object, where: str) -> list[Any]:
     if not isinstance(value, list):
         raise InvalidOutput(f"{where}: {json_type(value)}, not a list")
     return value
@@ -120,8 +120,8 @@ def _reviewed_head(value: object, packet_head: str) -> str:
     return head
 
 
-def _angle_items(result: dict, requested_angles: list[str]) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
+def _angle_items(result: dict[str, Any], requested_angles: list[str]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
     seen: set[str] = set()
     for key, item_keys in ANGLE_ITEM_KEYS.items():
         items = []
@@ -142,7 +142,7 @@ def _angle_items(result: dict, requested_angles: list[str]) -> dict[str, list[di
     return out
 
 
-def _finding(raw: object, i: int) -> dict:
+def _finding(raw: object, i: int) -> dict[str, Any]:
     where = f"findings[{i}]"
     item = _object(raw, where)
     _check_keys(item, where, FINDING_KEYS, FINDING_OPTIONAL)
@@ -159,7 +159,7 @@ def _finding(raw: object, i: int) -> dict:
     return {k: item[k] for k in FINDING_KEYS + FINDING_OPTIONAL if k in item}
 
 
-def _standpoint_report(value: object) -> dict:
+def _standpoint_report(value: object) -> dict[str, Any]:
     where = "standpoint_report"
     if value is None:
         raise InvalidOutput(f"{where}: null, but this reviewer has a standpoint")
@@ -187,7 +187,7 @@ def _clean(value: Any) -> Any:
 
 
 def validate_result(obj: object, *, packet_head: str, requested_angles: list[str],
-                    standpoints_active: bool, assigned: bool) -> dict:
+                    standpoints_active: bool, assigned: bool) -> dict[str, Any]:
     """The accepted result (a new dict in the fixed key order) or InvalidOutput.
 
     `standpoint_report` is always present in the returned dict: the validated report
@@ -220,6 +220,6 @@ def validate_result(obj: object, *, packet_head: str, requested_angles: list[str
     return accepted
 
 
-def is_could_not_review(result: dict) -> bool:
+def is_could_not_review(result: dict[str, Any]) -> bool:
     """G3: a valid result that is recorded as failed."""
     return result.get("verdict") == "could_not_review"

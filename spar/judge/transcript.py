@@ -45,6 +45,7 @@ import os
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from spar.errors import Refused
 from spar.judge.answer import parse_answer
@@ -58,14 +59,14 @@ _GLOB_CHARS = set("*?[{")
 
 @dataclass
 class TranscriptAnalysis:
-    result: dict | None
-    warnings: list[dict] = field(default_factory=list)
+    result: dict[str, Any] | None
+    warnings: list[dict[str, Any]] = field(default_factory=list)
     observed_model: str | None = None
     # why there is no usable result (recorded as invalid_output), None when result is set
     result_problem: str | None = None
 
 
-def _entries(lines: Iterable[str]) -> tuple[list[dict], int | None]:
+def _entries(lines: Iterable[str]) -> tuple[list[dict[str, Any]], int | None]:
     """The JSON-object lines, and the number of the first line too deeply nested to read
     (it might hold a tool use or the answer: the analysis cannot vouch for the transcript)."""
     out = []
@@ -86,7 +87,7 @@ def _entries(lines: Iterable[str]) -> tuple[list[dict], int | None]:
     return out, too_deep
 
 
-def _content_blocks(entry: dict) -> list:
+def _content_blocks(entry: dict[str, Any]) -> list[Any]:
     message = entry.get("message")
     if not isinstance(message, dict):
         return []
@@ -96,7 +97,7 @@ def _content_blocks(entry: dict) -> list:
     return content if isinstance(content, list) else []
 
 
-def _has_text(blocks: list) -> bool:
+def _has_text(blocks: list[Any]) -> bool:
     return any(isinstance(b, dict) and b.get("type") == "text" and str(b.get("text") or "").strip() for b in blocks)
 
 
@@ -135,10 +136,10 @@ class _Analyzer:
         self.workspace = os.path.abspath(workspace)
         self.prompt = os.path.abspath(prompt_path)
         self.allowed = set(allowed)
-        self.warnings: list[dict] = []
+        self.warnings: list[dict[str, Any]] = []
         self.prompt_read = False
         self.seen_prompt = False
-        self.structured: dict | None = None
+        self.structured: dict[str, Any] | None = None
         self.last_text: str | None = None
         self.model: str | None = None
         self.system_model: str | None = None
@@ -148,7 +149,7 @@ class _Analyzer:
         if w not in self.warnings:
             self.warnings.append(w)
 
-    def entry(self, e: dict) -> None:
+    def entry(self, e: dict[str, Any]) -> None:
         kind = e.get("type")
         if kind == "system":
             self.system(e)
@@ -159,7 +160,7 @@ class _Analyzer:
         elif kind == "assistant":
             self.assistant(e)
 
-    def system(self, e: dict) -> None:
+    def system(self, e: dict[str, Any]) -> None:
         if isinstance(e.get("model"), str) and e["model"]:
             self.system_model = e["model"]
         tools = e.get("tools")
@@ -171,7 +172,7 @@ class _Analyzer:
         elif isinstance(e.get("content"), str) and e["content"].strip():
             self.warn("host_added", "")
 
-    def user(self, e: dict) -> None:
+    def user(self, e: dict[str, Any]) -> None:
         blocks = _content_blocks(e)
         if e.get("isMeta"):
             self.warn("host_added", "")
@@ -183,7 +184,7 @@ class _Analyzer:
             self.warn("host_added", "")  # text the host put beside results or after the prompt
         self.seen_prompt = True
 
-    def assistant(self, e: dict) -> None:
+    def assistant(self, e: dict[str, Any]) -> None:
         message = object_at(e, "message")
         model = message.get("model")
         if isinstance(model, str) and model and model != SYNTHETIC_MODEL:
@@ -196,7 +197,7 @@ class _Analyzer:
             elif block.get("type") == "tool_use":
                 self.tool_use(block, e.get("cwd"))
 
-    def tool_use(self, block: dict, cwd: object) -> None:
+    def tool_use(self, block: dict[str, Any], cwd: object) -> None:
         name = block.get("name")
         name = name if isinstance(name, str) else str(name)
         data = object_at(block, "input")

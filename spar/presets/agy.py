@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from spar.config.model import ReviewerConfig
 from spar.judge import agy_commands  # G11 checker
@@ -58,7 +59,7 @@ class AgyMonitor(Monitor):
 
     def __init__(self) -> None:
         super().__init__()
-        self.result_event: dict | None = None
+        self.result_event: dict[str, Any] | None = None
         self.print_timeout: str | None = None  # agy's own time limit ended the run
         self.auto_denied: str | None = None  # headless mode denied a tool a permission
 
@@ -69,7 +70,7 @@ class AgyMonitor(Monitor):
         elif self.auto_denied is None and _AUTO_DENIED.search(text):
             self.auto_denied = text[:500]
 
-    def event(self, event: dict) -> str | None:
+    def event(self, event: dict[str, Any]) -> str | None:
         kind = event.get("event")
         if kind == "init":
             init = object_at(event, "init")
@@ -91,7 +92,7 @@ class AgyMonitor(Monitor):
             self.note_error(as_text(event.get("error") or event.get("message")))
         return None
 
-    def _tool(self, step: dict) -> str | None:
+    def _tool(self, step: dict[str, Any]) -> str | None:
         name = step.get("tool_name")
         if name in READ_TOOLS:
             return None

@@ -15,6 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from spar.config.model import ReviewerConfig
 from spar.judge.refusal import RefusalScan
@@ -110,7 +111,7 @@ class Answer:
     """How a finished run ended, as the output and exit code tell it."""
 
     completed: bool  # a final answer exists and the exit code agrees
-    result: dict | None = None  # the raw result object (completed, parseable)
+    result: dict[str, Any] | None = None  # the raw result object (completed, parseable)
     output_error: str | None = None  # completed, but the answer is not one JSON object
     failure: str = ""  # not completed: what happened (without exit code / stderr)
     error_texts: list[str] = field(default_factory=list)  # output error messages (refusal detection)
@@ -134,7 +135,7 @@ class Monitor(ABC):
         self.error_texts: list[str] = []
         self.refusals = RefusalScan()
         # what the CLI reported it used (spar.round.usage.reported keys); empty: nothing
-        self.usage: dict = {}
+        self.usage: dict[str, Any] = {}
         # the final answer's line could not be read: the run's answer is invalid_output
         self.unreadable_answer: str | None = None
         self.notice: str | None = None  # the latest transient notice (retries), for progress
@@ -192,7 +193,7 @@ class Monitor(ABC):
     def stderr_line(self, line: str) -> None:  # noqa: B027 - most presets read nothing there
         """One stderr line (presets that read stderr for warnings override this)."""
 
-    def event(self, event: dict) -> str | None:  # pragma: no cover - overridden
+    def event(self, event: dict[str, Any]) -> str | None:  # pragma: no cover - overridden
         return None
 
     @abstractmethod
@@ -200,7 +201,7 @@ class Monitor(ABC):
         """How the run ended, judged from the events seen and the exit code."""
 
 
-def parse_json_line(line: str) -> dict | None:
+def parse_json_line(line: str) -> dict[str, Any] | None:
     text = line.strip()
     if not text.startswith("{"):
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from typing import Any
 
 from spar.config.model import ReviewerConfig
 from spar.judge.answer import parse_answer
@@ -23,9 +24,9 @@ class ClaudeMonitor(Monitor):
         super().__init__()
         self.init_model: str | None = None
         self.assistant_model: str | None = None
-        self.result_event: dict | None = None
+        self.result_event: dict[str, Any] | None = None
 
-    def event(self, event: dict) -> str | None:
+    def event(self, event: dict[str, Any]) -> str | None:
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
             if isinstance(event.get("model"), str) and event["model"]:
@@ -44,7 +45,7 @@ class ClaudeMonitor(Monitor):
         self._update_model()
         return None
 
-    def _assistant(self, event: dict) -> str | None:
+    def _assistant(self, event: dict[str, Any]) -> str | None:
         message = object_at(event, "message")
         model = message.get("model")
         if isinstance(model, str) and model and model != SYNTHETIC_MODEL:
@@ -63,7 +64,7 @@ class ClaudeMonitor(Monitor):
                     return f"tool {as_text(name)} is not allowed (claude reviewers may use {', '.join(ALLOWED_TOOLS)})"
         return None
 
-    def _usage(self, event: dict) -> None:
+    def _usage(self, event: dict[str, Any]) -> None:
         # input_tokens counts cache reads and writes too (codex counts cached input inside input)
         u = object_at(event, "usage")
         fresh, written, read = (count(u.get(k)) for k in
@@ -72,7 +73,7 @@ class ClaudeMonitor(Monitor):
                               output_tokens=count(u.get("output_tokens")),
                               cost_usd=amount(event.get("total_cost_usd")))
 
-    def _rate_limit(self, event: dict) -> None:
+    def _rate_limit(self, event: dict[str, Any]) -> None:
         info = object_at(event, "rate_limit_info")
         if info.get("status") != "rejected":
             return

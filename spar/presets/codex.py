@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from spar.config.model import ReviewerConfig
 from spar.judge.answer import parse_answer
@@ -39,7 +40,7 @@ class CodexMonitor(Monitor):
         self.top_error: str | None = None
         self.transient = RefusalScan()  # refusal phrases in notices (count only without a completed turn)
 
-    def event(self, event: dict) -> str | None:
+    def event(self, event: dict[str, Any]) -> str | None:
         kind = event.get("type")
         if kind in ("item.started", "item.updated", "item.completed"):
             item = object_at(event, "item")

@@ -30,7 +30,7 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def parse(data: bytes, path: Path | str) -> list[dict]:
+def parse(data: bytes, path: Path | str) -> list[dict[str, Any]]:
     """Lines of `data` as JSON objects; RecordError names `path:line` of the first bad one."""
     pieces = data.split(b"\n")
     if pieces and pieces[-1] == b"":
@@ -52,7 +52,7 @@ def parse(data: bytes, path: Path | str) -> list[dict]:
     return records
 
 
-def read(path: Path | str, *, missing_ok: bool = False) -> list[dict]:
+def read(path: Path | str, *, missing_ok: bool = False) -> list[dict[str, Any]]:
     path = Path(path)
     try:
         data = path.read_bytes()

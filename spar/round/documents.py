@@ -12,6 +12,7 @@ import hashlib
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from spar.errors import Refused, quote
 from spar.judge.context import RoundDoc
@@ -23,7 +24,7 @@ def doc_sha256(doc: RoundDoc) -> str:
     return hashlib.sha256(doc.text).hexdigest()
 
 
-def doc_record(doc: RoundDoc) -> dict:
+def doc_record(doc: RoundDoc) -> dict[str, Any]:
     """The `documents` entry of round.json."""
     return {"name": doc.name, "path": doc.real_path, "sha256": doc_sha256(doc), "lines": doc.lines}
 
@@ -95,5 +96,5 @@ def read_round_documents(
     return out
 
 
-def documents_record(docs: dict[str, list[RoundDoc]]) -> dict:
+def documents_record(docs: dict[str, list[RoundDoc]]) -> dict[str, Any]:
     return {k: [doc_record(d) for d in docs[k]] for k in KINDS}

@@ -56,7 +56,7 @@ class ReviewerOutcome:
     observed_model: str | None
     attempts: list[Attempt]  # model, observed_model (absent when unknown), started_at, finished_at,
     #                       exit_code, status, reason, resets, argv, usage (docs/records.md)
-    result: dict | None  # the raw result object for completed (None when output_error is set)
+    result: dict[str, Any] | None  # the raw result object for completed (None when output_error is set)
     model: str  # model of the last attempt ("" = CLI default)
     # completed, but the final answer is not one JSON object: the caller records invalid_output
     output_error: str | None = None
@@ -70,7 +70,7 @@ class _Attempt:
     reason: str = ""
     resets: str | None = None
     observed_model: str | None = None
-    result: dict | None = None
+    result: dict[str, Any] | None = None
     output_error: str | None = None
     quota: bool = False  # refused for quota or rate limit (fallback may follow)
     warnings: list[str] = field(default_factory=list)  # round warnings (e.g. the CLI ignored a value)
@@ -83,7 +83,7 @@ class _Settings:
     kill_grace: float
     version_timeout: float
     progress: Progress | None = None
-    started: dict = field(default_factory=dict)
+    started: dict[str, Any] = field(default_factory=dict)
 
 
 async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = None,

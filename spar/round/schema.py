@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import Any
 
 from spar.config.model import ANGLES
 
@@ -29,22 +30,22 @@ from spar.judge.result import (
 )
 
 
-def _string(description: str | None = None) -> dict:
-    out: dict = {"type": "string"}
+def _string(description: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "string"}
     if description:
         out["description"] = description
     return out
 
 
-def _enum(values: Iterable[str], description: str | None = None) -> dict:
-    out: dict = {"type": "string", "enum": list(values)}
+def _enum(values: Iterable[str], description: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "string", "enum": list(values)}
     if description:
         out["description"] = description
     return out
 
 
-def _object(properties: dict, description: str | None = None) -> dict:
-    out: dict = {
+def _object(properties: dict[str, Any], description: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "type": "object",
         "properties": properties,
         "required": list(properties),
@@ -55,7 +56,7 @@ def _object(properties: dict, description: str | None = None) -> dict:
     return out
 
 
-def _finding() -> dict:
+def _finding() -> dict[str, Any]:
     props = {
         "id": _string("your own id for this finding"),
         "proposed_class": _enum(CLASSES),
@@ -76,9 +77,9 @@ def _finding() -> dict:
     return _object({key: props[key] for key in FINDING_KEYS + FINDING_OPTIONAL})
 
 
-def result_schema(standpoints: bool) -> dict:
+def result_schema(standpoints: bool) -> dict[str, Any]:
     """The schema as a dict; `standpoints` adds `standpoint_report` (standpoint rounds only)."""
-    props: dict = {
+    props: dict[str, Any] = {
         "reviewed_head": _string("the head commit ID of the packet (7 or more leading characters)"),
         "verdict": _enum(VERDICTS),
         "angles_checked": {

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from spar.pathtext import needs_escape, path_text
 
@@ -122,7 +123,7 @@ def link_stays_inside(path: str, links: dict[str, str]) -> bool:
 class TreePlan:
     """What to do with each blob entry of one commit (paths as git gives them)."""
 
-    copied: list = field(default_factory=list)  # entries copied as they are
+    copied: list[Any] = field(default_factory=list)  # entries copied as they are
     refused: list[str] = field(default_factory=list)  # paths git refuses: not copied
     outward: dict[str, bytes] = field(default_factory=dict)  # link path -> target: written as a file
 
@@ -164,7 +165,7 @@ def listed(items: list[str], shown: int) -> str:
     return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
 
 
-def plan_tree(entries: Iterable, link_targets: dict[str, bytes]) -> TreePlan:
+def plan_tree(entries: Iterable[Any], link_targets: dict[str, bytes]) -> TreePlan:
     """Sort `entries` (blob entries with .path, .mode, .sha) into a TreePlan;
     `link_targets` maps each symlink blob's sha to its bytes."""
     plan = TreePlan()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from spar.judge.jsonvalue import array_at
 
@@ -47,23 +48,23 @@ def add_counts(*values: int | None) -> int | None:
 
 
 def reported(*, input_tokens: int | None = None, cached_input_tokens: int | None = None,
-             output_tokens: int | None = None, cost_usd: float | None = None) -> dict:
+             output_tokens: int | None = None, cost_usd: float | None = None) -> dict[str, Any]:
     """What a CLI reported, in the usage keys (duration excluded)."""
     return {"input_tokens": input_tokens, "cached_input_tokens": cached_input_tokens,
             "output_tokens": output_tokens, "cost_usd": cost_usd}
 
 
-def attempt_usage(duration_seconds: float, cli: Mapping[str, object] | None) -> dict:
+def attempt_usage(duration_seconds: float, cli: Mapping[str, object] | None) -> dict[str, Any]:
     """The `usage` object of one attempt."""
     cli = cli or {}
-    out: dict = {"duration_seconds": round(max(duration_seconds, 0.0), 3)}
+    out: dict[str, Any] = {"duration_seconds": round(max(duration_seconds, 0.0), 3)}
     for key in TOKEN_KEYS:
         out[key] = count(cli.get(key))
     out["cost_usd"] = amount(cli.get("cost_usd"))
     return out
 
 
-def total(usages: Iterable[Mapping | None]) -> dict:
+def total(usages: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:
     """Totals of several usage objects (attempts, reviewers, rounds); absent or
     malformed fields count as not reported."""
     sums: dict[str, float | int | None] = dict.fromkeys(USAGE_KEYS)
@@ -83,7 +84,7 @@ def total(usages: Iterable[Mapping | None]) -> dict:
     return sums
 
 
-def of_reviewer(entry: Mapping) -> dict:
+def of_reviewer(entry: Mapping[str, Any]) -> dict[str, Any]:
     """Totals over one reviewer entry's attempts."""
     attempts = array_at(entry, "attempts")
     return total(a.get("usage") for a in attempts if isinstance(a, Mapping))
@@ -93,7 +94,7 @@ def duration_text(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:.1f}s"
 
 
-def tokens_text(usage: Mapping) -> str:
+def tokens_text(usage: Mapping[str, Any]) -> str:
     """`in 12,000 (cached 3,000) / out 400`, `-` when nothing was reported."""
     inp, cached, out = (usage.get(k) for k in TOKEN_KEYS)
     if inp is None and cached is None and out is None:

@@ -32,6 +32,7 @@ import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from spar import git
 from spar.errors import WriteFailed
@@ -199,7 +200,7 @@ def workspace_state(root: Path) -> dict[str, tuple[int, int, int, int]]:
     return out
 
 
-def describe_changes(before: dict, after: dict, *, shown: int = 5) -> str | None:
+def describe_changes(before: dict[str, Any], after: dict[str, Any], *, shown: int = 5) -> str | None:
     """A round warning naming what changed between two `workspace_state`s; None when nothing did."""
     changes = []
     for path in sorted(before.keys() | after.keys()):

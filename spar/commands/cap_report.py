@@ -169,7 +169,7 @@ def build_report(series: Path) -> dict[str, Any]:
     }
 
 
-def unfinished(series: Path, rounds: list[SeriesRound]) -> list[dict]:
+def unfinished(series: Path, rounds: list[SeriesRound]) -> list[dict[str, Any]]:
     """Rounds a killed write left unfinished (`{"name", "why"}` by name): a started
     round folder without round.json, leftover `*.tmp` files, and a round whose
     round.json was never marked recorded (not a dry run)."""

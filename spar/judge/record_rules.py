@@ -36,11 +36,11 @@ def _str(value: Any) -> bool:
     return isinstance(value, str)
 
 
-def _bool_if_present(record: Mapping, key: str) -> bool:
+def _bool_if_present(record: Mapping[str, Any], key: str) -> bool:
     return key not in record or isinstance(record[key], bool)
 
 
-def round_problem(round_json: Mapping) -> str | None:
+def round_problem(round_json: Mapping[str, Any]) -> str | None:
     """round.json beyond its schema and the keys every reader relies on."""
     reviewers = round_json.get("reviewers")
     if not isinstance(reviewers, list) or not reviewers:
@@ -77,11 +77,11 @@ def round_problem(round_json: Mapping) -> str | None:
     return None
 
 
-def _status_of(reviewers: list, name: str) -> str:
+def _status_of(reviewers: list[Any], name: str) -> str:
     return str(next(e["status"] for e in reviewers if e["name"] == name))
 
 
-def findings_problem(findings: list, round_json: Mapping | None) -> str | None:
+def findings_problem(findings: list[Any], round_json: Mapping[str, Any] | None) -> str | None:
     """findings.json: ids `<reviewer>-F<n>`, each once, of a completed reviewer of the round."""
     completed = None
     if round_json is not None:
@@ -105,12 +105,12 @@ def findings_problem(findings: list, round_json: Mapping | None) -> str | None:
     return None
 
 
-def auto_deferrable(finding: Mapping) -> bool:
+def auto_deferrable(finding: Mapping[str, Any]) -> bool:
     """Design §3: a hardening finding with a readable location is deferred automatically."""
     return finding.get("class") == "hardening" and finding.get("location_unreadable") is not True
 
 
-def ledger_line_problem(line: Mapping, findings: Mapping[str, Mapping] | None) -> str | None:
+def ledger_line_problem(line: Mapping[str, Any], findings: Mapping[str, Mapping[str, Any]] | None) -> str | None:
     """One ledger.jsonl line against design §7 (by hand) or the auto-deferral rule.
     `findings` by id; None judges the line alone (no class rules)."""
     fid = line.get("finding")
@@ -157,7 +157,7 @@ def ledger_line_problem(line: Mapping, findings: Mapping[str, Mapping] | None) -
     return None
 
 
-def extension_problem(line: Mapping) -> str | None:
+def extension_problem(line: Mapping[str, Any]) -> str | None:
     """One extensions.jsonl line against G31 (what `spar extend` appends); lines from
     before causes were recorded have neither cause nor reason."""
     stage = line.get("stage")

@@ -214,7 +214,7 @@ def _temporary_files(round_dir: Path) -> list[str]:
 _ROUND_START_FILES = ("packet.md", "schema.json", "packet.md.tmp", "schema.json.tmp", "round.json.tmp")
 
 
-def unfinished_rounds(series: Path | str) -> list[dict]:
+def unfinished_rounds(series: Path | str) -> list[dict[str, Any]]:
     """Round folders of a series that a killed write left behind, by name: a folder
     `spar run` started without reaching round.json, and a round with leftover `*.tmp`
     files. Each is `{"name", "why"}`. (A round.json never marked recorded is the

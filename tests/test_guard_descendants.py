@@ -215,3 +215,22 @@ def test_a_reviewer_that_kills_its_keeper_leaves_nothing_running(tmp_path):
     finally:
         if written(pid_file) and _alive(int(pid_file.read_text())):
             os.kill(int(pid_file.read_text()), signal.SIGKILL)  # safety net only
+
+
+@pytest.mark.anyio
+async def test_one_guard_starts_every_reviewer(tmp_path):
+    """Reviewers run under keepers forked from one guard process (not one Python start
+    each): each reviewer's keeper leads its group, and every keeper has the same parent."""
+    code = ("import os\n"
+            "keeper = os.getppid()\n"
+            "stat = open(f'/proc/{keeper}/stat').read().rsplit(')', 1)[1].split()\n"
+            "print(keeper, stat[1], os.getpgid(0))\n")
+    seen = []
+    for _ in range(3):
+        with anyio.fail_after(BOUND):
+            res = await run_process([PY, "-c", code], cwd=tmp_path, deadline=anyio.current_time() + BOUND)
+        assert res.exit_code == 0, res.stderr_tail
+        seen.append([int(x) for x in res.last_stdout_line.split()])
+    keepers, guards, groups = zip(*seen, strict=True)
+    assert len(set(keepers)) == 3 and list(groups) == list(keepers)  # a keeper per reviewer leads its group
+    assert len(set(guards)) == 1 and guards[0] not in (os.getpid(), *keepers)  # one guard for all

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from spar.config.model import STAGES
 from spar.judge.dispositions import BLOCKING_CLASSES, Key, Lookup, LookupResult, Trace, standing, trace
@@ -100,6 +100,16 @@ class HeadCheck:
 
 # lookup for findings of rounds that were not listed: (series path, key) -> see dispositions.Lookup
 ExtraLookup = Callable[[str, Key], LookupResult]
+
+
+# every key of a finding this module reads; the command keeps only these of each finding it
+# reads, so a long series does not hold every claim and evidence text in memory
+JUDGED_FINDING_KEYS = ("id", "class", "introduced_by_change", "in_check_paths", "path")
+
+
+def judged_part(finding: Finding) -> Finding:
+    """The part of a finding the judgment reads (JUDGED_FINDING_KEYS)."""
+    return cast(Finding, {key: finding[key] for key in JUDGED_FINDING_KEYS if key in finding})  # type: ignore[literal-required]
 
 
 def latest_round(listed: list[ListedRound], stage: str | None = None) -> ListedRound | None:

@@ -30,6 +30,10 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# one decoder for every line: json.loads with an argument would build a new one per call
+_DECODER = json.JSONDecoder(parse_constant=_no_constants)
+
+
 def parse(data: bytes, path: Path | str) -> list[dict[str, Any]]:
     """Lines of `data` as JSON objects; RecordError names `path:line` of the first bad one."""
     pieces = data.split(b"\n")
@@ -39,7 +43,7 @@ def parse(data: bytes, path: Path | str) -> list[dict[str, Any]]:
     for number, raw in enumerate(pieces, start=1):
         try:
             text = raw.decode("utf-8")
-            value = json.loads(text, parse_constant=_no_constants)
+            value = _DECODER.decode(text)
         except UnicodeDecodeError:
             raise RecordError(f"{path}:{number}: not UTF-8") from None
         except ValueError as exc:

@@ -118,3 +118,15 @@ def test_unfinished_round_says_so():
 def test_counts_text_and_bytes_stable():
     assert counts_text(FINDINGS) == "1 defect, 0 requirement-question, 2 hardening, 1 note"
     assert render_summary(round_json(), FINDINGS, LEDGER) == render_summary(round_json(), FINDINGS, LEDGER)
+
+
+def test_reviewer_control_characters_are_escaped_in_the_summary():
+    """summary.md is read with `cat`: a reviewer's screen clear or OSC 52 clipboard write
+    (claim, smallest fix, reason, angle reason) is shown escaped, never written raw."""
+    evil = "x \x1b[2J\x1b]52;c;SGVsbG8=\x07 \x9b1m \u202e y"
+    rj = round_json(reviewers=[reviewer("alpha", angles_unchecked=[{"angle": "risk", "reason": evil}]),
+                               reviewer("beta", "failed", reason=evil)])
+    text = render_summary(rj, [finding("alpha-F1", "defect", claim=evil, smallest_fix=evil)], [])
+    assert not any(ch in text for ch in "\x1b\x07\x9b\u202e")
+    assert text.count("x \\e[2J\\e]52;c;SGVsbG8=\\a \\x9b1m \\u202e y") == 4
+    assert "\n| alpha-F1 | defect |" in text  # newlines of the document itself stay

@@ -12,6 +12,7 @@ from spar.judge.dispositions import standing
 from spar.judge.repeats import group_order
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
 from spar.round import usage
+from spar.textsafe import terminal_safe
 
 CLASS_ORDER = ("defect", "requirement-question", "hardening", "note")
 
@@ -229,4 +230,6 @@ def render_summary(round_json: RoundRecord, findings: list[Finding], ledger: lis
     parts += _angles(round_json)
     parts += _findings(findings, lines)
     parts += _smallest_fixes(findings)
-    return "\n".join(parts).rstrip("\n") + "\n"
+    # read with `cat` as often as in an editor: a reviewer's control characters
+    # (screen clear, OSC 52) are shown escaped; findings.json keeps the exact text
+    return terminal_safe("\n".join(parts).rstrip("\n"), multiline=True) + "\n"

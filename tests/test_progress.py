@@ -114,3 +114,54 @@ def test_live_table_escapes_reviewer_text():
     assert "\x1b]52" not in text and "\x9b" not in text and "\x07" not in text
     assert "\\e]52;c;eA==" in text and "\\x9b" in text
     assert "[red]x[/red]" in text  # shown as text, not read as rich markup
+
+
+def test_rows_keep_configuration_order_whoever_starts_first():
+    p = Progress(io.StringIO())
+    p.expect(["claude", "codex", "agy"])
+    p.reviewer_started("agy", 1, "")
+    p.reviewer_status("agy", "failed", "boom")
+    p.reviewer_started("codex", 1, "")
+    assert [r.name for r in p.rows()] == ["claude", "codex", "agy"]
+    p.close()
+
+
+def test_transient_notices_show_until_the_reviewer_ends():
+    out = io.StringIO()
+    p = Progress(out)
+    p.reviewer_started("codex", 1, "")
+    p.reviewer_status("codex", "running")
+    for text in ("reconnecting 2/5", "reconnecting 3/5", "reconnecting 3/5", "reconnecting: waiting for network"):
+        p.reviewer_notice("codex", text)
+    assert {r.name: r.detail for r in p.rows()}["codex"] == "reconnecting: waiting for network"
+    p.reviewer_status("codex", "timeout", "no answer within 5s")
+    p.reviewer_notice("codex", "reconnecting 4/5")  # a late notice never hides the outcome
+    p.reviewer_notice("claude", "API retry 4/10\x1b[2J")
+    p.close()
+    assert out.getvalue().splitlines() == [
+        "spar: codex: started attempt 1 (model CLI default)",
+        "spar: codex: reconnecting 2/5",
+        "spar: codex: reconnecting 3/5",  # the same notice twice is shown once
+        "spar: codex: reconnecting: waiting for network",
+        "spar: codex: timeout in 0.0s: no answer within 5s",
+        "spar: claude: API retry 4/10\\e[2J",
+    ]
+
+
+def test_live_table_keeps_the_end_of_a_long_reason():
+    out = TTY()
+    p = make_progress(out)
+    reason = "authentication: " + "very long detail " * 20 + "· Please run /login"
+    p.reviewer_started("claude", 1, "")
+    p.reviewer_status("claude", "unavailable", reason)
+    p.close()
+    text = out.getvalue()
+    assert "Please run /login" in text and "unavailable: authentication" in text and "…" in text
+
+
+def test_shorten_middle():
+    from spar.progress import shorten_middle
+
+    assert shorten_middle("short", 10) == "short"
+    cut = shorten_middle("abcdefghijklmnopqrstuvwxyz", 11)
+    assert len(cut) == 11 and cut.startswith("abcd") and cut.endswith("uvwxyz") and "…" in cut

@@ -23,17 +23,10 @@ never read as another value or silently accepted"):
 from __future__ import annotations
 
 import json
-from typing import Any, NoReturn
+from typing import Any
 
+from spar.judge.jsonvalue import NotJSON, no_constants
 from spar.judge.result import json_type
-
-
-class _NotJSON(ValueError):
-    pass
-
-
-def _constant(name: str) -> NoReturn:
-    raise _NotJSON(f"{name} is not JSON")
 
 
 def parse_answer(data: bytes | str, what: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -57,8 +50,8 @@ def parse_answer(data: bytes | str, what: str) -> tuple[dict[str, Any] | None, s
     if stripped.startswith("```"):
         return None, f"{what} is wrapped in a Markdown code fence; the answer must be one JSON object alone"
     try:
-        value = json.loads(text, parse_constant=_constant)
-    except _NotJSON as exc:
+        value = json.loads(text, parse_constant=no_constants)
+    except NotJSON as exc:
         return None, f"{what} is not one JSON object: {exc}"
     except json.JSONDecodeError as exc:
         where = "text after the JSON value" if exc.msg == "Extra data" else exc.msg

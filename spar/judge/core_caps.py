@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any
+
+from spar.judge.jsonvalue import no_constants
 
 SCHEMA = "ha-capabilities/v1"
 QUERY_ARGS = ("capabilities", "--format", "json")
@@ -76,10 +78,6 @@ def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, Any]:
     return out
 
 
-def _no_constant(name: str) -> NoReturn:
-    raise _Invalid(f"{name} is not JSON")
-
-
 def _string_list(value: object, where: str) -> list[str]:
     if not isinstance(value, list):
         raise _Invalid(f"{where} is not a list")
@@ -103,7 +101,7 @@ def parse(stdout: bytes) -> dict[str, Any]:
         raise _Invalid("the output is not UTF-8") from None
     try:
         value, end = json.JSONDecoder(object_pairs_hook=_no_duplicates,
-                                      parse_constant=_no_constant).raw_decode(text.lstrip(" \t\r\n"))
+                                      parse_constant=no_constants).raw_decode(text.lstrip(" \t\r\n"))
     except ValueError as err:
         raise _Invalid(f"the output is not JSON ({err})") from None
     if text.lstrip(" \t\r\n")[end:].strip(" \t\r\n"):

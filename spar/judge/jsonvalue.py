@@ -5,7 +5,7 @@ as empty instead of raising."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 
 def object_at(parent: Mapping[str, Any], key: str) -> dict[str, Any]:
@@ -18,3 +18,12 @@ def array_at(parent: Mapping[str, Any], key: str) -> list[Any]:
     """`parent[key]` when it is a JSON array, else an empty one."""
     value = parent.get(key)
     return value if isinstance(value, list) else []
+
+
+class NotJSON(ValueError):
+    """NaN, Infinity or -Infinity: Python's json reads them, JSON has none."""
+
+
+def no_constants(name: str) -> NoReturn:
+    """`parse_constant` for every strict JSON read."""
+    raise NotJSON(f"{name} is not JSON")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from spar.errors import RecordError
+from spar.judge.jsonvalue import no_constants
 from spar.records import atomic
 
 
@@ -26,12 +27,8 @@ def append(path: Path | str, obj: Mapping[str, object], *, create: bool = True) 
     atomic.append_line(path, dumps_line(obj), create=create)
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 # one decoder for every line: json.loads with an argument would build a new one per call
-_DECODER = json.JSONDecoder(parse_constant=_no_constants)
+_DECODER = json.JSONDecoder(parse_constant=no_constants)
 
 
 def parse(data: bytes, path: Path | str) -> list[dict[str, Any]]:

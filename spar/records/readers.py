@@ -17,6 +17,7 @@ from typing import Any, TypeGuard, cast
 from spar.config.model import STAGES
 from spar.errors import RecordError, quote
 from spar.judge import record_rules
+from spar.judge.jsonvalue import no_constants
 from spar.judge.refs import trim
 from spar.records import jsonl, lock
 from spar.records.model import ExtensionLine, Finding, LedgerLine, RoundRecord, WaiverLine
@@ -30,10 +31,6 @@ WAIVERS_FILE = "waivers.jsonl"
 EXTENSIONS_FILE = "extensions.jsonl"
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def read_json(path: Path) -> Any:
     try:
         data = path.read_bytes()
@@ -42,7 +39,7 @@ def read_json(path: Path) -> Any:
     except OSError as exc:
         raise RecordError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_no_constants)
+        return json.loads(data.decode("utf-8"), parse_constant=no_constants)
     except UnicodeDecodeError:
         raise RecordError(f"{path}: not UTF-8") from None
     except ValueError as exc:

@@ -125,6 +125,16 @@ async def test_an_answer_line_too_long_to_read_is_invalid_output(tmp_path):
     ("claude", '{"type": "result", "subtype": "success", "is_error": false, "structured_output": DEEP}',
      "invalid_output"),
     ("agy", '{"event": "result", "result": DEEP}', "invalid_output"),
+    # claude's structured answer comes first as a StructuredOutput tool use: too deep, it is the
+    # answer that cannot be read, unless another tool name appears anywhere in the line
+    ("claude", '{"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "StructuredOutput", '
+               '"input": {"findings": DEEP}}]}}', "invalid_output"),
+    ("claude", '{"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "StructuredOutput", '
+               '"input": {"findings": DEEP}}, {"type": "tool_use", "name": "B\\u0061sh", "input": {}}]}}',
+     "tool_violation"),
+    ("claude", '{"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "StructuredOutput", '
+               '"input": {"findings": DEEP}}, {"type": "tool_use", "name": ["Bash"], "input": {}}]}}',
+     "tool_violation"),
 ])
 def test_a_stream_line_nested_too_deeply_fails_closed(preset, line, status):
     from spar.presets import get_preset

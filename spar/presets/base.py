@@ -149,8 +149,7 @@ class Monitor(ABC):
         try:
             event = parse_json_line(line)
         except RecursionError:
-            return self.long_line(line[:4096], len(line.encode("utf-8")), 0, True,
-                                  why="is nested too deeply to read")
+            return self.too_deep(line)
         if event is None:
             return None  # CLIs print banners and progress; skip what is not JSON
         reason = self.event(event)
@@ -174,6 +173,10 @@ class Monitor(ABC):
         self.violation = (f"a stdout line of {size} {why}, so it cannot be checked for tool use "
                           "(monitoring fails closed)")
         return self.violation
+
+    def too_deep(self, line: str) -> str | None:
+        """A stdout line nested too deeply for the parser: judged like an over-long line."""
+        return self.long_line(line[:4096], len(line.encode("utf-8")), 0, True, why="is nested too deeply to read")
 
     def note_error(self, text: str) -> None:
         """An error message of the output: searched for refusal phrases, the latest kept."""

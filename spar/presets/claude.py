@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import re
 from typing import Any
 
@@ -105,6 +106,17 @@ class ClaudeMonitor(Monitor):
         elif self.init_model and self.result_event and self.result_event.get("is_error") is False:
             self.observed_model = self.init_model
 
+    def too_deep(self, line: str) -> str | None:
+        # An assistant line whose every `name` is an allowed tool and that names
+        # StructuredOutput is the structured answer too deep to read (invalid_output), not a
+        # hidden tool use; anything else fails closed as a violation.
+        names = key_values(line, "name")
+        if (_ASSISTANT_LINE.match(line) and names is not None
+                and "StructuredOutput" in names and all(n in ALLOWED_TOOLS for n in names)):
+            self.unreadable_answer = "the StructuredOutput answer is nested too deeply to read"
+            return None
+        return super().too_deep(line)
+
     def stderr_line(self, line: str) -> None:
         m = _IGNORED.search(line)
         if m and len(self.warnings) < 10:
@@ -145,6 +157,31 @@ class ClaudeMonitor(Monitor):
                           error_texts=self.error_texts)
         result, error = parse_answer(text, "the result text (no structured_output)")
         return Answer(True, result=result, output_error=error)
+
+
+_ASSISTANT_LINE = re.compile(r'\s*\{\s*"type"\s*:\s*"assistant"')
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def key_values(text: str, key: str) -> list[str] | None:
+    """Every value of `key` in the JSON text, read without parsing it (for text too deeply
+    nested to parse): the string literals in order, each key being a literal followed by
+    `:`. None when a `key` has a value that is not a string (it cannot be vouched for)."""
+    values: list[str] = []
+    literals = list(_STRING.finditer(text))
+    try:
+        for n, m in enumerate(literals):
+            rest = text[m.end():m.end() + 64].lstrip()
+            if not rest.startswith(":") or json.loads(m.group(0)) != key:
+                continue
+            following = literals[n + 1] if n + 1 < len(literals) else None
+            gap = text[m.end():following.start()] if following is not None else ""
+            if following is None or gap.strip() != ":":
+                return None
+            values.append(json.loads(following.group(0)))
+    except ValueError:  # a literal that is not a JSON string: nothing can be vouched for
+        return None
+    return values
 
 
 def _output_tokens(entry: object) -> float:

@@ -15,11 +15,13 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from spar.records.model import ReviewerStatus
 from spar.round import usage as usage_text
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 COLORS = {"defect": "#c62828", "requirement-question": "#6a1b9a", "hardening": "#ef6c00", "note": "#546e7a"}
-STATUS_COLORS = {"completed": "#2e7d32", "awaiting_record": "#1565c0", "pending": "#757575"}
+STATUS_COLORS: dict[str, str] = {ReviewerStatus.COMPLETED: "#2e7d32", ReviewerStatus.AWAITING_RECORD: "#1565c0",
+                                  ReviewerStatus.PENDING: "#757575"}
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 STYLE = """

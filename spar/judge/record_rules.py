@@ -19,13 +19,10 @@ from typing import Any
 from spar.config.model import STAGES
 from spar.judge.dispositions import OPTION_FLAGS, RULES
 from spar.judge.refs import is_blank, trim
-from spar.records.model import UNFINISHED, ReviewerStatus
+from spar.records.model import RECORDED, UNFINISHED, ReviewerStatus
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 CAUSES = ("churn", "recurring", "unrelated", "hardening", "other")
-# the statuses round.json holds (the progress-only ones never reach a record)
-STATUSES = tuple(s.value for s in ReviewerStatus if s not in (ReviewerStatus.STARTING, ReviewerStatus.RUNNING,
-                                                               ReviewerStatus.ANSWERED))
 # a could_not_review answer is recorded as `failed`, so a completed reviewer has one of these
 COMPLETED_VERDICTS = ("no_blocking_findings", "blocking_findings")
 _FINDING_ID = re.compile(r"(.+)-F([1-9][0-9]*)")
@@ -54,11 +51,11 @@ def round_problem(round_json: Mapping[str, Any]) -> str | None:
             return f"reviewer {name} is listed twice"
         names.add(name)
         status = entry.get("status")
-        if status not in STATUSES:
+        if status not in RECORDED:
             return f"reviewer {name} has status {status!r}, not one Spar writes"
         if not _str(entry.get("preset")) or not entry["preset"]:
             return f"reviewer {name} has no preset"
-        if status == "completed" and entry.get("verdict") not in COMPLETED_VERDICTS:
+        if status == ReviewerStatus.COMPLETED and entry.get("verdict") not in COMPLETED_VERDICTS:
             return f"reviewer {name} completed without a verdict Spar records ({entry.get('verdict')!r})"
         if not isinstance(entry.get("attempts", []), list):
             return f"reviewer {name}: attempts is not a list"
@@ -85,7 +82,7 @@ def findings_problem(findings: list[Any], round_json: Mapping[str, Any] | None) 
     """findings.json: ids `<reviewer>-F<n>`, each once, of a completed reviewer of the round."""
     completed = None
     if round_json is not None:
-        completed = {e["name"] for e in round_json.get("reviewers", []) if e.get("status") == "completed"}
+        completed = {e["name"] for e in round_json.get("reviewers", []) if e.get("status") == ReviewerStatus.COMPLETED}
     seen: set[str] = set()
     for number, finding in enumerate(findings, start=1):
         fid = finding["id"]

@@ -52,8 +52,24 @@ def path_text(path: str | bytes) -> str:
     return "".join(out)
 
 
+_ESCAPE = re.compile(r"\\(?:x([0-9a-f]{2})|(\\))")
+
+
+def text_bytes(text: str) -> bytes:
+    """The raw name a path_text() form stands for (its inverse): `\\xNN` is that byte,
+    `\\\\` one backslash, everything else its UTF-8 bytes."""
+    out = bytearray()
+    last = 0
+    for m in _ESCAPE.finditer(text):
+        out += text[last:m.start()].encode("utf-8", "surrogateescape")
+        out += bytes([int(m.group(1), 16)]) if m.group(1) else b"\\"
+        last = m.end()
+    out += text[last:].encode("utf-8", "surrogateescape")
+    return bytes(out)
+
+
 def needs_escape(path: str | bytes) -> bool:
     return path_text(path) != path_bytes(path).decode("utf-8", "surrogateescape")
 
 
-__all__ = ["needs_escape", "path_bytes", "path_text"]
+__all__ = ["needs_escape", "path_bytes", "path_text", "text_bytes"]

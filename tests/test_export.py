@@ -234,3 +234,23 @@ def test_help_lists_formats_and_exit_codes(capsys):
     assert main(["export", "--help"]) == 0
     out = capsys.readouterr().out
     assert "SARIF 2.1.0" in out and "Exit codes: 0 written" in out
+
+
+@pytest.mark.parametrize(("path", "uri"), [
+    ("docs/my notes.md", "docs/my%20notes.md"),  # a space is not allowed in a URI
+    ("src/100%#1?.py", "src/100%25%231%3F.py"),  # % # ? would read as an escape, fragment, query
+    ("src/\u00fcber.py", "src/%C3%BCber.py"),  # UTF-8 bytes, percent-encoded
+    ("caf\\xe9.txt", "caf%E9.txt"),  # Spar's escaped form of the byte name caf<E9>.txt: that byte
+    ("back\\\\slash.py", "back%5Cslash.py"),  # an escaped backslash is one backslash
+])
+def test_sarif_uri_is_the_percent_encoded_file_name(tmp_path, capsys, path, uri):
+    """artifactLocation.uri is a URI reference (SARIF 3.10): the file's own bytes,
+    percent-encoded, so code scanning finds the file a path like `my notes.md` or
+    `caf\\xe9.txt` (Spar's escaped text form, spar.pathtext) names."""
+    repo, series = series_repo(tmp_path)
+    r1 = make_round(series, "code-1", repo=repo, findings=[finding("claude", 1, path=path)])
+    code, out, _ = export(capsys, "sarif", r1)
+    assert code == 0
+    (result,) = json.loads(out)["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == uri
+    assert result["properties"]["location"] == f"head/{path}:1"  # Spar's own form stays in the properties

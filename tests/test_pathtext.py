@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spar.pathtext import needs_escape, path_text
+from spar.pathtext import needs_escape, path_text, text_bytes
 
 
 def unescape(text: str) -> bytes:
@@ -41,6 +41,7 @@ def test_examples():
 def test_reversible_and_printable(raw):
     text = path_text(raw)
     assert unescape(text) == raw
+    assert text_bytes(text) == raw  # Spar's own inverse (SARIF URIs) agrees with this one
     text.encode("utf-8")  # always writable as UTF-8: raises on a lone surrogate
     assert not any(ord(c) < 0x20 or ord(c) == 0x7F for c in text)
 

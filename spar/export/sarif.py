@@ -11,10 +11,12 @@ per file, 25,000 results per run) are checked before anything is written.
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import Any
 
 from spar.errors import Refused
 from spar.export.collect import CLASSES, Item, ReviewerInfo, justification
+from spar.pathtext import text_bytes
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 MAX_RUNS = 20  # GitHub: runs per file
@@ -43,7 +45,10 @@ def _rules() -> list[dict[str, Any]]:
 def _location(item: Item) -> dict[str, Any]:
     # a document outside the repository keeps its document name (the message says
     # where it is): code scanning resolves every uri against the repository root
-    physical: dict[str, Any] = {"artifactLocation": {"uri": item.path, "uriBaseId": "%SRCROOT%"}}
+    # a URI reference (SARIF 3.10): the name's own bytes (spar.pathtext's escaped form
+    # undone), percent-encoded, so `my notes.md` or `caf\\xe9.txt` is found as that file
+    uri = urllib.parse.quote(text_bytes(item.path), safe="/")
+    physical: dict[str, Any] = {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}}
     if item.kind == "head" and item.start:
         physical["region"] = {"startLine": item.start, "endLine": max(item.end or item.start, item.start)}
     return {"physicalLocation": physical}

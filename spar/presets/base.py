@@ -92,6 +92,12 @@ def join_parts(*parts: str) -> str:
     return "\n".join(kept)
 
 
+def instructed_packet(ctx: InputContext) -> str:
+    """The packet, preceded by the standpoint instruction when there is one."""
+    instruction = standpoint_instruction(ctx.standpoint, ctx.standpoints_active)
+    return join_parts(instruction, ctx.packet_text) if instruction else ctx.packet_text
+
+
 # ---------------------------------------------------------------- monitors
 
 
@@ -272,8 +278,7 @@ class StdinPreset(Preset):
     (input.md holds the same text in standpoint rounds and dry runs)."""
 
     def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
-        instruction = standpoint_instruction(ctx.standpoint, ctx.standpoints_active)
-        text = join_parts(instruction, ctx.packet_text) if instruction else ctx.packet_text
+        text = instructed_packet(ctx)
         files = {"input.md": text} if ctx.writes_input_md else {}
         return InputSpec(text=text, files=files)
 

@@ -7,17 +7,7 @@ from pathlib import Path
 
 from spar.config.model import ReviewerConfig
 from spar.judge.answer import parse_answer
-from spar.presets.base import (
-    Answer,
-    InputContext,
-    InputSpec,
-    Monitor,
-    Preset,
-    RunPaths,
-    StreamInfo,
-    join_parts,
-    standpoint_instruction,
-)
+from spar.presets.base import Answer, InputContext, InputSpec, Monitor, Preset, RunPaths, StreamInfo, instructed_packet
 
 _PLACEHOLDER = re.compile(r"\{(prompt|workspace|schema)\}")
 
@@ -55,8 +45,7 @@ class CommandPreset(Preset):
 
     def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
         if ctx.writes_input_md:
-            instruction = standpoint_instruction(ctx.standpoint, ctx.standpoints_active)
-            text = join_parts(instruction, ctx.packet_text) if instruction else ctx.packet_text
+            text = instructed_packet(ctx)
             return InputSpec(text=text, files={"input.md": text},
                              prompt_path=(ctx.reviewer_dir / "input.md").absolute())
         # no input.md outside standpoint rounds and dry runs: {prompt} is the packet itself

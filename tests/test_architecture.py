@@ -116,3 +116,9 @@ def test_the_exit_code_rule_sees_a_literal(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("def main(argv) -> int:\n    if argv:\n        return 1\n    return EXIT_OK\n")
     assert literal_exit_codes(bad) == ["main: return 1"]
+
+
+def test_the_package_says_it_is_typed():
+    """PEP 561: the marker pyproject.toml ships, for a package mypy checks strictly."""
+    assert (SPAR / "py.typed").is_file()
+    assert 'spar = ["py.typed"]' in (SPAR.parent / "pyproject.toml").read_text(encoding="utf-8")

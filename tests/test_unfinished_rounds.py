@@ -1,0 +1,123 @@
+"""Rounds a killed write left unfinished are named, never judged (issue 12 point 4).
+
+Built by hand as a killed `spar run` leaves them: findings.json written but the
+final round.json never (reviewers still pending), a folder stopped before
+round.json, and a recorded round with a leftover `NAME.tmp`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from spar.cli import main as spar_main
+from spar.records.lock import is_locked, series_lock
+from tests import roundfactory as rf
+
+
+def _killed_after_findings(series, repo):
+    """round.json as written before the reviewers (pending), findings.json already replaced."""
+    folder = rf.make_round(series, "r2", repo=repo, recorded=False, packet_text="second\n")
+    (folder / "findings.json").write_text(json.dumps([rf.finding("claude", 1, cls="defect")]))
+    return folder
+
+
+def _gate(capsys, repo, series, *names):
+    out = repo / "gates" / f"{series.name}.json"
+    code = spar_main(["gate", *[str(series / n) for n in names], "--out", str(out)])
+    capsys.readouterr()
+    return code, json.loads(out.read_text())
+
+
+def test_killed_after_findings_json_is_not_finished(repo, capsys):
+    series = rf.fresh_series(repo)
+    rf.make_round(series, "r1", repo=repo)
+    _killed_after_findings(series, repo)
+    code, doc = _gate(capsys, repo, series, "r1", "r2")
+    assert code == 1
+    assert doc["reasons"] == [f"round {series}/r2 was not finished: findings.json was written, "
+                              "but round.json was never marked recorded"]
+    assert [r["state"] for r in doc["rounds"]] == ["ok", "unfinished"]
+    # its findings are not judged (its pending reviewers would otherwise read as required)
+    assert doc["open"] == [] and doc["required_reviewers"] == ["claude", "codex"]
+    # it stopped before its findings were recorded: not required in the list (G29)
+    code, doc = _gate(capsys, repo, series, "r1")
+    assert code == 0, doc["reasons"]
+
+
+def test_leftover_temporary_file_and_folder_without_round_json(repo, capsys):
+    series = rf.fresh_series(repo)
+    r1 = rf.make_round(series, "r1", repo=repo)
+    (r1 / "summary.md.tmp").write_text("half a summa")
+    (r1 / "claude" / "input.md.tmp").write_text("")
+    started = series / "r3"
+    started.mkdir()
+    (started / "packet.md").write_text("# Review packet\n")
+    (started / "round.json.tmp").write_text('{"schema": "review-round/v1", "na')
+    (series / "notes").mkdir()  # not a round folder: never reported
+    code, doc = _gate(capsys, repo, series, "r1")
+    assert code == 1
+    assert doc["reasons"] == [f"round {series}/r1 was not finished: a write was interrupted, leaving "
+                              "claude/input.md.tmp, summary.md.tmp"]
+    code, doc = _gate(capsys, repo, series, "r3")
+    assert code == 1 and doc["reasons"][0] == (f"round {series}/r3 was not finished: "
+                                               "it has no round.json (a run stopped before writing it)")
+    assert spar_main(["cap-report", str(series), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["unfinished"] == [
+        {"name": "r1", "why": "a write was interrupted, leaving claude/input.md.tmp, summary.md.tmp"},
+        {"name": "r3", "why": "no round.json (a run stopped before writing it)"}]
+    assert spar_main(["cap-report", str(series)]) == 0
+    markdown = capsys.readouterr().out
+    assert "## Unfinished rounds" in markdown and "| r3 | no round.json (a run stopped before writing it) |" in markdown
+
+
+def test_a_write_in_progress_is_not_a_leftover(repo, capsys):
+    """While the series lock is held, NAME.tmp files and a folder without round.json are a
+    write in progress (G33): neither the gate nor cap-report calls them unfinished."""
+    series = rf.fresh_series(repo)
+    r1 = rf.make_round(series, "r1", repo=repo)
+    (r1 / "summary.md.tmp").write_text("")
+    (series / "r3").mkdir()
+    (series / "r3" / "packet.md").write_text("")
+    assert is_locked(series) is False
+    with series_lock(series):
+        assert is_locked(series) is True
+        code, doc = _gate(capsys, repo, series, "r1")
+        assert code == 0, doc["reasons"]
+        assert spar_main(["cap-report", str(series), "--format", "json"]) == 0
+        assert json.loads(capsys.readouterr().out)["unfinished"] == []
+
+
+def test_a_later_run_is_not_disturbed(repo, capsys, tmp_path, monkeypatch):
+    series = rf.fresh_series(repo)
+    rf.make_round(series, "r1", repo=repo)
+    _killed_after_findings(series, repo)
+    (series / "r1" / "findings.json.tmp").write_text("[")
+    (series / "r3").mkdir()
+    (series / "r3" / "round.json.tmp").write_text("{")
+    config = tmp_path / "spar.toml"
+    config.write_text(f'[[reviewers]]\nname = "house"\npreset = "command"\n'
+                      f'argv = [{json.dumps(sys.executable)}, "-c", "pass", "{{prompt}}"]\n')
+    monkeypatch.setenv("SPAR_CONFIG", str(config))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
+    monkeypatch.chdir(repo)
+    code = spar_main(["run", "--stage", "code", "--out", str(series / "r9"), "--dry-run"])
+    assert code == 0, capsys.readouterr().err
+    assert (series / "r9" / "round.json").is_file()
+
+
+@pytest.mark.parametrize("command", ["triage", "waive"])
+def test_triage_and_waive_refuse_a_round_that_was_not_finished(repo, capsys, command):
+    series = rf.fresh_series(repo)
+    r2 = _killed_after_findings(series, repo)
+    before = rf.snapshot(series)
+    argv = (["triage", str(r2), "claude-F1", "--to", "rejected", "--evidence", "e"] if command == "triage"
+            else ["waive", str(r2), "--reviewer", "codex", "--user-quote", "ok"])
+    assert spar_main(argv) == 65
+    err = capsys.readouterr().err
+    assert "not finished" in err or "not been recorded" in err, err
+    assert rf.snapshot(series) == before
+    assert not (r2 / "ledger.jsonl").exists()  # never started afresh

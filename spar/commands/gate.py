@@ -24,9 +24,16 @@ from spar.series import repository_of
 from spar.textsafe import terminal_safe
 
 EPILOG = """\
-Blocked reasons, all that apply, in this order: an unreadable, dry-run or
-unrecorded round in the list (or an unreadable waivers.jsonl); a round of a
-listed round's series missing from the list; the latest round's head differs
+Blocked reasons, all that apply, in this order: an unreadable, unfinished,
+dry-run or unrecorded round in the list (or an unreadable waivers.jsonl).
+Unreadable: a record Spar could not have written, named with its file and
+line (torn, missing, another schema, or an impossible value such as a ledger
+line against the disposition rules; docs/records.md). Unfinished ("was not
+finished"): a folder without round.json, findings.json written but round.json
+never marked recorded, or NAME.tmp files a killed write left (while the series
+lock is held they are a write in progress instead). Then: a round of a
+listed round's series missing from the list (a round not marked recorded is
+not required); the latest round's head differs
 from --expect-head (default: HEAD of the repository named in its round.json;
 when that folder is gone, of the repository holding the current folder if it
 has the round's head commit); a required reviewer of the latest round of a

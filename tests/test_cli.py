@@ -87,4 +87,4 @@ def test_run_and_config_share_the_selection_options(capsys):
 def test_help_keeps_the_epilog_lines(capsys):
     assert cli.main(["gate", "--help"]) == 0
     out = capsys.readouterr().out
-    assert "\nBlocked reasons, all that apply, in this order: an unreadable, dry-run or\n" in out
+    assert "\nBlocked reasons, all that apply, in this order: an unreadable, unfinished,\n" in out

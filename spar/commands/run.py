@@ -40,14 +40,14 @@ from spar.records.lock import series_lock
 from spar.records.model import ExtensionLine, Finding, ReviewerStatus, RoundRecord
 from spar.records.paths import check_run_out
 from spar.round import caps as caps_mod
-from spar.round import history
+from spar.round import guard, history
 from spar.round.args import RunArgs, check_standpoints, parse_run_args
 from spar.round.context import context_from_git
 from spar.round.documents import read_round_documents
 from spar.round.environment import reviewer_env
 from spar.round.memory import memory_sha256, render_memory
 from spar.round.packet import PacketInput, build_packet, packet_sha256
-from spar.round.process import start_guard
+from spar.round.process import start_guard, stop_guard
 from spar.round.recording import (
     apply_outcome,
     new_round_json,
@@ -368,6 +368,7 @@ def execute(plan: RoundPlan) -> int:
         signum = None
         try:
             outcomes, signum = _run_all(plan, jobs, progress)
+            stop_guard()  # no reviewer runs any more: it exits while the round is recorded
             if outcomes is not None:  # else a signal came first (signum)
                 note = describe_changes(before, workspace_state(workspace))
                 findings = _record(plan, round_json, outcomes, progress, note)
@@ -396,4 +397,7 @@ def execute(plan: RoundPlan) -> int:
 def main(argv: list[str]) -> int:
     args = parse_run_args(argv)
     plan = prepare(args, cwd=os.getcwd(), env=os.environ)
-    return execute(plan)
+    try:
+        return execute(plan)
+    finally:
+        stop_guard(wait=guard.GRACE + guard.SETTLE)  # reaped, not left to init

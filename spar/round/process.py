@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -301,13 +302,16 @@ class _GuardClient:
             return True
         return pid != 0
 
-    def close(self) -> None:
+    def close(self, wait: float = 0.0) -> None:
+        """Close the control socket (the guard reads EOF, ends what is left and exits) and
+        reap the guard, waiting up to `wait` seconds for it."""
         if self._sock is not None:
-            self._sock.close()  # the guard reads EOF and exits
+            self._sock.close()
             self._sock = None
         if self._pid is not None:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(self._pid, os.WNOHANG)
+            end = time.monotonic() + wait
+            while not self._ended() and time.monotonic() < end:
+                time.sleep(0.002)
             self._pid = None
 
     def send(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], fds: list[int]) -> None:
@@ -328,6 +332,12 @@ class _GuardClient:
 
 
 _GUARD = _GuardClient()
+
+
+def stop_guard(wait: float = 0.0) -> None:
+    """Let the guard go once no reviewer runs (reaped when it is gone within `wait` seconds,
+    else init reaps it): `spar run` stops it after the reviewers and reaps it at its end."""
+    _GUARD.close(wait)
 
 
 def start_guard() -> None:

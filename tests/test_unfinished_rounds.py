@@ -121,3 +121,27 @@ def test_triage_and_waive_refuse_a_round_that_was_not_finished(repo, capsys, com
     assert "not finished" in err or "not been recorded" in err, err
     assert rf.snapshot(series) == before
     assert not (r2 / "ledger.jsonl").exists()  # never started afresh
+
+
+def test_recording_creates_the_ledger_even_when_nothing_is_deferred(repo):
+    """G32: a recorded round always has its ledger.jsonl, so a missing one is damage."""
+    from spar.records import readers
+    from spar.round.recording import write_round_outputs
+
+    series = rf.fresh_series(repo)
+    folder = rf.make_round(series, "r1", repo=repo, recorded=False)
+    assert not (folder / "ledger.jsonl").exists()
+    write_round_outputs(folder, readers.read_round(folder), [rf.finding("claude", 1, cls="note")])
+    assert (folder / "ledger.jsonl").read_bytes() == b""
+    assert readers.read_ledger(folder, readers.read_findings(folder)) == []
+
+
+def test_record_refuses_a_round_killed_while_recording(repo, capsys, tmp_path):
+    series = rf.fresh_series(repo)
+    r2 = _killed_after_findings(series, repo)
+    result = tmp_path / "result.json"
+    result.write_text("{}")
+    before = rf.snapshot(series)
+    assert spar_main(["record", str(r2), "--reviewer", "codex", "--result", str(result)]) == 65
+    assert "was not finished: its findings were written" in capsys.readouterr().err
+    assert rf.snapshot(series) == before

@@ -43,7 +43,9 @@ unless --result is also given.
 Refused (65, nothing written): a reviewer not listed in round.json (compared
 literally), a reviewer that already completed (recording over it would drop
 findings that may still be open: start a new round instead), a dry run, an
-unreadable --result or --transcript file, an unreadable round record.
+unreadable --result or --transcript file, an unreadable round record (one
+Spar could not have written: docs/records.md), a round killed while recording
+(findings.json or ledger.jsonl there, round.json never marked recorded).
 A result that is not one JSON object is recorded as invalid_output, by
 the same rule as spar run (G1, spar/judge/answer.py): valid UTF-8, exactly one
 JSON object with only whitespace around it (no code fence, no other text).
@@ -143,6 +145,10 @@ def record(round_dir: Path, name: str, result_data: bytes | None, transcript_dat
     # a round that says it was recorded must still hold its findings (G32): treating
     # a lost findings.json as empty would drop every other reviewer's findings
     recorded = bool(round_json.get("recorded_at") or round_json.get("finished_at"))
+    if not recorded and any(os.path.lexists(round_dir / f) for f in (readers.FINDINGS_FILE, readers.LEDGER_FILE)):
+        # a run killed while recording: its findings.json and ledger match no round.json
+        raise Refused(f"round {round_dir.name} was not finished: its findings were written, but round.json "
+                      "was never marked recorded; run the round again")
     existing = readers.read_findings(round_dir, missing_ok=not recorded, round_json=round_json)
     ledger = readers.read_ledger(round_dir, existing, missing_ok=not recorded)
     ctx = _context(round_json)

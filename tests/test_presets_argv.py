@@ -169,8 +169,8 @@ def test_fake_codex_refuses_a_non_strict_schema(paths, tmp_path):
     assert events[-1]["type"] == "turn.failed" and "Invalid schema" in events[-1]["error"]["message"]
 
 
-@pytest.mark.parametrize("prog,expected", [("claude", "2.1.59 (Claude Code)"), ("codex", "codex-cli 0.101.0"),
-                                           ("agy", "1.1.27")])
+@pytest.mark.parametrize("prog,expected", [("claude", "2.1.197 (Claude Code)"), ("codex", "codex-cli 0.171.0"),
+                                           ("agy", "1.2.11")])
 def test_fake_versions(prog, expected, tmp_path):
     proc, _ = _run_fake([str(FAKES / prog), "--version"], cwd=tmp_path, tmp_path=tmp_path)
     assert proc.returncode == 0 and proc.stdout.decode().strip() == expected

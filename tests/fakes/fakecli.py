@@ -20,7 +20,7 @@ import sys
 import time
 import uuid
 
-VERSIONS = {"claude": "2.1.59 (Claude Code)", "codex": "codex-cli 0.101.0", "agy": "1.1.27"}
+VERSIONS = {"claude": "2.1.197 (Claude Code)", "codex": "codex-cli 0.171.0", "agy": "1.2.11"}  # as captured
 DEFAULT_MODELS = {"claude": "claude-sonnet-4-5-20250929", "codex": "gpt-5-codex", "agy": "gemini-3-pro"}
 CLAUDE_ALIASES = {"opus": "claude-opus-4-6", "sonnet": "claude-sonnet-4-5-20250929",
                   "haiku": "claude-haiku-4-5-20251001"}

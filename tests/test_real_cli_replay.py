@@ -85,3 +85,22 @@ def test_captures_are_byte_for_byte_the_shared_ones():
     assert "Byte-for-byte standard output and standard error" in readme
     # a line the README names, exactly as captured
     assert b'"error":"authentication_failed"' in (CAPTURES / "noauth-1-claude.stdout.log").read_bytes()
+
+
+@pytest.mark.slow
+def test_spar_run_records_the_ignored_effort_as_a_round_warning(tmp_path):
+    import json
+
+    from tests.runsetup import make_setup
+
+    s = make_setup(tmp_path)
+    s.configure([{"name": "claude", "preset": "claude", "effort": "minimal"}])
+    s.scenario({"claude": _replay("effort-1-claude", exit_code=1)})
+    proc = s.run()
+    assert proc.returncode == 1, proc.stderr.decode()
+    rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text(encoding="utf-8"))
+    (entry,) = rj["reviewers"]
+    assert entry["status"] == "unavailable" and entry["reason"].startswith("authentication: ")
+    (warning,) = [w for w in rj["warnings"] if w.startswith("claude: ")]
+    assert "claude ignored the --effort value Spar passed" in warning and "'minimal'" in warning
+    assert f"spar: warning: {warning}" in proc.stderr.decode().splitlines()

@@ -162,3 +162,26 @@ async def test_agy_auto_denied_permission_is_failed_with_its_text(tmp_path):
     (outcome,) = await rnd.run([rnd.job("agy", "agy", {"auto_denied": "read_file"})])
     assert outcome.status == "failed"
     assert "no output produced" in outcome.reason and '"read_file" permission' in outcome.reason
+
+
+def test_stderr_scan_finds_a_phrase_across_piece_boundaries_in_bounded_memory():
+    from spar.judge.refusal import RefusalScan
+    from spar.round.process import SCAN_PIECE, _Scanner
+
+    scan = RefusalScan()
+    longest = 0
+
+    def feed(text: str) -> None:
+        nonlocal longest
+        longest = max(longest, len(text))
+        scan.feed(text)
+
+    scanner = _Scanner(feed)
+    # one 1 MiB line, the phrase straddling the first piece boundary, fed in odd chunks
+    line = ("x" * (SCAN_PIECE - 7) + "Quota exceeded. Check your plan" + "y" * (1024 * 1024)).encode()
+    for i in range(0, len(line), 4093):
+        scanner.write(line[i:i + 4093])
+    scanner.write(b"\nlast line\n")
+    scanner.eof()
+    assert scan.result() is not None and scan.result().kind == "quota"
+    assert longest <= SCAN_PIECE + 4093  # never the whole line at once

@@ -99,6 +99,22 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+PYCACHE = OUT / "pycache"  # bytecode of every module spar imports, when measured "cached"
+
+
+def with_bytecode(env: dict[str, str], cached: bool) -> dict[str, str]:
+    """`env` with bytecode cached (written to and read from bench/out/pycache) or not
+    (PYTHONDONTWRITEBYTECODE=1: spar's modules are compiled at every start)."""
+    env = dict(env)
+    if cached:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
+    return env
+
+
 def git(repo: str | Path, *args: str, input: bytes | None = None) -> str:
     proc = subprocess.run(["git", "-C", str(repo), *args], input=input, capture_output=True,
                           env=clean_env(), check=False)

@@ -95,12 +95,17 @@ def measure(info: RepoInfo, repeat: int, where: str | None = None, previous: boo
     return res
 
 
-def run(quick: bool, repeat: int | None, where: str | None = None, previous: bool = False) -> str:
+def run(quick: bool, repeat: int | None, where: str | None = None,
+        previous: bool = False) -> tuple[str, dict]:
     repeat = repeat or (1 if quick else 5)
     rows = []
-    for info in (small_repo(), large_repo()):
+    figures: dict = {"repeat": repeat, "where": where or tempfile.gettempdir()}
+    for info, size in ((small_repo(), "small"), (large_repo(), "large")):
         r = measure(info, repeat, where, previous, warmup=not quick)
         (st, sm), (at, am) = r["spar"], r["archive"]
+        figures[size] = {"files": info.files, "spar_seconds": st.median, "archive_floor_seconds": at.median,
+                         "ratio": st.median / at.median, "spar_peak_rss_mib": sm.median,
+                         "spar_range": st.spread(), "archive_range": at.spread()}
         row = [info.label, fmt_s(st.median), st.spread(), fmt_s(at.median), at.spread(),
                f"{st.median / at.median:.2f}x", fmt_mb(sm.median), fmt_mb(am.median)]
         if previous:
@@ -116,7 +121,7 @@ def run(quick: bool, repeat: int | None, where: str | None = None, previous: boo
         header += ["previous (before 8f1906f)", "range", "ratio", "previous peak RSS", "previous / spar"]
         notes.append("previous = bench/previous/workspace_v0.py, the copy before 8f1906f: each commit's blobs "
                      "read whole into memory, every file written (no hard links)")
-    return table(f"Workspace copies (head + base), median of {repeat}", header, rows, notes)
+    return table(f"Workspace copies (head + base), median of {repeat}", header, rows, notes), figures
 
 
 def main(argv: list[str]) -> int:
@@ -128,7 +133,7 @@ def main(argv: list[str]) -> int:
                    help="also measure the copy before 8f1906f (bench/previous/workspace_v0.py)")
     a = p.parse_args(argv)
     t = time.perf_counter()
-    print(run(a.quick, a.repeat, a.dir, a.previous))
+    print(run(a.quick, a.repeat, a.dir, a.previous)[0])
     print(f"(took {time.perf_counter() - t:.0f} s)")
     return 0
 

@@ -1,0 +1,220 @@
+"""Spar's own cost per round on a small repository (issue 15's first three rows).
+
+Every side runs as a child process, in alternating order, medians over the
+repetitions; baselines are measured in the same run:
+
+- `python3 -c pass` (the interpreter's own start and exit);
+- the reviewer commands run directly, in parallel, without spar.
+
+Rows:
+
+- **instant**: 3 `command` reviewers that print their answer at once. Spar's
+  overhead = wall of `spar run` − wall of the 3 commands run directly; the
+  target is ≤ 6x `python3 -c pass`.
+- **per extra reviewer**: the same with 8 reviewers; (8 − 3 reviewers) / 5, wall
+  and CPU (CPU of spar and everything it waited for: the guard, keepers and
+  reviewers, minus the reviewers' own CPU run directly); targets ≤ +10 ms wall,
+  ≤ +15 ms CPU.
+- **sleeping**: reviewers sleeping S = 2 s; wall − S, 3 and 8 reviewers;
+  targets ≤ 0.25 s and ≤ 0.30 s.
+- **backend**: the instant round on asyncio (the default) and on trio.
+
+Each row is measured twice: with bytecode cached (`PYTHONPYCACHEPREFIX` in
+bench/out/, warmed first) and without (`PYTHONDONTWRITEBYTECODE=1`: every spar
+module compiled at each start, as in an environment that sets it).
+
+    python bench/round_cost.py [--quick] [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from harness import (
+    PYTHON,
+    Series,
+    clean_env,
+    machine_line,
+    remove_tree,
+    run_measured,
+    table,
+    with_bytecode,
+    work_dir,
+)
+from repos import RepoInfo, small_repo
+
+ANGLES = ["criteria", "correctness", "checks", "contracts", "risk"]
+SLEEP = 2.0
+NAMES = [f"r{i}" for i in range(8)]
+
+
+def _config(tmp: Path, info: RepoInfo, count: int, sleep: float) -> Path:
+    result = tmp / "result.json"
+    if not result.exists():
+        result.write_text(json.dumps({
+            "reviewed_head": info.head[:12], "verdict": "no_blocking_findings",
+            "angles_checked": [{"angle": a, "result": "looked"} for a in ANGLES],
+            "angles_unchecked": [], "findings": [], "limits": ""}))
+    command = f"sleep {sleep:g}; cat {result}" if sleep else f"cat {result}"
+    lines = []
+    for name in NAMES[:count]:
+        lines += ["[[reviewers]]", f'name = "{name}"', 'preset = "command"',
+                  f'argv = ["/bin/sh", "-c", "{command}", "{{prompt}}"]', ""]
+    path = tmp / f"spar-{count}-{sleep:g}.toml"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _direct(tmp: Path, count: int, sleep: float) -> list[str]:
+    one = (f"sleep {sleep:g}; " if sleep else "") + f"cat {tmp / 'result.json'} >/dev/null"
+    return ["/bin/sh", "-c", " & ".join(f"( {one} )" for _ in range(count)) + " & wait"]
+
+
+def _env(tmp: Path, config: Path, cached: bool, backend: str) -> dict[str, str]:
+    env = clean_env(SPAR_CONFIG=str(config), XDG_CONFIG_HOME=str(tmp / "xdg"), SPAR_ASYNC_BACKEND=backend)
+    return with_bytecode(env, cached)
+
+
+class Runner:
+    """`spar run` in a fresh series each time (so no series memory grows between samples)."""
+
+    def __init__(self, info: RepoInfo, tmp: Path):
+        self.info, self.tmp, self.n = info, tmp, 0
+        (tmp / "xdg").mkdir(exist_ok=True)
+
+    def spar(self, count: int, sleep: float, cached: bool, backend: str = "asyncio") -> tuple[float, float]:
+        self.n += 1
+        out = self.tmp / f"s{self.n}" / "r1"
+        env = _env(self.tmp, _config(self.tmp, self.info, count, sleep), cached, backend)
+        s = run_measured([PYTHON, "-m", "spar", "run", "--stage", "code", "--base", self.info.base,
+                          "--head", self.info.head, "--out", str(out)], cwd=self.info.path, env=env)
+        remove_tree(out.parent)
+        return s.wall, s.user + s.sys
+
+    def direct(self, count: int, sleep: float) -> tuple[float, float]:
+        s = run_measured(_direct(self.tmp, count, sleep))
+        return s.wall, s.user + s.sys
+
+
+def _alternate(sides: dict, repeat: int, warmup: bool) -> dict[str, tuple[Series, Series]]:
+    res = {name: (Series(), Series()) for name in sides}
+    for i in range(0 if warmup else 1, repeat + 1):
+        order = list(sides) if i % 2 else list(reversed(sides))
+        for name in order:
+            wall, cpu = sides[name]()
+            if i:
+                res[name][0].add(wall)
+                res[name][1].add(cpu)
+    return res
+
+
+def measure(repeat: int, warmup: bool = True) -> dict:
+    info = small_repo()
+    tmp = work_dir("cost")
+    figures: dict = {}
+    try:
+        r = Runner(info, tmp)
+        for cached in (True, False):
+            key = "cached" if cached else "not_cached"
+            sides = {
+                "pass": lambda: (lambda s: (s.wall, s.user + s.sys))(run_measured(["python3", "-c", "pass"])),
+                "direct 3": lambda: r.direct(3, 0),
+                "direct 8": lambda: r.direct(8, 0),
+                "spar 3": lambda c=cached: r.spar(3, 0, c),
+                "spar 8": lambda c=cached: r.spar(8, 0, c),
+                "spar 3 trio": lambda c=cached: r.spar(3, 0, c, "trio"),
+            }
+            inst = _alternate(sides, repeat, warmup)
+            sleeping = _alternate({
+                "direct 3 sleeping": lambda: r.direct(3, SLEEP),
+                "spar 3 sleeping": lambda c=cached: r.spar(3, SLEEP, c),
+                "direct 8 sleeping": lambda: r.direct(8, SLEEP),
+                "spar 8 sleeping": lambda c=cached: r.spar(8, SLEEP, c),
+            }, max(1, repeat // 2 + 1), False)
+            med = {k: (w.median, c.median) for k, (w, c) in {**inst, **sleeping}.items()}
+            spread = {k: (w.spread(), c.spread()) for k, (w, c) in {**inst, **sleeping}.items()}
+            overhead = med["spar 3"][0] - med["direct 3"][0]
+            per_wall = (med["spar 8"][0] - med["spar 3"][0]) / 5
+            per_cpu = ((med["spar 8"][1] - med["direct 8"][1]) - (med["spar 3"][1] - med["direct 3"][1])) / 5
+            figures[key] = {
+                "python_pass_wall": med["pass"][0],
+                "direct_3_wall": med["direct 3"][0],
+                "spar_3_wall": med["spar 3"][0], "spar_3_cpu": med["spar 3"][1],
+                "spar_8_wall": med["spar 8"][0], "spar_8_cpu": med["spar 8"][1],
+                "spar_3_trio_wall": med["spar 3 trio"][0], "spar_3_trio_cpu": med["spar 3 trio"][1],
+                "overhead_3": overhead,
+                "overhead_ratio_to_pass": overhead / med["pass"][0],
+                "per_reviewer_wall": per_wall,
+                "per_reviewer_cpu": per_cpu,
+                "sleeping_3_minus_s": med["spar 3 sleeping"][0] - SLEEP,
+                "sleeping_8_minus_s": med["spar 8 sleeping"][0] - SLEEP,
+                "direct_sleeping_3_minus_s": med["direct 3 sleeping"][0] - SLEEP,
+                "direct_sleeping_8_minus_s": med["direct 8 sleeping"][0] - SLEEP,
+                "spread": spread,
+            }
+        figures["repeat"] = repeat
+        return figures
+    finally:
+        remove_tree(tmp)
+
+
+def verdicts(f: dict) -> dict[str, bool]:
+    return {"overhead": f["overhead_ratio_to_pass"] <= 6.0, "per_wall": f["per_reviewer_wall"] <= 0.010,
+            "per_cpu": f["per_reviewer_cpu"] <= 0.015, "sleep3": f["sleeping_3_minus_s"] <= 0.25,
+            "sleep8": f["sleeping_8_minus_s"] <= 0.30}
+
+
+def render(figures: dict) -> str:
+    rows = []
+    for key, label in (("cached", "bytecode cached"), ("not_cached", "PYTHONDONTWRITEBYTECODE=1")):
+        f = figures[key]
+        ok = verdicts(f)
+        mark = {k: "met" if v else "MISSED" for k, v in ok.items()}
+        rows += [
+            [label, "3 instant reviewers: overhead (wall − direct)", f"{f['overhead_3']:.3f} s",
+             f"python3 -c pass {f['python_pass_wall']:.3f} s", f"{f['overhead_ratio_to_pass']:.1f}x",
+             f"≤ 6x: {mark['overhead']}"],
+            [label, "each extra reviewer, wall", f"{f['per_reviewer_wall'] * 1000:+.1f} ms", "(8 − 3) / 5", "",
+             f"≤ +10 ms: {mark['per_wall']}"],
+            [label, "each extra reviewer, CPU", f"{f['per_reviewer_cpu'] * 1000:+.1f} ms", "(8 − 3) / 5, minus direct",
+             "", f"≤ +15 ms: {mark['per_cpu']}"],
+            [label, "3 reviewers sleeping 2 s: wall − 2 s", f"{f['sleeping_3_minus_s']:.3f} s",
+             f"direct {f['direct_sleeping_3_minus_s']:.3f} s", "", f"≤ 0.25 s: {mark['sleep3']}"],
+            [label, "8 reviewers sleeping 2 s: wall − 2 s", f"{f['sleeping_8_minus_s']:.3f} s",
+             f"direct {f['direct_sleeping_8_minus_s']:.3f} s", "", f"≤ 0.30 s: {mark['sleep8']}"],
+            [label, "backend: 3 instant reviewers, wall / CPU",
+             f"asyncio {f['spar_3_wall']:.3f} / {f['spar_3_cpu']:.3f} s",
+             f"trio {f['spar_3_trio_wall']:.3f} / {f['spar_3_trio_cpu']:.3f} s",
+             f"trio {f['spar_3_trio_cpu'] - f['spar_3_cpu']:+.3f} s CPU", ""],
+        ]
+    return table(f"Round cost on a small repository (10 files), median of {figures['repeat']}",
+                 ["bytecode", "what", "spar", "baseline (same run)", "ratio", "target"], rows,
+                 [machine_line(), "direct = the reviewer commands started in parallel without spar",
+                  "CPU = user + system of spar and every process it waited for (guard, keepers, reviewers)"])
+
+
+def run(quick: bool, repeat: int | None) -> tuple[str, dict]:
+    figures = measure(repeat or (3 if quick else 9), warmup=True)
+    return render(figures), figures
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--repeat", type=int)
+    a = p.parse_args(argv)
+    t = time.perf_counter()
+    text, _ = run(a.quick, a.repeat)
+    print(text)
+    print(f"(took {time.perf_counter() - t:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.pop("SPAR_FAKE_SCENARIO", None)
+    sys.exit(main(sys.argv[1:]))

@@ -16,7 +16,6 @@ returns False and only the process group is ended by the caller.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import time
@@ -28,6 +27,8 @@ _POLL = 0.02
 
 def become_subreaper() -> bool:
     """Make this process the reaper of its orphaned descendants; False where unsupported."""
+    import ctypes  # here: only the guard and its keepers need it, not every spar start
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)  # this process's own symbols hold libc's prctl
         return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)

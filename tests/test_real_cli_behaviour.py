@@ -185,3 +185,13 @@ def test_stderr_scan_finds_a_phrase_across_piece_boundaries_in_bounded_memory():
     scanner.eof()
     assert scan.result() is not None and scan.result().kind == "quota"
     assert longest <= SCAN_PIECE + 4093  # never the whole line at once
+
+
+def test_older_agy_print_timeout_result_is_a_timeout():
+    from spar.presets import get_preset
+    from spar.presets.base import StreamInfo
+
+    monitor = get_preset("agy").monitor()
+    monitor.feed('{"event":"result","result":{"status":"ERROR","response":"","error":"timeout waiting for response"}}')
+    answer = monitor.finish(0, StreamInfo(None))
+    assert answer.timed_out and not answer.completed and "timeout waiting for response" in answer.failure

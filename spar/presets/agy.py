@@ -124,6 +124,10 @@ class AgyMonitor(Monitor):
             return Answer(False, failure="no result event in the output", error_texts=texts)
         status = as_text(res.get("status"))
         response = res.get("response")
+        if status not in SUCCESS_STATUSES and "timeout waiting for response" in as_text(res.get("error")):
+            # versions before 1.1.28 end at their own --print-timeout this way
+            return Answer(False, failure=f"agy's own time limit ended the run: {as_text(res.get('error'))}",
+                          timed_out=True)
         if status not in SUCCESS_STATUSES:
             detail = f": {as_text(response)}" if response else ""
             return Answer(False, failure=f"result status {status or '(none)'}{detail}",

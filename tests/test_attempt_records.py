@@ -11,7 +11,7 @@ import pytest
 from spar.presets.base import InputSpec, recorded_argv
 from spar.round import usage
 from spar.round.summary import render_summary
-from tests.test_runner import Round
+from tests.reviewerround import Round
 
 ANSWER = {"reviewed_head": "abc1234", "verdict": "no_blocking_findings", "angles_checked": [],
           "angles_unchecked": [], "findings": [], "limits": ""}

@@ -9,7 +9,7 @@ import io
 import pytest
 
 from spar.progress import Progress
-from tests.test_runner import Round
+from tests.reviewerround import Round
 
 ANSWER = {"reviewed_head": "abc1234", "verdict": "no_blocking_findings", "angles_checked": [],
           "angles_unchecked": [], "findings": [], "limits": ""}

@@ -293,3 +293,22 @@ def test_text_form_is_one_screen(here, capsys):
 def test_help_lists_exit_codes(capsys):
     assert main(["doctor", "--help"]) == 0
     assert "Exit codes: 0 a round can run" in capsys.readouterr().out
+
+
+def test_login_is_checked_with_the_environment_the_reviewer_gets(here, capsys, monkeypatch):
+    """Under env_passthrough, doctor runs each CLI with what its reviewer would inherit:
+    codex logged in through OPENAI_API_KEY (its vendor's, always passed) is logged in;
+    a login that depends on a variable the list withholds is not."""
+    _repo, bin_dir, config = here
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-oai")
+    monkeypatch.setenv("CORP_TOKEN", "t")
+    program(bin_dir, "codex", CODEX.replace("LOGGED", "'OPENAI_API_KEY' in __import__('os').environ"))
+    program(bin_dir, "claude", CLAUDE.replace("LOGGED", "'CORP_TOKEN' in __import__('os').environ"))
+    config.write_text('env_passthrough = []\n[[reviewers]]\npreset = "codex"\n[[reviewers]]\npreset = "claude"\n')
+    code, report = doctor_json(capsys)
+    assert [(c["subject"], c["status"]) for c in by_check(report, "login")] == [
+        ("codex (codex)", "ok"), ("claude (claude)", "problem")]
+    assert code == 1
+    config.write_text('env_passthrough = ["CORP_TOKEN"]\n[[reviewers]]\npreset = "claude"\n')
+    code, report = doctor_json(capsys)
+    assert code == 0 and by_check(report, "login")[0]["status"] == "ok"

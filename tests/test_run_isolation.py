@@ -95,6 +95,18 @@ def test_reviewer_env_rule():
     assert reviewer_env(env, None) == env
     assert reviewer_env(env, []) == {"PATH": "/bin", "HOME": "/h", "LC_ALL": "C"}
     assert set(reviewer_env(env, ["OPENAI_*"])) == {"PATH", "HOME", "LC_ALL", "OPENAI_API_KEY", "OPENAI_BASE_URL"}
+    # a preset's own vendor variables pass under any list, and only with it
+    assert set(reviewer_env(env, [], ("OPENAI_*",))) == {"PATH", "HOME", "LC_ALL", "OPENAI_API_KEY", "OPENAI_BASE_URL"}
+    assert reviewer_env(env, None, ("OPENAI_*",)) == env
+
+
+def test_each_cli_preset_names_its_vendor_variables():
+    from spar.presets import get_preset
+
+    assert get_preset("claude").vendor_env == ("ANTHROPIC_*", "CLAUDE_*")
+    assert get_preset("codex").vendor_env == ("OPENAI_*", "CODEX_*")
+    assert get_preset("agy").vendor_env == ("GEMINI_*", "GOOGLE_*")
+    assert get_preset("command").vendor_env == () and get_preset("native").vendor_env == ()
 
 
 def test_no_terminal_descriptor_reaches_a_reviewer(s):
@@ -129,3 +141,40 @@ def test_reviewer_control_sequences_never_reach_the_terminal(s):
     for raw in ("\x1b", "\x07", "\x9b", "\r"):
         assert raw not in err, repr(raw)  # ... escaped
     assert "\\e]52;c;cHduZWQ=\\a" in err
+
+
+# A stand-in `claude` binary that writes the environment it got beside itself, then
+# becomes the fake claude CLI (its file name, `claude`, selects the fake's scenario).
+ENV_WRAPPER = '''#!{python}
+import json, os, sys
+with open(__file__ + ".env.json", "w") as f:
+    json.dump(dict(os.environ), f)
+os.execv({python!r}, [{python!r}, {fake!r}, *sys.argv[1:]])
+'''
+
+
+def test_env_passthrough_still_gives_each_cli_its_own_vendor_variables(s):
+    """Under env_passthrough, a claude reviewer keeps ANTHROPIC_* and CLAUDE_* (its CLI needs
+    them) without listing them; it never gets another vendor's (OPENAI_*), and a command
+    reviewer gets no vendor's at all."""
+    from tests.runsetup import FAKES
+
+    wrapper = s.answers / "bin" / "claude"
+    wrapper.parent.mkdir()
+    wrapper.write_text(ENV_WRAPPER.format(python=sys.executable, fake=str(FAKES / "claude")), encoding="utf-8")
+    wrapper.chmod(0o755)
+    s.scenario({"claude": {"result": result(head=s.head, findings=[])}})
+    s.env.update(ANTHROPIC_API_KEY="sk-ant", CLAUDE_CONFIG_DIR="/claude-config", OPENAI_API_KEY="sk-oai",
+                 CODEX_HOME="/codex-home")
+    probe, report = probe_reviewer(s, "probe")
+    _configure(s, [{"name": "claude", "preset": "claude", "binary": str(wrapper)}, probe], ["SPAR_FAKE_SCENARIO"])
+    proc = s.run()
+    assert proc.returncode == 0, proc.stderr.decode()
+    claude_env = json.loads((wrapper.parent / "claude.env.json").read_text())
+    assert claude_env["ANTHROPIC_API_KEY"] == "sk-ant" and claude_env["CLAUDE_CONFIG_DIR"] == "/claude-config"
+    assert claude_env["CLAUDE_CODE_FLAG"] == "1" and claude_env["HOME"] == s.env["HOME"]
+    for key in ("OPENAI_API_KEY", "CODEX_HOME", "VENDOR_KEY", "CALLER_SECRET", "SPAR_CONFIG"):
+        assert key not in claude_env, key
+    probe_env = json.loads(report.read_text())["env"]
+    for key in ("ANTHROPIC_API_KEY", "CLAUDE_CONFIG_DIR", "OPENAI_API_KEY", "CODEX_HOME", "CALLER_SECRET"):
+        assert key not in probe_env, key

@@ -100,7 +100,8 @@ def as_text(root: Path | None, cfg: AppliedConfig) -> str:
         f"angles           {', '.join(cfg.angles)}",
         "caps             " + "  ".join(f"{k}={v}" for k, v in cfg.caps.items()),
         "env_passthrough  " + ("(not set: reviewers inherit the whole environment)" if cfg.env_passthrough is None
-                               else ", ".join(cfg.env_passthrough) or "(only the variables always passed)"),
+                               else ", ".join(cfg.env_passthrough)
+                               or "(only the variables always passed and each CLI's vendor's)"),
         "files",
     ]
     lines += [f"  {f['role']:<7}  {f['path']}  sha256 {f['sha256']}" for f in cfg.files] or ["  - (defaults only)"]

@@ -27,6 +27,7 @@ from spar.argparsing import command_parser
 from spar.config.model import ReviewerConfig
 from spar.errors import Refused, UsageError, quote
 from spar.judge.core_caps import GATE_FEATURE
+from spar.round.environment import reviewer_env
 from spar.round.executable import find_executable
 from spar.round.process import run_process
 from spar.textsafe import for_stream, terminal_safe
@@ -40,7 +41,8 @@ Say in one screen whether a review round can run here: git, the repository,
 the configuration (errors name <file>:<line>), each configured reviewer's
 executable and version (its version check, at most 10 s), whether claude
 (`claude auth status`) and codex (`codex login status`) are logged in (agy
-has no harmless check), and whether the series folder (--series, default
+has no harmless check), each CLI run with the environment its reviewer would
+get (env_passthrough), and whether the series folder (--series, default
 reviews) is ignored as `spar run --out` requires (G28).
 
 It also asks the Jaekit Core that reads Spar's gate (`ha` on PATH, or
@@ -120,10 +122,11 @@ def _one_line(text: str) -> str:
     return terminal_safe(first[:120])
 
 
-async def reviewer_checks(r: ReviewerConfig, env: dict[str, str]) -> list[Check]:
+async def reviewer_checks(r: ReviewerConfig, env: dict[str, str], passthrough: list[str] | None) -> list[Check]:
     from spar.presets import get_preset
 
     preset = get_preset(r.preset)
+    env = reviewer_env(env, passthrough, preset.vendor_env)  # what the reviewer of a round would get
     subject = f"{r.name} ({r.preset})"
     if not preset.runs_process:
         return [Check("reviewer", subject, "info",
@@ -196,17 +199,19 @@ def repository_check(base: Path) -> tuple[Check, Path | None]:
     return Check("repository", str(root), "ok", "git repository"), Path(root)
 
 
-def config_check(root: Path | None) -> tuple[list[Check], list[ReviewerConfig]]:
+def config_check(root: Path | None) -> tuple[list[Check], list[ReviewerConfig], list[str] | None]:
+    """The check, the reviewers and env_passthrough (what reviewers inherit)."""
     from spar.config import load_config
 
     try:
         cfg = load_config(root)
     except Refused as err:
-        return [Check("config", "configuration", "problem", err.message, "fix that line (`spar config` shows it)")], []
+        return [Check("config", "configuration", "problem", err.message,
+                      "fix that line (`spar config` shows it)")], [], None
     files = "; ".join(f"{f['role']} {f['path']}" for f in cfg.files) or "no file: the defaults"
     names = ", ".join(r.name for r in cfg.reviewers)
     return [Check("config", "configuration", "ok", f"{files}; reviewers {names}; "
-                  f"timeout {cfg.timeout_seconds}s")], list(cfg.reviewers)
+                  f"timeout {cfg.timeout_seconds}s")], list(cfg.reviewers), cfg.env_passthrough
 
 
 def series_check(series: Path, shown: str) -> Check:
@@ -266,12 +271,12 @@ async def _all_checks(args: argparse.Namespace, base: Path, env: dict[str, str])
     checks = [await git_check(env)]
     repo, root = repository_check(base)
     checks.append(repo)
-    config, reviewers = config_check(root)
+    config, reviewers, passthrough = config_check(root)
     checks += config
     results: dict[int, list[Check]] = {}
 
     async def one(i: int, r: ReviewerConfig) -> None:
-        results[i] = await reviewer_checks(r, env)
+        results[i] = await reviewer_checks(r, env, passthrough)
 
     async with anyio.create_task_group() as tg:  # reviewers at once, as a round starts them
         for i, r in enumerate(reviewers):

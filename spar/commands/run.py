@@ -44,7 +44,6 @@ from spar.round import guard, history
 from spar.round.args import RunArgs, check_standpoints, parse_run_args
 from spar.round.context import context_from_git
 from spar.round.documents import read_round_documents
-from spar.round.environment import reviewer_env
 from spar.round.memory import memory_sha256, render_memory
 from spar.round.packet import PacketInput, build_packet, packet_sha256
 from spar.round.process import start_guard, stop_guard
@@ -240,8 +239,8 @@ def _create_round(plan: RoundPlan, decision: caps_mod.CapDecision) -> tuple[Roun
     return round_json, jobs
 
 
-async def _reviewers_or_signal(jobs: list[ReviewerJob], progress: Progress,
-                               env: dict[str, str]) -> tuple[list[ReviewerOutcome] | None, int | None]:
+async def _reviewers_or_signal(jobs: list[ReviewerJob], progress: Progress, env: dict[str, str],
+                               passthrough: list[str] | None) -> tuple[list[ReviewerOutcome] | None, int | None]:
     """(outcomes, None), or (None, signal number) when SIGINT/SIGTERM came first: the task
     group is cancelled and run_process kills each reviewer's whole process group."""
     caught: list[int] = []
@@ -260,7 +259,7 @@ async def _reviewers_or_signal(jobs: list[ReviewerJob], progress: Progress,
 
         if wanted and threading.current_thread() is threading.main_thread():  # signals reach the main thread only
             await tg.start(watch)
-        outcomes = await run_reviewers(jobs, progress=progress, env=env)
+        outcomes = await run_reviewers(jobs, progress=progress, env=env, env_passthrough=passthrough)
         tg.cancel_scope.cancel()  # stop the watcher
     return (None, caught[0]) if caught else (outcomes, None)
 
@@ -268,8 +267,10 @@ async def _reviewers_or_signal(jobs: list[ReviewerJob], progress: Progress,
 def _run_all(plan: RoundPlan, jobs: list[ReviewerJob],
              progress: Progress) -> tuple[list[ReviewerOutcome] | None, int | None]:
     try:
-        env = reviewer_env(os.environ, plan.config.env_passthrough)  # what reviewers inherit
-        return anyio.run(lambda: _reviewers_or_signal(jobs, progress, env), backend=plan.backend)
+        # each reviewer inherits this through env_passthrough and its preset (spar.round.environment)
+        passthrough = plan.config.env_passthrough
+        return anyio.run(lambda: _reviewers_or_signal(jobs, progress, dict(os.environ), passthrough),
+                         backend=plan.backend)
     except BaseExceptionGroup as group:
         # a Ctrl-C before the watcher was in place comes wrapped by trio: keep it a plain one
         interrupt, rest = group.split(KeyboardInterrupt)

@@ -152,6 +152,7 @@ class AgyMonitor(Monitor):
 class AgyPreset(Preset):
     name = "agy"
     monitor_class = AgyMonitor
+    vendor_env = ("GEMINI_*", "GOOGLE_*")
 
     def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
         instruction = standpoint_instruction(ctx.standpoint, ctx.standpoints_active)

@@ -249,6 +249,9 @@ class Preset(ABC):
     runs_process = True  # native runs nothing
     version_args: tuple[str, ...] | None = ("--version",)  # None: no version check
     monitor_class: type[Monitor] | None = None  # judges the output of presets that run a process
+    # the vendor's own credentials and settings (patterns as in env_passthrough): its CLI
+    # needs them, so they pass even when env_passthrough withholds the rest
+    vendor_env: tuple[str, ...] = ()
 
     @abstractmethod
     def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:

@@ -195,6 +195,7 @@ def _output_tokens(entry: object) -> float:
 class ClaudePreset(StdinPreset):
     name = "claude"
     monitor_class = ClaudeMonitor
+    vendor_env = ("ANTHROPIC_*", "CLAUDE_*")
 
     def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
         # --json-schema takes the schema itself, not a path: this round's schema.json as one string

@@ -114,6 +114,7 @@ class CodexMonitor(Monitor):
 class CodexPreset(StdinPreset):
     name = "codex"
     monitor_class = CodexMonitor
+    vendor_env = ("OPENAI_*", "CODEX_*")
 
     def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
         argv = [exe, "exec", "--json", "--sandbox", "read-only", "--skip-git-repo-check", "--ephemeral",

@@ -25,6 +25,7 @@ from spar.presets.base import InputSpec, Monitor, Preset, RunPaths, recorded_arg
 from spar.records.clock import now
 from spar.records.model import Attempt
 from spar.records.model import ReviewerStatus as S
+from spar.round.environment import reviewer_env
 from spar.round.executable import Lookup, find_executable
 from spar.round.process import KILL_GRACE, OUTPUT_CAP, ProcessResult, run_process
 from spar.round.usage import attempt_usage
@@ -79,6 +80,7 @@ class _Attempt:
 @dataclass
 class _Settings:
     env: Mapping[str, str]
+    passthrough: list[str] | None  # env_passthrough: None passes `env` whole
     output_cap: int
     kill_grace: float
     version_timeout: float
@@ -87,16 +89,19 @@ class _Settings:
 
 
 async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = None,
-                        env: Mapping[str, str] | None = None, output_cap: int = OUTPUT_CAP,
+                        env: Mapping[str, str] | None = None, env_passthrough: list[str] | None = None,
+                        output_cap: int = OUTPUT_CAP,
                         kill_grace: float = KILL_GRACE,
                         version_timeout: float = VERSION_TIMEOUT) -> list[ReviewerOutcome]:
     """Run every job at once; outcomes in the order of `jobs`.
 
-    `env` is the reviewers' environment (default: this process's); its PATH is
-    where bare executable names are looked up. One reviewer's failure never
+    `env` is the environment reviewers inherit from (default: this process's), each
+    through `env_passthrough` and its preset's vendor variables (spar.round.environment);
+    its PATH is where bare executable names are looked up. One reviewer's failure never
     stops the others.
     """
-    settings = _Settings(env=dict(os.environ if env is None else env), output_cap=output_cap,
+    settings = _Settings(env=dict(os.environ if env is None else env), passthrough=env_passthrough,
+                         output_cap=output_cap,
                          kill_grace=kill_grace, version_timeout=version_timeout, progress=progress)
     outcomes: list[ReviewerOutcome | None] = [None] * len(jobs)
 
@@ -174,6 +179,7 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     argv: list[str] = []
     monitor: Monitor | None = None
     warnings: list[str] = []
+    env = reviewer_env(st.env, st.passthrough, preset.vendor_env)  # what this reviewer inherits
     if st.progress is not None:
         st.progress.reviewer_started(cfg.name, number, model)
 
@@ -191,7 +197,7 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
 
     try:
         # what ran, or would have run had the attempt got that far
-        lookup, argv = command_line(job, model, st.env.get("PATH"))
+        lookup, argv = command_line(job, model, env.get("PATH"))
     except OSError as exc:
         return done(S.FAILED, f"cannot build the command line: {exc.strerror or exc}")
     if lookup.status != "ok" or lookup.path is None:
@@ -201,7 +207,7 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     suffix = "" if number == 1 else f".{number}"
 
     if preset.version_args is not None:
-        problem = await _version_check(exe, preset.version_args, paths, deadline, st)
+        problem = await _version_check(exe, preset.version_args, paths, deadline, env, st)
         if problem is not None:
             status, reason = problem
             return done(status, reason)
@@ -218,7 +224,7 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
 
     try:
         proc = await run_process(
-            argv, cwd=paths.workspace, deadline=deadline, env=st.env,
+            argv, cwd=paths.workspace, deadline=deadline, env=env,
             stdin_text=preset.stdin_text(job.input),
             stdout_path=paths.reviewer_dir / f"stdout{suffix}.log",
             stderr_path=paths.reviewer_dir / f"stderr{suffix}.log",
@@ -278,13 +284,13 @@ def failure_reason(proc: ProcessResult, failure: str) -> str:
 
 
 async def _version_check(exe: str, version_args: tuple[str, ...], paths: RunPaths, deadline: float,
-                         st: _Settings) -> tuple[S, str] | None:
+                         env: Mapping[str, str], st: _Settings) -> tuple[S, str] | None:
     """None when `<exe> --version` answers with exit 0; else (status, reason)."""
     args = [exe, *version_args]
     shown = " ".join(args)
     own_limit = anyio.current_time() + st.version_timeout
     try:
-        proc = await run_process(args, cwd=paths.workspace, deadline=min(deadline, own_limit), env=st.env,
+        proc = await run_process(args, cwd=paths.workspace, deadline=min(deadline, own_limit), env=env,
                                  output_cap=64 * 1024, kill_grace=st.kill_grace)
     except OSError as exc:
         return S.FAILED, f"version check failed: could not start {quote(exe)}: {exc.strerror or exc}"

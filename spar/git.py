@@ -343,6 +343,54 @@ def diff(repo: Path | str, base: str, head: str) -> bytes:
     return run(repo, *_diff_args(base, head)).stdout
 
 
+@dataclass
+class Change:
+    """`git diff --stat` and the start of the patch, from one git run."""
+
+    stat: str
+    patch: bytes  # the first `keep` bytes of the patch (all of it when shorter)
+    size: int  # bytes of the whole patch
+
+
+def diff_with_stat(repo: Path | str, base: str, head: str, keep: int) -> Change:
+    """The stat and the patch from one `git diff --patch-with-stat` (git computes the diff
+    once, not once per view); of the patch only the first `keep` bytes are held, the rest
+    is counted. The stat is the one `diff_stat` gives: it ends at the first empty line
+    (git quotes a name holding a newline)."""
+    args = _diff_args(base, head)
+    args.insert(1, "--patch-with-stat")
+    import tempfile  # here: only this reader needs a file for git's stderr
+
+    with tempfile.TemporaryFile() as err:  # a file, never a pipe both sides could block on
+        try:
+            proc = subprocess.Popen(_argv(repo, args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=err, env=_env())
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
+        assert proc.stdout is not None
+        head_part = bytearray()
+        stat: bytes | None = None
+        kept = bytearray()
+        size = 0
+        with proc.stdout:
+            while chunk := proc.stdout.read(1 << 16):
+                if stat is None:
+                    head_part += chunk
+                    end = head_part.find(b"\n\n")
+                    if end < 0:
+                        continue
+                    stat, chunk = bytes(head_part[: end + 1]), bytes(head_part[end + 2:])
+                    head_part.clear()
+                size += len(chunk)
+                if len(kept) < keep:
+                    kept += chunk[: keep - len(kept)]
+        returncode = proc.wait()
+        if returncode != 0:
+            err.seek(0)
+            raise GitError(_failure(args, subprocess.CompletedProcess(args, returncode, b"", err.read())))
+    return Change(_decode(bytes(head_part) if stat is None else stat), bytes(kept), size)
+
+
 def line_diff(repo: Path | str, old: str, new: str) -> str:
     """`git diff -U0 -M` from one commit to another, for following lines (spar.judge.linemap)."""
     args = _diff_args(old, new)

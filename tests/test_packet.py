@@ -233,3 +233,12 @@ def test_workspace_sections_only_when_something_applies():
     assert " caf\\xe9.txt | 1 +" in text and "+++ b/caf\\xe9.txt\n+\\xff" in text  # no crash, one form
     text.encode("utf-8")
     assert "## Workspace notes" not in packet() and "not plain text" not in packet()
+
+
+def test_a_diff_given_by_its_start_and_size_reads_as_the_whole_diff():
+    """spar run holds only the diff's first DIFF_LIMIT bytes and its size: same packet."""
+    line = b"+" + b"y" * 79 + b"\n"
+    big = b"diff --git a/big b/big\n" + line * (2 * DIFF_LIMIT // len(line))
+    assert packet(diff=big[:DIFF_LIMIT], diff_size=len(big)) == packet(diff=big)
+    small = b"diff --git a/s b/s\n+1\n"
+    assert packet(diff=small, diff_size=len(small)) == packet(diff=small)

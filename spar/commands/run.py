@@ -40,12 +40,12 @@ from spar.records.lock import series_lock
 from spar.records.model import ExtensionLine, Finding, ReviewerStatus, RoundRecord
 from spar.records.paths import check_run_out
 from spar.round import caps as caps_mod
-from spar.round import guard, history
+from spar.round import history
 from spar.round.args import RunArgs, check_standpoints, parse_run_args
 from spar.round.context import context_from_git
 from spar.round.documents import read_round_documents
 from spar.round.memory import memory_sha256, render_memory
-from spar.round.packet import PacketInput, build_packet, packet_sha256
+from spar.round.packet import DIFF_LIMIT, PacketInput, build_packet, packet_sha256
 from spar.round.process import start_guard, stop_guard
 from spar.round.recording import (
     apply_outcome,
@@ -149,14 +149,14 @@ def prepare(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> RoundPlan:
         escaped_names=escaped_names(plans.values()),
     )
     if args.stage == "code":
-        packet.diff_stat = git.diff_stat(repo, base, head)
-        packet.diff = git.diff(repo, base, head)
+        change = git.diff_with_stat(repo, base, head, DIFF_LIMIT)  # the packet keeps no more
+        packet.diff_stat, packet.diff, packet.diff_size = change.stat, change.patch, change.size
     since = last_round_elsewhere(series, args.stage, head)
     if since is not None:
         packet.since_round, packet.since_head = since.name, since.round["head"]
         try:
-            packet.since_stat = git.diff_stat(repo, packet.since_head, head)
-            packet.since_diff = git.diff(repo, packet.since_head, head)
+            moved = git.diff_with_stat(repo, packet.since_head, head, DIFF_LIMIT)
+            packet.since_stat, packet.since_diff, packet.since_diff_size = moved.stat, moved.patch, moved.size
         except git.GitError:  # that head is gone (rebased and pruned): the packet says so
             packet.since_diff = None
     text = build_packet(packet)
@@ -401,4 +401,4 @@ def main(argv: list[str]) -> int:
     try:
         return execute(plan)
     finally:
-        stop_guard(wait=guard.GRACE + guard.SETTLE)  # reaped, not left to init
+        stop_guard()  # told to go after the reviewers: reaped here when it is gone, else by init

@@ -345,50 +345,51 @@ def diff(repo: Path | str, base: str, head: str) -> bytes:
 
 @dataclass
 class Change:
-    """`git diff --stat` and the start of the patch, from one git run."""
+    """`git diff --stat` and the start of the patch."""
 
     stat: str
-    patch: bytes  # the first `keep` bytes of the patch (all of it when shorter)
-    size: int  # bytes of the whole patch
+    patch: bytes  # the whole patch, or its first `keep` + 1 bytes when it is longer
+    complete: bool  # False: git was stopped once more than `keep` bytes had come
 
 
 def diff_with_stat(repo: Path | str, base: str, head: str, keep: int) -> Change:
-    """The stat and the patch from one `git diff --patch-with-stat` (git computes the diff
-    once, not once per view); of the patch only the first `keep` bytes are held, the rest
-    is counted. The stat is the one `diff_stat` gives: it ends at the first empty line
-    (git quotes a name holding a newline)."""
+    """The stat and at most `keep` + 1 bytes of the patch: git is stopped once the patch
+    is longer than the caller keeps, so a change of thousands of files costs the stat
+    and the kept part, not the whole patch. The stat runs meanwhile, in parallel."""
     args = _diff_args(base, head)
-    args.insert(1, "--patch-with-stat")
-    import tempfile  # here: only this reader needs a file for git's stderr
+    import tempfile  # here: only this reader needs files for git's output beside the patch
 
-    with tempfile.TemporaryFile() as err:  # a file, never a pipe both sides could block on
+    with tempfile.TemporaryFile() as stat_out, tempfile.TemporaryFile() as stat_err, \
+            tempfile.TemporaryFile() as err:  # files, never pipes either side could block on
+        try:
+            stat_proc = subprocess.Popen(_argv(repo, [args[0], "--stat", *args[1:]]), stdin=subprocess.DEVNULL,
+                                         stdout=stat_out, stderr=stat_err, env=_env())
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
         try:
             proc = subprocess.Popen(_argv(repo, args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=err, env=_env())
         except OSError as exc:
+            stat_proc.kill()
+            stat_proc.wait()
             raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
         assert proc.stdout is not None
-        head_part = bytearray()
-        stat: bytes | None = None
-        kept = bytearray()
-        size = 0
+        patch = bytearray()
         with proc.stdout:
-            while chunk := proc.stdout.read(1 << 16):
-                if stat is None:
-                    head_part += chunk
-                    end = head_part.find(b"\n\n")
-                    if end < 0:
-                        continue
-                    stat, chunk = bytes(head_part[: end + 1]), bytes(head_part[end + 2:])
-                    head_part.clear()
-                size += len(chunk)
-                if len(kept) < keep:
-                    kept += chunk[: keep - len(kept)]
-        returncode = proc.wait()
-        if returncode != 0:
-            err.seek(0)
-            raise GitError(_failure(args, subprocess.CompletedProcess(args, returncode, b"", err.read())))
-    return Change(_decode(bytes(head_part) if stat is None else stat), bytes(kept), size)
+            while len(patch) <= keep and (chunk := proc.stdout.read(min(1 << 16, keep + 1 - len(patch)))):
+                patch += chunk
+        complete = len(patch) <= keep
+        if not complete:
+            proc.kill()  # the rest would be read only to be thrown away
+        code = proc.wait()
+        stat_code = stat_proc.wait()
+        for what, returncode, errors in (("--stat", stat_code, stat_err), ("", code if complete else 0, err)):
+            if returncode != 0:
+                errors.seek(0)
+                raise GitError(_failure([args[0], what] if what else args,
+                                        subprocess.CompletedProcess(args, returncode, b"", errors.read())))
+        stat_out.seek(0)
+        return Change(_decode(stat_out.read()), bytes(patch), complete)
 
 
 def line_diff(repo: Path | str, old: str, new: str) -> str:

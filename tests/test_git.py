@@ -279,22 +279,18 @@ def test_diff_ignores_user_diff_settings(two_commits):
 
 
 @pytest.mark.parametrize("keep", [0, 10, 1 << 20])
-def test_diff_with_stat_is_the_stat_and_the_start_of_the_patch_from_one_run(two_commits, keep):
-    """One `git diff --patch-with-stat` gives what `diff_stat` and `diff` give, the patch
-    held only up to `keep` bytes and its whole size counted; names with a newline, blank
-    lines in the content, mode changes and binary files do not move the boundary."""
+def test_diff_with_stat_stops_git_once_the_patch_is_longer_than_kept(two_commits, keep):
+    """The stat as `diff_stat` gives it, and the patch as `diff` gives it, or (when longer
+    than `keep`) its first keep + 1 bytes with complete=False."""
     repo, base, _head = two_commits
-    (repo / "run.sh").write_text("#!/bin/sh\n")
     commit(repo, {"new\nline.txt": "x\n\n\ny\n", "blank.txt": "\n\n\n", "bin.dat": "\0\1\2"}, message="more")
-    os.chmod(repo / "run.sh", 0o755)
-    run_git(repo, "add", "run.sh")
-    run_git(repo, "commit", "-q", "-m", "mode")
     head = git.head_commit(repo)
     change = git.diff_with_stat(repo, base, head, keep)
     whole = git.diff(repo, base, head)
     assert change.stat == git.diff_stat(repo, base, head) and "files changed" in change.stat
-    assert change.patch == whole[:keep] and change.size == len(whole)
+    assert change.complete == (len(whole) <= keep)
+    assert change.patch == (whole if change.complete else whole[: keep + 1])
     same = git.diff_with_stat(repo, head, head, keep)
-    assert (same.stat, same.patch, same.size) == ("", b"", 0)
+    assert (same.stat, same.patch, same.complete) == ("", b"", True)
     with pytest.raises(git.GitError):
         git.diff_with_stat(repo, base, "0" * 40, keep)

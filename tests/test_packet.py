@@ -235,10 +235,13 @@ def test_workspace_sections_only_when_something_applies():
     assert "## Workspace notes" not in packet() and "not plain text" not in packet()
 
 
-def test_a_diff_given_by_its_start_and_size_reads_as_the_whole_diff():
-    """spar run holds only the diff's first DIFF_LIMIT bytes and its size: same packet."""
+def test_a_diff_read_only_to_the_limit_is_cut_the_same_way():
+    """spar run stops git once the diff is longer than DIFF_LIMIT: the same cut, and the
+    note says only how much is shown (the whole size is not known)."""
     line = b"+" + b"y" * 79 + b"\n"
     big = b"diff --git a/big b/big\n" + line * (2 * DIFF_LIMIT // len(line))
-    assert packet(diff=big[:DIFF_LIMIT], diff_size=len(big)) == packet(diff=big)
-    small = b"diff --git a/s b/s\n+1\n"
-    assert packet(diff=small, diff_size=len(small)) == packet(diff=small)
+    start = packet(diff=big[: DIFF_LIMIT + 1], diff_complete=False)
+    shown, _ = cut_diff(big)
+    assert f"The diff is cut at 512 KiB (the first {len(shown)} bytes shown)" in start
+    assert start.replace(f"the first {len(shown)} bytes shown", f"{len(shown)} of {len(big)} bytes shown") \
+        == packet(diff=big)

@@ -150,13 +150,13 @@ def prepare(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> RoundPlan:
     )
     if args.stage == "code":
         change = git.diff_with_stat(repo, base, head, DIFF_LIMIT)  # the packet keeps no more
-        packet.diff_stat, packet.diff, packet.diff_size = change.stat, change.patch, change.size
+        packet.diff_stat, packet.diff, packet.diff_complete = change.stat, change.patch, change.complete
     since = last_round_elsewhere(series, args.stage, head)
     if since is not None:
         packet.since_round, packet.since_head = since.name, since.round["head"]
         try:
             moved = git.diff_with_stat(repo, packet.since_head, head, DIFF_LIMIT)
-            packet.since_stat, packet.since_diff, packet.since_diff_size = moved.stat, moved.patch, moved.size
+            packet.since_stat, packet.since_diff, packet.since_diff_complete = moved.stat, moved.patch, moved.complete
         except git.GitError:  # that head is gone (rebased and pruned): the packet says so
             packet.since_diff = None
     text = build_packet(packet)

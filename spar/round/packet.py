@@ -97,8 +97,8 @@ class PacketInput:
     check_paths: list[str]
     documents: dict[str, list[RoundDoc]]  # criteria, rules, subject
     diff_stat: str = ""  # code stage only
-    diff: bytes = b""  # code stage only; at least its first DIFF_LIMIT bytes
-    diff_size: int | None = None  # bytes of the whole diff when `diff` holds only its start
+    diff: bytes = b""  # code stage only
+    diff_complete: bool = True  # False: `diff` is only the start of a diff longer than DIFF_LIMIT
     standpoints: list[tuple[str, str]] = field(default_factory=list)
     decisions: list[tuple[str, str]] = field(default_factory=list)
     workspace_notes: list[str] = field(default_factory=list)  # paths not copied as they are
@@ -108,7 +108,7 @@ class PacketInput:
     since_head: str = ""
     since_stat: str = ""
     since_diff: bytes | None = b""  # None: that head is not in the repository any more
-    since_diff_size: int | None = None  # as diff_size
+    since_diff_complete: bool = True  # as diff_complete
 
 
 def fence(text: str, info: str = "", *, exact: bool = True) -> str:
@@ -122,10 +122,9 @@ def fence(text: str, info: str = "", *, exact: bool = True) -> str:
     return f"{ticks}{info}\n{body}{ticks}\n"
 
 
-def cut_diff(diff: bytes, limit: int = DIFF_LIMIT, size: int | None = None) -> tuple[bytes, bool]:
-    """At most `limit` bytes, ending at a line end when one is inside the limit; `size`:
-    the whole diff's length when `diff` is only its start."""
-    if (len(diff) if size is None else size) <= limit:
+def cut_diff(diff: bytes, limit: int = DIFF_LIMIT) -> tuple[bytes, bool]:
+    """At most `limit` bytes, ending at a line end when one is inside the limit."""
+    if len(diff) <= limit:
         return diff, False
     head = diff[:limit]
     nl = head.rfind(b"\n")
@@ -208,7 +207,7 @@ def _subject(p: PacketInput) -> list[str]:
         out += ["No subject documents were given.", ""]
     if p.stage == "code":
         out += ["### Change summary (`git diff --stat base head`)", "", fence(_stat_text(p.diff_stat))]
-        out += ["### Diff", ""] + _diff_block(p.diff, size=p.diff_size)
+        out += ["### Diff", ""] + _diff_block(p.diff, complete=p.diff_complete)
     return out
 
 
@@ -220,12 +219,13 @@ def _stat_text(stat: str) -> str:
     return stat.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace").rstrip("\n")
 
 
-def _diff_block(diff: bytes, rest: str = REST_IN_WORKSPACE, *, size: int | None = None) -> list[str]:
-    shown, was_cut = cut_diff(diff, size=size)
+def _diff_block(diff: bytes, rest: str = REST_IN_WORKSPACE, *, complete: bool = True) -> list[str]:
+    shown, was_cut = cut_diff(diff)
     out = [fence(shown.decode("utf-8", "backslashreplace").rstrip("\n"), "diff")]
     if was_cut:
-        whole = len(diff) if size is None else size
-        out += [f"The diff is cut at 512 KiB ({len(shown)} of {whole} bytes shown). {rest}", ""]
+        # spar stops reading a longer diff there, so its whole size is not known
+        whole = f"{len(shown)} of {len(diff)} bytes shown" if complete else f"the first {len(shown)} bytes shown"
+        out += [f"The diff is cut at 512 KiB ({whole}). {rest}", ""]
     return out
 
 
@@ -248,7 +248,7 @@ def _since(p: PacketInput) -> list[str]:
         "### Diff",
         "",
         *_diff_block(p.since_diff, "Read the changed files as they are now in `head/` of your working folder.",
-                     size=p.since_diff_size),
+                     complete=p.since_diff_complete),
     ]
 
 

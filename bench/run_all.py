@@ -20,6 +20,7 @@ import sys
 import time
 from datetime import UTC, datetime
 
+import diff_once
 import repos
 import round_cost
 import round_overhead
@@ -33,6 +34,7 @@ BENCHMARKS = {
     "round": lambda a: round_overhead.run(a.quick, None, 1.0, a.dir, a.previous),
     "workspace": lambda a: workspace_copies.run(a.quick, None, a.dir, a.previous),
     "scale": lambda a: scale.run(a.quick, None, 1000),
+    "diff": lambda a: diff_once.run(a.quick, None),
     "streaming": lambda a: streaming.run(a.quick, None),
 }
 RESULTS = BENCH / "results.json"

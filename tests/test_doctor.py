@@ -312,3 +312,42 @@ def test_login_is_checked_with_the_environment_the_reviewer_gets(here, capsys, m
     config.write_text('env_passthrough = ["CORP_TOKEN"]\n[[reviewers]]\npreset = "claude"\n')
     code, report = doctor_json(capsys)
     assert code == 0 and by_check(report, "login")[0]["status"] == "ok"
+
+
+# codex 0.171.0 as installed from npm: `codex login status` writes its answer to stderr
+# ("Not logged in", exit 1; "API key configured - ***", exit 0), nothing to stdout.
+CODEX_REAL = """
+import os
+if args == ["--version"]: print("codex-cli 0.171.0")
+elif args == ["login", "status"]:
+    if LOGGED: sys.stderr.write("API key configured - ***\\nAuthentication is checked when you send a request.\\n")
+    else: sys.stderr.write("Not logged in\\n"); sys.exit(1)
+else: sys.exit(2)
+"""
+
+
+def test_codex_login_answer_on_stderr_is_read(here, capsys, monkeypatch):
+    _repo, bin_dir, config = here
+    monkeypatch.delenv("CODEX_API_KEY", raising=False)
+    config.write_text('[[reviewers]]\npreset = "codex"\n')
+    program(bin_dir, "codex", CODEX_REAL.replace("LOGGED", "False"))
+    code, report = doctor_json(capsys)
+    (login,) = by_check(report, "login")
+    assert (code, login["status"], login["fix"]) == (1, "problem", "log in with `codex login`")
+    program(bin_dir, "codex", CODEX_REAL.replace("LOGGED", "True"))
+    code, report = doctor_json(capsys)
+    assert code == 0 and by_check(report, "login")[0]["status"] == "ok"
+
+
+def test_codex_api_key_in_the_environment_counts_as_logged_in(here, capsys, monkeypatch):
+    """`codex exec` takes CODEX_API_KEY (the CI recipes set it) though `codex login status`
+    does not see it: doctor says so instead of sending the user to `codex login`."""
+    _repo, bin_dir, config = here
+    monkeypatch.setenv("CODEX_API_KEY", "sk-ci")
+    config.write_text('[[reviewers]]\npreset = "codex"\n')
+    program(bin_dir, "codex", CODEX_REAL.replace("LOGGED", "False"))
+    code, report = doctor_json(capsys)
+    (login,) = by_check(report, "login")
+    assert code == 0 and login["status"] == "ok" and "CODEX_API_KEY" in login["detail"]
+    config.write_text('env_passthrough = []\n[[reviewers]]\npreset = "codex"\n')  # still passed: codex's own
+    assert doctor_json(capsys)[0] == 0

@@ -40,8 +40,8 @@ DESCRIPTION = """\
 Say in one screen whether a review round can run here: git, the repository,
 the configuration (errors name <file>:<line>), each configured reviewer's
 executable and version (its version check, at most 10 s), whether claude
-(`claude auth status`) and codex (`codex login status`) are logged in (agy
-has no harmless check), each CLI run with the environment its reviewer would
+(`claude auth status`) and codex (`codex login status`, or CODEX_API_KEY set)
+are logged in (agy has no harmless check), each CLI run with the environment its reviewer would
 get (env_passthrough), and whether the series folder (--series, default
 reviews) is ignored as `spar run --out` requires (G28).
 
@@ -90,7 +90,7 @@ async def _run(argv: list[str], env: dict[str, str], timeout: float) -> tuple[in
                 err.read_bytes().decode("utf-8", "replace"), proc.timed_out)
 
 
-def _claude_logged_in(code: int | None, out: str) -> bool | None:
+def _claude_logged_in(code: int | None, out: str, err: str) -> bool | None:
     """`claude auth status` prints a JSON object whose boolean `loggedIn` decides
     (whatever the exit code); anything else is unknown."""
     try:
@@ -101,19 +101,23 @@ def _claude_logged_in(code: int | None, out: str) -> bool | None:
     return flag if isinstance(flag, bool) else None
 
 
-def _codex_logged_in(code: int | None, out: str) -> bool | None:
-    """`codex login status`: exit 0 logged in; exit 1 saying "Not logged in" is not."""
+def _codex_logged_in(code: int | None, out: str, err: str) -> bool | None:
+    """`codex login status`: exit 0 logged in; exit 1 saying "Not logged in" is not
+    (codex 0.171 says it on stderr, earlier ones on stdout)."""
     if code == 0:
         return True
-    if code == 1 and "not logged in" in out.lower():
+    if code == 1 and "not logged in" in (out + err).lower():
         return False
     return None
 
 
-LOGIN_CHECKS: dict[str, tuple[tuple[str, ...], Callable[[int | None, str], bool | None]]] = {
+LOGIN_CHECKS: dict[str, tuple[tuple[str, ...], Callable[[int | None, str, str], bool | None]]] = {
     "claude": (("auth", "status"), _claude_logged_in),
     "codex": (("login", "status"), _codex_logged_in),
 }
+# keys a CLI's non-interactive mode takes from the environment though its login check does
+# not see them: `codex exec` reads CODEX_API_KEY, `codex login status` ignores it
+LOGIN_KEYS = {"codex": ("CODEX_API_KEY",)}
 
 
 def _one_line(text: str) -> str:
@@ -161,12 +165,15 @@ async def _login(r: ReviewerConfig, exe: str, env: dict[str, str]) -> Check:
     args, judge = LOGIN_CHECKS[r.preset]
     shown = " ".join([r.preset, *args])
     try:
-        code, out, _, timed_out = await _run([exe, *args], env, LOGIN_TIMEOUT)
+        code, out, err, timed_out = await _run([exe, *args], env, LOGIN_TIMEOUT)
     except OSError:
-        code, out, timed_out = None, "", False
-    state = None if timed_out else judge(code, out)
+        code, out, err, timed_out = None, "", "", False
+    state = None if timed_out else judge(code, out, err)
     if state is True:
         return Check("login", subject, "ok", f"logged in (`{shown}`)")
+    keys = [k for k in LOGIN_KEYS.get(r.preset, ()) if env.get(k)]
+    if keys:
+        return Check("login", subject, "ok", f"{keys[0]} is set (the reviewer uses it; `{shown}` does not see it)")
     if state is False:
         return Check("login", subject, "problem", f"not logged in (`{shown}`)",
                      f"log in with `{r.preset} login`" if r.preset == "codex" else "log in: run `claude` and /login")

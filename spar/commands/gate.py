@@ -190,6 +190,8 @@ def build_gate(round_args: list[str], expect_head: str | None) -> dict[str, Any]
             continue
         if item.findings is not None:
             item.findings = [judgement.judged_part(f) for f in item.findings]
+        if item.ledger is not None:
+            item.ledger = judgement.judged_ledger(item.ledger)
         seen.add(item.path)
         listed.append(item)
     series: list[judgement.SeriesListing] = []

@@ -112,6 +112,17 @@ def judged_part(finding: Finding) -> Finding:
     return cast(Finding, {key: finding[key] for key in JUDGED_FINDING_KEYS if key in finding})  # type: ignore[literal-required]
 
 
+# every key of a ledger line this module (and the duplicate trace) reads
+JUDGED_LEDGER_KEYS = ("finding", "disposition", "of", "auto")
+
+
+def judged_ledger(ledger: list[LedgerLine]) -> list[LedgerLine]:
+    """The standing line of each finding, cut to JUDGED_LEDGER_KEYS: what the judgment
+    reads of a ledger (`standing` of the result is the result)."""
+    return [cast(LedgerLine, {key: line[key] for key in JUDGED_LEDGER_KEYS if key in line})  # type: ignore[literal-required]
+            for line in standing(ledger).values()]
+
+
 def latest_round(listed: list[ListedRound], stage: str | None = None) -> ListedRound | None:
     """The latest usable round (of `stage` when given): latest `started_at`,
     ties broken by list order, so a list given out of order cannot make an older

@@ -1,0 +1,98 @@
+"""Print the Performance table of README.md from bench/results.json (written by run_all.py).
+
+    python bench/report.py            # the Markdown table, one row per row of issue 15's table
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from harness import BENCH
+
+
+def _ok(flag: bool) -> str:
+    return "met" if flag else "**missed**"
+
+
+def rows(results: dict) -> list[list[str]]:
+    b = results["benchmarks"]
+    out: list[list[str]] = []
+    if "cost" in b:
+        c = b["cost"]["figures"]
+        cached, cold = c["cached"], c["not_cached"]
+        out.append([
+            "small repository, 3 instant reviewers: Spar's overhead (wall − reviewers run directly)",
+            f"{cached['overhead_3']:.3f} s = {cached['overhead_ratio_to_pass']:.1f}x `python3 -c pass` "
+            f"({cached['python_pass_wall']:.3f} s); without cached bytecode {cold['overhead_3']:.3f} s = "
+            f"{cold['overhead_ratio_to_pass']:.1f}x",
+            f"≤ 6x: {_ok(cached['overhead_ratio_to_pass'] <= 6)} (cached), "
+            f"{_ok(cold['overhead_ratio_to_pass'] <= 6)} (not cached)"])
+        out.append([
+            "each additional reviewer, (8 − 3 reviewers) / 5",
+            f"{cached['per_reviewer_wall'] * 1000:+.0f} ms wall, {cached['per_reviewer_cpu'] * 1000:+.0f} ms CPU; "
+            f"not cached {cold['per_reviewer_wall'] * 1000:+.0f} ms, {cold['per_reviewer_cpu'] * 1000:+.0f} ms CPU",
+            f"≤ +10 ms: {_ok(cached['per_reviewer_wall'] <= 0.010)}; ≤ +15 ms CPU: "
+            f"{_ok(cached['per_reviewer_cpu'] <= 0.015)}"])
+        out.append([
+            "reviewers sleeping 2 s: wall − 2 s, 3 and 8 reviewers",
+            f"{cached['sleeping_3_minus_s']:.3f} s and {cached['sleeping_8_minus_s']:.3f} s (run directly: "
+            f"{cached['direct_sleeping_3_minus_s']:.3f} s and {cached['direct_sleeping_8_minus_s']:.3f} s)",
+            f"≤ 0.25 s: {_ok(cached['sleeping_3_minus_s'] <= 0.25)}; ≤ 0.30 s: "
+            f"{_ok(cached['sleeping_8_minus_s'] <= 0.30)}"])
+        out.append([
+            "async backend, 3 instant reviewers (wall / CPU)",
+            f"asyncio {cached['spar_3_wall']:.3f} / {cached['spar_3_cpu']:.3f} s; trio "
+            f"{cached['spar_3_trio_wall']:.3f} / {cached['spar_3_trio_cpu']:.3f} s",
+            "asyncio is the default"])
+    if "workspace" in b:
+        w = b["workspace"]["figures"]["large"]
+        where = b["workspace"]["figures"].get("where", "?")
+        out.append([
+            f"20,003-file repository, first round of a series: workspace copies (written under {where})",
+            f"{w['spar_seconds']:.2f} s = {w['ratio']:.2f}x the `git archive | tar -x` floor "
+            f"({w['archive_floor_seconds']:.2f} s, head + base)",
+            f"≤ 0.8x: {_ok(w['ratio'] <= 0.8)}"])
+        out.append([
+            "same repository, a later round of the series (one file changed)",
+            f"no reuse of the previous copy yet: every round copies as the first does ({w['ratio']:.2f}x)",
+            f"≤ 0.3x: {_ok(w['ratio'] <= 0.3)} on this disk, but only because the floor writes twice; "
+            "not built (see bench/README.md)"])
+    if "scale" in b:
+        s = b["scale"]["figures"]
+        out.append([
+            f"`spar gate`, {s['rounds']:,} rounds × 50 findings",
+            f"{s['gate_wall']:.2f} s = {s['ratio_wall']:.2f}x reading every record ({s['read_all_wall']:.2f} s; "
+            f"CPU {s['ratio_cpu']:.2f}x); peak {s['gate_peak_rss_mib_quarter']:.0f} MiB at {s['rounds'] // 4} "
+            f"rounds, {s['gate_peak_rss_mib']:.0f} MiB at {s['rounds']:,}",
+            f"≤ 1.3x: {_ok(s['ratio_wall'] <= 1.3)}; flat memory: "
+            f"{_ok(s['gate_peak_rss_mib'] <= 1.25 * s['gate_peak_rss_mib_quarter'])}"])
+    if "diff" in b:
+        d = b["diff"]["figures"]
+        out.append([
+            f"{d['files']:,} changed files: reading the change for the packet, beyond a 1-file change",
+            f"+{d['extra_once']:.3f} s (before: +{d['extra_two_runs']:.3f} s; {d['ratio_once_to_two']:.2f}x)",
+            "the patch read once and cut at what the packet keeps: done"])
+    return out
+
+
+def machine_text(results: dict) -> str:
+    any_bench = next(iter(results["benchmarks"].values()))
+    m = any_bench["machine"]
+    return (f"{m['nproc']} cores ({m['cpu']}), Python {m['python']}, {m['git']}, commit {m['commit']}, "
+            f"measured {m['measured_at']}, load {m['load_at_start'][0]:.1f} at the start")
+
+
+def main() -> int:
+    results = json.loads((BENCH / "results.json").read_text())
+    print(machine_text(results))
+    print()
+    print("| what | Spar (median, baseline in the same run) | target |")
+    print("| --- | --- | --- |")
+    for row in rows(results):
+        print("| " + " | ".join(cell.replace("|", "\\|") if i else cell for i, cell in enumerate(row)) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

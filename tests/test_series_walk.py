@@ -287,7 +287,9 @@ class _Transcript:
                    toolUseResult={"type": "text"})
 
     def answer(self, result_obj: dict) -> None:
-        text = "Review finished.\n\n```json\n" + json.dumps(result_obj, indent=2) + "\n```\n"
+        # the one G1 answer rule (spar/judge/answer.py): the last assistant text is the
+        # object itself, as the packet's "How to report" asks; a fenced one is invalid_output
+        text = json.dumps(result_obj, indent=2)
         self._line("assistant", {"model": self.model, "id": f"msg_{self.n}", "type": "message", "role": "assistant",
                                  "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
                                  "usage": {"input_tokens": 10, "output_tokens": 50}})
@@ -299,7 +301,7 @@ class _Transcript:
 def test_native_reviewers_recorded_by_hand(tmp_path):
     """Real `spar run` with two native reviewers -> awaiting_record, exit 1 -> the
     host records one from its subagent's transcript alone (relative paths against
-    the transcript's cwd, the answer in a fenced block) and one from --result plus
+    the transcript's cwd, the answer as one JSON object) and one from --result plus
     a transcript with violations -> the gate follows each step."""
     s = make_setup(tmp_path)
     s.configure([s.answer_reviewer("alpha", result(findings=[], verdict="no_blocking_findings")),
@@ -320,7 +322,7 @@ def test_native_reviewers_recorded_by_hand(tmp_path):
         for n in ("nat", "nat2")]
 
     # nat: the subagent works from the repository (the host's cwd), reads prompt.md and
-    # the workspace with relative and absolute paths, and answers in a fenced block
+    # the workspace with relative and absolute paths, and answers with the bare object
     t = _Transcript(s.repo, "a1b2c3")
     t.prompt("Review the change. Your instructions: reviews/r1/nat/prompt.md")
     t.tool("Read", file_path="reviews/r1/nat/prompt.md")

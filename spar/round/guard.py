@@ -1,6 +1,6 @@
 """One guard per spar process: it starts every reviewer, and no descendant outlives spar.
 
-`spar.round.process` starts `python -I -m spar.round.guard` once (for `spar
+`spar.round.process` starts the guard (`python -I -S`, this module's `main`) once (for `spar
 run`: as the round begins, beside the workspace copy), in a session of its
 own, with one end of a Unix socket pair as its stdin: the *control socket*.
 The guard is a child subreaper (`spar.round.reaper`). For each reviewer spar

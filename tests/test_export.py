@@ -79,6 +79,7 @@ def test_one_run_per_reviewer_with_tool_version_and_model(two_rounds, capsys):
     assert [d["name"] for d in drivers] == ["Spar (claude)", "Spar (codex)"]
     assert drivers[0]["version"] == "0.1.0" and drivers[0]["properties"]["preset"] == "claude"
     assert drivers[0]["properties"]["model"] is None  # code-2, the latest round, configured none
+    assert drivers[0]["properties"]["cli_version"] is None  # rounds recorded before Spar kept it
     ids = [run["automationDetails"]["id"] for run in doc["runs"]]
     assert len(set(ids)) == len(ids)  # GitHub keeps runs of one file apart by category
     assert [len(run["results"]) for run in doc["runs"]] == [3, 3]
@@ -254,3 +255,16 @@ def test_sarif_uri_is_the_percent_encoded_file_name(tmp_path, capsys, path, uri)
     (result,) = json.loads(out)["runs"][0]["results"]
     assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == uri
     assert result["properties"]["location"] == f"head/{path}:1"  # Spar's own form stays in the properties
+
+
+def test_the_run_names_the_reviewer_cli_version(tmp_path, capsys):
+    """Each run's driver carries the reviewer CLI's version as its version check printed it
+    in the latest round (the attempts' `cli_version`)."""
+    repo, series = series_repo(tmp_path)
+    r1 = make_round(series, "code-1", repo=repo, findings=[finding("claude", 1)])
+    round_json = json.loads((r1 / "round.json").read_text())
+    round_json["reviewers"][0]["attempts"] = [{"model": "", "cli_version": "2.1.197 (Claude Code)"}]
+    (r1 / "round.json").write_text(json.dumps(round_json))
+    doc = json.loads(export(capsys, "sarif", r1)[1])
+    jsonschema.Draft4Validator(sarif_schema()).validate(doc)
+    assert doc["runs"][0]["tool"]["driver"]["properties"]["cli_version"] == "2.1.197 (Claude Code)"

@@ -68,8 +68,9 @@ def _check(expect: dict, o, reviewer_dir: Path) -> None:
     if expect.get("attempts", 1):
         assert len(o.attempts) >= 1
     for a in o.attempts:
-        assert set(a) - {"observed_model"} == {"model", "started_at", "finished_at", "exit_code", "status",
-                                               "reason", "resets", "argv", "usage"}
+        assert set(a) - {"observed_model", "cli_version"} == {"model", "started_at", "finished_at", "exit_code",
+                                                              "status", "reason", "resets", "argv", "usage"}
+        assert a.get("cli_version", "x") != ""  # every fake's version check prints its version
         assert set(a["usage"]) == {"duration_seconds", "input_tokens", "cached_input_tokens", "output_tokens",
                                    "cost_usd"}
         assert a["usage"]["duration_seconds"] >= 0
@@ -255,3 +256,13 @@ def test_relative_path_is_made_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     found = find_executable("./bin/rev", None)
     assert found.status == "ok" and found.path == str(exe)
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_attempts_record_the_cli_version(tmp_path):
+    """The version check's answer is kept on the attempt (`cli_version`): SARIF's run names it."""
+    rnd = Round(tmp_path)
+    outs = await rnd.run([rnd.job("c", "claude"), rnd.job("x", "codex"), rnd.job("a", "agy")])
+    assert [o.attempts[0].get("cli_version") for o in outs] == [
+        "2.1.197 (Claude Code)", "codex-cli 0.171.0", "1.2.11"]

@@ -26,7 +26,7 @@ DESCRIPTION = """\
 Write the findings of one or more recorded rounds in a standard format:
 
   sarif        SARIF 2.1.0 for GitHub code scanning: one run per reviewer
-               (tool "Spar (<reviewer>)", Spar's version, preset and model),
+               (tool "Spar (<reviewer>)", Spar's version, preset, model and CLI version),
                ruleId spar/<class>, level error (defect), warning
                (requirement-question, hardening) or note, a stable
                partialFingerprints value (sparFinding/v1), and every standing

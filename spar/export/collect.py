@@ -53,6 +53,7 @@ class ReviewerInfo:
     observed_model: str | None
     spar_version: str
     rounds: list[str] = field(default_factory=list)
+    cli_version: str | None = None  # the reviewer CLI's version check, latest round (attempts' cli_version)
 
 
 @dataclass
@@ -190,6 +191,8 @@ def collect(rounds: list[RoundRecords], lookup: Lookup | None = None) -> tuple[l
             info.model = entry.get("model") or ""
             info.observed_model = entry.get("observed_model")
             info.spar_version = str(r.round.get("spar_version") or "")
+            versions = [a["cli_version"] for a in entry.get("attempts") or [] if a.get("cli_version")]
+            info.cli_version = versions[-1] if versions else None
             info.rounds.append(r.name)
         outside = _outside_documents(r.round)
         for f in r.findings:

@@ -1,7 +1,7 @@
 """SARIF 2.1.0 for GitHub code scanning (pure).
 
 One run per reviewer (tool driver "Spar (<reviewer>)", Spar's version, the
-reviewer's preset and model as driver properties, and an automation id of its
+reviewer's preset, model and CLI version as driver properties, and an automation id of its
 own so GitHub keeps the runs apart). Rules are the four finding classes;
 level follows the class. Every finding is a result; one with a standing
 disposition carries it as a suppression (`external`, `accepted`) whose
@@ -95,7 +95,7 @@ def build(items: list[Item], reviewers: dict[str, ReviewerInfo]) -> dict[str, An
                 "version": info.spar_version or "unknown",
                 "rules": _rules(),
                 "properties": {"reviewer": name, "preset": info.preset, "model": info.model or None,
-                               "observed_model": info.observed_model},
+                               "observed_model": info.observed_model, "cli_version": info.cli_version},
             }},
             "automationDetails": {"id": f"spar/{name}/"},
             "results": results,

@@ -60,6 +60,7 @@ class Attempt(TypedDict):
     resets: str | None
     argv: NotRequired[list[str]]  # the prompt argument replaced by `<prompt: N bytes, sha256 HEX>`
     usage: NotRequired[Usage]
+    cli_version: NotRequired[str]  # first line of the version check's answer; absent when none answered
 
 
 class AngleChecked(TypedDict):

@@ -179,6 +179,7 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     argv: list[str] = []
     monitor: Monitor | None = None
     warnings: list[str] = []
+    cli_version: str | None = None  # what the version check printed, once it answered
     env = reviewer_env(st.env, st.passthrough, preset.vendor_env)  # what this reviewer inherits
     if st.progress is not None:
         st.progress.reviewer_started(cfg.name, number, model)
@@ -192,6 +193,8 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
                       reason=reason, resets=resets, argv=recorded_argv(argv, job.input),
                       usage=attempt_usage(anyio.current_time() - clock_start,
                                           monitor.usage if monitor is not None else None))
+        if cli_version is not None:
+            record["cli_version"] = cli_version  # absent when no version check answered
         return _Attempt(record=cast(Attempt, record), status=status, reason=reason, resets=resets,
                         observed_model=observed_model, warnings=warnings, **kw)
 
@@ -207,10 +210,11 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     suffix = "" if number == 1 else f".{number}"
 
     if preset.version_args is not None:
-        problem = await _version_check(exe, preset.version_args, paths, deadline, env, st)
-        if problem is not None:
-            status, reason = problem
+        checked = await _version_check(exe, preset.version_args, paths, deadline, env, st)
+        if isinstance(checked, tuple):
+            status, reason = checked
             return done(status, reason)
+        cli_version = checked
 
     _status(st, cfg.name, S.RUNNING, "")
     monitor = preset.monitor()
@@ -284,8 +288,9 @@ def failure_reason(proc: ProcessResult, failure: str) -> str:
 
 
 async def _version_check(exe: str, version_args: tuple[str, ...], paths: RunPaths, deadline: float,
-                         env: Mapping[str, str], st: _Settings) -> tuple[S, str] | None:
-    """None when `<exe> --version` answers with exit 0; else (status, reason)."""
+                         env: Mapping[str, str], st: _Settings) -> tuple[S, str] | str:
+    """The first line `<exe> --version` printed when it answers with exit 0 ("" when it
+    printed nothing); else (status, reason)."""
     args = [exe, *version_args]
     shown = " ".join(args)
     own_limit = anyio.current_time() + st.version_timeout
@@ -303,7 +308,8 @@ async def _version_check(exe: str, version_args: tuple[str, ...], paths: RunPath
         detail = proc.last_stderr_line or proc.last_stdout_line
         code = "killed" if proc.exit_code is None else f"exited with code {proc.exit_code}"
         return S.FAILED, f"version check failed: `{shown}` {code}" + (f": {detail[:300]}" if detail else "")
-    return None
+    answer = [line.strip() for line in (proc.stdout_tail + "\n" + proc.stderr_tail).splitlines() if line.strip()]
+    return answer[0][:200] if answer else ""
 
 
 def model_label(model: str) -> str:

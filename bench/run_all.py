@@ -30,12 +30,12 @@ import workspace_copies
 from harness import BENCH, git_version, machine_line
 
 BENCHMARKS = {
-    "cost": lambda a: round_cost.run(a.quick, None),
-    "round": lambda a: round_overhead.run(a.quick, None, 1.0, a.dir, a.previous),
-    "workspace": lambda a: workspace_copies.run(a.quick, None, a.dir, a.previous),
-    "scale": lambda a: scale.run(a.quick, None, 1000),
-    "diff": lambda a: diff_once.run(a.quick, None),
-    "streaming": lambda a: streaming.run(a.quick, None),
+    "cost": lambda a: round_cost.run(a.quick, a.repeat),
+    "round": lambda a: round_overhead.run(a.quick, a.repeat, 1.0, a.dir, a.previous),
+    "workspace": lambda a: workspace_copies.run(a.quick, a.repeat, a.dir, a.previous),
+    "scale": lambda a: scale.run(a.quick, a.repeat, 1000),
+    "diff": lambda a: diff_once.run(a.quick, a.repeat),
+    "streaming": lambda a: streaming.run(a.quick, a.repeat),
 }
 RESULTS = BENCH / "results.json"
 
@@ -74,6 +74,7 @@ def write_results(figures: dict, quick: bool, started: dict) -> None:
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description="Run every Spar benchmark and print its tables.")
     p.add_argument("--quick", action="store_true", help="fewer repetitions")
+    p.add_argument("--repeat", type=int, help="repetitions of every benchmark (default: each its own)")
     p.add_argument("--only", help=f"comma-separated subset of {','.join(BENCHMARKS)}")
     p.add_argument("--dir", help="where round folders and workspace copies go (default: the temp folder); "
                                  "/dev/shm takes the disk out of the round and workspace numbers")

@@ -1,5 +1,3 @@
-import sys
+from spar.cli import entry
 
-from spar.cli import main
-
-sys.exit(main())
+entry()

@@ -38,7 +38,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,16 +134,31 @@ def _prefix(program: str) -> str:
     return {"sed": "sed -n", "find": "find head"}.get(program, program)
 
 
-def _single(options: dict[str, tuple[list[str], list[str]]], rng: random.Random) -> Iterator[str]:
-    """Every option of every program in every spelling, in a shuffled order, over and over."""
+def _sweep_items(options: dict[str, tuple[list[str], list[str]]]) -> list[tuple[str, str, str]]:
+    """(program, spelling form, option) for every option of every program in every spelling."""
     items = [(program, form, name) for program, (shorts, longs) in options.items()
              for forms, names in ((FORMS_SHORT, shorts), (FORMS_LONG, longs)) for form in forms for name in names]
-    items += [("find", "{a} {v}", primary) for primary in _find_primaries()]
+    return items + [("find", "{a} {v}", primary) for primary in _find_primaries()]
+
+
+def _spell(item: tuple[str, str, str], rng: random.Random) -> str:
+    program, form, name = item
+    return f"{_prefix(program)} {form.format(a=name, n=name, v=rng.choice(VALUES))}{rng.choice(TAILS)}"
+
+
+def _single(options: dict[str, tuple[list[str], list[str]]], rng: random.Random) -> Iterator[str]:
+    """Every option of every program in every spelling, in a shuffled order, over and over."""
+    items = _sweep_items(options)
     while True:
         rng.shuffle(items)
-        for program, form, name in items:
-            word = form.format(a=name, n=name, v=rng.choice(VALUES))
-            yield f"{_prefix(program)} {word}{rng.choice(TAILS)}"
+        for item in items:
+            yield _spell(item, rng)
+
+
+def option_sweep(seed: int) -> list[str]:
+    """One pass of the sweep: each option of each program in each spelling exactly once."""
+    rng = random.Random(seed)
+    return [_spell(item, rng) for item in _sweep_items(program_options())]
 
 
 def _clusters(options: dict[str, tuple[list[str], list[str]]], rng: random.Random) -> Iterator[str]:
@@ -423,9 +438,14 @@ def run_line(box: Sandbox, line: str, posix: bool, timeout: float = 3.0) -> list
 
 
 def run_corpus(count: int, seed: int, workers: int = 2) -> Result:
+    return run_lines(corpus(count, seed), workers)
+
+
+def run_lines(generated: Iterable[str], workers: int = 2) -> Result:
+    """Check every line; run the accepted ones in `workers` throwaway folders."""
     result = Result()
     lines: list[str] = []
-    for line in corpus(count, seed):
+    for line in generated:
         result.tried += 1
         if check_command(line) is None:
             lines.append(line)

@@ -41,6 +41,18 @@ def test_accepted_generated_lines_write_and_run_nothing():
     assert result.harmful == [], json.dumps(result.harmful[:5], indent=1)
 
 
+@pytest.mark.slow
+def test_every_option_of_every_program_in_every_spelling_writes_and_runs_nothing():
+    """The whole option sweep once (each option of each allowed program alone, with a value
+    in the next word, attached and after `=`), not a sample: every line the checker accepts
+    runs for real."""
+    lines = diff.option_sweep(seed=11)
+    assert len(lines) == len(set(diff._sweep_items(diff.program_options()))) > 3000
+    result = diff.run_lines(lines)
+    assert result.tried == len(lines) and result.accepted > 2000
+    assert result.harmful == [], json.dumps(result.harmful[:5], indent=1)
+
+
 @pytest.mark.parametrize("line", sorted({
     "tree -PI x -- -o out head", "tree -LP 1 -- -o out head", "sort --random-sou -- -o out head/a.go",
     "rg -e -- --pre=sh x head", "file -p head/a.go", "uniq head/a.go -c"}))

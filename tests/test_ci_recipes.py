@@ -31,6 +31,7 @@ def test_github_workflow_parses_and_uploads_what_the_script_writes():
     wf = load("github-actions.yml")
     assert "pull_request" in wf[True]  # YAML 1.1 reads the key `on` as True
     assert wf["permissions"]["security-events"] == "write"
+    assert wf["permissions"]["actions"] == "read"  # upload-sarif reads the run; a private repository's 403s without
     steps = wf["jobs"]["review"]["steps"]
     review = next(s for s in steps if s.get("name") == "Review round")
     words = review["run"].split()

@@ -217,3 +217,19 @@ def test_ids_are_unique_attributes(report):
     parser.feed(html)
     ids = [a["id"] for _, a in parser.tags if "id" in a]
     assert "code-1/claude-F1" in ids and len(ids) == len(set(ids))
+
+
+def test_a_round_a_killed_run_left_unfinished_blocks_the_gate_as_spar_gate_does(tmp_path):
+    """`spar gate` on every round folder of the series is blocked by a folder a killed
+    `spar run` left without round.json; the report's gate says the same, not "passed"."""
+    repo, series = series_repo(tmp_path)
+    make_round(series, "old", repo=repo)
+    killed = series / "killed"
+    killed.mkdir()
+    (killed / "packet.md").write_text("# Review packet\n")
+    assert main(["gate", str(series / "old"), str(killed), "--out", str(tmp_path / "gate.json")]) == 1
+    out = tmp_path / "r.html"
+    assert main(["report", str(series), "--out", str(out)]) == 0
+    html = out.read_text()
+    assert "Gate: blocked" in html and "Gate: passed" not in html
+    assert "killed was not finished" in html

@@ -86,7 +86,11 @@ def gather(series: Path) -> dict[str, Any]:
             for f in findings:
                 history = [line for line in ledger if line["finding"] == f["id"]]
                 row["findings"].append({**f, "history": history})
-    base["gate"] = _gate(series, [by_name[row["name"]].path for row in base["rounds"]])
+    # every round folder, as `spar gate SERIES/*/` reads them: one a killed run left without
+    # round.json is part of the series too, and blocks the gate
+    gated = [by_name[row["name"]].path for row in base["rounds"]]
+    gated += [series / u["name"] for u in base["unfinished"] if series / u["name"] not in gated]
+    base["gate"] = _gate(series, gated)
     base["series_name"] = Path(base["series"]).name
     base["generated_at"] = clock.now()
     base["spar_version"] = __version__

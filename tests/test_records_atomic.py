@@ -223,3 +223,22 @@ def test_unique_tmp_replaces_whole_and_readable(tmp_path):
     assert target.stat().st_mode & 0o777 == 0o644
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gate.json", "gate.json.tmp"]
     assert (tmp_path / "gate.json.tmp").read_text() == "someone else's NAME.tmp"
+
+
+def test_write_files_replaces_every_file_or_none(tmp_path):
+    """A batch (its fsyncs at once): every file in place with its bytes and no NAME.tmp
+    left; when one cannot be written, none of the batch is put in place."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "old.md").write_text("old\n")
+    files = [(tmp_path / "a" / "old.md", b"new\n"), (tmp_path / "a" / "x.json", b"{}\n"),
+             (tmp_path / "b" / "input.md", "caf\u00e9\n".encode())]
+    atomic.write_files(files)
+    assert [p.read_bytes() for p, _ in files] == [data for _, data in files]
+    assert sorted(p.name for p in tmp_path.rglob("*.tmp")) == []
+
+    broken = [(tmp_path / "a" / "old.md", b"newer\n"), (tmp_path / "missing" / "input.md", b"x\n")]
+    with pytest.raises(WriteFailed, match="missing"):
+        atomic.write_files(broken)
+    assert (tmp_path / "a" / "old.md").read_bytes() == b"new\n"  # untouched: the batch failed
+    assert sorted(p.name for p in tmp_path.rglob("*.tmp")) == []

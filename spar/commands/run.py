@@ -188,8 +188,8 @@ def cap_decision(plan: RoundPlan, rounds: list[RoundRecord], extensions: list[Ex
     )
 
 
-def _write_inputs(plan: RoundPlan) -> list[Any]:
-    """Each reviewer's folder and input files; returns the runner's jobs."""
+def _write_inputs(plan: RoundPlan, files: list[tuple[Path, bytes]]) -> list[Any]:
+    """Each reviewer's folder, its input files added to `files`; returns the runner's jobs."""
     standpoints = dict(plan.args.standpoints)
     active = bool(standpoints)
     jobs = []
@@ -204,8 +204,8 @@ def _write_inputs(plan: RoundPlan) -> list[Any]:
             standpoint=standpoints.get(cfg.name), standpoints_active=active, dry_run=plan.args.dry_run,
             memory_text=plan.memory_text,
         )
-        for rel, content in spec.files.items():
-            atomic.write_text(reviewer_dir / rel, content)  # presets name files directly in the folder
+        for rel, content in spec.files.items():  # presets name files directly in the folder
+            files.append((reviewer_dir / rel, content.encode("utf-8")))
         jobs.append(ReviewerJob(config=cfg, reviewer_dir=reviewer_dir, round_dir=plan.out,
                                 workspace=plan.out / "workspace", schema_path=plan.out / "schema.json",
                                 input=spec))
@@ -218,11 +218,12 @@ def _create_round(plan: RoundPlan, decision: caps_mod.CapDecision) -> tuple[Roun
         plan.out.mkdir()
     except OSError as exc:
         raise Refused(f"--out {quote(str(plan.args.out))}: cannot create it: {exc.strerror or exc}") from None
-    atomic.write_text(plan.out / "packet.md", plan.packet_text)
+    files = [(plan.out / "packet.md", plan.packet_text.encode("utf-8"))]
     if plan.memory_text:
-        atomic.write_text(plan.out / "memory.md", plan.memory_text)
-    atomic.write_text(plan.out / "schema.json", schema_text(bool(plan.args.standpoints)))
-    jobs = _write_inputs(plan)
+        files.append((plan.out / "memory.md", plan.memory_text.encode("utf-8")))
+    files.append((plan.out / "schema.json", schema_text(bool(plan.args.standpoints)).encode("utf-8")))
+    jobs = _write_inputs(plan, files)
+    atomic.write_files(files)  # one batch: their fsyncs at once, before round.json names the round
     standpoints = dict(plan.args.standpoints)
     round_json = new_round_json(
         name=plan.out.name, stage=plan.args.stage, repository=str(plan.repo), base=plan.base, head=plan.head,

@@ -148,6 +148,7 @@ def _kind(table, arg: str) -> str:
     return "value" if letter in table.values else "flag" if letter in table.flags + table.optional else "unknown"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("program", ["sort", "uniq", "diff", "file", "tree", "rg"])
 def test_option_tables_match_the_installed_programs(tmp_path, program):
     """Every letter, and every long name of the table, is what the installed program says:

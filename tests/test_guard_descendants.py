@@ -89,6 +89,7 @@ async def test_setsid_grandchild_ends_with_a_normal_end(tmp_path, keep):
     assert not _alive(int(pid_file.read_text()))  # ended before run_process returned, not later
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("keep", ["keep", "drop"])
 async def test_setsid_grandchild_ends_with_a_timeout(tmp_path, keep):

@@ -72,6 +72,7 @@ async def test_claude_api_retries_show_in_progress_and_do_not_fail(tmp_path):
     assert "spar: claude: API retry 4/10" in stream.getvalue().splitlines()
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_quota_phrase_followed_by_100_kb_of_stderr_is_found_and_the_fallback_runs(tmp_path):
     rnd = Round(tmp_path)

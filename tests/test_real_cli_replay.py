@@ -63,6 +63,7 @@ async def test_claude_captures(tmp_path):
     assert fakekey.attempts[0]["usage"]["input_tokens"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_codex_captures_end_as_timeouts(tmp_path):
     notices = ["spar: fakekey-300: reconnecting 5/5", "spar: fakekey-300: reconnecting: waiting for network"]

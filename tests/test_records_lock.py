@@ -14,7 +14,7 @@ import pytest
 
 from spar.records import jsonl
 from spar.records.lock import series_lock, waiting_message
-from tests.proctools import blocked_on_lock, wait_for
+from tests.proctools import HANG, blocked_on_lock, wait_for
 
 pytestmark = pytest.mark.slow  # real processes holding and waiting for the lock
 
@@ -74,8 +74,8 @@ def test_second_writer_waits_then_sees_fresh_records(tmp_path, folder, alias):
         assert waiter.poll() is None
         holder.stdin.write("go\n")
         holder.stdin.flush()
-        assert holder.wait(timeout=10) == 0
-        out, err = waiter.communicate(timeout=10)
+        assert holder.wait(timeout=HANG) == 0
+        out, err = waiter.communicate(timeout=HANG)
         assert waiter.returncode == 0, err
         assert err == ""
         assert json.loads(out) == [{"stage": "code", "by": 1, "at": "holder"}]
@@ -95,7 +95,7 @@ def test_killed_holder_releases(tmp_path):
     try:
         assert holder.stdout.readline() == "locked\n"
         os.kill(holder.pid, signal.SIGKILL)
-        holder.wait(timeout=10)
+        holder.wait(timeout=HANG)
         err = io.StringIO()
         with series_lock(series, stderr=err):
             pass

@@ -64,6 +64,11 @@ def _damage(path: Path, spec: dict) -> None:
         value = json.loads(data)
         (value[0] if isinstance(value, list) else value).update(spec["json_patch"])
         data = (json.dumps(value, indent=2) + "\n").encode()
+    elif "json_drop" in spec:
+        value = json.loads(data)
+        for key in spec["json_drop"]:
+            del value[key]
+        data = (json.dumps(value, indent=2) + "\n").encode()
     else:
         data = spec["text"].encode()
     path.write_bytes(data)

@@ -71,6 +71,9 @@ def round_problem(round_json: Mapping[str, Any]) -> str | None:
         waiting = [e["name"] for e in reviewers if e["status"] in UNFINISHED]
         if waiting:
             return f"finished_at is set while reviewer {waiting[0]} is still {_status_of(reviewers, waiting[0])}"
+    elif "recorded_at" in round_json and not any(e["status"] in UNFINISHED for e in reviewers):
+        # recording sets finished_at unless a reviewer is still unfinished (finish_round_json)
+        return "recorded_at is set without finished_at, but no reviewer awaits a record"
     return None
 
 

@@ -3,13 +3,15 @@
 The matrix is data (tests/data/record_damage.json): each row damages one record of
 a series whose commands all succeed undamaged; each command then refuses (65,
 naming the file and line, nothing written), blocks (the gate: a reason naming
-them), or ignores the record because it does not read it. docs/records.md lists
+them; `spar report` shows that blocked gate on its page), or ignores the record because it does not read it. docs/records.md lists
 the same per command.
 """
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -30,6 +32,8 @@ def _reaction(row: dict, command: str) -> str:
         return given
     if row["record"] in DATA["reads"][command]:
         return "block" if command == "gate" else "refuse"
+    if command in DATA["gate_on_page"] and row["record"] in DATA["reads"]["gate"]:
+        return "page_" + _reaction(row, "gate")
     return "ignore"
 
 
@@ -95,6 +99,10 @@ def _argv(command: str, series: Path, repo: Path, tmp_path: Path) -> list[str]:
         return ["extend", str(series), "--stage", "code", "--by", "1", "--cause", "churn"]
     if command == "gate":
         return ["gate", r1, "--out", str(repo / "gates" / f"{series.name}.json")]
+    if command == "export":
+        return ["export", r1, "--format", "sarif", "--out", str(tmp_path / "findings.sarif")]
+    if command == "report":
+        return ["report", str(series), "--out", str(tmp_path / "report.html")]
     return ["cap-report", str(series), "--format", "json"]
 
 
@@ -136,6 +144,12 @@ def test_damage_matrix(repo, tmp_path, capsys, spar_env, row, command):
         reasons = json.loads((repo / "gates" / f"{series.name}.json").read_text())["reasons"]
         says = row["says"] if reaction == "block" else "required reviewer codex neither completed nor was waived"
         assert any(says in reason for reason in reasons), reasons
+    elif reaction.startswith("page_"):  # spar report: written, its gate section blocked
+        assert code == 0, captured.err
+        page = (tmp_path / "report.html").read_text(encoding="utf-8")
+        text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+        says = row["says"] if reaction == "page_block" else "required reviewer codex neither completed nor was waived"
+        assert "Gate: blocked" in text and says in text, text
     elif reaction == "unfinished":
         assert code == 0, captured.err
         assert [u["name"] for u in json.loads(captured.out)["unfinished"]] == ["r1"]

@@ -7,13 +7,37 @@
   series its own folder, which is cheaper than a repository per test.
 - `series`: a fresh series in that repository with one round, `r1`.
 A module that needs a different repository defines its own `repo`.
+
+Every in-process async test runs under `anyio.fail_after(ASYNC_TEST_BOUND)`, so a
+hang fails the test instead of stopping the suite (pyproject's
+`faulthandler_timeout`, longer, still dumps the stacks of a hang in sync code).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+
+import anyio
 import pytest
 
 from tests import roundfactory as rf
+
+ASYNC_TEST_BOUND = 240.0  # seconds; a hang bound, never a measure of speed
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    # runs before anyio's plugin, which then runs the wrapped test on the chosen backend
+    test = pyfuncitem.obj
+    if inspect.iscoroutinefunction(test) and not hasattr(test, "__bounded__"):
+        @functools.wraps(test)
+        async def bounded(*args, **kwargs):
+            with anyio.fail_after(ASYNC_TEST_BOUND):
+                return await test(*args, **kwargs)
+
+        bounded.__bounded__ = True
+        pyfuncitem.obj = bounded
 
 
 @pytest.fixture(params=["asyncio", "trio"])

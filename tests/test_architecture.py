@@ -13,15 +13,15 @@ SPAR = Path(__file__).resolve().parent.parent / "spar"
 # what a pure judgment may import: the standard library's pure parts and other pure modules
 PURE_IMPORTS = {
     "__future__", "collections", "collections.abc", "dataclasses", "enum", "functools", "json", "posixpath", "re",
-    "typing", "spar.errors", "spar.config.model", "spar.records.model",
+    "typing", "spar.errors", "spar.config.model", "spar.records.model", "math", "spar.round.usage",
 }
 # os only for os.path string handling; anything else of os is I/O
 IO_NAMES = {"open", "print", "input"}
 
 
 def _pure_modules() -> list[Path]:
-    """spar/judge/ and the record types it may use."""
-    return sorted((SPAR / "judge").glob("*.py")) + [SPAR / "records" / "model.py"]
+    """spar/judge/ and the record types and usage arithmetic it may use."""
+    return sorted((SPAR / "judge").glob("*.py")) + [SPAR / "records" / "model.py", SPAR / "round" / "usage.py"]
 
 
 def io_problems(path: Path) -> list[str]:

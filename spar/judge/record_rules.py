@@ -6,8 +6,9 @@ Each check returns the problem as text (None when the record is possible);
 `spar.records.readers` adds the file name. Only the keys Spar documents are
 judged, and keys added later are optional (older rounds lack them), so a key
 this module does not know is never a problem: engineers add documented
-optional fields (attempt `argv`/`usage`, finding `repeat_of`/`corroborated_by`,
-round `memory_sha256`) without touching these rules.
+optional fields (finding `repeat_of`/`corroborated_by`, round `memory_sha256`)
+without touching these rules. An attempt's `argv` and `usage`, when present,
+are judged: cap-report and the summary add them up.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from spar.config.model import STAGES
 from spar.judge.dispositions import OPTION_FLAGS, RULES
 from spar.judge.refs import is_blank, trim
 from spar.records.model import RECORDED, UNFINISHED, ReviewerStatus
+from spar.round.usage import TOKEN_KEYS, USAGE_KEYS, amount, count
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 CAUSES = ("churn", "recurring", "unrelated", "hardening", "other")
@@ -59,6 +61,10 @@ def round_problem(round_json: Mapping[str, Any]) -> str | None:
             return f"reviewer {name} completed without a verdict Spar records ({entry.get('verdict')!r})"
         if not isinstance(entry.get("attempts", []), list):
             return f"reviewer {name}: attempts is not a list"
+        for attempt_number, attempt in enumerate(entry.get("attempts", []), start=1):
+            problem = attempt_problem(attempt)
+            if problem:
+                return f"reviewer {name}, attempt {attempt_number}: {problem}"
     for key in ("dry_run", "counted"):
         if not _bool_if_present(round_json, key):
             return f"{key} is not true or false"
@@ -74,6 +80,31 @@ def round_problem(round_json: Mapping[str, Any]) -> str | None:
     elif "recorded_at" in round_json and not any(e["status"] in UNFINISHED for e in reviewers):
         # recording sets finished_at unless a reviewer is still unfinished (finish_round_json)
         return "recorded_at is set without finished_at, but no reviewer awaits a record"
+    return None
+
+
+def attempt_problem(attempt: Any) -> str | None:
+    """An attempt's `argv` and `usage` (issue 10) as spar.round writes them, when present
+    (older rounds have neither). A usage value Spar could not have written would be left
+    out of every total, so it is named instead."""
+    if not isinstance(attempt, dict):
+        return "not an object"
+    if "argv" in attempt:
+        argv = attempt["argv"]
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            return "argv is not a list of strings"
+    if "usage" not in attempt:
+        return None
+    usage = attempt["usage"]
+    if not isinstance(usage, dict) or sorted(usage) != sorted(USAGE_KEYS):
+        return f"usage does not have exactly the keys {', '.join(USAGE_KEYS)}"
+    if amount(usage["duration_seconds"]) is None:
+        return "usage duration_seconds is not a number of 0 or more"
+    for key in TOKEN_KEYS:
+        if usage[key] is not None and count(usage[key]) is None:
+            return f"usage {key} is not null or an integer of 0 or more"
+    if usage["cost_usd"] is not None and amount(usage["cost_usd"]) is None:
+        return "usage cost_usd is not null or a number of 0 or more"
     return None
 
 

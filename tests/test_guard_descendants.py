@@ -235,3 +235,41 @@ async def test_one_guard_starts_every_reviewer(tmp_path):
     keepers, guards, groups = zip(*seen, strict=True)
     assert len(set(keepers)) == 3 and list(groups) == list(keepers)  # a keeper per reviewer leads its group
     assert len(set(guards)) == 1 and guards[0] not in (os.getpid(), *keepers)  # one guard for all
+
+
+def test_descendants_by_children_links_matches_the_full_scan(tmp_path):
+    """The quick walk (/proc/PID/task/*/children) finds what the scan of every process
+    finds: a child, a grandchild, and none once they are gone."""
+    from spar.round import reaper
+
+    code = r'''
+import os, sys, time
+from spar.round import reaper
+r, w = os.pipe()
+if os.fork() == 0:
+    if os.fork() == 0:
+        os.read(r, 1)
+        os._exit(0)
+    os.read(r, 1)
+    os._exit(0)
+while len(reaper.descendants()) < 2:
+    time.sleep(0.01)
+quick = sorted(reaper._descendants_by_children(os.getpid()) or [])
+table = reaper.process_table()
+scan_children = {}
+for pid, (ppid, _g, state) in table.items():
+    scan_children.setdefault(ppid, []).append(pid)
+stack, scanned = [os.getpid()], []
+while stack:
+    for kid in scan_children.get(stack.pop(), []):
+        stack.append(kid)
+        if table[kid][2] not in ("Z", "X"):
+            scanned.append(kid)
+os.write(w, b"xx")
+print(len(quick), quick == sorted(scanned))
+'''
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=BOUND,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["2", "True"]
+    assert reaper._descendants_by_children(os.getpid()) is not None or not os.path.exists("/proc/self/task")

@@ -143,8 +143,14 @@ def test_sigkill_leaves_series_usable(setup, point, seed, tmp_path):
     assert {k: v for k, v in final.items() if not k.startswith("r3/")} == after_kill
     assert records_whole(series) == []
 
-    # the series is usable again: every round the gate must see (G29) passes
-    # (a round killed while recording is named "not finished" when listed, and not required)
+    # the series is usable again: every round the gate must see (G29) passes. A round killed
+    # while recording (findings.json written) is required by G29 and named "not finished":
+    # the gate blocks until its folder is deleted
+    if state == "partial":
+        gate = spar(setup, "gate", str(r1), str(r3), "--out", str(tmp_path / "gate-partial.json"))
+        assert gate.returncode == 1, gate.stdout + gate.stderr
+        assert "round r2 of the series is not in the gate list" in gate.stdout + gate.stderr, gate.stdout + gate.stderr
+        shutil.rmtree(r2)
     listed = [r1] + ([r2] if state == "recorded" else []) + [r3]
     gate = spar(setup, "gate", *map(str, listed), "--out", str(tmp_path / "gate.json"))
     assert gate.returncode == 0, gate.stdout + gate.stderr

@@ -32,8 +32,8 @@ line against the disposition rules; docs/records.md). Unfinished ("was not
 finished"): a folder without round.json, findings.json written but round.json
 never marked recorded, or NAME.tmp files a killed write left (while the series
 lock is held they are a write in progress instead). Then: a round of a
-listed round's series missing from the list (a round not marked recorded is
-not required); the latest round's head differs
+listed round's series missing from the list (a round with neither finished_at
+nor findings.json is not required); the latest round's head differs
 from --expect-head (default: HEAD of the repository named in its round.json;
 when that folder is gone, of the repository holding the current folder if it
 has the round's head commit); a required reviewer of the latest round of a
@@ -133,7 +133,8 @@ def _list_series(path: str, arg: str, listed_names: set[str]) -> judgement.Serie
             continue  # G29 asks for every review-round/v1 round; this is something else
         try:
             round_json = readers.read_round(folder)
-            listing.rounds.append(judgement.SeriesRound(folder.name, round_json))
+            listing.rounds.append(judgement.SeriesRound(
+                folder.name, round_json, has_findings=os.path.lexists(folder / readers.FINDINGS_FILE)))
         except _READ_ERRORS as exc:
             listing.rounds.append(judgement.SeriesRound(folder.name, None, _why(exc)))
     return listing

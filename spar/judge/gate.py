@@ -67,18 +67,21 @@ class SeriesRound:
     name: str
     round: RoundRecord | None
     error: str | None = None
+    has_findings: bool = False  # findings.json exists in the folder
 
     @property
     def belongs_in_list(self) -> bool:
         """G29: every review-round/v1 round of the series that is neither a dry
-        run nor stopped before recording findings. A round killed while recording
-        (findings.json written, round.json never marked recorded) stopped before
-        its findings were recorded too: it is named when listed, not required."""
+        run nor stopped before recording findings, which G29 defines as "with
+        neither finished_at nor findings.json". A round killed while recording
+        (findings.json written, round.json never marked recorded) is therefore
+        required: left out, its findings would go unjudged; listed, it is named
+        as not finished. Deleting its folder clears it."""
         if self.round is None:
             return True  # cannot tell; the caller reports it as unreadable
         if self.round.get("dry_run") is True:
             return False
-        return bool(self.round.get("finished_at") or self.round.get("recorded_at"))
+        return bool(self.round.get("finished_at") or self.round.get("recorded_at") or self.has_findings)
 
 
 @dataclass

@@ -277,11 +277,16 @@ class _GuardClient:
     def __init__(self) -> None:
         self._sock: socket.socket | None = None
         self._pid: int | None = None
+        self._exiting: list[int] = []  # guards told to go, not reaped yet (no zombie is kept)
 
     def start(self) -> None:
         """Start the guard unless it runs already (cheap to call again; a dead one is replaced)."""
-        if self._sock is not None and self._pid is not None and not self._ended():
-            return
+        if self._pid is not None:
+            if self._sock is None:
+                self._exiting.append(self._pid)
+            elif not self._ended():
+                return
+            self._pid = None  # ended (reaped just now) or cut off: a new guard
         self.close()
         ours, theirs = socket.socketpair()
         try:
@@ -302,11 +307,7 @@ class _GuardClient:
 
     def _ended(self) -> bool:
         assert self._pid is not None
-        try:
-            pid, _status = os.waitpid(self._pid, os.WNOHANG)
-        except ChildProcessError:
-            return True
-        return pid != 0
+        return _reaped(self._pid)
 
     def close(self, wait: float = 0.0) -> None:
         """Close the control socket (the guard reads EOF, ends what is left and exits) and
@@ -316,9 +317,14 @@ class _GuardClient:
             self._sock = None
         if self._pid is not None:
             end = time.monotonic() + wait
-            while not self._ended() and time.monotonic() < end:
+            done = self._ended()
+            while not done and time.monotonic() < end:
                 time.sleep(0.002)
+                done = self._ended()
+            if not done:
+                self._exiting.append(self._pid)  # reaped at a later call, or by init after spar
             self._pid = None
+        self._exiting = [pid for pid in self._exiting if not _reaped(pid)]
 
     def send(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], fds: list[int]) -> None:
         """One request with its four descriptors; starts (or restarts) the guard as needed."""
@@ -335,6 +341,13 @@ class _GuardClient:
                 self.close()  # the guard died: one new one
                 if last_try:
                     raise
+
+
+def _reaped(pid: int) -> bool:
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] != 0
+    except ChildProcessError:
+        return True
 
 
 _GUARD = _GuardClient()

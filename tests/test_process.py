@@ -117,15 +117,22 @@ async def test_grandchild_holding_stdout_after_the_leader_exits_is_killed(tmp_pa
     assert gone(int(pid_file.read_text()))
 
 
+async def _times_out_after_printing(tmp_path, code: str, base: float) -> None:
+    """Runs `code`, which prints and then never ends, under limits growing from `base` seconds
+    until it printed before its limit ran out; every run must end as a timeout, killed."""
+    for k in LIMITS:
+        res = await _run(tmp_path, py(code), seconds=base * k, kill_grace=0.3)
+        assert res.timed_out and res.exit_code is None
+        if written(tmp_path / "stdout.log"):
+            return
+    pytest.fail(f"it never printed within {base * LIMITS[-1]} s")
+
+
 @pytest.mark.slow
 @pytest.mark.anyio
 async def test_sigterm_ignored_gets_sigkill(tmp_path):
     code = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('x', flush=True)\ntime.sleep(600)"
-    for k in LIMITS:  # until SIGTERM is ignored (it printed x) before the limit
-        res = await _run(tmp_path, py(code), seconds=0.5 * k, kill_grace=0.3)
-        assert res.timed_out and res.exit_code is None
-        if written(tmp_path / "stdout.log"):
-            break
+    await _times_out_after_printing(tmp_path, code, 0.5)  # printed x: SIGTERM was ignored by then
     assert (tmp_path / "stdout.log").read_text() == "x\n"
 
 
@@ -148,11 +155,7 @@ async def test_violation_stops_the_process_at_once(tmp_path):
 @pytest.mark.parametrize("tail", ["import os; os.close(1); time.sleep(600)", "time.sleep(600)"])
 async def test_closed_or_open_stdout_while_running_is_bounded_by_the_deadline(tmp_path, tail):
     code = "import time\nprint('{\"answer\": 1}', flush=True)\n" + tail
-    for k in LIMITS:  # until the answer is printed before the limit
-        res = await _run(tmp_path, py(code), seconds=1.0 * k, kill_grace=0.3)
-        assert res.timed_out and res.exit_code is None
-        if written(tmp_path / "stdout.log"):
-            break
+    await _times_out_after_printing(tmp_path, code, 1.0)
     assert (tmp_path / "stdout.log").read_text() == '{"answer": 1}\n'
 
 

@@ -3,14 +3,17 @@
 Every side runs as a child process, in alternating order, medians over the
 repetitions; baselines are measured in the same run:
 
-- `python3 -c pass` (the interpreter's own start and exit);
+- `python -c pass` (the interpreter's own start and exit): the same interpreter that
+  runs spar (`sys.executable`), with the same bytecode setting as the spar side. Never
+  `python3` from PATH: that may be a launcher (a pyenv shim is a shell script that takes
+  ~0.1 s by itself) and would make the ratio look better than it is;
 - the reviewer commands run directly, in parallel, without spar.
 
 Rows:
 
 - **instant**: 3 `command` reviewers that print their answer at once. Spar's
   overhead = wall of `spar run` − wall of the 3 commands run directly; the
-  target is ≤ 6x `python3 -c pass`.
+  target is ≤ 6x `python -c pass`.
 - **per extra reviewer**: the same with 8 reviewers; (8 − 3 reviewers) / 5, wall
   and CPU (CPU of spar and everything it waited for: the guard, keepers and
   reviewers, minus the reviewers' own CPU run directly); targets ≤ +10 ms wall,
@@ -126,6 +129,11 @@ class Runner:
         """The wrapper around nothing: its CPU is taken off spar's."""
         return _tree(["true"], self.tmp)
 
+    def python_pass(self, cached: bool) -> tuple[float, float]:
+        """The bare interpreter that runs spar, started and ended (no launcher, same bytecode setting)."""
+        s = run_measured([PYTHON, "-c", "pass"], env=with_bytecode(clean_env(), cached))
+        return s.wall, s.user + s.sys
+
     def direct(self, count: int, sleep: float) -> tuple[float, float]:
         s = run_measured(_direct(self.tmp, count, sleep))
         return s.wall, s.user + s.sys
@@ -152,7 +160,7 @@ def measure(repeat: int, warmup: bool = True) -> dict:
         for cached in (True, False):
             key = "cached" if cached else "not_cached"
             sides = {
-                "pass": lambda: (lambda s: (s.wall, s.user + s.sys))(run_measured(["python3", "-c", "pass"])),
+                "pass": lambda c=cached: r.python_pass(c),
                 "direct 3": lambda: r.direct(3, 0),
                 "direct 8": lambda: r.direct(8, 0),
                 "spar 3": lambda c=cached: r.spar(3, 0, c),
@@ -175,7 +183,8 @@ def measure(repeat: int, warmup: bool = True) -> dict:
             per_wall = (med["spar 8"][0] - med["spar 3"][0]) / 5
             per_cpu = ((med["spar 8"][1] - med["direct 8"][1]) - (med["spar 3"][1] - med["direct 3"][1])) / 5
             figures[key] = {
-                "python_pass_wall": med["pass"][0],
+                "python_pass_wall": med["pass"][0], "python_pass_cpu": med["pass"][1],
+                "python": PYTHON,
                 "direct_3_wall": med["direct 3"][0],
                 "spar_3_wall": med["spar 3"][0], "spar_3_cpu": med["spar 3"][1],
                 "spar_8_wall": med["spar 8"][0], "spar_8_cpu": med["spar 8"][1],
@@ -210,7 +219,7 @@ def render(figures: dict) -> str:
         mark = {k: "met" if v else "MISSED" for k, v in ok.items()}
         rows += [
             [label, "3 instant reviewers: overhead (wall − direct)", f"{f['overhead_3']:.3f} s",
-             f"python3 -c pass {f['python_pass_wall']:.3f} s", f"{f['overhead_ratio_to_pass']:.1f}x",
+             f"python -c pass {f['python_pass_wall']:.3f} s", f"{f['overhead_ratio_to_pass']:.1f}x",
              f"≤ 6x: {mark['overhead']}"],
             [label, "each extra reviewer, wall", f"{f['per_reviewer_wall'] * 1000:+.1f} ms", "(8 − 3) / 5", "",
              f"≤ +10 ms: {mark['per_wall']}"],
@@ -227,7 +236,9 @@ def render(figures: dict) -> str:
         ]
     return table(f"Round cost on a small repository (10 files), median of {figures['repeat']}",
                  ["bytecode", "what", "spar", "baseline (same run)", "ratio", "target"], rows,
-                 [machine_line(), "direct = the reviewer commands started in parallel without spar",
+                 [machine_line(), f"python = {PYTHON} (the interpreter that runs spar, not a launcher on PATH), "
+                  "with the same bytecode setting as spar",
+                  "direct = the reviewer commands started in parallel without spar",
                   "CPU = user + system of spar and every process it started (guard, keepers, git, reviewers), "
                   "reaped by a subreaper wrapper whose own CPU is taken off"])
 

@@ -175,9 +175,12 @@ def _rss(side: Side) -> str:
     return f"{side.rss.median:.0f} / {side.child_rss.median:.0f} MiB"
 
 
-def run(quick: bool, repeat: int | None, sleep: float, where: str | None = None, previous: bool = False) -> str:
+def run(quick: bool, repeat: int | None, sleep: float, where: str | None = None,
+        previous: bool = False) -> tuple[str, dict]:
+    """The tables, and the figures run_all.py writes to bench/results.json."""
     repeat = repeat or (1 if quick else 5)
     rows, prow = [], []
+    figures: dict = {"repeat": repeat, "sleep": sleep, "where": where or tempfile.gettempdir()}
     for info, size in ((small_repo(), "small"), (large_repo(), "large")):
         r = measure(info, repeat, sleep, where, warmup=not quick, previous=previous)
         floor = r["floor"].median
@@ -198,6 +201,15 @@ def run(quick: bool, repeat: int | None, sleep: float, where: str | None = None,
             row += [fmt_s(prev.median), prev.spread(), _rss(r["previous"]),
                     f"{prev.median / floor:.2f}x"]
         rows.append(row)
+        figures[size] = {
+            "repository": info.label, "files": info.files, "spar_wall": r["spar"].wall.median,
+            "overhead": spar.median, "direct_minus_s": r["direct"].median - sleep,
+            "archive_floor": floor, "overhead_to_floor": spar.median / floor, "target_met": ok,
+            "spar_peak_rss_mib": r["spar"].rss.median, "child_peak_rss_mib": r["spar"].child_rss.median,
+            "phases": {k: v.median for k, v in r["spar"].parts.items()},
+        }
+        if previous:
+            figures[size]["previous_overhead"] = prev.median
         prow.append([info.label, "spar"] + [fmt_s(v.median) for v in r["spar"].parts.values()])
         if previous:
             prow.append([info.label, "previous"] + [fmt_s(v.median) for v in r["previous"].parts.values()])
@@ -217,7 +229,7 @@ def run(quick: bool, repeat: int | None, sleep: float, where: str | None = None,
                  notes)
     text += "\n" + table("Round overhead by phase (from round.json timestamps), medians",
                          ["repository", "side"] + phase_names, prow)
-    return text
+    return text, figures
 
 
 def main(argv: list[str]) -> int:
@@ -230,7 +242,7 @@ def main(argv: list[str]) -> int:
                    help="also measure spar as before 8f1906f (bench/previous/workspace_v0.py patched in)")
     a = p.parse_args(argv)
     t = time.perf_counter()
-    print(run(a.quick, a.repeat, a.sleep, a.dir, a.previous))
+    print(run(a.quick, a.repeat, a.sleep, a.dir, a.previous)[0])
     print(f"(took {time.perf_counter() - t:.0f} s)")
     return 0
 

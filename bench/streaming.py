@@ -134,7 +134,8 @@ def measure(lines: int, repeat: int) -> dict[str, Series]:
         remove_tree(tmp)
 
 
-def run(quick: bool, repeat: int | None) -> str:
+def run(quick: bool, repeat: int | None) -> tuple[str, dict]:
+    """The table, and the figures run_all.py writes to bench/results.json."""
     repeat = repeat or (1 if quick else 3)
     sizes = (100_000, 1_000_000)
     res = {n: measure(n, repeat) for n in sizes}
@@ -147,7 +148,16 @@ def run(quick: bool, repeat: int | None) -> str:
     small, big = res[sizes[0]], res[sizes[1]]
     flat_mon = big["mon_rss"].median <= small["mon_rss"].median * 1.1 + 2
     flat_run = big["run_rss"].median <= small["run_rss"].median * 1.1 + 2
-    return table(
+    figures: dict = {"repeat": repeat, "memory_flat_monitor": flat_mon, "memory_flat_run": flat_run}
+    for n in sizes:
+        r = res[n]
+        figures[str(n)] = {
+            "lines": n, "baseline_lines_per_s": r["base_rate"].median, "monitor_lines_per_s": r["mon_rate"].median,
+            "monitor_to_baseline": r["mon_rate"].median / r["base_rate"].median,
+            "monitor_peak_rss_mib": r["mon_rss"].median, "run_wall": r["run_wall"].median,
+            "run_lines_per_s": r["run_rate"].median, "run_peak_rss_mib": r["run_rss"].median,
+        }
+    text = table(
         f"Streaming: fake agy printing N event lines (~170 bytes each), median of {repeat}",
         ["lines", "baseline lines/s", "monitor lines/s", "monitor / baseline", "monitor peak RSS",
          "spar run wall", "spar run lines/s", "spar run peak RSS"],
@@ -158,6 +168,7 @@ def run(quick: bool, repeat: int | None) -> str:
          f"spar run {verdict(flat_run)} ({small['run_rss'].median:.0f} → {big['run_rss'].median:.0f} MiB)",
          "baseline = the same fake writing to /dev/null (its json.dumps + flush per line bounds every column)",
          "spar run lines/s includes the whole round (start-up, workspace, recording)"])
+    return text, figures
 
 
 def main(argv: list[str]) -> int:
@@ -166,7 +177,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--repeat", type=int)
     a = p.parse_args(argv)
     t = time.perf_counter()
-    print(run(a.quick, a.repeat))
+    print(run(a.quick, a.repeat)[0])
     print(f"(took {time.perf_counter() - t:.0f} s)")
     return 0
 

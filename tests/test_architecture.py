@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,18 @@ def test_the_package_says_it_is_typed():
     """PEP 561: the marker pyproject.toml ships, for a package mypy checks strictly."""
     assert (SPAR / "py.typed").is_file()
     assert 'spar = ["py.typed"]' in (SPAR.parent / "pyproject.toml").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("command", ["gate", "cap_report"])
+def test_record_reading_commands_do_not_load_the_configuration_machinery(command):
+    """spar.config's names are imported on first use: a command that only reads records
+    (STAGES and DEFAULT_CAPS from spar.config.model) does not pay at start-up for the
+    checks, the loader and the TOML positions it never calls."""
+    probe = ("import sys, importlib; importlib.import_module(sys.argv[1]); "
+             "print(' '.join(sorted(m for m in sys.modules if m.startswith('spar.config'))))")
+    loaded = subprocess.run([sys.executable, "-c", probe, f"spar.commands.{command}"], capture_output=True,
+                            text=True, check=True).stdout.split()
+    assert loaded == ["spar.config", "spar.config.model"]
+    # and the names stay reachable from the package
+    from spar.config import STAGES, load_config
+    assert STAGES and callable(load_config)

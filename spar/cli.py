@@ -12,20 +12,26 @@ from spar import __version__
 from spar.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, SparError, UsageError, exit_for_signal
 from spar.textsafe import terminal_safe
 
-# command name -> (module under spar.commands, one-line summary); order is the help order
+# each command and its one-line summary, in help order; its module under spar.commands is the
+# name with "_" for "-"
+_SUMMARIES = """
+init        write the user (and project) configuration and ignore the series folder
+run         run one review round with every configured reviewer in parallel
+record      record a result spar did not collect itself (native reviewer, transcript)
+triage      give a finding a disposition (fixed, duplicate, rejected, deferred, answered)
+extend      raise a stage's round cap for a series, with a cause
+waive       accept a round without a required reviewer, with the user's words
+gate        judge a list of rounds and write the review-gate/v1 file
+export      write findings as SARIF, GitLab Code Quality or reviewdog rdjsonl
+report      write a self-contained HTML report of a series (timeline, chart, dispositions)
+cap-report  summarize the caps, rounds and extensions of a series
+doctor      say whether a round can run here (config, reviewer CLIs, git, series, Core)
+config      print the applied configuration, its files and digest
+"""
+# command name -> (module under spar.commands, one-line summary)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "init": ("init", "write the user (and project) configuration and ignore the series folder"),
-    "run": ("run", "run one review round with every configured reviewer in parallel"),
-    "record": ("record", "record a result spar did not collect itself (native reviewer, transcript)"),
-    "triage": ("triage", "give a finding a disposition (fixed, duplicate, rejected, deferred, answered)"),
-    "extend": ("extend", "raise a stage's round cap for a series, with a cause"),
-    "waive": ("waive", "accept a round without a required reviewer, with the user's words"),
-    "gate": ("gate", "judge a list of rounds and write the review-gate/v1 file"),
-    "export": ("export", "write findings as SARIF, GitLab Code Quality or reviewdog rdjsonl"),
-    "report": ("report", "write a self-contained HTML report of a series (timeline, chart, dispositions)"),
-    "cap-report": ("cap_report", "summarize the caps, rounds and extensions of a series"),
-    "doctor": ("doctor", "say whether a round can run here (config, reviewer CLIs, git, series, Core)"),
-    "config": ("config", "print the applied configuration, its files and digest"),
+    name: (name.replace("-", "_"), summary.strip())
+    for name, summary in (line.split(" ", 1) for line in _SUMMARIES.strip().splitlines())
 }
 
 USAGE = "usage: spar [--version] [--help] <command> [<args>]"

@@ -111,96 +111,78 @@ def parse(table: OptionTable, words: list[str]) -> Parsed:
     return out
 
 
-def _names(text: str) -> frozenset[str]:
-    return frozenset(text.split())
+def _table(parser: str, flags: str, values: str, long_names: str) -> OptionTable:
+    """One program's options: the short letters without and with a value, then its long
+    names as getopt_long spells them: `name` a flag, `name=` with a value, `name[=]` with a
+    value only after `=`."""
+    words = long_names.split()
+    return OptionTable(
+        parser, flags=flags, values=values,
+        long_flags=frozenset(w for w in words if "=" not in w),
+        long_values=frozenset(w.removesuffix("=") for w in words if w.endswith("=") and not w.endswith("[=]")),
+        long_optional=frozenset(w.removesuffix("[=]") for w in words if w.endswith("[=]")),
+    )
 
 
 TABLES: dict[str, OptionTable] = {
     # GNU coreutils 9.1 sort: "-bcCdfghik:mMno:rRsS:t:T:uVy:z"
-    "sort": OptionTable(
-        "getopt", flags="bcCdfghimMnrRsuVz", values="koStTy",
-        long_flags=_names(
-            "debug dictionary-order general-numeric-sort help human-numeric-sort ignore-case "
-            "ignore-leading-blanks ignore-nonprinting merge month-sort numeric-sort random-sort "
-            "reverse stable unique version version-sort zero-terminated"),
-        long_values=_names(
-            "batch-size buffer-size compress-program field-separator files0-from key output "
-            "parallel random-source sort temporary-directory"),
-        long_optional=_names("check"),
-    ),
+    "sort": _table("getopt", "bcCdfghimMnrRsuVz", "koStTy", """
+        debug dictionary-order general-numeric-sort help human-numeric-sort ignore-case ignore-leading-blanks
+        ignore-nonprinting merge month-sort numeric-sort random-sort reverse stable unique version version-sort
+        zero-terminated
+        batch-size= buffer-size= compress-program= field-separator= files0-from= key= output= parallel=
+        random-source= sort= temporary-directory=
+        check[=]"""),
     # GNU coreutils 9.1 uniq: "-0123456789Dcdf:is:uw:z"
-    "uniq": OptionTable(
-        "getopt", flags="0123456789Dcdiuz", values="fsw",
-        long_flags=_names("count help ignore-case repeated unique version zero-terminated"),
-        long_values=_names("check-chars skip-chars skip-fields"),
-        long_optional=_names("all-repeated group"),
-    ),
+    "uniq": _table("getopt", "0123456789Dcdiuz", "fsw", """
+        count help ignore-case repeated unique version zero-terminated
+        check-chars= skip-chars= skip-fields=
+        all-repeated[=] group[=]"""),
     # GNU diffutils 3.8 diff
-    "diff": OptionTable(
-        "getopt", flags="0123456789abcdefhilnpqrstuvwyBEHNPTZ", values="CDFILSUWXx",
-        long_flags=_names(
-            "binary brief ed expand-tabs forward-ed help ignore-all-space ignore-blank-lines "
-            "ignore-case ignore-file-name-case ignore-space-change ignore-tab-expansion "
-            "ignore-trailing-space inhibit-hunk-merge initial-tab left-column minimal new-file "
-            "no-dereference no-ignore-file-name-case normal paginate rcs recursive "
-            "report-identical-files sdiff-merge-assist show-c-function side-by-side "
-            "speed-large-files strip-trailing-cr suppress-blank-empty suppress-common-lines text "
-            "unidirectional-new-file version"),
-        long_values=_names(
-            "changed-group-format exclude exclude-from from-file horizon-lines ifdef "
-            "ignore-matching-lines label line-format new-group-format new-line-format "
-            "old-group-format old-line-format palette show-function-line starting-file tabsize "
-            "to-file unchanged-group-format unchanged-line-format width"),
-        long_optional=_names("color context unified"),
-    ),
+    "diff": _table("getopt", "0123456789abcdefhilnpqrstuvwyBEHNPTZ", "CDFILSUWXx", """
+        binary brief ed expand-tabs forward-ed help ignore-all-space ignore-blank-lines ignore-case
+        ignore-file-name-case ignore-space-change ignore-tab-expansion ignore-trailing-space inhibit-hunk-merge
+        initial-tab left-column minimal new-file no-dereference no-ignore-file-name-case normal paginate rcs
+        recursive report-identical-files sdiff-merge-assist show-c-function side-by-side speed-large-files
+        strip-trailing-cr suppress-blank-empty suppress-common-lines text unidirectional-new-file version
+        changed-group-format= exclude-from= exclude= from-file= horizon-lines= ifdef= ignore-matching-lines=
+        label= line-format= new-group-format= new-line-format= old-group-format= old-line-format= palette=
+        show-function-line= starting-file= tabsize= to-file= unchanged-group-format= unchanged-line-format=
+        width=
+        color[=] context[=] unified[=]"""),
     # file 5.44
-    "file": OptionTable(
-        "getopt", flags="0bcdhiklnprsvzCELNSZ", values="efFmP",
-        long_flags=_names(
-            "apple brief checking-printout compile debug dereference extension help keep-going "
-            "list mime mime-encoding mime-type no-buffer no-dereference no-pad no-sandbox "
-            "preserve-date print0 raw special-files uncompress uncompress-noreport version"),
-        long_values=_names("exclude exclude-quiet files-from magic-file parameter separator"),
-    ),
+    "file": _table("getopt", "0bcdhiklnprsvzCELNSZ", "efFmP", """
+        apple brief checking-printout compile debug dereference extension help keep-going list mime
+        mime-encoding mime-type no-buffer no-dereference no-pad no-sandbox preserve-date print0 raw
+        special-files uncompress uncompress-noreport version
+        exclude-quiet= exclude= files-from= magic-file= parameter= separator="""),
     # tree 2.1.0
-    "tree": OptionTable(
-        "tree", flags="acdfghilnpqrstuvxACDFJNQRSUX", values="HILPTo",
-        long_flags=_names(
-            "device dirsfirst du fflinks filesfirst fromfile gitignore help ignore-case info "
-            "inodes matchdirs metafirst nolinks noreport prune si version"),
-        long_values=_names("charset filelimit gitfile hintro houtro infofile sort timefmt"),
-    ),
+    "tree": _table("tree", "acdfghilnpqrstuvxACDFJNQRSUX", "HILPTo", """
+        device dirsfirst du fflinks filesfirst fromfile gitignore help ignore-case info inodes matchdirs
+        metafirst nolinks noreport prune si version
+        charset= filelimit= gitfile= hintro= houtro= infofile= sort= timefmt="""),
     # ripgrep 13.0.0 (clap), plus the names and `-d` that rg 14 added
-    "rg": OptionTable(
-        "clap", flags=".0abcFhHiIlLnNoPpqsSuUvVwxz", values="ABCdeEfgjmMrtT",
-        long_flags=_names(
-            "auto-hybrid-regex binary block-buffered byte-offset case-sensitive column count "
-            "count-matches crlf debug files files-with-matches files-without-match fixed-strings "
-            "follow glob-case-insensitive heading help hidden ignore ignore-case ignore-dot "
-            "ignore-exclude ignore-file-case-insensitive ignore-files ignore-global "
-            "ignore-messages ignore-nested-git ignore-parent ignore-vcs include-zero "
-            "invert-match json line-buffered line-number line-regexp max-columns-preview "
-            "messages mmap multiline multiline-dotall no-auto-hybrid-regex no-binary "
-            "no-block-buffered no-byte-offset no-column no-config no-context-separator no-crlf "
-            "no-encoding no-filename no-fixed-strings no-follow no-glob-case-insensitive "
-            "no-heading no-hidden no-ignore no-ignore-dot no-ignore-exclude no-ignore-files "
-            "no-ignore-file-case-insensitive no-ignore-global no-ignore-messages "
-            "no-ignore-nested-git no-ignore-parent no-ignore-vcs no-include-zero "
-            "no-invert-match no-json no-line-buffered no-line-number no-max-columns-preview "
-            "no-messages no-mmap no-multiline no-multiline-dotall no-one-file-system no-pcre2 "
-            "no-pcre2-unicode no-pre no-require-git no-search-zip no-sort-files no-stats "
-            "no-text no-trim no-unicode null null-data one-file-system only-matching passthru "
-            "passthrough pcre2 pcre2-unicode pcre2-version pretty quiet require-git search-zip "
-            "smart-case sort-files stats stop-on-nonmatch text trace trim type-list unicode "
-            "unrestricted version vimgrep with-filename word-regexp"),
-        long_values=_names(
-            "after-context before-context color colors context context-separator "
-            "dfa-size-limit encoding engine field-context-separator field-match-separator file "
-            "generate glob hostname-bin hyperlink-format iglob ignore-file max-columns "
-            "max-count max-depth maxdepth max-filesize path-separator pre pre-glob "
-            "regex-size-limit regexp replace sort sortr threads type type-add type-clear "
-            "type-not"),
-    ),
+    "rg": _table("clap", ".0abcFhHiIlLnNoPpqsSuUvVwxz", "ABCdeEfgjmMrtT", """
+        auto-hybrid-regex binary block-buffered byte-offset case-sensitive column count count-matches crlf debug
+        files files-with-matches files-without-match fixed-strings follow glob-case-insensitive heading help
+        hidden ignore ignore-case ignore-dot ignore-exclude ignore-file-case-insensitive ignore-files
+        ignore-global ignore-messages ignore-nested-git ignore-parent ignore-vcs include-zero invert-match json
+        line-buffered line-number line-regexp max-columns-preview messages mmap multiline multiline-dotall
+        no-auto-hybrid-regex no-binary no-block-buffered no-byte-offset no-column no-config no-context-separator
+        no-crlf no-encoding no-filename no-fixed-strings no-follow no-glob-case-insensitive no-heading no-hidden
+        no-ignore no-ignore-dot no-ignore-exclude no-ignore-file-case-insensitive no-ignore-files
+        no-ignore-global no-ignore-messages no-ignore-nested-git no-ignore-parent no-ignore-vcs no-include-zero
+        no-invert-match no-json no-line-buffered no-line-number no-max-columns-preview no-messages no-mmap
+        no-multiline no-multiline-dotall no-one-file-system no-pcre2 no-pcre2-unicode no-pre no-require-git
+        no-search-zip no-sort-files no-stats no-text no-trim no-unicode null null-data one-file-system
+        only-matching passthrough passthru pcre2 pcre2-unicode pcre2-version pretty quiet require-git search-zip
+        smart-case sort-files stats stop-on-nonmatch text trace trim type-list unicode unrestricted version
+        vimgrep with-filename word-regexp
+        after-context= before-context= color= colors= context-separator= context= dfa-size-limit= encoding=
+        engine= field-context-separator= field-match-separator= file= generate= glob= hostname-bin=
+        hyperlink-format= iglob= ignore-file= max-columns= max-count= max-depth= max-filesize= maxdepth=
+        path-separator= pre-glob= pre= regex-size-limit= regexp= replace= sort= sortr= threads= type-add=
+        type-clear= type-not= type="""),
 }
 
 

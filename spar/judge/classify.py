@@ -23,19 +23,24 @@ _CHECK_IMPACT_DEFECTS = ("false_pass", "meaning_inverted")
 def classify(item: dict[str, Any], *, in_check_paths: bool, link_confirmed: bool,
              unreadable: bool, why: str = "") -> tuple[str, str]:
     """(class, class_reason) of a validated finding item."""
-    if unreadable:
-        cls, reason = _unreadable(item, link_confirmed)
-        return cls, f"unreadable location ({why}): {reason}" if why else f"unreadable location: {reason}"
-    return _readable(item, in_check_paths=bool(in_check_paths), link_confirmed=link_confirmed)
+    cls, reason = _rules(item, in_check_paths=bool(in_check_paths) and not unreadable,
+                         link_confirmed=link_confirmed, unreadable=unreadable)
+    if not unreadable:
+        return cls, reason
+    return cls, f"unreadable location ({why}): {reason}" if why else f"unreadable location: {reason}"
 
 
-def _readable(item: dict[str, Any], *, in_check_paths: bool, link_confirmed: bool) -> tuple[str, str]:
+def _rules(item: dict[str, Any], *, in_check_paths: bool, link_confirmed: bool, unreadable: bool) -> tuple[str, str]:
+    """The seven rules, first match from the top; an unreadable location drops the path
+    condition of rules 1 and 2 and does not use rules 3 and 6."""
     impact = item["check_impact"]
     proposed = item["proposed_class"]
-    if in_check_paths and impact in _CHECK_IMPACT_DEFECTS:
-        return "defect", f"rule 1: {impact} in check paths"
-    if in_check_paths and impact == "contract_violation" and link_confirmed:
-        return "defect", "rule 2: contract_violation with a confirmed link in check paths"
+    path_rule = in_check_paths or unreadable  # rules 1 and 2 apply
+    where = "" if unreadable else " in check paths"
+    if path_rule and impact in _CHECK_IMPACT_DEFECTS:
+        return "defect", f"rule 1: {impact}{where}"
+    if path_rule and impact == "contract_violation" and link_confirmed:
+        return "defect", f"rule 2: contract_violation with a confirmed link{where}"
     if in_check_paths:
         return "hardening", "rule 3: in check paths"
     if proposed == "requirement-question":
@@ -43,21 +48,7 @@ def _readable(item: dict[str, Any], *, in_check_paths: bool, link_confirmed: boo
     if item["introduced_by_change"] == "yes" and item["regression"] == "yes":
         return "defect", "rule 5: introduced by the change and a regression"
     if proposed == "defect" and not link_confirmed:
+        if unreadable:
+            return "defect", "rule 7: proposed defect (rule 6 not used)"
         return "note", "rule 6: proposed defect without a confirmed link"
-    return proposed, f"rule 7: proposed {proposed}"
-
-
-def _unreadable(item: dict[str, Any], link_confirmed: bool) -> tuple[str, str]:
-    impact = item["check_impact"]
-    proposed = item["proposed_class"]
-    if impact in _CHECK_IMPACT_DEFECTS:
-        return "defect", f"rule 1: {impact}"
-    if impact == "contract_violation" and link_confirmed:
-        return "defect", "rule 2: contract_violation with a confirmed link"
-    if proposed == "requirement-question":
-        return "requirement-question", "rule 4: proposed requirement-question"
-    if item["introduced_by_change"] == "yes" and item["regression"] == "yes":
-        return "defect", "rule 5: introduced by the change and a regression"
-    if proposed == "defect" and not link_confirmed:
-        return "defect", "rule 7: proposed defect (rule 6 not used)"
     return proposed, f"rule 7: proposed {proposed}"

@@ -252,34 +252,26 @@ def _since(p: PacketInput) -> list[str]:
     ]
 
 
+def _section(heading: str, intro: str, parts: list[str]) -> list[str]:
+    """A `##` section: its heading, an introduction and its parts; nothing without parts."""
+    return [f"## {heading}", "", intro, "", *parts] if parts else []
+
+
 def _standpoints(p: PacketInput) -> list[str]:
-    if not p.standpoints:
-        return []
-    out = [
-        "## Standpoints for this round",
-        "",
-        "Each standpoint below is assigned to one reviewer. The assigned reviewer attacks that risk "
-        "while still checking every angle; every other reviewer reviews the whole change.",
-        "",
-    ]
-    for name, text in p.standpoints:
-        out += [f"### Standpoint of `{name}`", "", fence(text)]
-    return out
+    intro = ("Each standpoint below is assigned to one reviewer. The assigned reviewer attacks that risk "
+             "while still checking every angle; every other reviewer reviews the whole change.")
+    parts = [part for name, text in p.standpoints for part in (f"### Standpoint of `{name}`", "", fence(text))]
+    return _section("Standpoints for this round", intro, parts)
 
 
 def _decisions(p: PacketInput) -> list[str]:
-    if not p.decisions:
-        return []
-    out = [
-        "## Decisions the user made",
-        "",
-        "The user settled these questions. Do not ask them again as requirement questions; "
-        "do report where the change does not follow a decision.",
-        "",
-    ]
+    parts: list[str] = []
     for i, (decision, words) in enumerate(p.decisions, 1):
-        out += [f"### Decision {i}", "", "What it settles:", "", fence(decision), "The user's words:", "", fence(words)]
-    return out
+        parts += [f"### Decision {i}", "", "What it settles:", "", fence(decision),
+                  "The user's words:", "", fence(words)]
+    intro = ("The user settled these questions. Do not ask them again as requirement questions; "
+             "do report where the change does not follow a decision.")
+    return _section("Decisions the user made", intro, parts)
 
 
 def _how_to_report(p: PacketInput) -> list[str]:

@@ -14,6 +14,7 @@ EXIT_USAGE = 64
 EXIT_REFUSED = 65
 EXIT_INTERNAL = 70
 EXIT_SIGNAL = 128  # plus the signal's number: 130 SIGINT, 143 SIGTERM
+EXIT_NOT_STARTED = 127  # a reviewer the guard could not start (as a shell reports a command it cannot run)
 
 
 class SparError(Exception):

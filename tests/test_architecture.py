@@ -96,8 +96,11 @@ def test_mentioned_reads_grouped_cells():
     assert _mentioned(doc) == {"spar/round/packet.py", "spar/round/schema.py", "spar/config/"}
 
 
+EXITS = {"sys.exit", "os._exit"}
+
+
 def literal_exit_codes(path: Path) -> list[str]:
-    """Integer literals returned by a command module's functions returning int, or passed to sys.exit."""
+    """Integer literals returned by a function returning int, or passed to sys.exit or os._exit."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = []
     for node in ast.walk(tree):
@@ -106,18 +109,53 @@ def literal_exit_codes(path: Path) -> list[str]:
                 if (isinstance(inner, ast.Return) and isinstance(inner.value, ast.Constant)
                         and isinstance(inner.value.value, int)):
                     found.append(f"{node.name}: return {inner.value.value}")
+        if (isinstance(node, ast.Call) and ast.unparse(node.func) in EXITS and node.args
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, int)):
+            found.append(f"{ast.unparse(node.func)}({node.args[0].value})")
     return found
 
 
-@pytest.mark.parametrize("path", sorted((SPAR / "commands").glob("*.py")) + [SPAR / "cli.py"], ids=lambda p: p.name)
+# every program Spar runs: its commands, its entry point and the reviewer guard (its own process)
+PROGRAMS = sorted((SPAR / "commands").glob("*.py")) + [SPAR / "cli.py", SPAR / "round" / "guard.py"]
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
 def test_exit_codes_only_through_constants(path):
     assert literal_exit_codes(path) == []
 
 
 def test_the_exit_code_rule_sees_a_literal(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("def main(argv) -> int:\n    if argv:\n        return 1\n    return EXIT_OK\n")
-    assert literal_exit_codes(bad) == ["main: return 1"]
+    bad.write_text("def main(argv) -> int:\n    if argv:\n        return 1\n    os._exit(0)\n    return EXIT_OK\n"
+                   "sys.exit(2)\nsys.exit(main([]))\n")
+    assert sorted(literal_exit_codes(bad)) == ["main: return 1", "os._exit(0)", "sys.exit(2)"]
+
+
+def spar_imports(path: Path) -> set[str]:
+    """Top-level modules and spar modules that a module imports."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return {name if name.startswith("spar.") else name.split(".")[0] for name in names}
+
+
+def test_the_guard_needs_only_the_standard_library():
+    """The guard runs as `python -I -S` (no site-packages): it and every spar module it
+    imports, transitively, import nothing but the standard library."""
+    seen, todo, outside = set(), ["spar.round.guard"], set()
+    while todo:
+        module = todo.pop()
+        seen.add(module)
+        for name in spar_imports(SPAR.parent.joinpath(*module.split(".")).with_suffix(".py")):
+            if name.startswith("spar."):
+                todo += [] if name in seen else [name]
+            elif name not in sys.stdlib_module_names:
+                outside.add(f"{module}: {name}")
+    assert outside == set()
+    assert "spar.errors" in seen  # its exit codes
 
 
 def test_the_package_says_it_is_typed():

@@ -24,9 +24,10 @@ and reviewer of the round. When spar ends normally the same EOF lets the
 guard exit. The status pipe reaches EOF when the keeper is gone, so spar
 needs no wait on a process that is not its child.
 
-Standard library only. What it cannot do: survive SIGKILL itself (then the
-keepers' descendants go to init); spar sends SIGKILL to a reviewer's group
-only after GRACE + SETTLE seconds without its keeper ending.
+Standard library only, besides `spar.round.reaper` and `spar.errors` (the exit codes), which
+need nothing else either (`tests/test_architecture.py` checks it). What it cannot do: survive
+SIGKILL itself (then the keepers' descendants go to init); spar sends SIGKILL to a reviewer's
+group only after GRACE + SETTLE seconds without its keeper ending.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import subprocess
 import sys
 from types import FrameType
 
+from spar.errors import EXIT_NOT_STARTED, EXIT_OK, EXIT_USAGE
 from spar.round.reaper import become_subreaper, end_descendants, reap
 
 GRACE = 1.0  # SIGTERM to SIGKILL for the descendants, as spar's own kill
@@ -104,7 +106,7 @@ def keep(command: list[str], cwd: str, env: dict[str, str]) -> int:
         child = subprocess.Popen(command, cwd=cwd, env=env)  # inherits stdin, stdout, stderr
     except OSError as exc:
         print(f"spar: cannot start {command[0]}: {exc.strerror or exc}", file=sys.stderr, flush=True)
-        return 127
+        return EXIT_NOT_STARTED
     codes: dict[int, int] = {}
 
     def on_exit(pid: int, status: int) -> None:
@@ -143,7 +145,7 @@ def _start_keeper(request: bytes, fds: list[int], control: socket.socket) -> int
         _close_fds_above(_STATUS_FD, max([*fds, control.fileno()]))
         _status(f"X{keep(argv, cwd, env)}")
     finally:
-        os._exit(0)
+        os._exit(EXIT_OK)
 
 
 def _close_fds_above(low: int, known: int) -> None:
@@ -198,14 +200,14 @@ def serve(control: socket.socket) -> int:
             end_descendants(GRACE)
         else:  # keepers lead their groups: end each of them
             os.killpg(0, signal.SIGTERM)
-    return 0
+    return EXIT_OK
 
 
 def main(argv: list[str]) -> int:
     if argv:
         print("usage: python -I -m spar.round.guard  (started by spar, the control socket as stdin)",
               file=sys.stderr)
-        return 64
+        return EXIT_USAGE
     control = socket.socket(fileno=os.dup(0))
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # fd 0 is no longer the socket: a keeper's closerange must not miss it

@@ -108,3 +108,19 @@ def test_plan_skips_git_paths_and_warns():
     assert warnings[1] == ("workspace: 1 symbolic link(s) pointing outside their copy were written as small "
                            "files saying where they pointed: head/l -> /etc/passwd")
     assert workspace_warnings({"head": plan_tree(*entries({"a": b"x", "b": "a"}))}) == []
+
+
+def test_plan_tree_refuses_exactly_what_path_refused_does():
+    # plan_tree checks each folder once for all the files under it: the verdicts stay per path
+    paths = REFUSED + ALLOWED + LINK_REFUSED
+    nested = [f"{folder}/{name}" for folder in ("ok", "ok/.git", "ok/deep", ".GIT", "x/git~1", "x\\.git")
+              for name in ("a.txt", ".gitmodules", ".git", "gi7eba~1", "b")]
+    tree: dict[str, str | bytes] = {}
+    for i, path in enumerate(paths + nested):
+        tree[path] = "target" if i % 2 else b"file"  # every path as a file or a link in turn
+    listed, blobs = entries(tree)
+    plan = plan_tree(listed, blobs)
+    expected = [e.path for e in listed if path_refused(e.path, symlink=e.mode == "120000")]
+    assert plan.refused == expected
+    assert {"ok/.git/a.txt", ".GIT/b", "ok/deep/.git"} <= set(plan.refused)
+    assert "ok/deep/a.txt" not in plan.refused

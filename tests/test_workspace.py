@@ -258,3 +258,25 @@ def test_no_write_through_a_link_goes_unnoticed(tmp_path):
     (ws / "head" / "in" / "new.py").write_text("new\n")
     note = describe_changes(before, workspace_state(ws))
     assert "head/src/app.py (changed)" in note and "head/src/new.py (added)" in note
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o027, 0o002])
+def test_modes_exact_whatever_the_umask(repo, tmp_path, umask):
+    # files are created with their final mode when the umask keeps its bits, and fchmod'ed
+    # to it otherwise: either way the copies hold exactly 0444/0555 and folders 0555
+    from spar.round import workspace
+
+    repo, base, head = repo
+    ws = tmp_path / "workspace"
+    old = os.umask(umask)
+    try:
+        assert workspace._umask() == umask  # read without changing it
+        build_workspace(repo, base, head, ws)
+    finally:
+        os.umask(old)
+    modes = {str(p.relative_to(ws)): mode(p) for p in ws.rglob("*") if not p.is_symlink()}
+    assert modes["head/bin/run.sh"] == 0o555 and modes["head/README.md"] == 0o444
+    assert modes["head/dangling"] == 0o444  # the note written for a link leading out
+    assert {m for p, m in modes.items() if (ws / p).is_dir()} == {0o555}
+    assert {m for p, m in modes.items() if not (ws / p).is_dir()} == {0o444, 0o555}
+    assert mode(ws) == 0o555

@@ -57,6 +57,8 @@ _NTFS_DOTFILES = [_ntfs_pattern("." + name, name[:6], hashed) for name, hashed i
 
 
 def _hfs_fold(name: str) -> str:
+    if name.isascii():  # every ignorable code point is outside ASCII
+        return name.lower()
     return "".join(ch for ch in name if ord(ch) not in _HFS_IGNORABLE).lower()
 
 
@@ -83,6 +85,20 @@ def path_refused(path: str, *, symlink: bool = False) -> bool:
     """Whether git refuses the repository path `path` (any component, or an absolute path)."""
     parts = path.split("/")
     return any(component_refused(p, symlink=symlink and i == len(parts) - 1) for i, p in enumerate(parts))
+
+
+def _refused_in(path: str, symlink: bool, folders: dict[str, bool]) -> bool:
+    """path_refused, each folder's verdict looked up in `folders` (filled as it goes):
+    a tree's paths share their folders, so each folder is checked once, not once per file."""
+    folder, sep, name = path.rpartition("/")
+    if component_refused(name, symlink=symlink):
+        return True
+    if not sep:
+        return False
+    verdict = folders.get(folder)
+    if verdict is None:
+        verdict = folders[folder] = path_refused(folder)
+    return verdict
 
 
 def _target_text(target: bytes) -> str:
@@ -171,8 +187,9 @@ def plan_tree(entries: Iterable[Any], link_targets: dict[str, bytes]) -> TreePla
     plan = TreePlan()
     links: dict[str, str] = {}
     kept = []
+    folders: dict[str, bool] = {}
     for entry in entries:
-        if path_refused(entry.path, symlink=entry.mode == MODE_LINK):
+        if _refused_in(entry.path, entry.mode == MODE_LINK, folders):
             plan.refused.append(entry.path)
             continue
         kept.append(entry)

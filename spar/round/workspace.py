@@ -48,49 +48,87 @@ _READ_ONLY_EXEC = 0o555
 _READ_ONLY_DIR = 0o555
 
 
-def _write_new(path: Path, data: bytes, mode: int) -> None:
-    # O_EXCL|O_NOFOLLOW: never replace or follow something already there
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+def _umask() -> int | None:
+    """This process's umask, read without changing it (Linux /proc); None when unknown."""
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fchmod(fd, mode)  # exact bits, whatever the umask
-    finally:
-        os.close(fd)
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
-def plan_targets(entries: Iterable[git.TreeEntry], dest: Path) -> list[tuple[git.TreeEntry, Path]]:
+class _Writer:
+    """Writes new read-only files with exact modes: created with the final mode when the
+    umask keeps those bits (no fchmod per file), else fchmod'ed to them."""
+
+    def __init__(self) -> None:
+        self.umask = _umask()
+
+    def write(self, path: str, data: bytes, mode: int) -> None:
+        """Write `path`, never replacing or following what is there (O_EXCL|O_NOFOLLOW)."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if self.umask is None or self.umask & mode:
+                os.fchmod(fd, mode)  # exact bits, whatever the umask
+        finally:
+            os.close(fd)
+
+
+def plan_targets(entries: Iterable[git.TreeEntry], dest: str | Path,
+                 folders: list[str] | None = None) -> list[tuple[git.TreeEntry, str]]:
     """(entry, target path) for every blob entry, creating `dest` and the folders
-    above the targets (one mkdir per folder); refuses a path that would leave `dest`."""
-    dest = Path(dest)
-    dest.mkdir(parents=False, exist_ok=False)
-    made = {dest}
+    above the targets (one mkdir per folder, each added to `folders`); refuses a path
+    that would leave `dest`."""
+    dest = os.fspath(dest)
+    os.mkdir(dest)
+    made: set[str] = set()
     planned = []
     for entry in entries:
         if entry.mode not in (MODE_FILE, MODE_EXEC, MODE_LINK):
             continue  # gitlinks and trees are not part of a copy
-        parts = entry.path.split("/")
-        if entry.path.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        folder, sep, name = entry.path.rpartition("/")
+        if name in _UNSAFE or (sep and folder not in made and not _make_folders(dest, folder, made, folders)):
             # git never writes such a tree; a crafted one must not write outside the copy
             raise WriteFailed(f"unsafe path {entry.path!r} in the tree; the copy {dest} is incomplete")
-        target = dest / entry.path
-        if target.parent not in made:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            made.add(target.parent)
-        planned.append((entry, target))
+        planned.append((entry, f"{dest}/{entry.path}"))
     return planned
+
+
+_UNSAFE = ("", ".", "..")
+
+
+def _make_folders(dest: str, folder: str, made: set[str], folders: list[str] | None) -> bool:
+    """mkdir each missing folder of `folder` (relative to `dest`), outermost first; False
+    (nothing made) when a component is empty, "." or ".."."""
+    parts = folder.split("/")
+    if any(p in _UNSAFE for p in parts):
+        return False
+    for i in range(1, len(parts) + 1):
+        rel = "/".join(parts[:i])
+        if rel not in made:
+            os.mkdir(f"{dest}/{rel}")
+            made.add(rel)
+            if folders is not None:
+                folders.append(f"{dest}/{rel}")
+    return True
 
 
 def _file_mode(entry: git.TreeEntry) -> int:
     return _READ_ONLY_EXEC if entry.mode == MODE_EXEC else _READ_ONLY_FILE
 
 
-def make_read_only(root: Path) -> None:
-    """chmod dirs 0555 bottom-up (files were set when written); symlinks are left alone."""
-    for dirpath, _dirnames, _filenames in os.walk(root, topdown=False):
-        os.chmod(dirpath, _READ_ONLY_DIR)
+def make_read_only(folders: Iterable[str]) -> None:
+    """chmod the copies' folders 0555, innermost first (files were set when written;
+    symlinks have no modes of their own)."""
+    for folder in reversed(list(folders)):
+        os.chmod(folder, _READ_ONLY_DIR)
 
 
 def plan_commit(repo: str | Path, commit: str) -> TreePlan:
@@ -106,10 +144,13 @@ def _link_note(target: bytes) -> bytes:
             + b"\nIt points outside this copy of the commit, so spar wrote this file instead of the link.\n")
 
 
-def copy_commit(repo: str | Path, commit: str, dest: Path,
-                known: dict[tuple[str, str], Path] | None = None,
-                plan: TreePlan | None = None) -> dict[tuple[str, str], Path]:
-    """Copy one commit's blob entries to `dest` as `plan` (default: plan_commit) says.
+Known = dict[tuple[str, str], str]  # (blob, mode) -> path of a regular file already written
+
+
+def copy_commit(repo: str | Path, commit: str, dest: str | Path, known: Known | None = None,
+                plan: TreePlan | None = None, folders: list[str] | None = None) -> Known:
+    """Copy one commit's blob entries to `dest` as `plan` (default: plan_commit) says,
+    adding `dest` and every folder made to `folders`.
     A file whose (blob, mode) is in `known` (or was already written in this copy)
     becomes a hard link to that file instead of a new one: base and head share most
     files, and both copies are read-only. Blobs stream from git one at a time, so
@@ -117,12 +158,17 @@ def copy_commit(repo: str | Path, commit: str, dest: Path,
     files of this copy."""
     if plan is None:
         plan = plan_commit(repo, commit)
-    planned = plan_targets([*plan.copied, *_outward_entries(plan)], Path(dest))
-    written: dict[tuple[str, str], Path] = {}
-    pending: dict[str, list[tuple[git.TreeEntry, Path]]] = {}
+    dest = os.fspath(dest)
+    if folders is None:
+        folders = []
+    folders.append(dest)
+    planned = plan_targets([*plan.copied, *_outward_entries(plan)], dest, folders)
+    writer = _Writer()
+    written: Known = {}
+    pending: dict[str, list[tuple[git.TreeEntry, str]]] = {}
     for entry, target in planned:
         if entry.path in plan.outward:
-            _write_new(target, _link_note(plan.outward[entry.path]), _READ_ONLY_FILE)
+            writer.write(target, _link_note(plan.outward[entry.path]), _READ_ONLY_FILE)
             continue
         source = known.get((entry.sha, entry.mode)) if known and entry.mode != MODE_LINK else None
         if source is not None and _link(source, target):
@@ -138,7 +184,7 @@ def copy_commit(repo: str | Path, commit: str, dest: Path,
             key = (sha, entry.mode)
             if key in written and _link(written[key], target):
                 continue
-            _write_new(target, data, _file_mode(entry))
+            writer.write(target, data, _file_mode(entry))
             written.setdefault(key, target)
     for target, link_to in links:
         os.symlink(os.fsdecode(link_to), target)
@@ -149,7 +195,7 @@ def _outward_entries(plan: TreePlan) -> list[git.TreeEntry]:
     return [git.TreeEntry(mode=MODE_FILE, kind="file", sha="", path=p) for p in plan.outward]
 
 
-def _link(source: Path, target: Path) -> bool:
+def _link(source: str, target: str) -> bool:
     """Hard link `target` to `source`; False when the file system will not (the caller writes)."""
     try:
         os.link(source, target, follow_symlinks=False)
@@ -160,19 +206,20 @@ def _link(source: Path, target: Path) -> bool:
     return True
 
 
-def build_workspace(repo: str | Path, base: str, head: str, workspace: Path,
+def build_workspace(repo: str | Path, base: str, head: str, workspace: str | Path,
                     plans: dict[str, TreePlan] | None = None) -> None:
     """`workspace/head` and `workspace/base`, then everything read-only (workspace/ included).
     `plans` ("head", "base" -> TreePlan) when the caller has them already."""
-    workspace = Path(workspace)
+    root = os.fspath(workspace)
     plans = plans or {}
+    folders = [root]
     try:
-        workspace.mkdir(parents=False, exist_ok=False)
-        head_files = copy_commit(repo, head, workspace / "head", plan=plans.get("head"))
-        copy_commit(repo, base, workspace / "base", known=head_files, plan=plans.get("base"))
-        make_read_only(workspace)
+        os.mkdir(root)
+        head_files = copy_commit(repo, head, f"{root}/head", plan=plans.get("head"), folders=folders)
+        copy_commit(repo, base, f"{root}/base", known=head_files, plan=plans.get("base"), folders=folders)
+        make_read_only(folders)
     except OSError as exc:
-        raise WriteFailed(f"cannot build {workspace}: {exc}") from exc
+        raise WriteFailed(f"cannot build {root}: {exc}") from exc
 
 
 def workspace_state(root: Path) -> dict[str, tuple[int, int, int, int]]:

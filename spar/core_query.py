@@ -27,6 +27,8 @@ OUTPUT_CAP = 1024 * 1024  # a capability object is a few KiB; more is not an ans
 
 @dataclass
 class CoreCheck:
+    """What the Core query found: the executable, its digest and capabilities."""
+
     requested: str  # what was asked for: --core PATH, or "ha" looked up on PATH
     executable: str | None  # the resolved absolute path, None when not found
     sha256: str | None

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from spar.errors import Refused, quote
 
@@ -42,6 +43,8 @@ class GitError(Exception):
 
 @dataclass(frozen=True)
 class TreeEntry:
+    """One blob entry of a commit's tree."""
+
     mode: str  # "100644", "100755" or "120000"
     kind: str  # "file", "executable" or "symlink" (from the mode)
     sha: str
@@ -352,15 +355,18 @@ class Change:
     complete: bool  # False: git was stopped once more than `keep` bytes had come
 
 
+def _scratch() -> BinaryIO:
+    """An anonymous file in memory for a child's output (memfd: no temporary folder, and
+    no `tempfile` import, with its shutil, random, bz2 and lzma, on `spar run`'s path)."""
+    return open(os.memfd_create("spar-git", os.MFD_CLOEXEC), "w+b")
+
+
 def diff_with_stat(repo: Path | str, base: str, head: str, keep: int) -> Change:
     """The stat and at most `keep` + 1 bytes of the patch: git is stopped once the patch
     is longer than the caller keeps, so a change of thousands of files costs the stat
     and the kept part, not the whole patch. The stat runs meanwhile, in parallel."""
     args = _diff_args(base, head)
-    import tempfile  # here: only this reader needs files for git's output beside the patch
-
-    with tempfile.TemporaryFile() as stat_out, tempfile.TemporaryFile() as stat_err, \
-            tempfile.TemporaryFile() as err:  # files, never pipes either side could block on
+    with _scratch() as stat_out, _scratch() as stat_err, _scratch() as err:  # never pipes either side could block on
         try:
             stat_proc = subprocess.Popen(_argv(repo, [args[0], "--stat", *args[1:]]), stdin=subprocess.DEVNULL,
                                          stdout=stat_out, stderr=stat_err, env=_env())

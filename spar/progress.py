@@ -27,6 +27,8 @@ FINAL = (S.ANSWERED, S.COMPLETED, S.FAILED, S.UNAVAILABLE, S.TIMEOUT, S.TOOL_VIO
 
 @dataclass
 class _Row:
+    """One reviewer's line on the display."""
+
     name: str
     status: str = ReviewerStatus.PENDING
     attempt: int = 0

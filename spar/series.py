@@ -85,6 +85,8 @@ def order_key(round_json: RoundRecord) -> tuple[str, str]:
 
 @dataclass
 class SeriesRound:
+    """One round of a series: its folder and round.json."""
+
     path: Path
     round: RoundRecord
 
@@ -117,6 +119,8 @@ def project_caps(rounds: list[SeriesRound]) -> tuple[dict[str, int], str | None]
 
 @dataclass
 class StageCaps:
+    """A stage's cap in a series: the project's, and what extensions added."""
+
     stage: str
     cap: int
     project_cap: int

@@ -60,6 +60,8 @@ is missing (each problem says what to do); 64 usage error."""
 
 @dataclass
 class Check:
+    """One line of `spar doctor`'s answer."""
+
     check: str  # git | repository | config | reviewer | login | series | core
     subject: str
     status: str  # ok | problem | warning | info

@@ -105,6 +105,8 @@ def is_int(value: object) -> TypeGuard[int]:
 
 @dataclass
 class UserPart:
+    """What the user configuration file gives."""
+
     timeout_seconds: int
     reviewers: list[ReviewerConfig]
     env_passthrough: list[str] | None = None  # None: reviewers inherit everything
@@ -282,6 +284,8 @@ def _positive_int(doc: LocatedDoc, path: KeyPath, value: object, what: str) -> i
 
 @dataclass
 class ProjectPart:
+    """What the project configuration file gives."""
+
     rules: list[str]
     check_paths: list[str]
     angles: list[str]

@@ -18,6 +18,8 @@ DEFAULT_CAPS = {"plan": 2, "plan_delta": 2, "code": 3}
 
 @dataclass
 class ReviewerConfig:
+    """One configured reviewer."""
+
     name: str
     preset: str
     model: str = ""  # "" = the CLI's default model
@@ -60,6 +62,8 @@ class ReviewerConfig:
 
 @dataclass
 class AppliedConfig:
+    """The configuration a command applies: every source merged, defaults filled in."""
+
     reviewers: list[ReviewerConfig]
     timeout_seconds: int = DEFAULT_TIMEOUT
     rules: list[str] = field(default_factory=list)  # repository-relative paths

@@ -25,6 +25,8 @@ PROJECT_FILE = (".jaekit", "spar.toml")
 
 @dataclass(frozen=True)
 class Source:
+    """A configuration file found (G16)."""
+
     path: str  # absolute, as found (a symbolic link is not resolved)
     kind: str  # "toml" | "json"
     role: str  # "user" | "project"
@@ -32,6 +34,8 @@ class Source:
 
 @dataclass(frozen=True)
 class Loaded:
+    """A configuration file as read: its text and digest."""
+
     source: Source
     text: str
     sha256: str

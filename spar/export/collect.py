@@ -47,6 +47,8 @@ class RoundRecords:
 
 @dataclass
 class ReviewerInfo:
+    """A reviewer as the export formats describe it."""
+
     name: str
     preset: str
     model: str  # configured model ("" = the CLI's default)
@@ -58,6 +60,8 @@ class ReviewerInfo:
 
 @dataclass
 class Item:
+    """One recorded finding, flattened for export."""
+
     round: str
     reviewer: str
     id: str

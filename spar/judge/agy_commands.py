@@ -142,6 +142,8 @@ PROGRAMS: dict[str, ProgramRule] = {
 
 @dataclass
 class _Word:
+    """One shell word of a command."""
+
     value: str  # after quote removal
     raw: str  # as written
     start: int
@@ -153,12 +155,16 @@ class _Word:
 
 @dataclass
 class _Op:
+    """One shell operator of a command."""
+
     text: str
     start: int
 
 
 @dataclass
 class _Scan:
+    """A command line split into simple commands, and the constructs found."""
+
     segments: list[list[_Word]] = field(default_factory=list)
     constructs: list[tuple[int, str]] = field(default_factory=list)
 

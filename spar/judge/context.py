@@ -25,6 +25,8 @@ def count_lines(text: bytes) -> int:
 
 @dataclass
 class RoundDoc:
+    """A round document (criteria, rules, subject) as the judgments see it."""
+
     kind: str  # "criteria", "rules" or "subject"
     name: str  # G26 name: repository-relative path inside the repository, file name outside
     real_path: str  # real absolute path
@@ -48,6 +50,8 @@ def _folders(paths: Iterable[str]) -> frozenset[str]:
 
 @dataclass
 class RoundContext:
+    """What location and link judgments look at."""
+
     head_files: dict[str, str]  # path -> mode of the head commit's blob entries
     base_files: dict[str, str]
     documents: list[RoundDoc]

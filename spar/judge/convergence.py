@@ -50,6 +50,8 @@ def stage_verdict(stage: str, new_counts: list[int]) -> dict[str, Any]:
 
 @dataclass
 class _Tally:
+    """One reviewer's counts on the scoreboard."""
+
     name: str
     presets: list[str] = field(default_factory=list)
     raised: int = 0

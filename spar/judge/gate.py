@@ -86,6 +86,8 @@ class SeriesRound:
 
 @dataclass
 class SeriesListing:
+    """A series named on the gate's command line, and its rounds."""
+
     path: str  # real absolute path
     arg: str  # as first spelled on the command line
     rounds: list[SeriesRound] = field(default_factory=list)

@@ -18,6 +18,8 @@ _C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 3
 
 @dataclass(frozen=True)
 class Hunk:
+    """One hunk header of a `git diff -U0`."""
+
     old_start: int
     old_count: int
     new_start: int
@@ -35,6 +37,8 @@ class Hunk:
 
 @dataclass
 class FileChange:
+    """One file's change in a `git diff -U0 -M`."""
+
     old_path: str | None  # None: the file is new
     new_path: str | None  # None: the file was deleted
     hunks: list[Hunk] = field(default_factory=list)

@@ -39,6 +39,8 @@ def _distinct(docs: Iterable[RoundDoc]) -> list[RoundDoc]:
 
 @dataclass(frozen=True)
 class Located:
+    """Where a finding's location points, or why it cannot be read."""
+
     path: str  # repository path of the target ("" = root, or unreadable); G26 name for a document
     unreadable: bool
     why: str  # "" when readable; else the reason shown as `unreadable location (<why>)`
@@ -86,6 +88,8 @@ def locate(location: str, ctx: RoundContext) -> Located:
 
 @dataclass(frozen=True)
 class LinkCheck:
+    """Whether a finding's link is confirmed, and why not."""
+
     confirmed: bool
     target: str  # the rule document's G26 name, the head path, or the criterion IDs
     why: str  # "" when confirmed

@@ -68,6 +68,8 @@ def first_word(text: str) -> str:
 
 @dataclass(frozen=True)
 class LinePlace:
+    """The line part of a reference."""
+
     index: int  # where ":" starts
     start: int
     end: int
@@ -104,6 +106,8 @@ def stray_after_line(body: str) -> str:
 
 @dataclass(frozen=True)
 class ParsedRef:
+    """A reference read into prefix, path and lines."""
+
     text: str  # the trimmed reference
     prefix: str  # the prefix removed ("" when none)
     path: str  # the path as read (after the prefix; trailing "/" kept)

@@ -67,6 +67,8 @@ RESET_RE = re.compile(
 
 @dataclass(frozen=True)
 class Refusal:
+    """A quota or authentication refusal found in a reviewer's output."""
+
     kind: Literal["quota", "auth"]
     message: str
     resets: str | None

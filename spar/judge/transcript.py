@@ -59,6 +59,8 @@ _GLOB_CHARS = set("*?[{")
 
 @dataclass
 class TranscriptAnalysis:
+    """What a Claude Code transcript yields: the result, warnings, the model."""
+
     result: dict[str, Any] | None
     warnings: list[dict[str, Any]] = field(default_factory=list)
     observed_model: str | None = None

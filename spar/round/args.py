@@ -49,6 +49,8 @@ kept byte for byte."""
 
 @dataclass
 class RunArgs:
+    """`spar run`'s arguments, parsed."""
+
     stage: str
     out: str
     base: str | None = None

@@ -17,6 +17,8 @@ from spar.records.model import ExtensionLine, RoundRecord
 
 @dataclass(frozen=True)
 class CapDecision:
+    """Whether a round may run under its stage's cap, and whether it counts."""
+
     stage: str
     cap: int
     project_cap: int

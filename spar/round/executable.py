@@ -11,6 +11,8 @@ from spar.errors import quote
 
 @dataclass
 class Lookup:
+    """Where a reviewer's executable is, or why it is not available."""
+
     status: str  # "ok" | "unavailable" | "failed"
     path: str | None = None  # absolute path of the executable when ok
     reason: str = ""

@@ -26,6 +26,8 @@ from spar.series import SeriesRound, is_earlier, read_series, repository_of
 
 @dataclass
 class PastFinding:
+    """A finding of an earlier round, its standing line and its places."""
+
     round: str
     order: int  # position of its round in the series
     index: int  # position in its round's findings.json

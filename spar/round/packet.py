@@ -89,6 +89,8 @@ CLASSIFICATION_NOTE = (
 
 @dataclass
 class PacketInput:
+    """Everything packet.md is built from."""
+
     stage: str
     series: str  # the series folder's base name
     base: str

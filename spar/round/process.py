@@ -42,6 +42,8 @@ _POLL = 0.05
 
 @dataclass
 class ProcessResult:
+    """How a reviewer process ended, and what its output held."""
+
     exit_code: int | None  # None when spar killed the process before it exited
     timed_out: bool = False
     violation: str | None = None  # first violation the stdout monitor reported

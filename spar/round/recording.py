@@ -202,7 +202,12 @@ def write_round_outputs(round_dir: str | Path, round_json: RoundRecord, findings
                         new_findings: list[Finding] | None = None, *, at: str | None = None) -> None:
     """Write findings.json, append the automatic deferrals of `new_findings` (default: all)
     to ledger.jsonl, write summary.md, then round.json (recorded) last: a reader that
-    sees `recorded_at` finds everything else in place."""
+    sees `recorded_at` finds everything else in place.
+
+    A round recorded for the first time (`spar run`: no ledger yet) writes the first
+    three as one batch (`atomic.write_files`: their fsyncs at once, renamed into place
+    in that order, then the folder synced) before round.json; the ledger is then
+    written whole, with the lines the appends would have made."""
     round_dir = Path(round_dir)
     at = at or now()
     new_findings = findings if new_findings is None else new_findings
@@ -215,16 +220,24 @@ def write_round_outputs(round_dir: str | Path, round_json: RoundRecord, findings
         waivers = readers.read_waivers(round_dir)
     except RecordError:
         waivers = []
-    atomic.write_json(round_dir / "findings.json", findings)
-    for fid in auto_deferrals(new_findings):
-        line: LedgerLine = {"finding": fid, "disposition": "deferred", "auto": True, "at": at}
-        jsonl.append(ledger_path, line)
-        ledger.append(line)
-    if not ledger_path.exists():
+    lines: list[LedgerLine] = [{"finding": fid, "disposition": "deferred", "auto": True, "at": at}
+                               for fid in auto_deferrals(new_findings)]
+    findings_text = atomic.dumps(findings).encode("utf-8")  # encoded before the first write
+    if ledger_path.exists():
+        atomic.write_bytes(round_dir / "findings.json", findings_text)
+        for line in lines:
+            jsonl.append(ledger_path, line)
+            ledger.append(line)
+        finish_round_json(round_json, at)
+        atomic.write_text(round_dir / "summary.md", render_summary(round_json, findings, ledger, waivers))
+    else:
         # an empty ledger still says "recorded, nothing disposed" to readers
-        atomic.write_bytes(ledger_path, b"")
-    finish_round_json(round_json, at)
-    atomic.write_text(round_dir / "summary.md", render_summary(round_json, findings, ledger, waivers))
+        ledger += lines
+        finish_round_json(round_json, at)
+        summary = render_summary(round_json, findings, ledger, waivers)
+        atomic.write_files([(round_dir / "findings.json", findings_text),
+                            (ledger_path, b"".join(jsonl.dumps_line(line) for line in lines)),
+                            (round_dir / "summary.md", summary.encode("utf-8"))])
     atomic.write_json(round_dir / "round.json", round_json)
 
 

@@ -38,6 +38,8 @@ VERSION_TIMEOUT = 30.0
 
 @dataclass
 class ReviewerJob:
+    """One reviewer to run in a round."""
+
     config: ReviewerConfig  # after --model/--effort overrides; timeout_seconds is the per-attempt limit
     reviewer_dir: Path  # ROUND/<name>/ exists; input files already written
     round_dir: Path
@@ -48,6 +50,8 @@ class ReviewerJob:
 
 @dataclass
 class ReviewerOutcome:
+    """How one reviewer's attempts ended."""
+
     name: str
     # COMPLETED (raw result present, not yet validated), FAILED, UNAVAILABLE, TIMEOUT,
     # TOOL_VIOLATION or AWAITING_RECORD
@@ -66,6 +70,8 @@ class ReviewerOutcome:
 
 @dataclass
 class _Attempt:
+    """How one attempt ended."""
+
     record: Attempt
     status: S
     reason: str = ""
@@ -79,6 +85,8 @@ class _Attempt:
 
 @dataclass
 class _Settings:
+    """What every attempt of a round shares."""
+
     env: Mapping[str, str]
     passthrough: list[str] | None  # env_passthrough: None passes `env` whole
     output_cap: int

@@ -1,0 +1,103 @@
+"""What `spar run` does before its first useful step: which modules it imports, and what
+it starts early. Speed itself is measured by bench/round_cost.py, never here."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SPAR = Path(__file__).resolve().parent.parent / "spar"
+
+# modules `spar run` has no use for: each would cost its import (and, without cached
+# bytecode, its compilation) on every round
+NOT_FOR_RUN = [
+    "tempfile", "shutil", "bz2", "lzma", "random",  # tempfile's chain: only the gate's unique temp names
+    "ctypes",  # only the guard
+    "trio",  # only with SPAR_ASYNC_BACKEND=trio
+    "spar.commands.gate", "spar.commands.triage", "spar.commands.report", "spar.judge.gate",
+    "spar.presets.claude", "spar.presets.codex", "spar.presets.agy",  # only the preset in use
+]
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code + "\nimport json, sys; print(json.dumps(sorted(sys.modules)))"],
+                         capture_output=True, text=True, check=True, cwd=SPAR.parent)
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_spar_run_imports_only_what_it_needs():
+    loaded = _modules_after("import spar.cli, spar.commands.run")
+    assert "spar.commands.run" in loaded
+    assert sorted(loaded & set(NOT_FOR_RUN)) == []
+
+
+def test_the_event_loop_backend_is_imported_beside_the_checks():
+    # spar run imports anyio's backend (asyncio and its helpers) in a thread while the
+    # main thread waits on git and fsync; anyio.run then finds it loaded
+    code = ("import spar.commands.run as r, sys\n"
+            "assert 'anyio._backends._asyncio' not in sys.modules\n"
+            "r.preload_backend('asyncio').join()")
+    assert "anyio._backends._asyncio" in _modules_after(code)
+
+
+def _dataclasses_without_docstring(path: Path) -> list[str]:
+    """`file: class` for every class decorated with dataclass that has no docstring."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for deco in node.decorator_list:
+            target = deco.func if isinstance(deco, ast.Call) else deco
+            if isinstance(target, ast.Name) and target.id == "dataclass" and ast.get_docstring(node) is None:
+                out.append(f"{path.name}: {node.name}")
+    return out
+
+
+def test_every_dataclass_has_a_docstring():
+    # without one, dataclasses builds a docstring at import time through inspect.signature
+    # (~0.2 ms a class, dozens of them on every start)
+    missing = [name for path in sorted(SPAR.rglob("*.py")) for name in _dataclasses_without_docstring(path)]
+    assert missing == []
+
+
+def test_the_docstring_rule_sees_a_missing_one(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("from dataclasses import dataclass\n\n@dataclass(frozen=True)\nclass Bare:\n    x: int\n\n"
+                      "@dataclass\nclass Told:\n    \"\"\"Has one.\"\"\"\n\n    y: int\n")
+    assert _dataclasses_without_docstring(sample) == ["sample.py: Bare"]
+
+
+def test_the_cyclic_collector_is_off_for_the_start_up():
+    # spar and `python -m spar` (cli.entry) run every command with it off; main alone
+    # (what the in-process tests call) leaves it as it is
+    code = ("import gc, sys\nimport spar.cli as cli\n"
+            "cli.main = lambda: print('collector on' if gc.isenabled() else 'collector off') or 0\n"
+            "cli.entry()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout == "collector off\n"
+
+
+def test_spar_run_turns_the_collector_on_before_the_reviewers(monkeypatch):
+    import gc
+    from types import SimpleNamespace
+
+    from spar.commands import run
+
+    seen = []
+
+    async def reviewers(jobs, **kw):
+        seen.append(gc.isenabled())
+        return []
+
+    monkeypatch.setattr(run, "run_reviewers", reviewers)
+    plan = SimpleNamespace(config=SimpleNamespace(env_passthrough=None), backend="asyncio")
+    gc.disable()
+    try:
+        assert run._run_all(plan, [], SimpleNamespace()) == ([], None)
+    finally:
+        gc.enable()
+    assert seen == [True]

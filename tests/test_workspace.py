@@ -271,12 +271,38 @@ def test_modes_exact_whatever_the_umask(repo, tmp_path, umask):
     old = os.umask(umask)
     try:
         assert workspace._umask() == umask  # read without changing it
-        build_workspace(repo, base, head, ws)
+        built = build_workspace(repo, base, head, ws)
     finally:
         os.umask(old)
+    assert built == workspace.workspace_state(ws)
     modes = {str(p.relative_to(ws)): mode(p) for p in ws.rglob("*") if not p.is_symlink()}
     assert modes["head/bin/run.sh"] == 0o555 and modes["head/README.md"] == 0o444
     assert modes["head/dangling"] == 0o444  # the note written for a link leading out
     assert {m for p, m in modes.items() if (ws / p).is_dir()} == {0o555}
     assert {m for p, m in modes.items() if not (ws / p).is_dir()} == {0o444, 0o555}
     assert mode(ws) == 0o555
+
+
+def test_state_as_built_is_what_a_scan_reads(tmp_path):
+    """build_workspace returns the copies' state taken while writing: the same entries a
+    scan reads (files, hard links, notes, links kept, folders, names that are not UTF-8),
+    so the change check after the round needs no scan before it."""
+    from spar.round.workspace import describe_changes, workspace_state
+    from tests.crafted import EXEC, FILE, LINK, crafted_commit
+
+    repo = make_repo(tmp_path, {"src/app.py": "x\n"})
+    base = git(repo, "rev-parse", "HEAD").strip()
+    head = crafted_commit(repo, {b"src/app.py": (FILE, b"y\n"), b"caf\xe9/n\xffo.txt": (FILE, b"latin-1\n"),
+                                 b"dup1": (FILE, b"d\n"), b"deep/er/dup2": (FILE, b"d\n"),
+                                 b"tool.sh": (EXEC, b"#!/bin/sh\n"), b"empty": (FILE, b""),
+                                 b"in": (LINK, b"src"), b"out": (LINK, b"/etc/passwd"),
+                                 b".git/config": (FILE, b"refused\n")}, parent=base)
+    ws = tmp_path / "workspace"
+    built = build_workspace(repo, base, head, ws)
+    scanned = workspace_state(ws)
+    assert built == scanned
+    assert {"head/caf\udce9/n\udcffo.txt", "head/in", "head/out", "base/src/app.py", "head/deep/er"} <= set(built)
+    assert describe_changes(built, scanned) is None
+    os.utime(ws / "head" / "empty", ns=(1, 1))  # the owner may, modes aside: a change after the build counts
+    assert describe_changes(built, workspace_state(ws)).startswith(
+        "workspace changed while the reviewers ran: 1 path(s): head/empty (changed); ")

@@ -215,7 +215,9 @@ def _write_inputs(plan: RoundPlan, files: list[tuple[Path, bytes]]) -> list[Any]
     return jobs
 
 
-def _create_round(plan: RoundPlan, decision: caps_mod.CapDecision) -> tuple[RoundRecord, list[ReviewerJob]]:
+def _create_round(plan: RoundPlan,
+                  decision: caps_mod.CapDecision) -> tuple[RoundRecord, list[ReviewerJob], dict[str, Any]]:
+    """The round folder, its round.json and the workspace; returns the workspace's state as built."""
     started = now()
     try:
         plan.out.mkdir()
@@ -239,8 +241,8 @@ def _create_round(plan: RoundPlan, decision: caps_mod.CapDecision) -> tuple[Roun
     if plan.memory_text:  # its own digest: never part of packet_sha256 (a rerun stays a rerun)
         round_json["memory_sha256"] = memory_sha256(plan.memory_text)
     atomic.write_json(plan.out / "round.json", round_json)
-    build_workspace(plan.repo, plan.base, plan.head, plan.out / "workspace", plan.tree_plans)
-    return round_json, jobs
+    built = build_workspace(plan.repo, plan.base, plan.head, plan.out / "workspace", plan.tree_plans)
+    return round_json, jobs, built
 
 
 async def _reviewers_or_signal(jobs: list[ReviewerJob], progress: Progress, env: dict[str, str],
@@ -358,7 +360,7 @@ def execute(plan: RoundPlan) -> int:
         plan.memory_text = render_memory(history.past_findings(plan.series, None, str(plan.repo), plan.base, plan.head))
         if not plan.args.dry_run:
             start_guard()  # its interpreter starts while the workspace is copied
-        round_json, jobs = _create_round(plan, decision)
+        round_json, jobs, before = _create_round(plan, decision)
         print(plan.out, flush=True)
         if plan.args.dry_run:
             for line in dry_run_lines(jobs, os.environ.get("PATH")):
@@ -367,8 +369,8 @@ def execute(plan: RoundPlan) -> int:
             return EXIT_OK
         workspace = plan.out / "workspace"
         # the copies' file modes stop any reviewer that does not run as root; root ignores
-        # them, so spar at least notices a change and says so in the round
-        before = workspace_state(workspace)
+        # them, so spar at least notices a change (against `before`, the state as built)
+        # and says so in the round
         progress = make_progress()
         progress.expect([job.config.name for job in jobs])
         signum = None

@@ -48,6 +48,16 @@ _READ_ONLY_EXEC = 0o555
 _READ_ONLY_DIR = 0o555
 
 
+Entry = tuple[int, int, int, int]  # one path of `workspace_state`: (mode, size, mtime_ns, inode)
+
+
+def _entry(st: os.stat_result) -> Entry:
+    if stat.S_ISDIR(st.st_mode):
+        # a folder's size and mtime move with its entries, which are listed themselves
+        return (st.st_mode, 0, 0, st.st_ino)
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino)
+
+
 def _umask() -> int | None:
     """This process's umask, read without changing it (Linux /proc); None when unknown."""
     try:
@@ -67,8 +77,9 @@ class _Writer:
     def __init__(self) -> None:
         self.umask = _umask()
 
-    def write(self, path: str, data: bytes, mode: int) -> None:
-        """Write `path`, never replacing or following what is there (O_EXCL|O_NOFOLLOW)."""
+    def write(self, path: str, data: bytes, mode: int) -> Entry:
+        """Write `path`, never replacing or following what is there (O_EXCL|O_NOFOLLOW);
+        returns its `workspace_state` entry as written."""
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
         try:
             view = memoryview(data)
@@ -77,6 +88,7 @@ class _Writer:
                 view = view[written:]
             if self.umask is None or self.umask & mode:
                 os.fchmod(fd, mode)  # exact bits, whatever the umask
+            return _entry(os.fstat(fd))
         finally:
             os.close(fd)
 
@@ -124,11 +136,14 @@ def _file_mode(entry: git.TreeEntry) -> int:
     return _READ_ONLY_EXEC if entry.mode == MODE_EXEC else _READ_ONLY_FILE
 
 
-def make_read_only(folders: Iterable[str]) -> None:
+def make_read_only(folders: Iterable[str], root: str, state: dict[str, Entry]) -> None:
     """chmod the copies' folders 0555, innermost first (files were set when written;
-    symlinks have no modes of their own)."""
+    symlinks have no modes of their own), adding each folder under `root` to `state`."""
+    start = len(root) + 1
     for folder in reversed(list(folders)):
         os.chmod(folder, _READ_ONLY_DIR)
+        if folder != root:
+            state[folder[start:]] = _entry(os.lstat(folder))
 
 
 def plan_commit(repo: str | Path, commit: str) -> TreePlan:
@@ -144,18 +159,20 @@ def _link_note(target: bytes) -> bytes:
             + b"\nIt points outside this copy of the commit, so spar wrote this file instead of the link.\n")
 
 
-Known = dict[tuple[str, str], str]  # (blob, mode) -> path of a regular file already written
+Known = dict[tuple[str, str], tuple[str, Entry]]  # (blob, mode) -> a regular file already written
 
 
 def copy_commit(repo: str | Path, commit: str, dest: str | Path, known: Known | None = None,
-                plan: TreePlan | None = None, folders: list[str] | None = None) -> Known:
+                plan: TreePlan | None = None, folders: list[str] | None = None,
+                state: dict[str, Entry] | None = None, prefix: str = "") -> Known:
     """Copy one commit's blob entries to `dest` as `plan` (default: plan_commit) says,
-    adding `dest` and every folder made to `folders`.
+    adding `dest` and every folder made to `folders`, and each file's `workspace_state`
+    entry, as written, to `state` (keyed `prefix` + its path).
     A file whose (blob, mode) is in `known` (or was already written in this copy)
     becomes a hard link to that file instead of a new one: base and head share most
     files, and both copies are read-only. Blobs stream from git one at a time, so
     memory holds one file, not the tree. Returns (blob, mode) -> path of the regular
-    files of this copy."""
+    files of this copy, with their entries."""
     if plan is None:
         plan = plan_commit(repo, commit)
     dest = os.fspath(dest)
@@ -164,30 +181,35 @@ def copy_commit(repo: str | Path, commit: str, dest: str | Path, known: Known | 
     folders.append(dest)
     planned = plan_targets([*plan.copied, *_outward_entries(plan)], dest, folders)
     writer = _Writer()
+    if state is None:
+        state = {}
     written: Known = {}
     pending: dict[str, list[tuple[git.TreeEntry, str]]] = {}
     for entry, target in planned:
         if entry.path in plan.outward:
-            writer.write(target, _link_note(plan.outward[entry.path]), _READ_ONLY_FILE)
+            state[prefix + entry.path] = writer.write(target, _link_note(plan.outward[entry.path]), _READ_ONLY_FILE)
             continue
         source = known.get((entry.sha, entry.mode)) if known and entry.mode != MODE_LINK else None
-        if source is not None and _link(source, target):
+        if source is not None and _link(source[0], target):
             written.setdefault((entry.sha, entry.mode), source)
+            state[prefix + entry.path] = source[1]  # one inode: one entry
             continue
         pending.setdefault(entry.sha, []).append((entry, target))
     links = []
     for sha, data in git.stream_blobs(repo, pending):
         for entry, target in pending[sha]:
             if entry.mode == MODE_LINK:
-                links.append((target, data))  # created last: nothing is written through them
+                links.append((entry.path, target, data))  # created last: nothing is written through them
                 continue
             key = (sha, entry.mode)
-            if key in written and _link(written[key], target):
+            if key in written and _link(written[key][0], target):
+                state[prefix + entry.path] = written[key][1]
                 continue
-            writer.write(target, data, _file_mode(entry))
-            written.setdefault(key, target)
-    for target, link_to in links:
+            state[prefix + entry.path] = writer.write(target, data, _file_mode(entry))
+            written.setdefault(key, (target, state[prefix + entry.path]))
+    for path, target, link_to in links:
         os.symlink(os.fsdecode(link_to), target)
+        state[prefix + path] = _entry(os.lstat(target))
     return written
 
 
@@ -207,24 +229,30 @@ def _link(source: str, target: str) -> bool:
 
 
 def build_workspace(repo: str | Path, base: str, head: str, workspace: str | Path,
-                    plans: dict[str, TreePlan] | None = None) -> None:
+                    plans: dict[str, TreePlan] | None = None) -> dict[str, Entry]:
     """`workspace/head` and `workspace/base`, then everything read-only (workspace/ included).
-    `plans` ("head", "base" -> TreePlan) when the caller has them already."""
+    `plans` ("head", "base" -> TreePlan) when the caller has them already. Returns what
+    `workspace_state(workspace)` reads now, taken while writing (no second pass over the
+    copies): the state the change check compares the copies against after the round."""
     root = os.fspath(workspace)
     plans = plans or {}
     folders = [root]
+    state: dict[str, Entry] = {}
     try:
         os.mkdir(root)
-        head_files = copy_commit(repo, head, f"{root}/head", plan=plans.get("head"), folders=folders)
-        copy_commit(repo, base, f"{root}/base", known=head_files, plan=plans.get("base"), folders=folders)
-        make_read_only(folders)
+        head_files = copy_commit(repo, head, f"{root}/head", plan=plans.get("head"), folders=folders,
+                                 state=state, prefix="head/")
+        copy_commit(repo, base, f"{root}/base", known=head_files, plan=plans.get("base"), folders=folders,
+                    state=state, prefix="base/")
+        make_read_only(folders, root, state)
     except OSError as exc:
         raise WriteFailed(f"cannot build {root}: {exc}") from exc
+    return state
 
 
-def workspace_state(root: Path) -> dict[str, tuple[int, int, int, int]]:
+def workspace_state(root: str | Path) -> dict[str, Entry]:
     """Every entry under `root` (not followed): relative path -> (mode, size, mtime_ns, inode)."""
-    out: dict[str, tuple[int, int, int, int]] = {}
+    out: dict[str, Entry] = {}
     stack = [(os.fspath(root), "")]
     while stack:
         folder, rel = stack.pop()
@@ -238,17 +266,16 @@ def workspace_state(root: Path) -> dict[str, tuple[int, int, int, int]]:
             except OSError:
                 continue
             path = rel + entry.name
+            out[path] = _entry(st)
             if stat.S_ISDIR(st.st_mode):
-                # a folder's size and mtime move with its entries, which are listed themselves
-                out[path] = (st.st_mode, 0, 0, st.st_ino)
                 stack.append((entry.path, path + "/"))
-            else:
-                out[path] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino)
     return out
 
 
 def describe_changes(before: dict[str, Any], after: dict[str, Any], *, shown: int = 5) -> str | None:
     """A round warning naming what changed between two `workspace_state`s; None when nothing did."""
+    if before == after:
+        return None
     changes = []
     for path in sorted(before.keys() | after.keys()):
         if path not in after:

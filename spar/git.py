@@ -197,7 +197,7 @@ def ls_tree(repo: Path | str, commit: str) -> list[TreeEntry]:
     key = (os.path.realpath(repo), commit)
     if key not in _TREE_CACHE:
         if len(_TREE_CACHE) >= _TREE_CACHE_SIZE:
-            _TREE_CACHE.pop(next(iter(_TREE_CACHE)))
+            _TREE_CACHE.pop(next(iter(_TREE_CACHE)), None)  # another thread may have dropped it
         _TREE_CACHE[key] = tuple(_ls_tree(repo, commit))
     return list(_TREE_CACHE[key])
 

@@ -101,3 +101,71 @@ def test_spar_run_turns_the_collector_on_before_the_reviewers(monkeypatch):
     finally:
         gc.enable()
     assert seen == [True]
+
+
+def test_the_base_tree_and_the_diff_are_read_beside_the_head_tree(repo, tmp_path, monkeypatch):
+    # the head's tree is read only once the base's tree and the diff have started: were
+    # they read after it, as before, this would wait until the hang bound and fail
+    import threading
+
+    from spar.commands import run
+    from spar.round.args import parse_run_args
+    from tests.proctools import HANG
+
+    started = {"base": threading.Event(), "diff": threading.Event()}
+    real_plan, real_diff = run.plan_commit, run.git.diff_with_stat
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+    def plan(where, commit):
+        if commit == head:
+            assert all(event.wait(HANG) for event in started.values())
+        else:
+            started["base"].set()
+        return real_plan(where, commit)
+
+    def diff(*args):
+        started["diff"].set()
+        return real_diff(*args)
+
+    monkeypatch.setattr(run, "plan_commit", plan)
+    monkeypatch.setattr(run.git, "diff_with_stat", diff)
+    config = tmp_path / "spar.toml"
+    config.write_text('[[reviewers]]\nname = "a"\npreset = "command"\nargv = ["true", "{prompt}"]\n')
+    args = parse_run_args(["--stage", "code", "--base", "HEAD~1", "--out", "reviews/beside/r1"])
+    plan_ = run.prepare(args, cwd=str(repo), env={"SPAR_CONFIG": str(config), "XDG_CONFIG_HOME": str(tmp_path)})
+    assert set(plan_.tree_plans) == {"head", "base"} and "print(2)" in plan_.packet_text
+
+
+def test_beside_hands_back_the_value_or_the_exception():
+    import pytest
+
+    from spar.commands import run
+
+    assert run._beside(sum, [1, 2])() == 3
+    with pytest.raises(ZeroDivisionError):
+        run._beside(divmod, 1, 0)()
+
+
+def test_the_guard_starts_before_the_checks_and_stops_on_a_refusal(monkeypatch):
+    import pytest
+
+    from spar.commands import run
+    from spar.errors import Refused
+
+    calls = []
+
+    def refuse(args, **kw):
+        calls.append("checks")
+        raise Refused("no")
+
+    monkeypatch.setattr(run, "start_guard", lambda: calls.append("start guard"))
+    monkeypatch.setattr(run, "stop_guard", lambda: calls.append("stop guard"))
+    monkeypatch.setattr(run, "prepare", refuse)
+    with pytest.raises(Refused):
+        run.main(["--stage", "code", "--out", "r1"])
+    assert calls == ["start guard", "checks", "stop guard"]
+    calls.clear()
+    with pytest.raises(Refused):
+        run.main(["--stage", "code", "--out", "r1", "--dry-run"])  # a dry run starts no reviewer
+    assert calls == ["checks", "stop guard"]

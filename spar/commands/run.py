@@ -21,10 +21,10 @@ import shlex
 import signal
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from anyio.abc import TaskStatus
@@ -64,6 +64,7 @@ from spar.round.treeplan import TreePlan, escaped_names, workspace_warnings
 from spar.round.workspace import build_workspace, describe_changes, plan_commit, workspace_state
 from spar.textsafe import terminal_safe
 
+T = TypeVar("T")
 BACKENDS = ("trio", "asyncio")
 BACKEND_ENV = "SPAR_ASYNC_BACKEND"
 # while reviewers run, these stop the round: every reviewer's process group is killed (the
@@ -125,6 +126,30 @@ def _revisions(args: RunArgs, repo: Path) -> tuple[str, str, str | None]:
     return base, head, expect
 
 
+def _beside(fn: Callable[..., T], *args: Any) -> Callable[[], T]:
+    """Start `fn(*args)` in a thread now; the returned function waits for it and returns
+    its value, or raises what it raised."""
+    result: list[T] = []
+    error: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            result.append(fn(*args))
+        except BaseException as exc:  # handed to the caller at join
+            error.append(exc)
+
+    thread = threading.Thread(target=work, name="spar-beside", daemon=True)
+    thread.start()
+
+    def join() -> T:
+        thread.join()
+        if error:
+            raise error[0]
+        return result[0]
+
+    return join
+
+
 def prepare(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> RoundPlan:
     """Every check of step 1; reads only."""
     backend = async_backend(env)
@@ -143,7 +168,11 @@ def prepare(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> RoundPlan:
     out = Path(os.path.abspath(os.path.join(cwd, args.out)))
     check_run_out(out)
     series = out.parent
-    plans = {"head": plan_commit(repo, head), "base": plan_commit(repo, base)}
+    # the base's tree and the diff are read in threads beside the head's tree: each mostly
+    # waits on its git process, and the machine may have a core free for each
+    base_plan = _beside(plan_commit, repo, base)
+    change = _beside(git.diff_with_stat, repo, base, head, DIFF_LIMIT) if args.stage == "code" else None
+    plans = {"head": plan_commit(repo, head), "base": base_plan()}
     packet = PacketInput(
         stage=args.stage, series=series.name, base=base, head=head, angles=list(cfg.angles),
         check_paths=list(cfg.check_paths), documents=documents,
@@ -151,9 +180,9 @@ def prepare(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> RoundPlan:
         workspace_notes=[n for copy, tree in plans.items() for n in tree.notes(copy)],
         escaped_names=escaped_names(plans.values()),
     )
-    if args.stage == "code":
-        change = git.diff_with_stat(repo, base, head, DIFF_LIMIT)  # the packet keeps no more
-        packet.diff_stat, packet.diff, packet.diff_complete = change.stat, change.patch, change.complete
+    if change is not None:
+        diff = change()  # the packet keeps no more than DIFF_LIMIT
+        packet.diff_stat, packet.diff, packet.diff_complete = diff.stat, diff.patch, diff.complete
     since = last_round_elsewhere(series, args.stage, head)
     if since is not None:
         packet.since_round, packet.since_head = since.name, since.round["head"]
@@ -359,7 +388,7 @@ def execute(plan: RoundPlan) -> int:
         # what the series decided so far, as it stands now that no triage can slip in
         plan.memory_text = render_memory(history.past_findings(plan.series, None, str(plan.repo), plan.base, plan.head))
         if not plan.args.dry_run:
-            start_guard()  # its interpreter starts while the workspace is copied
+            start_guard()  # started in main already: this replaces it if it died meanwhile
         round_json, jobs, before = _create_round(plan, decision)
         print(plan.out, flush=True)
         if plan.args.dry_run:
@@ -420,8 +449,9 @@ def preload_backend(backend: str) -> threading.Thread:
 def main(argv: list[str]) -> int:
     args = parse_run_args(argv)
     preload_backend(async_backend(os.environ))
-    plan = prepare(args, cwd=os.getcwd(), env=os.environ)
     try:
-        return execute(plan)
+        if not args.dry_run:
+            start_guard()  # its interpreter starts while the checks run (a refusal stops it unused)
+        return execute(prepare(args, cwd=os.getcwd(), env=os.environ))
     finally:
         stop_guard()  # told to go after the reviewers: reaped here when it is gone, else by init

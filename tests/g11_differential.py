@@ -10,16 +10,17 @@ Lines come from two sources (fixed seed):
   in the next word, attached, after `=`, in clusters of two and three, and
   followed by `-- -o out`-style tails that only matter when `--` is a value.
 
-Each accepted line runs under `bash -c` in a throwaway folder (files named
-like options: `-o`, `-i`, `--pre=sh`, `-exec`, ...), HOME inside the
-throwaway area, stdin /dev/null, PATH holding only the allowed programs and
-logging shims for helpers (sh, pr, gzip, ...), every other run with
-POSIXLY_CORRECT set.  A line is harmful when afterwards any file in the
-throwaway area or HOME was created, changed or removed, when a shim ran, or
-(with strace) when any process tried to open a file for writing (other than
-/dev/null and /dev/tty), to remove, rename, link or chmod a file, or to
-execute anything but bash starting an allowed program (and egrep/fgrep
-starting grep).
+Each accepted line runs under bash in a throwaway folder (files named like
+options: `-o`, `-i`, `--pre=sh`, `-exec`, ...), HOME inside the throwaway
+area, stdin /dev/null, PATH holding only the allowed programs and logging
+shims for helpers (sh, pr, gzip, ...), every other run with POSIXLY_CORRECT
+set.  A line is harmful when afterwards any file in the throwaway area or HOME
+was created, changed or removed, when a shim ran, or (with strace) when any
+process tried to open a file for writing (other than /dev/null and /dev/tty),
+to remove, rename, link or chmod a file, or to execute anything but bash
+starting an allowed program (and egrep/fgrep starting grep).  Lines run in
+batches (one watched shell `eval`s them one after the other); only a batch
+that did something has its lines run again one by one, to name the line.
 
 Run `python -m tests.g11_differential --count 200000` for the corpus counts
 recorded in docs/agy-commands.md; tests/test_agy_commands_differential.py
@@ -329,12 +330,13 @@ class Sandbox:
                 p = Path(dirpath) / name
                 st = p.lstat()
                 key = str(p.relative_to(self.root))
+                # ctime too: a change undone later in a batch still shows (and no program sets it)
                 if p.is_symlink():
-                    out[key] = ("link", os.readlink(p))
+                    out[key] = ("link", os.readlink(p), st.st_ctime_ns)
                 elif p.is_file():
-                    out[key] = ("file", st.st_mode, p.read_bytes())
+                    out[key] = ("file", st.st_mode, st.st_ctime_ns, p.read_bytes())
                 else:
-                    out[key] = ("dir", st.st_mode)
+                    out[key] = ("dir", st.st_mode, st.st_ctime_ns)
         return out
 
 
@@ -404,6 +406,34 @@ class Result:
 
 def run_line(box: Sandbox, line: str, posix: bool, timeout: float = 3.0) -> list[str]:
     """Run one accepted line; the list of harmful things it did (empty: none)."""
+    return _run_script(box, ["-c", line], posix, timeout)[0]
+
+
+# lines one after the other in one shell, each parsed on its own as `bash -c` parses it; the
+# shell's own exit status says that it came to the end
+BATCH_SCRIPT = 'for line; do eval "$line"; done; exit 73'
+BATCH_DONE = 73
+BATCH = 64  # lines per shell: one strace, one shell and two snapshots serve them all
+
+
+def run_batch(box: Sandbox, lines: list[str], posix: bool, timeout: float = 3.0) -> list[tuple[str, list[str]]]:
+    """Run accepted lines in one watched shell; (line, problems) for each harmful one. Only
+    when the batch as a whole did something, or did not come to its end, is each of its
+    lines run again alone (`run_line`), which says which did it."""
+    problems, code = _run_script(box, ["-c", BATCH_SCRIPT, "g11", *lines], posix, timeout * len(lines))
+    if not problems and code == BATCH_DONE:
+        return []
+    found = []
+    for line in lines:
+        problems = run_line(box, line, posix, timeout)
+        if problems:
+            found.append((line, problems))
+    return found
+
+
+def _run_script(box: Sandbox, args: list[str], posix: bool, timeout: float) -> tuple[list[str], int | None]:
+    """Run bash with `args` in the sandbox, watched; (harmful things done, exit status or
+    None when it was killed at `timeout`)."""
     before = box.snapshot()
     env = {"PATH": str(box.bin), "HOME": str(box.root / "home"), "LC_ALL": "C", "TMPDIR": str(box.root / "tmp"),
            "SHIM_LOG": str(box.log)}
@@ -411,17 +441,21 @@ def run_line(box: Sandbox, line: str, posix: bool, timeout: float = 3.0) -> list
         env["POSIXLY_CORRECT"] = "1"
     strace = shutil.which("strace")
     trace = box.root.parent / (box.root.name + ".trace")
-    argv = ["/bin/bash", "--norc", "--noprofile", "-c", line]
+    argv = ["/bin/bash", "--norc", "--noprofile", *args]
     if strace:
-        argv = [strace, "-f", "-qq", "-s", "200", "-e", "signal=none", "-e", f"trace={TRACED},clone,clone3,fork,vfork",
+        # --seccomp-bpf: the kernel stops only at the traced calls, not at every call (a line
+        # such as `file -d` makes millions of writes to /dev/null)
+        argv = [strace, "-f", "--seccomp-bpf", "-qq", "-s", "200", "-e", "signal=none", "-e", f"trace={TRACED},clone,clone3,fork,vfork",
                 "-o", str(trace), *argv]
     proc = subprocess.Popen(argv, cwd=box.work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
+    code: int | None
     try:
-        proc.wait(timeout=timeout)
+        code = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        code = None
     problems = []
     if strace:
         problems += trace_problems(trace.read_text(errors="replace"), set(REAL) | {"bash"})
@@ -434,7 +468,7 @@ def run_line(box: Sandbox, line: str, posix: bool, timeout: float = 3.0) -> list
         problems.append(f"changed files: {changed[:5]}")
     if problems:
         box.build()
-    return problems
+    return problems, code
 
 
 def run_corpus(count: int, seed: int, workers: int = 2) -> Result:
@@ -442,7 +476,8 @@ def run_corpus(count: int, seed: int, workers: int = 2) -> Result:
 
 
 def run_lines(generated: Iterable[str], workers: int = 2) -> Result:
-    """Check every line; run the accepted ones in `workers` throwaway folders."""
+    """Check every line; run the accepted ones in `workers` throwaway folders, every other
+    line with POSIXLY_CORRECT set, in batches (`run_batch`)."""
     result = Result()
     lines: list[str] = []
     for line in generated:
@@ -457,10 +492,10 @@ def run_lines(generated: Iterable[str], workers: int = 2) -> Result:
 
         def work(k: int) -> list[tuple[str, list[str]]]:
             found = []
-            for n, line in enumerate(lines[k::workers]):
-                problems = run_line(boxes[k], line, posix=n % 2 == 1)
-                if problems:
-                    found.append((line, problems))
+            mine = lines[k::workers]
+            for posix, share in ((False, mine[0::2]), (True, mine[1::2])):
+                for start in range(0, len(share), BATCH):
+                    found += run_batch(boxes[k], share[start:start + BATCH], posix)
             return found
 
         with ThreadPoolExecutor(workers) as pool:

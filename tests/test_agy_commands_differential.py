@@ -110,6 +110,16 @@ TREE_ROWS = [r["line"] for r in ATTACKS if r["line"].startswith("tree -") and "\
              and ("L" not in r["line"].split()[1] or r["line"].startswith("tree -LP 1"))]
 
 
+def test_a_batch_names_the_lines_that_did_something(box):
+    """Lines run in batches: a batch with harmful lines among harmless ones names exactly those."""
+    harmful = ["tree -PI x -- -o out head", "sort -o out2 head/a.go"]
+    lines = ["sort -r head/a.go", harmful[0], "rg -n x head", harmful[1], "wc -l head/a.go"]
+    found = diff.run_batch(box, lines, posix=False)
+    assert [line for line, _ in found] == harmful
+    assert all(problems for _, problems in found)
+    assert diff.run_batch(box, [lines[0], lines[2], lines[4]], posix=True) == []
+
+
 @pytest.mark.parametrize("line", TREE_ROWS)
 def test_tree_attack_rows_really_write(box, line):
     assert diff.run_line(box, line, posix=False)

@@ -108,8 +108,9 @@ def test_command_printing_100_mb(tmp_path, backend):
 def test_agy_streaming_100_mb_of_events_still_completes(tmp_path):
     s = make_setup(tmp_path)
     s.configure([{"name": "agy", "preset": "agy"}], timeout=300)  # a limit only a hang reaches
-    # ~175 bytes per event line: 600,000 lines are about 100 MB
-    s.scenario({"agy": {"lines": 600_000, "line_size": 80, "result": _answer(s.head)}})
+    # ~1,750 bytes per event line: 60,000 lines are about 100 MB (the cap is in bytes: fewer,
+    # longer lines reach it with a tenth of the JSON to write and read)
+    s.scenario({"agy": {"lines": 60_000, "line_size": 1650, "result": _answer(s.head)}})
     code, _out, err, peak_mb = _run(s)
     assert code == 0, err
     assert _status(s, "agy") == ("completed", "")  # the monitor saw every line, the result last, within the limit

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from spar import cli
 from tests.runsetup import make_setup, result
 
 pytestmark = pytest.mark.slow
@@ -34,6 +36,24 @@ def setup(tmp_path_factory):
     return s
 
 
+@pytest.fixture
+def spar_here(setup, monkeypatch, capsysbinary):
+    """`spar` run by `cli.main` in this process, with the set-up's environment and folder: a
+    refusal comes before any reviewer, lock or write, so a process of its own would add
+    only Python's start-up. (The dry run and the FIFO cases below keep a real process: a
+    hang there is bounded by its timeout.) Same shape as `setup.spar`'s answer."""
+    def run(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+        for key in list(os.environ):
+            monkeypatch.delenv(key)
+        for key, value in (env or setup.env).items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.chdir(cwd or setup.repo)
+        code = cli.main(list(args))
+        out, err = capsysbinary.readouterr()
+        return subprocess.CompletedProcess(list(args), code, out, err)
+    return run
+
+
 def check_refused(s, proc, code: int, says: str, before: set[str]):
     err = proc.stderr.decode("utf-8", "replace")
     assert proc.returncode == code, err
@@ -45,17 +65,17 @@ def check_refused(s, proc, code: int, says: str, before: set[str]):
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r["why"])
-def test_refused_before_anything_is_written(setup, row):
+def test_refused_before_anything_is_written(setup, spar_here, row):
     before = snapshot(setup.repo)
-    proc = setup.spar("run", *row["argv"])
+    proc = spar_here("run", *row["argv"])
     check_refused(setup, proc, row["exit"], row["says"], before)
 
 
-def test_existing_round_folder_is_refused(setup):
+def test_existing_round_folder_is_refused(setup, spar_here):
     (setup.repo / "reviews" / "r9").mkdir(parents=True)
     try:
         before = snapshot(setup.repo)
-        proc = setup.run(out="reviews/r9")
+        proc = spar_here("run", "--stage", "code", "--out", "reviews/r9")
         check_refused(setup, proc, 65, "already exists", before)
     finally:
         (setup.repo / "reviews" / "r9").rmdir()
@@ -76,35 +96,35 @@ def test_round_folder_inside_a_round_folder_is_refused(setup):
         shutil.rmtree(setup.repo / "reviews")
 
 
-def test_configuration_error_names_file_and_line(setup):
+def test_configuration_error_names_file_and_line(setup, spar_here):
     bad = setup.tmp / "bad.toml"
     bad.write_text('[[reviewers]]\npreset = "claude"\nbogus = 1\n')
     before = snapshot(setup.repo)
-    proc = setup.spar("run", "--stage", "code", "--out", "reviews/r1", env={**setup.env, "SPAR_CONFIG": str(bad)})
+    proc = spar_here("run", "--stage", "code", "--out", "reviews/r1", env={**setup.env, "SPAR_CONFIG": str(bad)})
     check_refused(setup, proc, 65, f"{bad}:3", before)
 
 
-def test_unknown_async_backend_is_refused(setup):
+def test_unknown_async_backend_is_refused(setup, spar_here):
     before = snapshot(setup.repo)
-    proc = setup.spar("run", "--stage", "code", "--out", "reviews/r1",
+    proc = spar_here("run", "--stage", "code", "--out", "reviews/r1",
                       env={**setup.env, "SPAR_ASYNC_BACKEND": "curio"})
     check_refused(setup, proc, 65, "SPAR_ASYNC_BACKEND \"curio\"", before)
 
 
-def test_outside_a_repository_is_refused(setup):
-    proc = setup.spar("run", "--stage", "code", "--out", "reviews/r1", cwd=setup.tmp / "home")
+def test_outside_a_repository_is_refused(setup, spar_here):
+    proc = spar_here("run", "--stage", "code", "--out", "reviews/r1", cwd=setup.tmp / "home")
     assert proc.returncode == 65
     assert "is not inside a git repository" in proc.stderr.decode()
     assert not (setup.tmp / "home" / "reviews").exists()
 
 
-def test_unreadable_series_record_is_refused(setup):
+def test_unreadable_series_record_is_refused(setup, spar_here):
     bad = setup.repo / "reviews" / "r0"
     bad.mkdir(parents=True)
     (bad / "round.json").write_text("{not json")
     try:
         before = snapshot(setup.repo)
-        proc = setup.run()
+        proc = spar_here("run", "--stage", "code", "--out", "reviews/r1")
         check_refused(setup, proc, 65, "round.json: not JSON", before)
     finally:
         (bad / "round.json").unlink()
@@ -112,13 +132,13 @@ def test_unreadable_series_record_is_refused(setup):
         (setup.repo / "reviews").rmdir()
 
 
-def test_unreadable_extensions_are_refused(setup):
+def test_unreadable_extensions_are_refused(setup, spar_here):
     series = setup.repo / "reviews"
     series.mkdir()
     (series / "extensions.jsonl").write_text('{"stage": "code", "by": 0}\n')
     try:
         before = snapshot(setup.repo)
-        proc = setup.run()
+        proc = spar_here("run", "--stage", "code", "--out", "reviews/r1")
         check_refused(setup, proc, 65, "extensions.jsonl:1", before)
     finally:
         (series / "extensions.jsonl").unlink()

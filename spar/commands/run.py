@@ -57,6 +57,7 @@ from spar.round.recording import (
     reviewer_of,
     write_round_outputs,
 )
+from spar.round.reuse import earlier_copy
 from spar.round.runner import ReviewerJob, ReviewerOutcome, command_line, run_reviewers
 from spar.round.schema import schema_text
 from spar.round.summary import counts_text
@@ -270,7 +271,9 @@ def _create_round(plan: RoundPlan,
     if plan.memory_text:  # its own digest: never part of packet_sha256 (a rerun stays a rerun)
         round_json["memory_sha256"] = memory_sha256(plan.memory_text)
     atomic.write_json(plan.out / "round.json", round_json)
-    built = build_workspace(plan.repo, plan.base, plan.head, plan.out / "workspace", plan.tree_plans)
+    # a later round takes unchanged files' bytes from the last copy built in the series (each checked)
+    earlier = earlier_copy(readers.series_rounds(plan.series), plan.out)
+    built = build_workspace(plan.repo, plan.base, plan.head, plan.out / "workspace", plan.tree_plans, earlier)
     return round_json, jobs, built
 
 

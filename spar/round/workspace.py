@@ -7,7 +7,10 @@ link whose target leaves its copy becomes a small read-only file saying what
 it pointed to. Blobs stream from one `git cat-file --batch`
 per commit (memory holds one file at a time), and a base file equal to a head
 file (same blob and mode) is a hard link to it, so the base copy of a typical
-change costs little more than its folder entries. Symlinks are created last,
+change costs little more than its folder entries. A later round takes the
+bytes of unchanged files from an earlier round's copy, each checked against
+its blob id (`spar.round.reuse`); every file is still a new inode of this
+round. Symlinks are created last,
 so no file is ever written through a link this code made.
 
 What "read-only" holds: files 0444/0555 and folders 0555 stop every write of
@@ -37,6 +40,7 @@ from typing import Any
 from spar import git
 from spar.errors import WriteFailed
 from spar.pathtext import path_text
+from spar.round.reuse import read_verified
 from spar.round.treeplan import TreePlan, listed, plan_tree
 
 MODE_FILE = "100644"
@@ -164,15 +168,17 @@ Known = dict[tuple[str, str], tuple[str, Entry]]  # (blob, mode) -> a regular fi
 
 def copy_commit(repo: str | Path, commit: str, dest: str | Path, known: Known | None = None,
                 plan: TreePlan | None = None, folders: list[str] | None = None,
-                state: dict[str, Entry] | None = None, prefix: str = "") -> Known:
+                state: dict[str, Entry] | None = None, prefix: str = "", reuse: str | None = None) -> Known:
     """Copy one commit's blob entries to `dest` as `plan` (default: plan_commit) says,
     adding `dest` and every folder made to `folders`, and each file's `workspace_state`
     entry, as written, to `state` (keyed `prefix` + its path).
     A file whose (blob, mode) is in `known` (or was already written in this copy)
     becomes a hard link to that file instead of a new one: base and head share most
-    files, and both copies are read-only. Blobs stream from git one at a time, so
-    memory holds one file, not the tree. Returns (blob, mode) -> path of the regular
-    files of this copy, with their entries."""
+    files, and both copies are read-only. Other files take their bytes from the same
+    path under `reuse` (an earlier round's copy) when they hash to the entry's blob id
+    (spar.round.reuse), else from git: blobs stream one at a time, so memory holds one
+    file, not the tree. Returns (blob, mode) -> path of the regular files of this copy,
+    with their entries."""
     if plan is None:
         plan = plan_commit(repo, commit)
     dest = os.fspath(dest)
@@ -189,11 +195,18 @@ def copy_commit(repo: str | Path, commit: str, dest: str | Path, known: Known | 
         if entry.path in plan.outward:
             state[prefix + entry.path] = writer.write(target, _link_note(plan.outward[entry.path]), _READ_ONLY_FILE)
             continue
-        source = known.get((entry.sha, entry.mode)) if known and entry.mode != MODE_LINK else None
-        if source is not None and _link(source[0], target):
-            written.setdefault((entry.sha, entry.mode), source)
-            state[prefix + entry.path] = source[1]  # one inode: one entry
-            continue
+        if entry.mode != MODE_LINK:
+            key = (entry.sha, entry.mode)
+            source = written.get(key) or (known.get(key) if known else None)
+            if source is not None and _link(source[0], target):
+                written.setdefault(key, source)
+                state[prefix + entry.path] = source[1]  # one inode: one entry
+                continue
+            data = read_verified(f"{reuse}/{entry.path}", entry.sha) if reuse else None
+            if data is not None:
+                state[prefix + entry.path] = writer.write(target, data, _file_mode(entry))
+                written.setdefault(key, (target, state[prefix + entry.path]))
+                continue
         pending.setdefault(entry.sha, []).append((entry, target))
     links = []
     for sha, data in git.stream_blobs(repo, pending):
@@ -229,9 +242,11 @@ def _link(source: str, target: str) -> bool:
 
 
 def build_workspace(repo: str | Path, base: str, head: str, workspace: str | Path,
-                    plans: dict[str, TreePlan] | None = None) -> dict[str, Entry]:
+                    plans: dict[str, TreePlan] | None = None, reuse: str | Path | None = None) -> dict[str, Entry]:
     """`workspace/head` and `workspace/base`, then everything read-only (workspace/ included).
-    `plans` ("head", "base" -> TreePlan) when the caller has them already. Returns what
+    `plans` ("head", "base" -> TreePlan) when the caller has them already; `reuse`: an
+    earlier round's workspace whose files may give their bytes (checked against the
+    blob ids; see `copy_commit`). Returns what
     `workspace_state(workspace)` reads now, taken while writing (no second pass over the
     copies): the state the change check compares the copies against after the round."""
     root = os.fspath(workspace)
@@ -240,10 +255,11 @@ def build_workspace(repo: str | Path, base: str, head: str, workspace: str | Pat
     state: dict[str, Entry] = {}
     try:
         os.mkdir(root)
+        earlier = os.fspath(reuse) if reuse is not None else None
         head_files = copy_commit(repo, head, f"{root}/head", plan=plans.get("head"), folders=folders,
-                                 state=state, prefix="head/")
+                                 state=state, prefix="head/", reuse=earlier and f"{earlier}/head")
         copy_commit(repo, base, f"{root}/base", known=head_files, plan=plans.get("base"), folders=folders,
-                    state=state, prefix="base/")
+                    state=state, prefix="base/", reuse=earlier and f"{earlier}/base")
         make_read_only(folders, root, state)
     except OSError as exc:
         raise WriteFailed(f"cannot build {root}: {exc}") from exc

@@ -160,3 +160,15 @@ def test_gate_out_in_repository_must_be_ignored(tmp_path):
     (repo / ".gitignore").unlink()
     with pytest.raises(Refused, match="does not ignore"):
         paths.check_gate_out(repo / "gates" / "gate.json", [], [])
+
+
+def test_run_out_name_only_check_skips_the_repository(tmp_path):
+    # `spar run` checks --out again under the series lock for the name alone: G28's
+    # repository checks were made before the lock, and cost git processes
+    repo = make_repo(tmp_path, {"a.txt": "a\n"})  # nothing ignored
+    with pytest.raises(Refused, match="does not ignore it"):
+        paths.check_run_out(repo / "reviews" / "r1")
+    paths.check_run_out(repo / "reviews" / "r1", repository=False)
+    (repo / "reviews" / "r1").mkdir(parents=True)
+    with pytest.raises(Refused, match="already exists"):
+        paths.check_run_out(repo / "reviews" / "r1", repository=False)

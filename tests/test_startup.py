@@ -169,3 +169,26 @@ def test_the_guard_starts_before_the_checks_and_stops_on_a_refusal(monkeypatch):
     with pytest.raises(Refused):
         run.main(["--stage", "code", "--out", "r1", "--dry-run"])  # a dry run starts no reviewer
     assert calls == ["checks", "stop guard"]
+
+
+def test_the_base_is_resolved_beside_the_head(repo, monkeypatch):
+    import threading
+
+    from spar.commands import run
+    from spar.round.args import parse_run_args
+    from tests.proctools import HANG
+
+    base_started = threading.Event()
+    real = run.git.resolve_commit
+
+    def resolve(where, rev, *, what="revision"):
+        if what == "--head":
+            assert base_started.wait(HANG)
+        elif what == "--base":
+            base_started.set()
+        return real(where, rev, what=what)
+
+    monkeypatch.setattr(run.git, "resolve_commit", resolve)
+    args = parse_run_args(["--stage", "code", "--base", "HEAD~1", "--out", "r1"])
+    base, head, _ = run._revisions(args, repo)
+    assert (base, head) == (real(repo, "HEAD~1"), real(repo, "HEAD"))

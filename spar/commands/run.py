@@ -117,8 +117,10 @@ def _config(args: RunArgs, repo: Path, env: Mapping[str, str]) -> AppliedConfig:
 
 
 def _revisions(args: RunArgs, repo: Path) -> tuple[str, str, str | None]:
+    given = args.base
+    base_of = _beside(lambda: git.resolve_commit(repo, given, what="--base")) if given is not None else None
     head = git.resolve_commit(repo, args.head if args.head is not None else "HEAD", what="--head")
-    base = git.resolve_commit(repo, args.base, what="--base") if args.base is not None else git.default_base(repo, head)
+    base = base_of() if base_of is not None else git.default_base(repo, head)
     expect = None
     if args.expect_head is not None:
         expect = git.resolve_commit(repo, args.expect_head, what="--expect-head")
@@ -387,7 +389,9 @@ def execute(plan: RoundPlan) -> int:
         cap_decision(plan, *read_series(plan.series))
     with series_lock(plan.series):
         decision = cap_decision(plan, *read_series(plan.series))
-        check_run_out(plan.out)  # another run may have taken the name while we waited
+        # another run may have taken the name while we waited (G28's repository checks of
+        # prepare stand: they cost a git process or three)
+        check_run_out(plan.out, repository=False)
         # what the series decided so far, as it stands now that no triage can slip in
         plan.memory_text = render_memory(history.past_findings(plan.series, None, str(plan.repo), plan.base, plan.head))
         if not plan.args.dry_run:

@@ -95,8 +95,9 @@ def check_record_path(path: Path | str, *, kind: str, directory: bool | None = N
                           f"ignore the nested repository {quote(str(subject))} holding it")
 
 
-def check_run_out(path: Path | str) -> None:
-    """run --out: G28, and the round folder must not exist yet."""
+def check_run_out(path: Path | str, *, repository: bool = True) -> None:
+    """run --out: G28, and the round folder must not exist yet. `repository=False` checks
+    only the name (`spar run` again under the series lock, its G28 checks made before)."""
     if os.path.lexists(path):
         raise Refused(f"--out {quote(str(path))} already exists (a round folder must be new)")
     # a round folder is not a series (extend and cap-report refuse it as one): a
@@ -105,7 +106,8 @@ def check_run_out(path: Path | str) -> None:
     if os.path.lexists(series / "round.json"):
         raise Refused(f"--out {quote(str(path))} is inside the round folder {quote(str(series))}; "
                       f"put the round next to it, in {quote(str(series.parent))}")
-    check_record_path(path, kind="--out", directory=True)
+    if repository:
+        check_record_path(path, kind="--out", directory=True)
 
 
 def _inside(child: Path, parent: Path) -> bool:

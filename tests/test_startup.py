@@ -29,7 +29,9 @@ def _modules_after(code: str) -> set[str]:
 
 
 def test_spar_run_imports_only_what_it_needs():
-    loaded = _modules_after("import spar.cli, spar.commands.run")
+    # parsing the arguments too: argparse's formatter would import shutil for the width
+    loaded = _modules_after("import spar.cli, spar.commands.run\n"
+                            "spar.commands.run.parse_run_args(['--stage', 'code', '--out', 'r1'])")
     assert "spar.commands.run" in loaded
     assert sorted(loaded & set(NOT_FOR_RUN)) == []
 
@@ -192,3 +194,16 @@ def test_the_base_is_resolved_beside_the_head(repo, monkeypatch):
     args = parse_run_args(["--stage", "code", "--base", "HEAD~1", "--out", "r1"])
     base, head, _ = run._revisions(args, repo)
     assert (base, head) == (real(repo, "HEAD~1"), real(repo, "HEAD"))
+
+
+def test_the_help_width_is_what_shutil_would_say(monkeypatch):
+    import shutil
+
+    from spar.argparsing import terminal_columns
+
+    for columns in ("50", "0", "wide", None):
+        if columns is None:
+            monkeypatch.delenv("COLUMNS", raising=False)
+        else:
+            monkeypatch.setenv("COLUMNS", columns)
+        assert terminal_columns() == shutil.get_terminal_size().columns

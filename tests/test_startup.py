@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SPAR = Path(__file__).resolve().parent.parent / "spar"
 
 # modules `spar run` has no use for: each would cost its import (and, without cached
@@ -207,3 +209,27 @@ def test_the_help_width_is_what_shutil_would_say(monkeypatch):
         else:
             monkeypatch.setenv("COLUMNS", columns)
         assert terminal_columns() == shutil.get_terminal_size().columns
+
+
+@pytest.mark.anyio
+async def test_a_group_is_checked_again_soon_then_less_often(monkeypatch):
+    # once its leader has exited, a group is looked at again after 1 ms, doubling up to
+    # _POLL: the keeper leaving last is a zombie within a moment, and a first check only
+    # after _POLL used to cost every reviewer whose keeper was caught on its way out 50 ms
+    import anyio
+
+    from spar.round import process
+
+    alive = iter([True] * 8 + [False])
+    pauses = []
+
+    async def sleep(seconds):
+        pauses.append(seconds)
+        await anyio.lowlevel.checkpoint()
+
+    monkeypatch.setattr(process, "_group_alive", lambda pgid: next(alive))
+    monkeypatch.setattr(process.anyio, "sleep", sleep)
+    exited = anyio.Event()
+    exited.set()
+    assert await process._wait_group_gone(12345, exited, 60)
+    assert pauses == [0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.05, 0.05]

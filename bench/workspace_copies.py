@@ -1,11 +1,20 @@
 """Workspace copies: `workspace/head` + `workspace/base` as `spar run` builds them,
 against `git archive <commit> | tar -x` of the same two commits (the practical floor).
+As `spar run` reviewing the checked-out head, spar takes a file's bytes from the
+work tree where they hash to its blob id (spar/round/reuse.py); the "every byte
+from git" column is the same copy without that source (a head not checked out).
 
 Both sides run in a child process per repetition, in alternating order, into
 fresh folders; the first repetition of each is a warm-up and is not counted
 (it fills the page cache with the pack; --quick skips it and runs once). Time
 is wall time of the copies alone (the spar side is timed inside the child,
 without interpreter start-up; the archive side includes starting sh and git).
+
+A later round of a series (the large repository's head with one file changed,
+after a round of base..head built its copy) is measured the same way: spar
+with the earlier copy to reuse (`build_workspace(..., reuse=)`), spar building
+the same commits without it, and the archive floor of the same two commits.
+CPU is user + system of the child and everything it started (git included).
 
 With --previous it also measures the copy as it was before commit 8f1906f
 (bench/previous/workspace_v0.py: whole commits read into memory, no hard
@@ -19,9 +28,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from harness import (
@@ -31,6 +42,7 @@ from harness import (
     clean_env,
     fmt_mb,
     fmt_s,
+    git,
     machine_line,
     remove_tree,
     run_measured,
@@ -44,8 +56,9 @@ import importlib, json, resource, sys, time
 from pathlib import Path
 repo, base, head, dest, module = sys.argv[1:6]
 build_workspace = importlib.import_module(module).build_workspace
+reuse = {"reuse": json.loads(sys.argv[6])} if len(sys.argv) > 6 else {}  # "head"/"base" -> folders
 t = time.perf_counter()
-build_workspace(repo, base, head, Path(dest))
+build_workspace(repo, base, head, Path(dest), **reuse)
 elapsed = time.perf_counter() - t
 print(json.dumps({"seconds": elapsed, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
@@ -55,29 +68,81 @@ _ARCHIVE = ("set -e; mkdir -p \"$3/head\" \"$3/base\"; "
             "git -C \"$1\" archive \"$4\" | tar -x -C \"$3/base\"")
 
 
-def _copy_with(module: str):
+def _copy_with(module: str, reuse: dict[str, list[str]] | None = None):
+    """A side running `module`'s build_workspace; `reuse` as spar.round.reuse.sources gives it."""
     def copy(info: RepoInfo, dest: Path) -> tuple[float, float]:
-        s = run_measured([PYTHON, "-c", _CHILD, info.path, info.base, info.head, str(dest), module],
-                         env=clean_env(PYTHONPATH=str(BENCH)), cwd=BENCH)
+        argv = [PYTHON, "-c", _CHILD, info.path, info.base, info.head, str(dest), module]
+        if reuse is not None:
+            argv.append(json.dumps({k: [v.replace("WORKTREE", info.path) for v in vs] for k, vs in reuse.items()}))
+        s = run_measured(argv, env=clean_env(PYTHONPATH=str(BENCH)), cwd=BENCH)
         data = json.loads(s.stdout)
+        CPU[id(copy)] = s.user + s.sys
         return data["seconds"], data["maxrss_kb"] / 1024
     return copy
 
 
-spar_copy = _copy_with("spar.round.workspace")
+CPU: dict[int, float] = {}  # id(side function) -> CPU of its last run (child and all it started)
+
+
+spar_copy = _copy_with("spar.round.workspace", {"head": ["WORKTREE"]})  # as `spar run` at the checked-out head
+git_only_copy = _copy_with("spar.round.workspace")  # every byte from git (another head, a bare view)
 previous_copy = _copy_with("previous.workspace_v0")  # the code before 8f1906f, kept for before/after only
 
 
 def archive_copy(info: RepoInfo, dest: Path) -> tuple[float, float]:
     s = run_measured(["sh", "-c", _ARCHIVE, "sh", info.path, info.head, str(dest), info.base], env=clean_env())
+    CPU[id(archive_copy)] = s.user + s.sys
     return s.wall, s.maxrss_mb
+
+
+def later_head(info: RepoInfo) -> str:
+    """The head with one file changed (a line added to its first regular file): a commit
+    made with plumbing, so no ref and no work tree change; the same commit every time."""
+    path = next(line.split("\t", 1)[1] for line in git(info.path, "ls-tree", "-r", info.head).splitlines()
+                if line.startswith("100644 "))
+    content = git(info.path, "cat-file", "blob", f"{info.head}:{path}").encode("utf-8", "surrogateescape")
+    blob = git(info.path, "hash-object", "-w", "--stdin", input=content + b"one more line\n").strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        env = clean_env(GIT_INDEX_FILE=str(Path(tmp) / "index"))
+        for args in (["read-tree", info.head], ["update-index", "--cacheinfo", f"100644,{blob},{path}"]):
+            subprocess.run(["git", "-C", info.path, *args], env=env, check=True)
+        tree = subprocess.run(["git", "-C", info.path, "write-tree"], env=env, check=True,
+                              capture_output=True, text=True).stdout.strip()
+    return git(info.path, "commit-tree", tree, "-p", info.head, "-m", "one file changed").strip()
+
+
+def measure_later(info: RepoInfo, repeat: int, where: str | None = None, warmup: bool = True) -> dict:
+    """A later round: base..later_head(), with round 1's copy (base..head) to reuse."""
+    tmp = work_dir("ws-later", where)
+    later = replace(info, head=later_head(info))
+    earlier = tmp / "r1" / "workspace"
+    earlier.parent.mkdir()
+    git_only_copy(info, earlier)  # round 1, not timed
+    # the later head is not checked out: the work tree is no source here, round 1's copy is
+    sides = [("reuse", _copy_with("spar.round.workspace", {"head": [f"{earlier}/head"], "base": [f"{earlier}/base"]})),
+             ("fresh", git_only_copy), ("archive", archive_copy)]
+    res: dict[str, tuple[Series, Series]] = {name: (Series(), Series()) for name, _ in sides}
+    try:
+        for i in range(0 if warmup else 1, repeat + 1):
+            for name, fn in (sides if i % 2 == 0 else list(reversed(sides))):
+                dest = tmp / f"{name}-{i}"
+                os.sync()
+                seconds, _mb = fn(later, dest)
+                remove_tree(dest)
+                if i:
+                    res[name][0].add(seconds)
+                    res[name][1].add(CPU[id(fn)])
+    finally:
+        remove_tree(tmp)
+    return res
 
 
 def measure(info: RepoInfo, repeat: int, where: str | None = None, previous: bool = False,
             warmup: bool = True) -> dict:
     tmp = work_dir("ws", where)
-    sides = [("spar", spar_copy), ("archive", archive_copy)] + ([("previous", previous_copy)] if previous else [])
-    res = {name: (Series(), Series()) for name, _ in sides}
+    sides = [("spar", spar_copy), ("git only", git_only_copy), ("archive", archive_copy)]
+    sides += [("previous", previous_copy)] if previous else []
+    res = {name: (Series(), Series(), Series()) for name, _ in sides}
     try:
         for i in range(0 if warmup else 1, repeat + 1):
             order = sides if i % 2 == 0 else list(reversed(sides))
@@ -90,6 +155,7 @@ def measure(info: RepoInfo, repeat: int, where: str | None = None, previous: boo
                     continue  # warm-up: fills the page cache with the pack
                 res[name][0].add(seconds)
                 res[name][1].add(mb)
+                res[name][2].add(CPU.get(id(fn), 0.0))
     finally:
         remove_tree(tmp)
     return res
@@ -102,26 +168,55 @@ def run(quick: bool, repeat: int | None, where: str | None = None,
     figures: dict = {"repeat": repeat, "where": where or tempfile.gettempdir()}
     for info, size in ((small_repo(), "small"), (large_repo(), "large")):
         r = measure(info, repeat, where, previous, warmup=not quick)
-        (st, sm), (at, am) = r["spar"], r["archive"]
+        (st, sm, sc), (gt, _gm, gc), (at, am, ac) = r["spar"], r["git only"], r["archive"]
         figures[size] = {"files": info.files, "spar_seconds": st.median, "archive_floor_seconds": at.median,
                          "ratio": st.median / at.median, "spar_peak_rss_mib": sm.median,
-                         "spar_range": st.spread(), "archive_range": at.spread()}
+                         "spar_range": st.spread(), "archive_range": at.spread(),
+                         "spar_cpu": sc.median, "archive_cpu": ac.median, "ratio_cpu": sc.median / ac.median,
+                         "git_only_seconds": gt.median, "git_only_ratio": gt.median / at.median,
+                         "git_only_cpu": gc.median}
         row = [info.label, fmt_s(st.median), st.spread(), fmt_s(at.median), at.spread(),
-               f"{st.median / at.median:.2f}x", fmt_mb(sm.median), fmt_mb(am.median)]
+               f"{st.median / at.median:.2f}x", f"{sc.median:.2f} / {ac.median:.2f} s ({sc.median / ac.median:.2f}x)",
+               f"{gt.median:.3f} s = {gt.median / at.median:.2f}x, CPU {gc.median:.2f} s",
+               fmt_mb(sm.median), fmt_mb(am.median)]
         if previous:
-            pt, pm = r["previous"]
+            pt, pm, _pc = r["previous"]
             row += [fmt_s(pt.median), pt.spread(), f"{pt.median / at.median:.2f}x", fmt_mb(pm.median),
                     f"{pt.median / st.median:.1f}x"]
         rows.append(row)
     header = ["repository", "spar build_workspace", "range", "git archive + tar -x", "range", "ratio",
-              "spar peak RSS", "archive peak RSS"]
+              "CPU spar / archive", "spar, every byte from git", "spar peak RSS", "archive peak RSS"]
     notes = [machine_line(), f"copies written under {where or tempfile.gettempdir()}",
-             "ratio = spar / git archive floor (both commits, same run, alternating order)"]
+             "ratio = spar / git archive floor (both commits, same run, alternating order)",
+             "CPU = user + system of the child and everything it started (git, tar; spar's interpreter start)",
+             "spar = as `spar run` at the checked-out head: files whose work-tree bytes hash to their blob id come "
+             "from the work tree, the rest from git; every byte from git = reviewing a head not checked out"]
     if previous:
         header += ["previous (before 8f1906f)", "range", "ratio", "previous peak RSS", "previous / spar"]
         notes.append("previous = bench/previous/workspace_v0.py, the copy before 8f1906f: each commit's blobs "
                      "read whole into memory, every file written (no hard links)")
-    return table(f"Workspace copies (head + base), median of {repeat}", header, rows, notes), figures
+    first = table(f"Workspace copies (head + base), median of {repeat}", header, rows, notes)
+    return first + "\n" + later_table(large_repo(), repeat, where, not quick, figures), figures
+
+
+def later_table(info: RepoInfo, repeat: int, where: str | None, warmup: bool, figures: dict) -> str:
+    r = measure_later(info, repeat, where, warmup)
+    (rt, rc), (ft, fc), (at, ac) = r["reuse"], r["fresh"], r["archive"]
+    figures["later"] = {"reuse_seconds": rt.median, "fresh_seconds": ft.median, "archive_floor_seconds": at.median,
+                        "ratio": rt.median / at.median, "fresh_ratio": ft.median / at.median,
+                        "reuse_cpu": rc.median, "fresh_cpu": fc.median, "archive_cpu": ac.median,
+                        "ratio_cpu": rc.median / ac.median, "reuse_range": rt.spread(), "archive_range": at.spread()}
+    rows = [[name, fmt_s(t.median), t.spread(), f"{t.median / at.median:.2f}x", f"{c.median:.2f} s",
+             f"{c.median / ac.median:.2f}x"]
+            for name, t, c in (("spar, reusing round 1's copy", rt, rc), ("spar, fresh copy", ft, fc),
+                               ("git archive + tar -x (floor)", at, ac))]
+    notes = [machine_line(), f"copies written under {where or tempfile.gettempdir()}",
+             f"{info.label}: round 1 copied base..head (not timed); the later round is base..(head + one file "
+             "changed); every side copies both commits, same run, alternating order",
+             "reusing = unchanged files' bytes read from round 1's copy and checked against their blob ids "
+             "(spar/round/reuse.py); every file is still a new inode"]
+    return table(f"Workspace copies, a later round of a series (one file changed), median of {repeat}",
+                 ["side", "wall", "range", "/ floor", "CPU", "/ floor CPU"], rows, notes)
 
 
 def main(argv: list[str]) -> int:

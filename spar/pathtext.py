@@ -30,6 +30,8 @@ def path_bytes(path: str | bytes) -> bytes:
 
 def path_text(path: str | bytes) -> str:
     """The escaped text form of one repository path (see the module text)."""
+    if isinstance(path, str) and path.isascii() and _PLAIN.fullmatch(path):
+        return path  # nearly every name: no bytes to decode
     raw = path_bytes(path)
     try:
         text = raw.decode("utf-8")
@@ -69,6 +71,8 @@ def text_bytes(text: str) -> bytes:
 
 
 def needs_escape(path: str | bytes) -> bool:
+    if isinstance(path, str) and path.isascii():
+        return _PLAIN.fullmatch(path) is None
     return path_text(path) != path_bytes(path).decode("utf-8", "surrogateescape")
 
 

@@ -65,3 +65,12 @@ def test_a_location_in_the_escaped_form_is_located(tmp_path):
     assert locate("head/back\\\\slash.txt:1", ctx).path == "back\\\\slash.txt"
     assert locate("head/caf\udce9.txt:1", ctx).unreadable  # only the escaped form names it
     assert check_link("contract", "caf\\xe9.txt:2", ctx).confirmed  # G8 reads the same form
+
+
+@given(st.binary() | st.text(alphabet=st.characters(max_codepoint=0x7F)))
+def test_str_names_read_as_their_bytes(raw):
+    # git's names arrive as str (surrogateescape); the plain-ASCII shortcut agrees with the bytes
+    raw = raw if isinstance(raw, bytes) else raw.encode("ascii")
+    name = raw.decode("utf-8", "surrogateescape")
+    assert path_text(name) == path_text(raw)
+    assert needs_escape(name) == needs_escape(raw) == (path_text(raw) != name)

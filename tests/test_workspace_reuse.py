@@ -1,4 +1,4 @@
-"""Later rounds: bytes taken from an earlier round's copy, checked against the blob ids;
+"""Bytes taken from an earlier round's copy or the work tree, checked against the blob ids:
 the result is byte-identical to a fresh copy and shares no file with the earlier one."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from spar import git as spar_git
-from spar.round.reuse import earlier_copy, read_verified
+from spar.round.reuse import earlier_copy, read_verified, sources
 from spar.round.workspace import build_workspace, workspace_state
 from tests.gitrepo import commit, git, make_repo
 from tests.test_workspace import make_writable
@@ -69,19 +69,25 @@ def inodes(root: Path) -> set[int]:
     return {os.lstat(os.path.join(d, n)).st_ino for d, ds, fs in os.walk(root) for n in ds + fs}
 
 
+def copy_like_fresh(repo, base, head, tmp_path, monkeypatch, reuse) -> tuple[Path, list[str], dict[str, str]]:
+    """Build base..head with `reuse` into r2/workspace, check it equals a fresh copy; returns
+    the copy, the blob ids git was asked for, and head's path -> blob id."""
+    fresh = tmp_path / "fresh"
+    build_workspace(repo, base, head, fresh)
+    asked = streamed(monkeypatch)
+    copy = tmp_path / "r2" / "workspace"
+    built = build_workspace(repo, base, head, copy, reuse=reuse)
+    assert tree_of(copy) == tree_of(fresh)
+    assert built == workspace_state(copy)
+    return copy, asked, {e.path: e.sha for e in spar_git.ls_tree(repo, head)}
+
+
 def test_reused_copy_is_byte_identical_to_a_fresh_one(series, tmp_path, monkeypatch):
     repo, base, head2, earlier = series
-    fresh = tmp_path / "fresh"
-    build_workspace(repo, base, head2, fresh)
-    asked = streamed(monkeypatch)
-    reused = tmp_path / "r2" / "workspace"
-    built = build_workspace(repo, base, head2, reused, reuse=earlier)
-    assert tree_of(reused) == tree_of(fresh)
-    assert built == workspace_state(reused)
+    _copy, asked, by_path = copy_like_fresh(repo, base, head2, tmp_path, monkeypatch, sources(None, earlier))
     # only what the earlier copy did not hold came from git: the changed and the new file,
     # and the link kept (a link's target is never read from a copy; "out" leads out of the
     # copy and is a note, written from the plan)
-    by_path = {e.path: e.sha for e in spar_git.ls_tree(repo, head2)}
     assert sorted(asked) == sorted({by_path["src/app.py"], by_path["new.txt"], by_path["link"]})
 
 
@@ -89,7 +95,7 @@ def test_no_file_is_shared_with_the_earlier_round(series, tmp_path):
     repo, base, head2, earlier = series
     before = tree_of(earlier)
     reused = tmp_path / "r2" / "workspace"
-    build_workspace(repo, base, head2, reused, reuse=earlier)
+    build_workspace(repo, base, head2, reused, reuse=sources(None, earlier))
     assert inodes(reused).isdisjoint(inodes(earlier))
     make_writable(reused)  # as a reviewer running as root (or the owner after chmod) could
     for rel in ("head/README.md", "head/src/lib.py", "base/README.md"):
@@ -107,13 +113,7 @@ def test_a_tampered_earlier_copy_gives_nothing_wrong(series, tmp_path, monkeypat
     (earlier / "head" / "empty").write_text("not empty\n")
     os.unlink(earlier / "head" / "tool.sh")
     os.symlink(earlier / "base" / "tool.sh", earlier / "head" / "tool.sh")  # same bytes, through a link
-    fresh = tmp_path / "fresh"
-    build_workspace(repo, base, head2, fresh)
-    asked = streamed(monkeypatch)
-    reused = tmp_path / "r2" / "workspace"
-    build_workspace(repo, base, head2, reused, reuse=earlier)
-    assert tree_of(reused) == tree_of(fresh)
-    by_path = {e.path: e.sha for e in spar_git.ls_tree(repo, head2)}
+    _copy, asked, by_path = copy_like_fresh(repo, base, head2, tmp_path, monkeypatch, sources(None, earlier))
     for rel in ("README.md", "src/lib.py", "empty", "tool.sh"):
         assert by_path[rel] in asked, rel
 
@@ -178,6 +178,10 @@ def test_spar_run_builds_a_later_round_from_the_last_copy(tmp_path, monkeypatch)
 
     def recording(repo, base, head, workspace, plans=None, reuse=None):
         seen.append(reuse)
+        asked = []
+        real_stream = spar_git.stream_blobs
+        monkeypatch.setattr(spar_git, "stream_blobs", lambda r, shas: (asked.extend(shas), real_stream(r, shas))[1])
+        seen.append(asked)
         return real(repo, base, head, workspace, plans, reuse)
 
     monkeypatch.setattr(run_mod, "build_workspace", recording)
@@ -189,8 +193,32 @@ def test_spar_run_builds_a_later_round_from_the_last_copy(tmp_path, monkeypatch)
     monkeypatch.chdir(s.repo)
     assert run_mod.main(["--stage", "code", "--out", "reviews/r2", "--base", s.base]) == 0
     series = s.repo / "reviews"
-    assert seen == [series / "r1" / "workspace"]
+    earlier = series / "r1" / "workspace"
+    # the work tree holds head2 (just committed) and round 1's copy the rest: git gave nothing
+    assert seen == [{"head": [s.repo, earlier / "head"], "base": [earlier / "base"]}, []]
     fresh = tmp_path / "fresh"
     build_workspace(s.repo, s.base, head2, fresh)
     assert tree_of(series / "r2" / "workspace") == tree_of(fresh)
     assert inodes(series / "r2" / "workspace").isdisjoint(inodes(series / "r1" / "workspace"))
+
+
+def test_the_work_tree_gives_what_matches_and_git_the_rest(series, tmp_path, monkeypatch):
+    repo, base, head2, _earlier = series  # the work tree has head2 checked out
+    (repo / "README.md").write_text("edited, not committed\n")
+    (repo / "src" / "lib.py").unlink()
+    os.symlink("../README.md", repo / "src" / "lib.py")
+    os.unlink(repo / "new.txt")
+    copy, asked, by_path = copy_like_fresh(repo, base, head2, tmp_path, monkeypatch, sources(repo, None))
+    head_keys = {(e.sha, e.mode) for e in spar_git.ls_tree(repo, head2)}
+    base_only = {e.sha for e in spar_git.ls_tree(repo, base) if (e.sha, e.mode) not in head_keys}
+    # git: the three files the work tree does not hold as committed, the kept link, and the
+    # base's own files (blob and mode; the work tree is only a source for the head copy)
+    assert sorted(asked) == sorted({by_path["README.md"], by_path["src/lib.py"], by_path["new.txt"],
+                                    by_path["link"], *base_only})
+    assert inodes(copy).isdisjoint(inodes(repo))
+
+
+def test_sources_order():
+    assert sources(None, None) == {"head": [], "base": []}
+    assert sources(Path("/w"), Path("/r1/workspace")) == {
+        "head": [Path("/w"), Path("/r1/workspace/head")], "base": [Path("/r1/workspace/base")]}

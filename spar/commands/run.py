@@ -43,7 +43,7 @@ from spar.records.lock import series_lock
 from spar.records.model import ExtensionLine, Finding, ReviewerStatus, RoundRecord
 from spar.records.paths import check_run_out
 from spar.round import caps as caps_mod
-from spar.round import history
+from spar.round import history, reuse
 from spar.round.args import RunArgs, check_standpoints, parse_run_args
 from spar.round.context import context_from_git
 from spar.round.documents import read_round_documents
@@ -273,9 +273,11 @@ def _create_round(plan: RoundPlan,
     if plan.memory_text:  # its own digest: never part of packet_sha256 (a rerun stays a rerun)
         round_json["memory_sha256"] = memory_sha256(plan.memory_text)
     atomic.write_json(plan.out / "round.json", round_json)
-    # a later round takes unchanged files' bytes from the last copy built in the series (each checked)
+    # files' bytes from the work tree (at the checked-out head) and the series' last copy, each
+    # checked against its blob id; git inflates only the rest
     earlier = earlier_copy(readers.series_rounds(plan.series), plan.out)
-    built = build_workspace(plan.repo, plan.base, plan.head, plan.out / "workspace", plan.tree_plans, earlier)
+    sources = reuse.sources(plan.repo if plan.args.head is None else None, earlier)
+    built = build_workspace(plan.repo, plan.base, plan.head, plan.out / "workspace", plan.tree_plans, sources)
     return round_json, jobs, built
 
 

@@ -1,18 +1,20 @@
-"""Later rounds of a series: file contents taken from an earlier round's copy, each
-checked against its git blob id, instead of asking git to inflate them again.
+"""Workspace files whose bytes need not come from git: taken from the repository's work
+tree (when it has the reviewed head checked out) or from the series' last copy (a later
+round), each checked against its git blob id, instead of git inflating them again.
 
 What is reused is bytes, never a file: every file of a round's copy is a new
 inode written by this round (`spar.round.workspace`), so a write into one round's
 copy cannot reach another round's (a hard link would share the inode: a reviewer
-running as root, or as the owner after a chmod, would change both). The earlier
-copy is not trusted either: a file is reused only when it is a regular file whose
-bytes hash to the blob id the tree names (`blob <size>\\0<bytes>`, SHA-1 or
-SHA-256 as the id's length says), so whatever a reviewer did to that copy, the
-new copy holds exactly what git would have given. Anything else (changed,
-missing, not a regular file, larger than `REUSE_LIMIT`) comes from git as in a
-first round. SHA-1 ids: git hashes every object it stores with collision
-detection (sha1dc), so a blob that is one half of a known-attack collision never
-enters the repository for a tampered twin to match.
+running as root, or as the owner after a chmod, would change both). Neither the
+earlier copy nor the work tree is trusted: a file is used only when it is a
+regular file whose bytes hash to the blob id the tree names (`blob <size>\\0<bytes>`,
+SHA-1 or SHA-256 as the id's length says), so whatever a reviewer did to that
+copy, the new copy holds exactly what git would have given (an edited, filtered
+or CRLF-converted work-tree file simply does not match). Anything else (changed,
+missing, not a regular file, larger than `REUSE_LIMIT`) comes from git. SHA-1
+ids: git hashes every object it stores with collision detection (sha1dc), so a
+blob that is one half of a known-attack collision never enters the repository
+for a tampered twin to match.
 """
 
 from __future__ import annotations
@@ -63,3 +65,13 @@ def earlier_copy(rounds: list[Path], current: Path) -> Path | None:
         if stat.S_ISDIR(st.st_mode) and (best is None or st.st_mtime_ns > best[0]):
             best = (st.st_mtime_ns, folder / "workspace")
     return best[1] if best else None
+
+
+def sources(worktree: Path | None, earlier: Path | None) -> dict[str, list[Path]]:
+    """Where each copy ("head", "base") may take bytes from, in the order tried: the work
+    tree (when the round reviews its checked-out head), then the earlier copy."""
+    out: dict[str, list[Path]] = {"head": [worktree] if worktree is not None else [], "base": []}
+    if earlier is not None:
+        out["head"].append(earlier / "head")
+        out["base"].append(earlier / "base")
+    return out

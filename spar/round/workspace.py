@@ -7,8 +7,8 @@ link whose target leaves its copy becomes a small read-only file saying what
 it pointed to. Blobs stream from one `git cat-file --batch`
 per commit (memory holds one file at a time), and a base file equal to a head
 file (same blob and mode) is a hard link to it, so the base copy of a typical
-change costs little more than its folder entries. A later round takes the
-bytes of unchanged files from an earlier round's copy, each checked against
+change costs little more than its folder entries. A file's bytes may
+also come from the work tree or an earlier round's copy, each checked against
 its blob id (`spar.round.reuse`); every file is still a new inode of this
 round. Symlinks are created last,
 so no file is ever written through a link this code made.
@@ -33,7 +33,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -168,15 +168,16 @@ Known = dict[tuple[str, str], tuple[str, Entry]]  # (blob, mode) -> a regular fi
 
 def copy_commit(repo: str | Path, commit: str, dest: str | Path, known: Known | None = None,
                 plan: TreePlan | None = None, folders: list[str] | None = None,
-                state: dict[str, Entry] | None = None, prefix: str = "", reuse: str | None = None) -> Known:
+                state: dict[str, Entry] | None = None, prefix: str = "", reuse: Sequence[str] = ()) -> Known:
     """Copy one commit's blob entries to `dest` as `plan` (default: plan_commit) says,
     adding `dest` and every folder made to `folders`, and each file's `workspace_state`
     entry, as written, to `state` (keyed `prefix` + its path).
     A file whose (blob, mode) is in `known` (or was already written in this copy)
     becomes a hard link to that file instead of a new one: base and head share most
     files, and both copies are read-only. Other files take their bytes from the same
-    path under `reuse` (an earlier round's copy) when they hash to the entry's blob id
-    (spar.round.reuse), else from git: blobs stream one at a time, so memory holds one
+    path under the first folder of `reuse` (an earlier round's copy, the work tree) where
+    they hash to the entry's blob id (spar.round.reuse), else from git: blobs stream one
+    at a time, so memory holds one
     file, not the tree. Returns (blob, mode) -> path of the regular files of this copy,
     with their entries."""
     if plan is None:
@@ -202,7 +203,8 @@ def copy_commit(repo: str | Path, commit: str, dest: str | Path, known: Known | 
                 written.setdefault(key, source)
                 state[prefix + entry.path] = source[1]  # one inode: one entry
                 continue
-            data = read_verified(f"{reuse}/{entry.path}", entry.sha) if reuse else None
+            data = next((d for folder in reuse if (d := read_verified(f"{folder}/{entry.path}", entry.sha))
+                         is not None), None)
             if data is not None:
                 state[prefix + entry.path] = writer.write(target, data, _file_mode(entry))
                 written.setdefault(key, (target, state[prefix + entry.path]))
@@ -242,11 +244,12 @@ def _link(source: str, target: str) -> bool:
 
 
 def build_workspace(repo: str | Path, base: str, head: str, workspace: str | Path,
-                    plans: dict[str, TreePlan] | None = None, reuse: str | Path | None = None) -> dict[str, Entry]:
+                    plans: dict[str, TreePlan] | None = None,
+                    reuse: Mapping[str, Sequence[str | Path]] | None = None) -> dict[str, Entry]:
     """`workspace/head` and `workspace/base`, then everything read-only (workspace/ included).
-    `plans` ("head", "base" -> TreePlan) when the caller has them already; `reuse`: an
-    earlier round's workspace whose files may give their bytes (checked against the
-    blob ids; see `copy_commit`). Returns what
+    `plans` ("head", "base" -> TreePlan) when the caller has them already; `reuse`
+    ("head", "base" -> folders, see spar.round.reuse.sources): where files may take their
+    bytes from, each checked against its blob id (see `copy_commit`). Returns what
     `workspace_state(workspace)` reads now, taken while writing (no second pass over the
     copies): the state the change check compares the copies against after the round."""
     root = os.fspath(workspace)
@@ -255,11 +258,11 @@ def build_workspace(repo: str | Path, base: str, head: str, workspace: str | Pat
     state: dict[str, Entry] = {}
     try:
         os.mkdir(root)
-        earlier = os.fspath(reuse) if reuse is not None else None
+        sources = {copy: [os.fspath(f) for f in folders_of] for copy, folders_of in (reuse or {}).items()}
         head_files = copy_commit(repo, head, f"{root}/head", plan=plans.get("head"), folders=folders,
-                                 state=state, prefix="head/", reuse=earlier and f"{earlier}/head")
+                                 state=state, prefix="head/", reuse=sources.get("head", ()))
         copy_commit(repo, base, f"{root}/base", known=head_files, plan=plans.get("base"), folders=folders,
-                    state=state, prefix="base/", reuse=earlier and f"{earlier}/base")
+                    state=state, prefix="base/", reuse=sources.get("base", ()))
         make_read_only(folders, root, state)
     except OSError as exc:
         raise WriteFailed(f"cannot build {root}: {exc}") from exc

@@ -11,12 +11,20 @@ A module that needs a different repository defines its own `repo`.
 Every in-process async test runs under `anyio.fail_after(ASYNC_TEST_BOUND)`, so a
 hang fails the test instead of stopping the suite (pyproject's
 `faulthandler_timeout`, longer, still dumps the stacks of a hang in sync code).
+
+The suite keeps bytecode even where PYTHONDONTWRITEBYTECODE is set (`pytest_configure`):
+otherwise each of the hundreds of `spar` and fake-CLI processes it starts compiles Spar
+from source again (0.06 s of CPU each), and each worker rewrites every test module.
 """
 
 from __future__ import annotations
 
+import compileall
 import functools
 import inspect
+import os
+import sys
+from pathlib import Path
 
 import anyio
 import pytest
@@ -24,6 +32,22 @@ import pytest
 from tests import roundfactory as rf
 
 ASYNC_TEST_BOUND = 240.0  # seconds; a hang bound, never a measure of speed
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config):
+    # bytecode in the __pycache__ folders git ignores: imports and assertion rewriting in
+    # this process, and Spar and the fakes compiled once for the processes tests start
+    sys.dont_write_bytecode = False
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        for folder in (ROOT / "spar", ROOT / "tests" / "fakes"):
+            compileall.compile_dir(folder, quiet=2)
+
+
+def pytest_collection_modifyitems(config, items):
+    # the slow end-to-end tests first (in their order): pytest-xdist then ends the run with
+    # short tests on every worker instead of one long test on one of them
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -78,7 +78,8 @@ def phases(round_dir: Path, launched: float, ended: float) -> dict[str, float]:
     }
 
 
-# Both sides run spar's own `main` through this wrapper, which writes the peak RSS of the
+# Both sides run `spar` through this wrapper: spar.cli.entry as the `spar` command does
+# (collector off, no interpreter teardown), with its main also writing the peak RSS of the
 # spar process itself and of the largest child it waited for (git, a reviewer) to a file:
 # os.wait4 alone reports only the larger of the two, usually git with the pack mapped.
 _WRAPPER = f"""
@@ -89,14 +90,17 @@ if sys.argv.pop(1) == "previous":
     sys.path.insert(0, {str(BENCH)!r})
     from previous import workspace_v0
     workspace_v0.install()
-from spar.cli import main
-try:
-    code = main(sys.argv[1:])
-finally:
-    with open(rss_file, "w") as f:
-        f.write(f"{{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}} "
-                f"{{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}}")
-sys.exit(code)
+import spar.cli as cli
+spar_main = cli.main
+def main():
+    try:
+        return spar_main(sys.argv[1:])
+    finally:
+        with open(rss_file, "w") as f:
+            f.write(f"{{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}} "
+                    f"{{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}}")
+cli.main = main
+cli.entry()
 """
 
 

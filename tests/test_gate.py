@@ -305,28 +305,3 @@ def test_repository_moved_since_the_round(tmp_path, capsys, monkeypatch):
     capsys.readouterr()
     assert spar_main(["gate", str(series / "r1"), "--out", str(out)]) == 1
     assert json.loads(out.read_text())["reasons"][0].startswith(f"the expected head (HEAD of {old_home / 'repo'}) cannot be resolved")
-
-
-def test_only_the_judged_part_of_each_finding_is_held(repo, capsys, monkeypatch):
-    """A long series must not sit in memory whole: the judgment receives each finding
-    cut to the keys it reads (JUDGED_FINDING_KEYS), and judges the same on them (the
-    scenarios above run through this path)."""
-    scenario = next(s for s in SCENARIOS if s["name"] == "duplicate chain across rounds ending undisposed")
-    series = build_series(repo, scenario)
-    names = scenario.get("list") or [r["name"] for r in scenario["rounds"]]
-    seen: list[dict] = []
-    lines: list[dict] = []
-    real_judge = judgement.judge
-
-    def spy(listed, *args, **kw):
-        seen.extend(f for item in listed for f in item.findings or [])
-        lines.extend(line for item in listed for line in item.ledger or [])
-        return real_judge(listed, *args, **kw)
-
-    monkeypatch.setattr(judgement, "judge", spy)
-    run_gate(capsys, repo, series, names)
-    assert seen and all(set(f) <= set(judgement.JUDGED_FINDING_KEYS) for f in seen)
-    assert all("id" in f and "class" in f for f in seen)
-    assert lines and all(set(line) <= set(judgement.JUDGED_LEDGER_KEYS) for line in lines)
-    full = json.loads((series / names[-1] / "findings.json").read_text())
-    assert {"claim", "evidence"} <= set(full[0])  # what was read had more

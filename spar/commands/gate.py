@@ -8,18 +8,18 @@ always written, atomically. Exit 0 passed, 1 blocked.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from spar import __version__, git
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, RecordError, Refused, quote
 from spar.judge import gate as judgement
-from spar.judge.dispositions import Key, LookupResult, standing
+from spar.judge.dispositions import Key, LookupResult
 from spar.records import atomic, clock, paths, readers
+from spar.records.model import RoundRecord
 from spar.series import repository_of
 from spar.textsafe import terminal_safe
 
@@ -68,9 +68,9 @@ def _parser() -> Parser:
     return p
 
 
-def _read_listed(arg: str) -> judgement.ListedRound:
+def _read_listed(arg: str, real: str) -> judgement.ListedRound:
+    """One listed round as read from disk (`real`: its real path)."""
     shown = os.path.normpath(arg)
-    real = os.path.realpath(arg)
     item = judgement.ListedRound(arg=shown, path=real, series_arg=_series_arg_of(arg),
                                  series=os.path.dirname(real), name=os.path.basename(real))
     folder = Path(real)
@@ -108,6 +108,22 @@ def _read_listed(arg: str) -> judgement.ListedRound:
     return item
 
 
+def _real_paths(args: list[str]) -> list[str]:
+    """os.path.realpath of each argument, resolving each folder holding rounds once: a
+    round folder that is no link is its folder's real path plus its name."""
+    folders: dict[str, str] = {}
+    out = []
+    for arg in args:
+        folder, name = os.path.split(arg)
+        if name in ("", ".", "..") or os.path.islink(arg):
+            out.append(os.path.realpath(arg))
+            continue
+        if folder not in folders:
+            folders[folder] = os.path.realpath(folder or ".")
+        out.append(os.path.join(folders[folder], name))
+    return out
+
+
 def _series_arg_of(arg: str) -> str:
     """The series as spelled from a round argument (`dirname`, `.` when none)."""
     return os.path.dirname(os.path.normpath(arg)) or "."
@@ -119,12 +135,12 @@ def _why(exc: BaseException) -> str:
     return str(exc)
 
 
-def _list_series(path: str, arg: str, listed_names: set[str]) -> judgement.SeriesListing:
+def _list_series(path: str, arg: str, folders: list[Path] | str, listed_names: set[str]) -> judgement.SeriesListing:
+    """The series' rounds that were not listed (`folders`: every round folder of the
+    series, or why it cannot be listed)."""
     listing = judgement.SeriesListing(path=path, arg=arg)
-    try:
-        folders = readers.series_rounds(path)
-    except _READ_ERRORS as exc:
-        listing.error = _why(exc)
+    if isinstance(folders, str):
+        listing.error = folders
         return listing
     for folder in folders:
         if folder.name in listed_names:
@@ -133,8 +149,11 @@ def _list_series(path: str, arg: str, listed_names: set[str]) -> judgement.Serie
             continue  # G29 asks for every review-round/v1 round; this is something else
         try:
             round_json = readers.read_round(folder)
+            # what belongs_in_list reads, not the whole round.json of every round left out
+            kept = cast(RoundRecord, {key: round_json[key] for key in judgement.SERIES_ROUND_KEYS  # type: ignore[literal-required]
+                                      if key in round_json})
             listing.rounds.append(judgement.SeriesRound(
-                folder.name, round_json, has_findings=os.path.lexists(folder / readers.FINDINGS_FILE)))
+                folder.name, kept, has_findings=os.path.lexists(folder / readers.FINDINGS_FILE)))
         except _READ_ERRORS as exc:
             listing.rounds.append(judgement.SeriesRound(folder.name, None, _why(exc)))
     return listing
@@ -170,47 +189,55 @@ def _extra_lookup(series: str, key: Key) -> LookupResult:
     folder = Path(series) / key[0]
     if not os.path.lexists(folder / readers.ROUND_FILE):
         return "missing", f"round {key[0]} does not exist in the series"
+    links = _reload(series, key[0])
+    if isinstance(links, str):
+        return "unreadable", f"round {key[0]} cannot be read: {links}"
+    if key[1] not in links:
+        return "missing", f"{key[0]}/{key[1]} does not exist"
+    return "ok", links[key[1]]
+
+
+def _reload(series: str, name: str) -> judgement.Links | str:
+    """A round's findings and standing dispositions, read (again) for duplicate tracing,
+    under the same rules as a listed round; or why they cannot be read."""
+    folder = Path(series) / name
     try:
         round_json = readers.read_round(folder)
         findings = readers.read_findings(folder, round_json=round_json)
-        ledger = standing(readers.read_ledger(folder, findings))
+        return judgement.links_of(findings, readers.read_ledger(folder, findings))
     except _READ_ERRORS as exc:
-        return "unreadable", f"round {key[0]} cannot be read: {_why(exc)}"
-    if key[1] not in {f["id"] for f in findings}:
-        return "missing", f"{key[0]}/{key[1]} does not exist"
-    return "ok", ledger.get(key[1])
+        return _why(exc)
 
 
-def build_gate(round_args: list[str], expect_head: str | None) -> dict[str, Any]:
-    """Read everything and judge; the document without previous_gate_digest."""
-    listed: list[judgement.ListedRound] = []
+def build_gate(round_args: list[str], expect_head: str | None, *, real_args: list[str] | None = None,
+               series_folders: dict[str, list[Path] | str] | None = None) -> dict[str, Any]:
+    """Read and judge, one round at a time; the document without previous_gate_digest.
+    `real_args` (the real path of each argument) and `series_folders` (each series'
+    round folders, or why it cannot be listed) when the caller has them already."""
+    reals = real_args if real_args is not None else [os.path.realpath(arg) for arg in round_args]
+    fold = judgement.Judgement(_reload, _extra_lookup)
     seen: set[str] = set()
-    for arg in round_args:
-        item = _read_listed(arg)
-        if item.path in seen:  # the same round twice adds nothing
+    series_args: dict[str, str] = {}
+    for arg, real in zip(round_args, reals, strict=True):
+        if real in seen:  # the same round twice adds nothing
             continue
-        if item.findings is not None:
-            item.findings = [judgement.judged_part(f) for f in item.findings]
-        if item.ledger is not None:
-            item.ledger = judgement.judged_ledger(item.ledger)
-        seen.add(item.path)
-        listed.append(item)
-    series: list[judgement.SeriesListing] = []
-    for item in listed:
-        if any(s.path == item.series for s in series):
-            continue
-        names = {i.name for i in listed if i.series == item.series}
-        series.append(_list_series(item.series, item.series_arg, names))
-    latest = judgement.latest_round(listed)
-    head = _head_check(latest, expect_head)
-    return judgement.judge(listed, series, head, _extra_lookup)
+        seen.add(real)
+        item = _read_listed(arg, real)
+        series_args.setdefault(item.series, item.series_arg)
+        fold.add(item)  # then dropped: the judgment keeps what it needs
+    folders = series_folders if series_folders is not None else _series_folders(list(series_args))
+    series = [_list_series(path, arg, folders[path], fold.listed_names(path)) for path, arg in series_args.items()]
+    return fold.finish(series, _head_check(fold.latest, expect_head))
 
 
-def _series_round_dirs(series_dirs: list[str]) -> list[str]:
-    out = []
+def _series_folders(series_dirs: list[str]) -> dict[str, list[Path] | str]:
+    """Each series' round folders (listed or not), or why the series cannot be listed."""
+    out: dict[str, list[Path] | str] = {}
     for series in series_dirs:
-        with contextlib.suppress(*_READ_ERRORS):  # an unlistable series is a blocked reason later
-            out += [str(p) for p in readers.series_rounds(series)]
+        try:
+            out[series] = readers.series_rounds(series)
+        except _READ_ERRORS as exc:
+            out[series] = _why(exc)
     return out
 
 
@@ -229,13 +256,15 @@ def main(argv: list[str]) -> int:
 def _gate(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     out = Path(args.out)
-    round_dirs = [os.path.realpath(a) for a in args.rounds]
+    round_dirs = _real_paths(args.rounds)
     series_dirs = sorted({os.path.dirname(r) for r in round_dirs})
+    folders = _series_folders(series_dirs)
     # every round folder of those series, listed or not: a gate file never goes into a round
-    previous = paths.check_gate_out(out, round_dirs + _series_round_dirs(series_dirs), series_dirs)
+    in_series = [str(f) for listing in folders.values() if not isinstance(listing, str) for f in listing]
+    previous = paths.check_gate_out(out, round_dirs + in_series, series_dirs)
     if not out.parent.is_dir():
         raise Refused(f"--out {quote(args.out)}: the folder {quote(str(out.parent))} does not exist")
-    document = build_gate(args.rounds, args.expect_head)
+    document = build_gate(args.rounds, args.expect_head, real_args=round_dirs, series_folders=folders)
     document["previous_gate_digest"] = previous
     document["spar_version"] = __version__
     document["generated_at"] = clock.now()

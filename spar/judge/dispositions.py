@@ -98,7 +98,7 @@ def standing(ledger: list[LedgerLine]) -> dict[str, LedgerLine]:
 Key = tuple[str, str]  # (round name, finding id) inside one series
 
 
-@dataclass
+@dataclass(slots=True)
 class Trace:
     """Where a chain of `duplicate` dispositions ends.
 
@@ -111,6 +111,7 @@ class Trace:
     state: str
     chain: list[Key] = field(default_factory=list)  # every finding visited, start first
     detail: str = ""
+    walked: int = 0  # findings of `chain` looked up; after them, what `known` said of the last
 
     @property
     def end(self) -> Key:
@@ -120,35 +121,43 @@ class Trace:
 # lookup(key) -> ("ok", standing line or None) | ("missing", why) | ("unreadable", why)
 LookupResult = tuple[str, "LedgerLine | str | None"]
 Lookup = Callable[[Key], LookupResult]
+# known(key) -> the trace from that finding when already known (never a cycle), else None
+Known = Callable[[Key], "Trace | None"]
 
 
-def trace(start: Key, lookup: Lookup) -> Trace:
+def trace(start: Key, lookup: Lookup, known: Known | None = None) -> Trace:
     """Follow `duplicate` links from `start` until a finding that is not a
-    duplicate; never loops (a visited finding ends the walk as a cycle)."""
+    duplicate; never loops (a visited finding ends the walk as a cycle). With
+    `known`, a finding whose trace is known ends the walk there: the chain
+    goes on with that trace's (nothing on a chain that does not loop leads
+    back to a finding before it, so the walk could not have looped either)."""
     chain: list[Key] = []
     seen: set[Key] = set()
     key = start
     while True:
         if key in seen:
             chain.append(key)
-            return Trace("cycle", chain, "the duplicate chain comes back to " + "/".join(key))
+            return Trace("cycle", chain, "the duplicate chain comes back to " + "/".join(key), len(chain) - 1)
         seen.add(key)
         chain.append(key)
+        found = known(key) if known is not None else None
+        if found is not None:
+            return Trace(found.state, chain + found.chain[1:], found.detail, len(chain))
         state, value = lookup(key)
         if state != "ok":
-            return Trace(state, chain, str(value))
+            return Trace(state, chain, str(value), len(chain))
         if value is None or isinstance(value, str) or not value:
-            return Trace("open", chain)
+            return Trace("open", chain, walked=len(chain))
         line = value
         if line.get("disposition") != "duplicate":
-            return Trace("disposed", chain)
+            return Trace("disposed", chain, walked=len(chain))
         of = line.get("of")
         if not isinstance(of, str) or not of:
-            return Trace("missing", chain, "a duplicate line without `of`")
+            return Trace("missing", chain, "a duplicate line without `of`", len(chain))
         try:
             key = parse_of(of, key[0])
         except Refused as err:
-            return Trace("missing", chain, str(err))
+            return Trace("missing", chain, str(err), len(chain))
 
 
 def would_cycle(finding: Key, target: Key, lookup: Lookup) -> bool:

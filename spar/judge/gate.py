@@ -8,13 +8,13 @@ blocked reason here — the gate never refuses over what it reads.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, cast
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from spar.config.model import STAGES
 from spar.judge.dispositions import BLOCKING_CLASSES, Key, Lookup, LookupResult, Trace, standing, trace
 from spar.judge.record_rules import CLASSES
-from spar.records.model import Finding, LedgerLine, ReviewerEntry, ReviewerStatus, RoundRecord, WaiverLine
+from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
 
 SCHEMA = "review-gate/v1"
 
@@ -60,12 +60,16 @@ class ListedRound:
         return self.round
 
 
+# what `SeriesRound.belongs_in_list` reads of a round.json
+SERIES_ROUND_KEYS = ("dry_run", "finished_at", "recorded_at")
+
+
 @dataclass
 class SeriesRound:
     """A round folder found by listing a series (listed or not)."""
 
     name: str
-    round: RoundRecord | None
+    round: RoundRecord | None  # at least SERIES_ROUND_KEYS of its round.json
     error: str | None = None
     has_findings: bool = False  # findings.json exists in the folder
 
@@ -106,49 +110,44 @@ class HeadCheck:
 # lookup for findings of rounds that were not listed: (series path, key) -> see dispositions.Lookup
 ExtraLookup = Callable[[str, Key], LookupResult]
 
-
-# every key of a finding this module reads; the command keeps only these of each finding it
-# reads, so a long series does not hold every claim and evidence text in memory
-JUDGED_FINDING_KEYS = ("id", "class", "introduced_by_change", "in_check_paths", "path")
-
-
-def judged_part(finding: Finding) -> Finding:
-    """The part of a finding the judgment reads (JUDGED_FINDING_KEYS)."""
-    return cast(Finding, {key: finding[key] for key in JUDGED_FINDING_KEYS if key in finding})  # type: ignore[literal-required]
+# every finding id of a round -> its standing ledger line (None: no line): what a duplicate
+# trace reads of a round
+Links = dict[str, LedgerLine | None]
+# the links of a listed round read again (series path, round name), or why it cannot be read
+Reload = Callable[[str, str], "Links | str"]
+RoundKey = tuple[str, str]  # (series path, round name)
 
 
-# every key of a ledger line this module (and the duplicate trace) reads
-JUDGED_LEDGER_KEYS = ("finding", "disposition", "of", "auto")
+def links_of(findings: list[Finding], ledger: list[LedgerLine]) -> Links:
+    lines = standing(ledger)
+    return {finding["id"]: lines.get(finding["id"]) for finding in findings}
 
 
-def judged_ledger(ledger: list[LedgerLine]) -> list[LedgerLine]:
-    """The standing line of each finding, cut to JUDGED_LEDGER_KEYS: what the judgment
-    reads of a ledger (`standing` of the result is the result)."""
-    return [cast(LedgerLine, {key: line[key] for key in JUDGED_LEDGER_KEYS if key in line})  # type: ignore[literal-required]
-            for line in standing(ledger).values()]
+@dataclass(frozen=True, slots=True)
+class _Reviewed:
+    """What step 4 needs of a usable round; a few hundred bytes, so the judgment can hold
+    one per round of a long series instead of its round.json."""
 
+    index: int  # list order, which breaks ties of started_at
+    started: str
+    inputs: tuple[Any, ...] | None  # design §8's rerun test: stage, base, head, packet_sha256 (None: no packet)
+    arg: str
+    name: str
+    path: str
+    reviewers: tuple[tuple[str, str, Any], ...]  # (name, status, reason); reason only of one not completed
+    waived: frozenset[Any]
 
-def latest_round(listed: list[ListedRound], stage: str | None = None) -> ListedRound | None:
-    """The latest usable round (of `stage` when given): latest `started_at`,
-    ties broken by list order, so a list given out of order cannot make an older
-    round stand for the series."""
-    best: tuple[str, int] | None = None
-    found = None
-    for index, item in enumerate(listed):
-        if item.state != "ok" or (stage is not None and item.record.get("stage") != stage):
-            continue
-        started = item.record.get("started_at")
-        rank = (started if isinstance(started, str) else "", index)
-        if best is None or rank >= best:
-            best, found = rank, item
-    return found
-
-
-def _same_input(a: RoundRecord, b: RoundRecord) -> bool:
-    """Design §8's rerun test: same stage, base, head and packet_sha256."""
-    if not isinstance(a.get("packet_sha256"), str):
-        return False
-    return all(a.get(k) == b.get(k) for k in ("stage", "base", "head", "packet_sha256"))
+    @classmethod
+    def of(cls, item: ListedRound, index: int) -> _Reviewed:
+        record = item.record
+        packet = record.get("packet_sha256")
+        inputs = None
+        if isinstance(packet, str):
+            inputs = (record.get("stage"), record.get("base"), record.get("head"), packet)
+        reviewers = tuple((e["name"], e["status"], None if e["status"] == ReviewerStatus.COMPLETED else e.get("reason"))
+                          for e in record["reviewers"])
+        waived = frozenset(w.get("reviewer") for w in (item.waivers or []) if isinstance(w, dict))
+        return cls(index, _started(item), inputs, item.arg, item.name, item.path, reviewers, waived)
 
 
 @dataclass
@@ -156,44 +155,43 @@ class StageReviewers:
     """Required reviewers of the latest round of one stage of one series."""
 
     stage: str
-    latest: ListedRound
+    latest: _Reviewed
     required: list[str]
     completed: list[str]
     waived: list[str]
-    missing: list[tuple[ListedRound, ReviewerEntry]]  # (round naming it last, its reviewer entry)
+    missing: list[tuple[str, str, str, Any]]  # (arg of the round naming it last, name, status, reason)
 
     def record(self) -> dict[str, Any]:
         return {"stage": self.stage, "round": self.latest.name, "path": self.latest.path,
                 "required_reviewers": self.required, "completed": self.completed, "waived": self.waived}
 
 
-def stage_reviewers(listed: list[ListedRound], series: str, stage: str) -> StageReviewers | None:
-    """The latest round of `stage` in `series`, together with the listed rounds of
-    the same input (reruns of unfinished reviewers, design §8): one review of that
-    input. A reviewer of any of them is required; it is done when it completed,
-    or was waived, in any of them. Without this, rerunning a subset would drop the
-    other reviewers that never completed from the gate's view."""
-    mine = [item for item in listed if item.series == series]
-    latest = latest_round(mine, stage)
+def stage_reviewers(rounds: list[_Reviewed], stage: str) -> StageReviewers | None:
+    """The latest of the usable rounds of one stage of one series, together with those of
+    the same input (reruns of unfinished reviewers, design §8): one review of that input.
+    A reviewer of any of them is required; it is done when it completed, or was waived,
+    in any of them. Without this, rerunning a subset would drop the other reviewers that
+    never completed from the gate's view."""
+    latest = None
+    for reviewed in rounds:  # latest started_at, ties broken by list order
+        if latest is None or reviewed.started >= latest.started:
+            latest = reviewed
     if latest is None:
         return None
-    group = [item for item in mine if item.state == "ok" and item.record.get("stage") == stage
-             and (item is latest or _same_input(item.record, latest.record))]
-    group.sort(key=lambda item: (_started(item), mine.index(item)))
+    group = [r for r in rounds if r is latest or (r.inputs is not None and r.inputs == latest.inputs)]
+    group.sort(key=lambda r: (r.started, r.index))
     required: list[str] = []
     done: set[str] = set()
     waived_names: set[str] = set()
-    last_entry: dict[str, tuple[ListedRound, ReviewerEntry]] = {}
-    for item in group:
-        waivers = {w.get("reviewer") for w in (item.waivers or []) if isinstance(w, dict)}
-        for entry in item.record["reviewers"]:
-            name = entry["name"]
+    last_entry: dict[str, tuple[str, str, str, Any]] = {}
+    for reviewed in group:
+        for name, status, reason in reviewed.reviewers:
             if name not in required:
                 required.append(name)
-            last_entry[name] = (item, entry)
-            if entry["status"] == ReviewerStatus.COMPLETED:
+            last_entry[name] = (reviewed.arg, name, status, reason)
+            if status == ReviewerStatus.COMPLETED:
                 done.add(name)
-            if name in waivers:
+            if name in reviewed.waived:
                 waived_names.add(name)
     completed = [name for name in required if name in done]
     waived = [name for name in required if name in waived_names]
@@ -206,37 +204,35 @@ def _started(item: ListedRound) -> str:
     return started if isinstance(started, str) else ""
 
 
-def listed_round_reasons(listed: list[ListedRound]) -> list[str]:
-    """Step 1: unreadable, dry-run and unrecorded rounds in the list (G29, G32)."""
+def listed_round_reasons(item: ListedRound) -> list[str]:
+    """Step 1, one listed round: unreadable, dry-run and unrecorded (G29, G32)."""
     reasons: list[str] = []
-    for item in listed:
-        state = item.state
-        if state == "unreadable":
-            reasons.append(f"round {item.arg} cannot be read: {item.error}")
-        elif state == "unfinished":
-            reasons.append(f"round {item.arg} was not finished: {item.unfinished}")
-        elif state == "dry_run":
-            reasons.append(f"round {item.arg} is a dry run; a dry run is not a review")
-        elif state == "not_recorded":
-            reasons.append(
-                f"round {item.arg} was not finished: it stopped before its findings were recorded "
-                "(neither finished_at nor findings.json)"
-            )
-        if state != "unreadable" and item.waivers_error is not None:
-            reasons.append(f"round {item.arg}: waivers.jsonl cannot be read: {item.waivers_error}")
+    state = item.state
+    if state == "unreadable":
+        reasons.append(f"round {item.arg} cannot be read: {item.error}")
+    elif state == "unfinished":
+        reasons.append(f"round {item.arg} was not finished: {item.unfinished}")
+    elif state == "dry_run":
+        reasons.append(f"round {item.arg} is a dry run; a dry run is not a review")
+    elif state == "not_recorded":
+        reasons.append(
+            f"round {item.arg} was not finished: it stopped before its findings were recorded "
+            "(neither finished_at nor findings.json)"
+        )
+    if state != "unreadable" and item.waivers_error is not None:
+        reasons.append(f"round {item.arg}: waivers.jsonl cannot be read: {item.waivers_error}")
     return reasons
 
 
-def unlisted_round_reasons(listed: list[ListedRound], series: list[SeriesListing]) -> list[str]:
+def unlisted_round_reasons(listed: set[RoundKey], series: list[SeriesListing]) -> list[str]:
     """Step 2: rounds of the series missing from the list (G29)."""
     reasons: list[str] = []
-    listed_keys = {(item.series, item.name) for item in listed}
     for listing in series:
         if listing.error is not None:
             reasons.append(f"{listing.arg}: the series folder cannot be listed: {listing.error}")
             continue
         for found in listing.rounds:
-            if (listing.path, found.name) in listed_keys or not found.belongs_in_list:
+            if (listing.path, found.name) in listed or not found.belongs_in_list:
                 continue
             if found.round is None:
                 reasons.append(
@@ -259,123 +255,263 @@ def head_reasons(latest: ListedRound | None, head: HeadCheck | None) -> list[str
     return []
 
 
-def all_stage_reviewers(listed: list[ListedRound]) -> dict[tuple[str, str], StageReviewers]:
-    """Step 4: required reviewers of the latest round of each stage, per series
-    (series path, stage): rounds of another series (another review subject)
-    never stand in for this one's."""
-    by_key: dict[tuple[str, str], StageReviewers] = {}
-    for series_path in dict.fromkeys(item.series for item in listed):
-        for stage in STAGES:
-            found = stage_reviewers(listed, series_path, stage)
-            if found is not None:
-                by_key[(series_path, stage)] = found
-    return by_key
-
-
 def reviewer_reasons(by_key: dict[tuple[str, str], StageReviewers]) -> list[str]:
     reasons: list[str] = []
     for found in by_key.values():
-        for item, entry in found.missing:
-            why = entry["status"]
-            if entry.get("reason"):
-                why += f": {entry['reason']}"
-            reasons.append(
-                f"round {item.arg}: required reviewer {entry['name']} neither completed nor was waived ({why})"
-            )
+        for arg, name, status, reason in found.missing:
+            why = status
+            if reason:
+                why += f": {reason}"
+            reasons.append(f"round {arg}: required reviewer {name} neither completed nor was waived ({why})")
     return reasons
 
 
+@dataclass(slots=True)
+class _Open:
+    """A blocking finding without a disposition of its own that ends the matter: traced
+    when its round was added (`trace` None: its duplicate chain leads into a round not
+    read yet, traced at the end)."""
+
+    series: str
+    round: str
+    arg: str
+    id: str
+    cls: str
+    trace: Trace | None
+
+
 @dataclass
-class FindingTally:
-    """Step 5's outcome: findings counted by class, and the blocking ones traced."""
+class _GrowthCandidate:
+    """The latest code round so far: its defects introduced by the change (id, inside the
+    check paths, path) and its blocking findings that were not disposed when added."""
 
-    counts: dict[str, int]
-    open: list[str]  # ROUND/ID of blocking findings without a standing disposition
-    auto_deferred: int
-    traces: dict[tuple[str, str, str], Trace]  # (series, round, id) of every blocking finding
-    reasons: list[str]
-
-
-RoundKey = tuple[str, str]  # (series path, round name)
+    item: ListedRound
+    started: str
+    grown: list[tuple[str, bool, Any]]
+    undecided: dict[str, _Open]
 
 
-def _lookup_in(series_path: str, ids_by_round: dict[RoundKey, set[str]],
-               standing_by_round: dict[RoundKey, dict[str, LedgerLine]], extra_lookup: ExtraLookup | None) -> Lookup:
-    """Finding lookup for duplicate tracing inside one series: listed rounds
-    first, then `extra_lookup` for rounds that were not listed."""
-
-    def lookup(key: Key) -> LookupResult:
-        where = (series_path, key[0])
-        if where in ids_by_round:
-            if key[1] not in ids_by_round[where]:
-                return "missing", f"{key[0]}/{key[1]} does not exist"
-            return "ok", standing_by_round[where].get(key[1])
-        if extra_lookup is None:
-            return "unreadable", f"round {key[0]} was not read"
-        return extra_lookup(series_path, key)
-
-    return lookup
+class _NotReadYet(Exception):
+    """A duplicate chain leads into a round the judgment has not been handed yet."""
 
 
-def tally_findings(listed: list[ListedRound], extra_lookup: ExtraLookup | None) -> FindingTally:
-    """Step 5: defects and requirement-questions without a standing disposition."""
-    usable = [item for item in listed if item.state == "ok"]
-    standing_by_round = {(item.series, item.name): standing(item.ledger or []) for item in usable}
-    ids_by_round = {(item.series, item.name): {f["id"] for f in item.findings or []} for item in usable}
-    lookups = {path: _lookup_in(path, ids_by_round, standing_by_round, extra_lookup)
-               for path in dict.fromkeys(item.series for item in usable)}
-    tally = FindingTally(dict.fromkeys(CLASSES, 0), [], 0, {}, [])
-    for item in usable:
-        lines = standing_by_round[(item.series, item.name)]
-        for finding in item.findings or []:
-            tally.counts[finding["class"]] += 1
-            line = lines.get(finding["id"])
+class Judgement:
+    """The gate judgment, folded one listed round at a time (`add`) into small running
+    state, so a long series is never held whole: counts, the reviewers of each usable
+    round, the blocking findings still open, the latest round, and the links of the
+    few most recent rounds for duplicate tracing; a duplicate leading further back is
+    traced through `reload`, which reads that round again. `finish` gives the document."""
+
+    RECENT = 16  # rounds whose links stay at hand (duplicates mostly name a recent round)
+
+    def __init__(self, reload: Reload | None = None, extra_lookup: ExtraLookup | None = None) -> None:
+        self._reload = reload
+        self._extra_lookup = extra_lookup
+        self.rounds: list[dict[str, Any]] = []  # the gate file's rounds[]
+        self.listed: set[RoundKey] = set()
+        self._usable: set[RoundKey] = set()
+        self._series: dict[str, None] = {}  # series paths in list order
+        self._listed_reasons: list[str] = []
+        self.latest: ListedRound | None = None  # without its findings, ledger and waivers
+        self._reviewed: dict[RoundKey, list[_Reviewed]] = {}  # (series, stage) -> usable rounds
+        self._counts = dict.fromkeys(CLASSES, 0)
+        self._auto_deferred = 0
+        self._open: list[_Open] = []
+        self._recent: dict[RoundKey, Links] = {}  # insertion order is recency
+        self._code_rounds: dict[str, int] = {}  # series -> usable code rounds
+        self._growth: _GrowthCandidate | None = None
+        self._resolved: dict[RoundKey, dict[str, Trace]] = {}  # where findings of recent rounds lead
+        self._finishing = False
+
+    def add(self, item: ListedRound) -> None:
+        """Judge one listed round; nothing of `item` is kept but what the document needs."""
+        index = len(self.rounds)
+        self.rounds.append(round_entry(item))
+        key = (item.series, item.name)
+        self.listed.add(key)
+        self._series.setdefault(item.series)
+        self._listed_reasons += listed_round_reasons(item)
+        if item.state != "ok":
+            return
+        self._usable.add(key)
+        started = _started(item)
+        light = replace(item, findings=[], ledger=[], waivers=[])
+        if self.latest is None or started >= _started(self.latest):  # ties: the later in the list
+            self.latest = light
+        stage = item.record["stage"]
+        self._reviewed.setdefault((item.series, stage), []).append(_Reviewed.of(item, index))
+        findings = item.findings or []
+        links = links_of(findings, item.ledger or [])
+        self._remember(key, links)
+        undecided = self._tally(item, findings, links)
+        if stage == "code":
+            self._code_rounds[item.series] = self._code_rounds.get(item.series, 0) + 1
+            if self._growth is None or started >= self._growth.started:
+                grown = [(f["id"], f.get("in_check_paths") is True, f.get("path")) for f in findings
+                         if f["class"] == "defect" and f.get("introduced_by_change") == "yes"]
+                self._growth = _GrowthCandidate(light, started, grown, undecided)
+
+    def _tally(self, item: ListedRound, findings: list[Finding], links: Links) -> dict[str, _Open]:
+        """Step 5 for one round: count its findings and trace the blocking ones; returns
+        those not disposed (or not traceable yet) by id."""
+        counts = self._counts
+        undecided: dict[str, _Open] = {}
+        for finding in findings:
+            cls = finding["class"]
+            counts[cls] += 1
+            fid = finding["id"]
+            line = links[fid]
             if line and line.get("disposition") == "deferred" and line.get("auto") is True:
-                tally.auto_deferred += 1
-            if finding["class"] not in BLOCKING_CLASSES:
+                self._auto_deferred += 1
+            if cls not in BLOCKING_CLASSES:
                 continue
-            result = trace((item.name, finding["id"]), lookups[item.series])
-            tally.traces[(item.series, item.name, finding["id"])] = result
-            if result.state == "disposed":
+            if line and line.get("disposition") != "duplicate":
+                continue  # disposed: what `trace` would find at its first step
+            result: Trace | None
+            try:
+                result = self._trace(item.series, (item.name, fid), final=False)
+            except _NotReadYet:
+                result = None
+            if result is not None and result.state == "disposed":
                 continue
-            tally.open.append(f"{item.name}/{finding['id']}")
-            tally.reasons.append(f"round {item.arg}: finding {finding['id']} ({finding['class']}) {_open_why(result)}")
-    return tally
+            undecided[fid] = _Open(item.series, item.name, item.arg, fid, cls, result)
+            self._open.append(undecided[fid])
+        return undecided
 
+    def _remember(self, key: RoundKey, links: Links) -> None:
+        if next(reversed(self._recent), None) == key:
+            return  # already the most recent
+        self._recent.pop(key, None)
+        self._recent[key] = links
+        if len(self._recent) > self.RECENT:
+            evicted = next(iter(self._recent))
+            del self._recent[evicted]
+            if not self._finishing:
+                self._resolved.pop(evicted, None)
 
-@dataclass
-class Growth:
-    """Step 6's outcome: defects of the latest code round introduced by the last fix."""
+    def _trace(self, series: str, start: Key, *, final: bool) -> Trace:
+        """`dispositions.trace`, remembering where each finding it walks leads, so that a
+        chain of duplicates running back through every round is walked once, not once
+        per round. Kept while the finding's round is recent (and for the whole of
+        `finish`); a chain that loops is never kept, since where it loops depends on
+        where the walk began. A result that does not loop holds only the start, its
+        first link and the end: what the reasons name."""
+        resolved = self._resolved
+        result = trace(start, self._lookup(series, final=final),
+                       lambda key: resolved.get((series, key[0]), {}).get(key[1]))
+        if result.state == "cycle":
+            return result
+        chain, end = result.chain, result.end
+        for index in range(result.walked):
+            where = (series, chain[index][0])
+            if self._finishing or where in self._recent:
+                own = [*dict.fromkeys([*chain[index:index + 2], end])]
+                resolved.setdefault(where, {})[chain[index][1]] = Trace(result.state, own, result.detail)
+        return Trace(result.state, [*dict.fromkeys([*chain[:2], end])], result.detail)
 
-    counts: dict[str, int]  # in_check_paths, outside_check_paths
-    ids: list[str]
-    reasons: list[str]
+    def _lookup(self, series: str, *, final: bool) -> Lookup:
+        """Finding lookup for duplicate tracing inside one series: listed usable rounds
+        (recent ones at hand, older ones read again), then `extra_lookup` for the rest.
+        Before `finish` a round not handed in yet may still come: _NotReadYet."""
 
+        def lookup(key: Key) -> LookupResult:
+            where = (series, key[0])
+            links = self._recent.get(where)
+            if links is None and where in self._usable:
+                again = self._reload(series, key[0]) if self._reload is not None else "it was not kept"
+                if isinstance(again, str):
+                    return "unreadable", f"round {key[0]} cannot be read: {again}"
+                links = again
+            if links is not None:
+                self._remember(where, links)
+                if key[1] not in links:
+                    return "missing", f"{key[0]}/{key[1]} does not exist"
+                return "ok", links[key[1]]
+            if not final and where not in self.listed:
+                raise _NotReadYet
+            if self._extra_lookup is None:
+                return "unreadable", f"round {key[0]} was not read"
+            return self._extra_lookup(series, key)
 
-def growth(listed: list[ListedRound], traces: dict[tuple[str, str, str], Trace]) -> Growth:
-    """Step 6. Reading of "reported, not blocking when disposed": growth is always
-    counted; growth outside the check paths blocks until disposed."""
-    out = Growth({"in_check_paths": 0, "outside_check_paths": 0}, [], [])
-    code = latest_round(listed, "code")
-    # "the last fix" exists only when an earlier code round was reviewed: the first
-    # code round's defects are the change itself and already block as open findings
-    if code is None or not any(item.state == "ok" and item is not code and item.record.get("stage") == "code"
-                               and item.series == code.series for item in listed):
-        return out
-    for finding in code.findings or []:
-        if finding["class"] != "defect" or finding.get("introduced_by_change") != "yes":
-            continue
-        inside = finding.get("in_check_paths") is True
-        out.counts["in_check_paths" if inside else "outside_check_paths"] += 1
-        out.ids.append(f"{code.name}/{finding['id']}")
-        result = traces.get((code.series, code.name, finding["id"]))
-        if not inside and (result is None or result.state != "disposed"):
-            where = finding.get("path") or "unreadable location"
-            out.reasons.append(
-                f"round {code.arg}: finding {finding['id']} (defect) was introduced by the last fix "
-                f"outside the check paths ({where}) and is not disposed"
-            )
-    return out
+        return lookup
+
+    def listed_names(self, series: str) -> set[str]:
+        return {name for path, name in self.listed if path == series}
+
+    def finish(self, series: list[SeriesListing], head: HeadCheck | None) -> dict[str, Any]:
+        """Return the review-gate/v1 document (without `previous_gate_digest` and
+        `spar_version`, which the command adds). Reasons come in the order of the steps."""
+        self._finishing = True
+        latest = self.latest
+        by_key: dict[tuple[str, str], StageReviewers] = {}
+        for series_path in self._series:
+            for stage in STAGES:
+                found = stage_reviewers(self._reviewed.get((series_path, stage), []), stage)
+                if found is not None:
+                    by_key[(series_path, stage)] = found
+        open_ids, open_reasons = self._open_findings()
+        grown, growth_ids, growth_reasons = self._grown()
+        reasons = (self._listed_reasons + unlisted_round_reasons(self.listed, series) + head_reasons(latest, head)
+                   + reviewer_reasons(by_key) + open_reasons + growth_reasons)
+        top = by_key.get((latest.series, latest.record["stage"])) if latest is not None else None
+        required, completed, waived = (top.required, top.completed, top.waived) if top else ([], [], [])
+        return {
+            "schema": SCHEMA,
+            "state": "blocked" if reasons else "passed",
+            "reasons": reasons,
+            "head": latest.record["head"] if latest else None,
+            "base": latest.record["base"] if latest else None,
+            "criteria_digest": latest.record.get("criteria_digest") if latest else None,
+            "expect_head": head.expected if head is not None else None,
+            "rounds": self.rounds,
+            "required_reviewers": required,
+            "completed": completed,
+            "waived": waived,
+            "stages": [found.record() for found in by_key.values()],
+            "findings": self._counts,
+            "open": open_ids,
+            "auto_deferred": self._auto_deferred,
+            "growth": grown,
+            "growth_findings": growth_ids,
+        }
+
+    def _open_findings(self) -> tuple[list[str], list[str]]:
+        """Step 5's outcome: ROUND/ID of blocking findings without a standing disposition,
+        and their reasons; chains into rounds read after theirs are traced now."""
+        ids: list[str] = []
+        reasons: list[str] = []
+        for row in self._open:
+            if row.trace is None:
+                row.trace = self._trace(row.series, (row.round, row.id), final=True)
+            if row.trace.state == "disposed":
+                continue
+            ids.append(f"{row.round}/{row.id}")
+            reasons.append(f"round {row.arg}: finding {row.id} ({row.cls}) {_open_why(row.trace)}")
+        return ids, reasons
+
+    def _grown(self) -> tuple[dict[str, int], list[str], list[str]]:
+        """Step 6: defects of the latest code round introduced by the last fix. Reading of
+        "reported, not blocking when disposed": growth is always counted; growth outside
+        the check paths blocks until disposed. "The last fix" exists only when an earlier
+        code round of its series was reviewed: the first code round's defects are the
+        change itself and already block as open findings."""
+        counts = {"in_check_paths": 0, "outside_check_paths": 0}
+        ids: list[str] = []
+        reasons: list[str] = []
+        code = self._growth
+        if code is None or self._code_rounds.get(code.item.series, 0) < 2:
+            return counts, ids, reasons
+        for fid, inside, path in code.grown:
+            counts["in_check_paths" if inside else "outside_check_paths"] += 1
+            ids.append(f"{code.item.name}/{fid}")
+            row = code.undecided.get(fid)
+            if not inside and row is not None and (row.trace is None or row.trace.state != "disposed"):
+                where = path or "unreadable location"
+                reasons.append(
+                    f"round {code.item.arg}: finding {fid} (defect) was introduced by the last fix "
+                    f"outside the check paths ({where}) and is not disposed"
+                )
+        return counts, ids, reasons
 
 
 def round_entry(item: ListedRound) -> dict[str, Any]:
@@ -391,35 +527,18 @@ def judge(
     head: HeadCheck | None,
     extra_lookup: ExtraLookup | None = None,
 ) -> dict[str, Any]:
-    """Return the review-gate/v1 document (without `previous_gate_digest` and
-    `spar_version`, which the command adds). Reasons come in the order of the steps."""
-    latest = latest_round(listed)
-    by_key = all_stage_reviewers(listed)
-    tally = tally_findings(listed, extra_lookup)
-    grown = growth(listed, tally.traces)
-    reasons = (listed_round_reasons(listed) + unlisted_round_reasons(listed, series) + head_reasons(latest, head)
-               + reviewer_reasons(by_key) + tally.reasons + grown.reasons)
-    top = by_key.get((latest.series, latest.record["stage"])) if latest is not None else None
-    required, completed, waived = (top.required, top.completed, top.waived) if top else ([], [], [])
-    return {
-        "schema": SCHEMA,
-        "state": "blocked" if reasons else "passed",
-        "reasons": reasons,
-        "head": latest.record["head"] if latest else None,
-        "base": latest.record["base"] if latest else None,
-        "criteria_digest": latest.record.get("criteria_digest") if latest else None,
-        "expect_head": head.expected if head is not None else None,
-        "rounds": [round_entry(item) for item in listed],
-        "required_reviewers": required,
-        "completed": completed,
-        "waived": waived,
-        "stages": [found.record() for found in by_key.values()],
-        "findings": tally.counts,
-        "open": tally.open,
-        "auto_deferred": tally.auto_deferred,
-        "growth": grown.counts,
-        "growth_findings": grown.ids,
-    }
+    """The judgment of rounds already read, all at hand (`Judgement` without reading
+    any round again)."""
+    at_hand = {(item.series, item.name): item for item in listed if item.state == "ok"}
+
+    def reload(series_path: str, name: str) -> Links | str:
+        item = at_hand[(series_path, name)]
+        return links_of(item.findings or [], item.ledger or [])
+
+    judgement = Judgement(reload, extra_lookup)
+    for item in listed:
+        judgement.add(item)
+    return judgement.finish(series, head)
 
 
 def _open_why(result: Trace) -> str:

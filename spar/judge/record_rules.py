@@ -14,12 +14,12 @@ are judged: cap-report and the summary add them up.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spar.config.model import STAGES
 from spar.judge.dispositions import OPTION_FLAGS, RULES
-from spar.judge.refs import is_blank, trim
+from spar.judge.refs import WHITESPACE, is_blank, trim
 from spar.records.model import RECORDED, UNFINISHED, ReviewerStatus
 from spar.round.usage import TOKEN_KEYS, USAGE_KEYS, amount, count
 
@@ -136,6 +136,40 @@ def findings_problem(findings: list[Any], round_json: Mapping[str, Any] | None) 
     return None
 
 
+def findings_possible(findings: list[Any], round_json: Mapping[str, Any] | None) -> bool:
+    """True when every finding is an object with a text id and `findings_problem` finds
+    nothing: the same rules in one pass, without a regex, for a long series read whole.
+    False says only "look closer": the caller then takes the rule-by-rule path for the
+    message (tests/test_record_rules_fast.py checks the two agree)."""
+    completed = None
+    if round_json is not None:
+        completed = {e["name"] for e in round_json.get("reviewers", []) if e.get("status") == ReviewerStatus.COMPLETED}
+    seen: set[str] = set()
+    for finding in findings:
+        if type(finding) is not dict:
+            return False
+        fid, reviewer = finding.get("id"), finding.get("reviewer")
+        if type(fid) is not str or type(reviewer) is not str or not reviewer or fid in seen:
+            return False
+        # `<reviewer>-F<n>`, n of ASCII digits without a leading 0; `.` in _FINDING_ID takes no newline
+        size = len(reviewer)
+        number = fid[size + 2:]
+        if (not fid.startswith(reviewer) or fid[size:size + 2] != "-F" or not number.isdigit()
+                or not number.isascii() or number[0] == "0" or "\n" in reviewer):
+            return False
+        seen.add(fid)
+        if finding.get("class") not in CLASSES:
+            return False
+        for key in ("in_check_paths", "location_unreadable"):
+            value = finding.get(key, False)
+            if value is not True and value is not False:  # `in (True, False)` would take 1 and 0
+                return False
+        if completed is not None and reviewer not in completed:
+            return False
+    return True
+
+
+
 def auto_deferrable(finding: Mapping[str, Any]) -> bool:
     """Design §3: a hardening finding with a readable location is deferred automatically."""
     return finding.get("class") == "hardening" and finding.get("location_unreadable") is not True
@@ -148,7 +182,7 @@ def ledger_line_problem(line: Mapping[str, Any], findings: Mapping[str, Mapping[
     disposition = line.get("disposition")
     if not _str(fid) or not fid:
         return "finding is missing or not a string"
-    if disposition not in RULES:
+    if not _str(disposition) or disposition not in RULES:  # a list would not even hash
         return f"disposition is not one of {', '.join(RULES)}"
     if not isinstance(line.get("auto"), bool):
         return "auto is not true or false"
@@ -186,6 +220,59 @@ def ledger_line_problem(line: Mapping[str, Any], findings: Mapping[str, Mapping[
         if not target or not target_id or "/" in target_id:
             return "of is not ROUND/ID"
     return None
+
+
+# the keys of a ledger line as `spar triage` (by disposition) and automatic deferral write it
+_LINE_KEYS = frozenset(("finding", "disposition", "auto", "at"))
+_TRIAGE_KEYS = {disposition: _LINE_KEYS | set(needs) for disposition, (_, needs) in RULES.items()}
+_HEX = "0123456789abcdef"
+
+
+def ledger_problem(lines: Sequence[Mapping[str, Any]],
+                   findings: Mapping[str, Mapping[str, Any]] | None) -> tuple[int, str] | None:
+    """(line number, problem) of the first line `ledger_line_problem` refuses, or None.
+    A line with exactly the keys Spar writes is judged in one cheap pass; any other
+    line (more keys, an odd value) takes the rule-by-rule path, which names it."""
+    for number, line in enumerate(lines, start=1):
+        if not _plainly_possible(line, findings):
+            problem = ledger_line_problem(line, findings)
+            if problem:
+                return number, problem
+    return None
+
+
+def _plainly_possible(line: Mapping[str, Any], findings: Mapping[str, Mapping[str, Any]] | None) -> bool:
+    """True only when `ledger_line_problem(line, findings)` is None (never the reverse
+    guarantee: False means "look closer")."""
+    fid, disposition, auto = line.get("finding"), line.get("disposition"), line.get("auto")
+    if type(fid) is not str or not fid or type(disposition) is not str or type(line.get("at")) is not str:
+        return False
+    finding = None
+    if findings is not None:
+        finding = findings.get(fid)
+        if finding is None:
+            return False
+    if auto is True:
+        return (disposition == "deferred" and line.keys() == _LINE_KEYS
+                and (finding is None or auto_deferrable(finding)))
+    keys = _TRIAGE_KEYS.get(disposition)
+    if auto is not False or keys is None or line.keys() != keys:
+        return False
+    classes, needs = RULES[disposition]
+    if finding is not None and classes is not None and finding.get("class") not in classes:
+        return False
+    for key in needs:
+        value = line[key]
+        # not blank: its first character is not whitespace (the rule itself trims)
+        if type(value) is not str or not value or value[0] in WHITESPACE:
+            return False
+    if disposition == "fixed":
+        commit = line["commit"]
+        return len(commit) in (40, 64) and not commit.strip(_HEX)
+    if disposition == "duplicate":
+        target, _, target_id = line["of"].partition("/")
+        return bool(target) and bool(target_id) and "/" not in target_id
+    return True
 
 
 def extension_problem(line: Mapping[str, Any]) -> str | None:

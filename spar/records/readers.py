@@ -9,7 +9,6 @@ read, no smallest fix, extensions with no recorded cause.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, TypeGuard, cast
@@ -17,7 +16,6 @@ from typing import Any, TypeGuard, cast
 from spar.config.model import STAGES
 from spar.errors import RecordError, quote
 from spar.judge import record_rules
-from spar.judge.jsonvalue import no_constants
 from spar.judge.refs import trim
 from spar.records import jsonl, lock
 from spar.records.model import ExtensionLine, Finding, LedgerLine, RoundRecord, WaiverLine
@@ -39,7 +37,7 @@ def read_json(path: Path) -> Any:
     except OSError as exc:
         raise RecordError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=no_constants)
+        return jsonl.DECODER.decode(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise RecordError(f"{path}: not UTF-8") from None
     except ValueError as exc:
@@ -94,12 +92,13 @@ def read_findings(round_dir: Path | str, *, missing_ok: bool = False,
     data = read_json(path)
     if not isinstance(data, list):
         raise RecordError(f"{path}: not a JSON array")
-    for number, finding in enumerate(data, start=1):
-        if not isinstance(finding, dict) or not _is_str(finding.get("id")):
-            raise RecordError(f"{path}: finding {number} is not an object with an id")
-    problem = record_rules.findings_problem(data, round_json)
-    if problem:
-        raise RecordError(f"{path}: {problem}")
+    if not record_rules.findings_possible(data, round_json):  # else the rules one by one, to name the problem
+        for number, finding in enumerate(data, start=1):
+            if not isinstance(finding, dict) or not _is_str(finding.get("id")):
+                raise RecordError(f"{path}: finding {number} is not an object with an id")
+        problem = record_rules.findings_problem(data, round_json)
+        if problem:
+            raise RecordError(f"{path}: {problem}")
     for finding in data:
         finding.setdefault("location_unreadable", False)
     return cast(list[Finding], data)
@@ -118,10 +117,9 @@ def read_ledger(round_dir: Path | str, findings: list[Finding] | None = None, *,
     path = Path(round_dir) / LEDGER_FILE
     lines = jsonl.read(path, missing_ok=missing_ok)
     by_id = {f["id"]: f for f in findings} if findings is not None else None
-    for number, line in enumerate(lines, start=1):
-        problem = record_rules.ledger_line_problem(line, by_id)
-        if problem:
-            raise _line_error(path, number, problem)
+    problem = record_rules.ledger_problem(lines, by_id)
+    if problem:
+        raise _line_error(path, *problem)
     return cast(list[LedgerLine], lines)
 
 
@@ -163,14 +161,24 @@ def series_rounds(series: Path | str) -> list[Path]:
     A series that does not exist yet has no rounds."""
     series = Path(series)
     try:
-        children = list(series.iterdir())
+        with os.scandir(series) as entries:
+            names = [entry.name for entry in entries if _is_dir(entry)]
     except FileNotFoundError:
         return []
     except OSError as exc:
         raise RecordError(f"{series}: cannot read: {exc.strerror or exc}") from None
     # any round.json counts, so a damaged one surfaces as unreadable instead of vanishing
-    rounds = [c for c in children if c.is_dir() and os.path.lexists(c / ROUND_FILE)]
-    return sorted(rounds, key=lambda p: p.name)
+    where = os.fspath(series)
+    return [series / name for name in sorted(names) if os.path.lexists(os.path.join(where, name, ROUND_FILE))]
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """Path.is_dir() of a listed entry (a link to a folder is one), from the listing's
+    file type where it has one."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 # the folders Spar writes NAME.tmp files into: the round folder and its reviewer folders
@@ -192,16 +200,18 @@ def leftover_temporary_files(round_dir: Path | str) -> list[str]:
 def _temporary_files(round_dir: Path) -> list[str]:
     found = []
     try:
-        children = sorted(round_dir.iterdir())
+        with os.scandir(round_dir) as listing:
+            children = sorted(listing, key=lambda entry: entry.name)
     except OSError:
         return []
     for child in children:
-        if child.name.endswith(".tmp") and not child.is_dir():
+        if child.name.endswith(".tmp") and not _is_dir(child):
             found.append(child.name)
-        elif child.is_dir() and not child.is_symlink() and child.name not in _NOT_SCANNED:
+        elif child.name not in _NOT_SCANNED and _is_dir(child) and not child.is_symlink():
             try:
-                found += [f"{child.name}/{g.name}" for g in sorted(child.iterdir())
-                          if g.name.endswith(".tmp") and not g.is_dir()]
+                with os.scandir(child.path) as inner:
+                    found += [f"{child.name}/{name}" for name in sorted(g.name for g in inner
+                                                                       if g.name.endswith(".tmp") and not _is_dir(g))]
             except OSError:
                 continue
     return found

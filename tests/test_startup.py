@@ -233,3 +233,23 @@ async def test_a_group_is_checked_again_soon_then_less_often(monkeypatch):
     exited.set()
     assert await process._wait_group_gone(12345, exited, 60)
     assert pauses == [0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.05, 0.05]
+
+
+@pytest.mark.anyio
+async def test_a_finished_group_is_told_by_killpg_alone(monkeypatch):
+    # after a keeper reports its reviewer's end, killpg looks first; /proc (every process
+    # of the machine) is read only for a group still there after a few looks
+    from spar.round import process
+
+    scans = []
+    real_table = process.process_table
+    monkeypatch.setattr(process, "process_table", lambda: scans.append(1) or real_table())
+    child = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        assert await process._group_outlives_keeper(child.pid) is True
+        assert scans == [1]
+    finally:
+        child.kill()
+        child.wait()
+    assert await process._group_outlives_keeper(child.pid) is False
+    assert scans == [1]

@@ -225,13 +225,16 @@ class _Sink:
         return self._tail.decode("utf-8", errors="replace")
 
 
-def _group_alive(pgid: int) -> bool:
-    """Some process of the group still runs (zombies do not count)."""
+def _group_alive(pgid: int, *, scan: bool = True) -> bool:
+    """Some process of the group still runs (zombies do not count; with `scan=False`, a
+    zombie counts too: killpg alone, no reading of /proc)."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
+        return True
+    if not scan:
         return True
     # killpg also "finds" zombies: killed grandchildren wait for an init that may never
     # reap them. Where /proc exists, look for a member that is not a zombie.
@@ -247,12 +250,8 @@ async def _group_outlives_keeper(pgid: int) -> bool:
     reaps it), so a few looks 1 ms apart with killpg alone come first: a group gone by then
     needs no reading of every process in /proc (a few ms of CPU per reviewer)."""
     for _ in range(_QUICK_LOOKS):
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
+        if not _group_alive(pgid, scan=False):
             return False
-        except PermissionError:
-            return True
         await anyio.sleep(_FIRST_POLL)
     return _group_alive(pgid)
 

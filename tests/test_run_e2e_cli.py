@@ -188,10 +188,13 @@ def test_interrupt_kills_every_reviewer_and_leaves_the_round_unrecorded(tmp_path
         s.answer_reviewer("quick", result()),
     ])
     s.scenario({"claude": {"delay": 600, "spawn_child": str(grandchild)}})
-    # its own session, like a shell job: Ctrl-C reaches spar's group, never the reviewers' own
+    # its own session, like a shell job: Ctrl-C reaches spar's group, never the reviewers' own;
+    # SIGINT handled as from a terminal even when the suite itself runs as a background job
+    # (which starts with SIGINT ignored, and spar keeps it so: the test below)
     proc = subprocess.Popen([sys.executable, "-m", "spar", "run", "--stage", "code", "--out", "reviews/r1"],
                             cwd=s.repo, env=s.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
     try:
         assert wait_for(lambda: (written(grandchild) and written(sleeper_pid)) or proc.poll() is not None)
         assert proc.poll() is None, proc.stderr.read().decode()

@@ -8,11 +8,11 @@ blocked reason here — the gate never refuses over what it reads.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from spar.config.model import STAGES
-from spar.judge.dispositions import BLOCKING_CLASSES, Key, Lookup, LookupResult, Trace, standing, trace
+from spar.judge.dispositions import BLOCKING_CLASSES, Key, Known, Lookup, LookupResult, Trace, standing, trace
 from spar.judge.record_rules import CLASSES
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
 
@@ -312,7 +312,7 @@ class Judgement:
         self._usable: set[RoundKey] = set()
         self._series: dict[str, None] = {}  # series paths in list order
         self._listed_reasons: list[str] = []
-        self.latest: ListedRound | None = None  # without its findings, ledger and waivers
+        self.latest: ListedRound | None = None
         self._reviewed: dict[RoundKey, list[_Reviewed]] = {}  # (series, stage) -> usable rounds
         self._counts = dict.fromkeys(CLASSES, 0)
         self._auto_deferred = 0
@@ -322,6 +322,7 @@ class Judgement:
         self._growth: _GrowthCandidate | None = None
         self._resolved: dict[RoundKey, dict[str, Trace]] = {}  # where findings of recent rounds lead
         self._finishing = False
+        self._walkers: dict[tuple[str, bool], tuple[Lookup, Known]] = {}  # (series, final) -> lookup, known
 
     def add(self, item: ListedRound) -> None:
         """Judge one listed round; nothing of `item` is kept but what the document needs."""
@@ -335,9 +336,8 @@ class Judgement:
             return
         self._usable.add(key)
         started = _started(item)
-        light = replace(item, findings=[], ledger=[], waivers=[])
         if self.latest is None or started >= _started(self.latest):  # ties: the later in the list
-            self.latest = light
+            self.latest = item  # one round's records at most, until a later round replaces it
         stage = item.record["stage"]
         self._reviewed.setdefault((item.series, stage), []).append(_Reviewed.of(item, index))
         findings = item.findings or []
@@ -349,7 +349,7 @@ class Judgement:
             if self._growth is None or started >= self._growth.started:
                 grown = [(f["id"], f.get("in_check_paths") is True, f.get("path")) for f in findings
                          if f["class"] == "defect" and f.get("introduced_by_change") == "yes"]
-                self._growth = _GrowthCandidate(light, started, grown, undecided)
+                self._growth = _GrowthCandidate(item, started, grown, undecided)
 
     def _tally(self, item: ListedRound, findings: list[Finding], links: Links) -> dict[str, _Open]:
         """Step 5 for one round: count its findings and trace the blocking ones; returns
@@ -361,11 +361,12 @@ class Judgement:
             counts[cls] += 1
             fid = finding["id"]
             line = links[fid]
-            if line and line.get("disposition") == "deferred" and line.get("auto") is True:
+            disposition = line.get("disposition") if line else None
+            if disposition == "deferred" and line and line.get("auto") is True:
                 self._auto_deferred += 1
             if cls not in BLOCKING_CLASSES:
                 continue
-            if line and line.get("disposition") != "duplicate":
+            if line and disposition != "duplicate":
                 continue  # disposed: what `trace` would find at its first step
             result: Trace | None
             try:
@@ -397,8 +398,11 @@ class Judgement:
         where the walk began. A result that does not loop holds only the start, its
         first link and the end: what the reasons name."""
         resolved = self._resolved
-        result = trace(start, self._lookup(series, final=final),
-                       lambda key: resolved.get((series, key[0]), {}).get(key[1]))
+        walkers = self._walkers.get((series, final))
+        if walkers is None:
+            walkers = self._walkers[(series, final)] = (
+                self._lookup(series, final=final), lambda key: resolved.get((series, key[0]), {}).get(key[1]))
+        result = trace(start, *walkers)
         if result.state == "cycle":
             return result
         chain, end = result.chain, result.end

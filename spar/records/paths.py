@@ -8,6 +8,7 @@ must be able to decide.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -120,8 +121,20 @@ def check_gate_out(path: Path | str, round_dirs: Iterable[Path | str],
     (sha256 of the existing file's bytes) or None when the file is new."""
     real = _real(path)
     shown = quote(str(path))
+    # a folder holding `real` is one of its ancestors: compare inodes first (one stat per
+    # round folder of a long series instead of resolving each), resolve only a match
+    ancestors = set()
+    for folder in (real, *real.parents):
+        with contextlib.suppress(OSError):
+            st = os.stat(folder)
+            ancestors.add((st.st_dev, st.st_ino))
     for round_dir in round_dirs:
-        if _inside(real, _real(round_dir)):
+        try:
+            st = os.stat(round_dir)
+            maybe = (st.st_dev, st.st_ino) in ancestors
+        except OSError:
+            maybe = True  # no folder to compare: by its path alone
+        if maybe and _inside(real, _real(round_dir)):
             raise Refused(f"--out {shown} is inside the round folder {quote(str(round_dir))}")
     for series in series_dirs:
         if real == _real(Path(series) / "extensions.jsonl"):

@@ -135,16 +135,17 @@ def _why(exc: BaseException) -> str:
     return str(exc)
 
 
-def _list_series(path: str, arg: str, folders: list[Path] | str, listed_names: set[str]) -> judgement.SeriesListing:
-    """The series' rounds that were not listed (`folders`: every round folder of the
+def _list_series(path: str, arg: str, names: list[str] | str, listed_names: set[str]) -> judgement.SeriesListing:
+    """The series' rounds that were not listed (`names`: every round folder of the
     series, or why it cannot be listed)."""
     listing = judgement.SeriesListing(path=path, arg=arg)
-    if isinstance(folders, str):
-        listing.error = folders
+    if isinstance(names, str):
+        listing.error = names
         return listing
-    for folder in folders:
-        if folder.name in listed_names:
+    for name in names:
+        if name in listed_names:
             continue  # read (and judged) as a listed round
+        folder = Path(path) / name
         if _other_schema(folder):
             continue  # G29 asks for every review-round/v1 round; this is something else
         try:
@@ -210,7 +211,7 @@ def _reload(series: str, name: str) -> judgement.Links | str:
 
 
 def build_gate(round_args: list[str], expect_head: str | None, *, real_args: list[str] | None = None,
-               series_folders: dict[str, list[Path] | str] | None = None) -> dict[str, Any]:
+               series_folders: dict[str, list[str] | str] | None = None) -> dict[str, Any]:
     """Read and judge, one round at a time; the document without previous_gate_digest.
     `real_args` (the real path of each argument) and `series_folders` (each series'
     round folders, or why it cannot be listed) when the caller has them already."""
@@ -230,12 +231,12 @@ def build_gate(round_args: list[str], expect_head: str | None, *, real_args: lis
     return fold.finish(series, _head_check(fold.latest, expect_head))
 
 
-def _series_folders(series_dirs: list[str]) -> dict[str, list[Path] | str]:
-    """Each series' round folders (listed or not), or why the series cannot be listed."""
-    out: dict[str, list[Path] | str] = {}
+def _series_folders(series_dirs: list[str]) -> dict[str, list[str] | str]:
+    """Each series' round folder names (listed or not), or why the series cannot be listed."""
+    out: dict[str, list[str] | str] = {}
     for series in series_dirs:
         try:
-            out[series] = readers.series_rounds(series)
+            out[series] = readers.series_round_names(series)
         except _READ_ERRORS as exc:
             out[series] = _why(exc)
     return out
@@ -260,7 +261,8 @@ def _gate(argv: list[str]) -> int:
     series_dirs = sorted({os.path.dirname(r) for r in round_dirs})
     folders = _series_folders(series_dirs)
     # every round folder of those series, listed or not: a gate file never goes into a round
-    in_series = [str(f) for listing in folders.values() if not isinstance(listing, str) for f in listing]
+    in_series = [os.path.join(series, name) for series, names in folders.items() if not isinstance(names, str)
+                 for name in names]
     previous = paths.check_gate_out(out, round_dirs + in_series, series_dirs)
     if not out.parent.is_dir():
         raise Refused(f"--out {quote(args.out)}: the folder {quote(str(out.parent))} does not exist")

@@ -138,16 +138,17 @@ class _Reviewed:
     waived: frozenset[Any]
 
     @classmethod
-    def of(cls, item: ListedRound, index: int) -> _Reviewed:
+    def of(cls, item: ListedRound, index: int, share: Callable[[Any], Any]) -> _Reviewed:
         record = item.record
         packet = record.get("packet_sha256")
         inputs = None
         if isinstance(packet, str):
-            inputs = (record.get("stage"), record.get("base"), record.get("head"), packet)
-        reviewers = tuple((e["name"], e["status"], None if e["status"] == ReviewerStatus.COMPLETED else e.get("reason"))
-                          for e in record["reviewers"])
+            inputs = (share(record.get("stage")), share(record.get("base")), share(record.get("head")), packet)
+        reviewers = share(tuple(
+            (e["name"], e["status"], None if e["status"] == ReviewerStatus.COMPLETED else e.get("reason"))
+            for e in record["reviewers"]))
         waived = frozenset(w.get("reviewer") for w in (item.waivers or []) if isinstance(w, dict))
-        return cls(index, _started(item), inputs, item.arg, item.name, item.path, reviewers, waived)
+        return cls(index, _started(item), inputs, item.arg, item.name, item.path, reviewers, share(waived))
 
 
 @dataclass
@@ -322,12 +323,16 @@ class Judgement:
         self._growth: _GrowthCandidate | None = None
         self._resolved: dict[RoundKey, dict[str, Trace]] = {}  # where findings of recent rounds lead
         self._finishing = False
+        self._shared: dict[Any, Any] = {}
         self._walkers: dict[tuple[str, bool], tuple[Lookup, Known]] = {}  # (series, final) -> lookup, known
 
     def add(self, item: ListedRound) -> None:
         """Judge one listed round; nothing of `item` is kept but what the document needs."""
         index = len(self.rounds)
-        self.rounds.append(round_entry(item))
+        entry = round_entry(item)
+        for field_name in ("stage", "head", "base"):
+            entry[field_name] = self._share(entry[field_name])
+        self.rounds.append(entry)
         key = (item.series, item.name)
         self.listed.add(key)
         self._series.setdefault(item.series)
@@ -339,7 +344,7 @@ class Judgement:
         if self.latest is None or started >= _started(self.latest):  # ties: the later in the list
             self.latest = item  # one round's records at most, until a later round replaces it
         stage = item.record["stage"]
-        self._reviewed.setdefault((item.series, stage), []).append(_Reviewed.of(item, index))
+        self._reviewed.setdefault((item.series, stage), []).append(_Reviewed.of(item, index, self._share))
         findings = item.findings or []
         links = links_of(findings, item.ledger or [])
         self._remember(key, links)
@@ -350,6 +355,14 @@ class Judgement:
                 grown = [(f["id"], f.get("in_check_paths") is True, f.get("path")) for f in findings
                          if f["class"] == "defect" and f.get("introduced_by_change") == "yes"]
                 self._growth = _GrowthCandidate(item, started, grown, undecided)
+
+    def _share(self, value: Any) -> Any:
+        """One object for equal values (heads, bases, reviewer lists): a long series
+        repeats them round after round, and the judgment holds them per round."""
+        try:
+            return self._shared.setdefault(value, value)
+        except TypeError:  # unhashable (an odd reason): kept as it is
+            return value
 
     def _tally(self, item: ListedRound, findings: list[Finding], links: Links) -> dict[str, _Open]:
         """Step 5 for one round: count its findings and trace the blocking ones; returns

@@ -160,6 +160,12 @@ def series_rounds(series: Path | str) -> list[Path]:
     """Round folders of a series: sub-folders holding a round.json, sorted by name.
     A series that does not exist yet has no rounds."""
     series = Path(series)
+    return [series / name for name in series_round_names(series)]
+
+
+def series_round_names(series: Path | str) -> list[str]:
+    """The names of `series_rounds` (no Path per round of a long series)."""
+    series = Path(series)
     try:
         with os.scandir(series) as entries:
             names = [entry.name for entry in entries if _is_dir(entry)]
@@ -169,7 +175,7 @@ def series_rounds(series: Path | str) -> list[Path]:
         raise RecordError(f"{series}: cannot read: {exc.strerror or exc}") from None
     # any round.json counts, so a damaged one surfaces as unreadable instead of vanishing
     where = os.fspath(series)
-    return [series / name for name in sorted(names) if os.path.lexists(os.path.join(where, name, ROUND_FILE))]
+    return [name for name in sorted(names) if os.path.lexists(os.path.join(where, name, ROUND_FILE))]
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:

@@ -175,3 +175,16 @@ def test_holding_no_round_judges_the_same(repo, capsys, monkeypatch, scenario):
     for key in ("rounds", "reasons", "open"):
         backwards.pop(key), plain.pop(key)
     assert backwards == plain
+
+
+def test_links_hold_each_finding_and_its_standing_line():
+    """What a duplicate trace reads of a round: every finding, with its latest ledger
+    line or None; lines about findings that are not there, or naming none, are left out."""
+    findings = [{"id": "claude-F1"}, {"id": "claude-F2"}, {"id": "codex-F1"}]
+    first = {"finding": "claude-F1", "disposition": "rejected"}
+    latest = {"finding": "claude-F1", "disposition": "duplicate", "of": "r1/claude-F9"}
+    answered = {"finding": "codex-F1", "disposition": "answered"}
+    assert judgement.links_of(findings, [first, answered, latest]) == {
+        "claude-F1": latest, "claude-F2": None, "codex-F1": answered}
+    stray = [{"finding": "gone-F1", "disposition": "rejected"}, {"disposition": "rejected"}, {"finding": ["x"]}]
+    assert judgement.links_of(findings, [first, *stray]) == {"claude-F1": first, "claude-F2": None, "codex-F1": None}

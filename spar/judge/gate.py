@@ -7,8 +7,10 @@ blocked reason here — the gate never refuses over what it reads.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from spar.config.model import STAGES
@@ -119,8 +121,19 @@ RoundKey = tuple[str, str]  # (series path, round name)
 
 
 def links_of(findings: list[Finding], ledger: list[LedgerLine]) -> Links:
-    lines = standing(ledger)
-    return {finding["id"]: lines.get(finding["id"]) for finding in findings}
+    links: Links = dict.fromkeys(map(_ID, findings))
+    try:  # the standing (latest) line per finding, when every line names one: built in C
+        lines: dict[str, LedgerLine] = dict(zip(map(_FINDING, ledger), ledger, strict=True))
+    except (KeyError, TypeError):  # a line without a finding, or one that is no text
+        lines = standing(ledger)
+    if lines.keys() <= links.keys():  # else lines about findings that are not there: leave those out
+        links.update(lines)
+    else:
+        links.update((fid, line) for fid, line in lines.items() if fid in links)
+    return links
+
+
+_ID, _FINDING, _CLASS = itemgetter("id"), itemgetter("finding"), itemgetter("class")
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,18 +381,18 @@ class Judgement:
         """Step 5 for one round: count its findings and trace the blocking ones; returns
         those not disposed (or not traceable yet) by id."""
         counts = self._counts
+        for cls, count in Counter(map(_CLASS, findings)).items():
+            counts[cls] += count
+        self._auto_deferred += sum(1 for line in links.values()
+                                   if line and line.get("auto") is True and line.get("disposition") == "deferred")
         undecided: dict[str, _Open] = {}
         for finding in findings:
             cls = finding["class"]
-            counts[cls] += 1
-            fid = finding["id"]
-            line = links[fid]
-            disposition = line.get("disposition") if line else None
-            if disposition == "deferred" and line and line.get("auto") is True:
-                self._auto_deferred += 1
             if cls not in BLOCKING_CLASSES:
                 continue
-            if line and disposition != "duplicate":
+            fid = finding["id"]
+            line = links[fid]
+            if line and line.get("disposition") != "duplicate":
                 continue  # disposed: what `trace` would find at its first step
             result: Trace | None
             try:

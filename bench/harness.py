@@ -104,7 +104,10 @@ PYCACHE = OUT / "pycache"  # bytecode of every module spar imports, when measure
 
 def with_bytecode(env: dict[str, str], cached: bool) -> dict[str, str]:
     """`env` with bytecode cached (written to and read from bench/out/pycache) or not
-    (PYTHONDONTWRITEBYTECODE=1: spar's modules are compiled at every start)."""
+    (PYTHONDONTWRITEBYTECODE=1: spar's modules are compiled at every start). Not cached
+    also removes spar's own `__pycache__` folders first: PYTHONDONTWRITEBYTECODE only
+    stops writing, and the test suite writes them (tests/conftest.py), so without this
+    "not cached" would read whatever bytecode a test run left."""
     env = dict(env)
     if cached:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -112,7 +115,14 @@ def with_bytecode(env: dict[str, str], cached: bool) -> dict[str, str]:
     else:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.pop("PYTHONPYCACHEPREFIX", None)
+        forget_spar_bytecode()
     return env
+
+
+def forget_spar_bytecode() -> None:
+    """Remove the `__pycache__` folders of spar's own source (git ignores them)."""
+    for folder in sorted((ROOT / "spar").rglob("__pycache__")):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def git(repo: str | Path, *args: str, input: bytes | None = None) -> str:

@@ -7,12 +7,15 @@ runs `python -m spar` as a real subprocess.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -132,11 +135,27 @@ class Setup:
         return [json.loads(line) for line in self.record.read_text().splitlines() if line.strip()]
 
 
+_DEMO: list[tuple[Path, str, str]] = []  # (repository, base, head), built once per process
+
+
+def _demo_repo(tmp_path: Path) -> tuple[Path, str, str]:
+    """`tmp_path/repo`: DEMO_FILES committed (base), then DEMO_CHANGE (head). Built once per
+    process and copied: the copy is the same repository (commit IDs included, identity and
+    dates are fixed) for none of the git calls."""
+    if not _DEMO:
+        root = Path(tempfile.mkdtemp(prefix="spar-demo-repo-"))
+        atexit.register(shutil.rmtree, root, True)
+        repo = make_repo(root, DEMO_FILES)
+        base = git(repo, "rev-parse", "HEAD").strip()
+        _DEMO.append((repo, base, commit(repo, DEMO_CHANGE, message="divide")))
+    template, base, head = _DEMO[0]
+    repo = shutil.copytree(template, tmp_path / "repo", symlinks=True)
+    return repo, base, head
+
+
 def make_setup(tmp_path: Path, backend: str | None = None) -> Setup:
     """`backend` sets SPAR_ASYNC_BACKEND; None leaves spar's default."""
-    repo = make_repo(tmp_path, DEMO_FILES)
-    base = git(repo, "rev-parse", "HEAD").strip()
-    head = commit(repo, DEMO_CHANGE, message="divide")
+    repo, base, head = _demo_repo(tmp_path)
     home = tmp_path / "home"
     home.mkdir()
     answers = tmp_path / "answers"

@@ -12,9 +12,10 @@ unset, so both CLIs keep their state there), API keys are removed
 from the environment and HTTPS_PROXY/HTTP_PROXY point at a closed local port, so no real
 credentials are read and nothing leaves the machine whatever network the host has.
 
-The CLIs are installed once per test session (shared by pytest-xdist workers) into a
-temporary npm prefix. Without `npm`, or when the registry cannot be reached, these tests
-skip. To bump a version: change CLAUDE_VERSION / CODEX_VERSION below (confirm with
+The CLIs are installed once per checkout into `.real-cli/<versions>/` (ignored by git; shared
+by pytest-xdist workers and later sessions, a new pair of versions gets a folder of its own;
+an install that did not finish is done again). Without `npm`, or when the registry cannot be
+reached, these tests skip. To bump a version: change CLAUDE_VERSION / CODEX_VERSION below (confirm with
 `npm view @anthropic-ai/claude-code@X version`), run `python -m pytest -m realcli`, and
 note in reviewer-clis.md what the new version prints differently.
 """
@@ -36,6 +37,7 @@ from tests.runsetup import make_setup
 CLAUDE_VERSION = "2.1.197"
 CODEX_VERSION = "0.171.0"
 PACKAGES = (f"@anthropic-ai/claude-code@{CLAUDE_VERSION}", f"@openai/codex@{CODEX_VERSION}")
+INSTALLS = Path(__file__).resolve().parent.parent / ".real-cli"  # in .gitignore
 CLOSED_PROXY = "http://127.0.0.1:9"  # the discard port: nothing listens, connections fail at once
 SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY",
            "CODEX_API_KEY", "AWS_BEARER_TOKEN_BEDROCK", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
@@ -43,22 +45,16 @@ SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN
 pytestmark = [pytest.mark.realcli, pytest.mark.slow]
 
 
-def _shared_folder(tmp_path_factory) -> Path:
-    base = tmp_path_factory.getbasetemp()
-    # pytest-xdist workers each get basetemp/popen-gwN: their parent is the session's folder
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
 @pytest.fixture(scope="session")
-def real_clis(tmp_path_factory) -> Path:
+def real_clis() -> Path:
     """The npm prefix holding both CLIs (node_modules/.bin/claude, codex)."""
     npm = shutil.which("npm")
     if npm is None:
         pytest.skip("npm is not installed: the real-CLI tests need it")
-    prefix = _shared_folder(tmp_path_factory) / f"real-cli-{CLAUDE_VERSION}-{CODEX_VERSION}"
-    prefix.mkdir(exist_ok=True)
+    prefix = INSTALLS / f"{CLAUDE_VERSION}-{CODEX_VERSION}"
+    prefix.mkdir(parents=True, exist_ok=True)
     with open(prefix / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one install per session, whichever worker comes first
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one install, whichever worker or session comes first
         done = prefix / ".installed"
         if not done.exists():
             try:

@@ -253,3 +253,27 @@ async def test_a_finished_group_is_told_by_killpg_alone(monkeypatch):
         child.wait()
     assert await process._group_outlives_keeper(child.pid) is False
     assert scans == [1]
+
+
+def test_a_new_rounds_records_are_synced_as_one_batch_before_round_json(repo, monkeypatch):
+    # findings.json, ledger.jsonl (written whole: the lines the appends would have made) and
+    # summary.md go through one atomic.write_files batch, in that order; round.json after it
+    from spar.records import atomic, readers
+    from spar.round import recording
+    from tests import roundfactory as rf
+
+    series = rf.fresh_series(repo)
+    folder = rf.make_round(series, "r1", repo=repo, recorded=False)
+    writes = []
+    real_files, real_bytes = atomic.write_files, atomic.write_bytes
+    monkeypatch.setattr(atomic, "write_files",
+                        lambda files: writes.append([p.name for p, _ in files]) or real_files(files))
+    monkeypatch.setattr(atomic, "write_bytes",
+                        lambda path, data, **kw: writes.append(Path(path).name) or real_bytes(path, data, **kw))
+    findings = [rf.finding("claude", 1, cls="hardening"), rf.finding("claude", 2, cls="note")]
+    recording.write_round_outputs(folder, readers.read_round(folder), findings)
+    assert writes == [["findings.json", "ledger.jsonl", "summary.md"], "round.json"]
+    ledger = readers.read_ledger(folder, readers.read_findings(folder))
+    assert [(line["finding"], line["disposition"], line["auto"]) for line in ledger] == [
+        ("claude-F1", "deferred", True)]
+    assert readers.read_round(folder)["recorded_at"]

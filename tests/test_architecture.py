@@ -15,7 +15,7 @@ SPAR = Path(__file__).resolve().parent.parent / "spar"
 # what a pure judgment may import: the standard library's pure parts and other pure modules
 PURE_IMPORTS = {
     "__future__", "collections", "collections.abc", "dataclasses", "enum", "functools", "json", "posixpath", "re",
-    "typing", "spar.errors", "spar.config.model", "spar.records.model", "math", "spar.round.usage",
+    "typing", "spar.errors", "spar.config.model", "spar.records.model", "math", "spar.round.usage", "operator",
 }
 # os only for os.path string handling; anything else of os is I/O
 IO_NAMES = {"open", "print", "input"}

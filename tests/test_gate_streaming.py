@@ -16,6 +16,7 @@ from spar.cli import main as spar_main
 from spar.commands import gate as gate_command
 from spar.judge import gate as judgement
 from tests import roundfactory as rf
+from tests.spies import calls_to
 from tests.test_gate import SCENARIOS, build_series
 
 FINDINGS_PER_ROUND = 50
@@ -134,14 +135,7 @@ def test_a_duplicate_of_a_round_no_longer_held_is_read_again(repo, capsys, monke
     lines += [line for line in _dispositions(findings, names[-2], duplicate_of=names[0])
               if line["disposition"] == "duplicate"]
     (last / "ledger.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    reloaded: list[str] = []
-    real_reload = gate_command._reload
-
-    def spy(series_path, name):
-        reloaded.append(name)
-        return real_reload(series_path, name)
-
-    monkeypatch.setattr(gate_command, "_reload", spy)
+    reloaded = calls_to(monkeypatch, gate_command, "_reload", lambda _series, name: name)
     document = _gate(capsys, repo, series, names)
     assert reloaded == [names[0]]  # once: then it is among the recent rounds again
     assert document["state"] == "passed", document["reasons"]

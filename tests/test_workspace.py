@@ -12,6 +12,7 @@ from spar import git as spar_git
 from spar.errors import WriteFailed
 from spar.round.workspace import build_workspace
 from tests.gitrepo import commit, git, make_repo
+from tests.spies import calls_to
 
 
 def make_writable(root: Path) -> None:
@@ -93,14 +94,7 @@ def test_everything_read_only_and_exec_bits_kept(repo, tmp_path):
 
 def test_one_blob_stream_per_commit_and_shared_files_are_linked(repo, tmp_path, monkeypatch):
     repo, base, head = repo
-    calls = []
-    real = spar_git.stream_blobs
-
-    def counting(repo_path, shas):
-        calls.append(list(shas))
-        return real(repo_path, shas)
-
-    monkeypatch.setattr(spar_git, "stream_blobs", counting)
+    calls = calls_to(monkeypatch, spar_git, "stream_blobs", lambda _repo, shas: list(shas))
     build_workspace(repo, base, head, tmp_path / "workspace")
     assert len(calls) == 2
     assert len(calls[0]) == len(set(calls[0]))

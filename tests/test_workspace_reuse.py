@@ -15,6 +15,7 @@ from spar import git as spar_git
 from spar.round.reuse import earlier_copy, read_verified, sources
 from spar.round.workspace import build_workspace, workspace_state
 from tests.gitrepo import commit, git, make_repo
+from tests.spies import calls_to
 from tests.test_workspace import make_writable
 
 
@@ -34,19 +35,6 @@ def series(tmp_path):
     earlier = tmp_path / "r1" / "workspace"
     build_workspace(repo, base, head1, earlier)
     return repo, base, head2, earlier
-
-
-def streamed(monkeypatch) -> list[str]:
-    """Every blob id asked of git by the copies built after this call."""
-    asked: list[str] = []
-    real = spar_git.stream_blobs
-
-    def counting(repo_path, shas):
-        asked.extend(shas)
-        return real(repo_path, shas)
-
-    monkeypatch.setattr(spar_git, "stream_blobs", counting)
-    return asked
 
 
 def tree_of(root: Path) -> dict[str, tuple]:
@@ -74,11 +62,12 @@ def copy_like_fresh(repo, base, head, tmp_path, monkeypatch, reuse) -> tuple[Pat
     the copy, the blob ids git was asked for, and head's path -> blob id."""
     fresh = tmp_path / "fresh"
     build_workspace(repo, base, head, fresh)
-    asked = streamed(monkeypatch)
+    streams = calls_to(monkeypatch, spar_git, "stream_blobs", lambda _repo, shas: list(shas))
     copy = tmp_path / "r2" / "workspace"
     built = build_workspace(repo, base, head, copy, reuse=reuse)
     assert tree_of(copy) == tree_of(fresh)
     assert built == workspace_state(copy)
+    asked = [sha for stream in streams for sha in stream]
     return copy, asked, {e.path: e.sha for e in spar_git.ls_tree(repo, head)}
 
 

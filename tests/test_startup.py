@@ -94,7 +94,7 @@ def test_spar_run_turns_the_collector_on_before_the_reviewers(monkeypatch):
     seen = []
 
     async def reviewers(jobs, **kw):
-        seen.append(gc.isenabled())
+        seen.append((gc.isenabled(), gc.get_freeze_count() > 0))
         return []
 
     monkeypatch.setattr(run, "run_reviewers", reviewers)
@@ -103,8 +103,30 @@ def test_spar_run_turns_the_collector_on_before_the_reviewers(monkeypatch):
     try:
         assert run._run_all(plan, [], SimpleNamespace()) == ([], None)
     finally:
+        gc.unfreeze()
         gc.enable()
-    assert seen == [True]
+    # on, with what the start-up made frozen: no collection walks it again
+    assert seen == [(True, True)]
+
+
+def test_the_collector_left_on_is_not_frozen(monkeypatch):
+    # in-process callers (the tests) keep the collector as they had it: nothing is frozen
+    import gc
+    from types import SimpleNamespace
+
+    from spar.commands import run
+
+    seen = []
+
+    async def reviewers(jobs, **kw):
+        seen.append(gc.get_freeze_count())
+        return []
+
+    monkeypatch.setattr(run, "run_reviewers", reviewers)
+    plan = SimpleNamespace(config=SimpleNamespace(env_passthrough=None), backend="asyncio")
+    assert gc.isenabled()
+    assert run._run_all(plan, [], SimpleNamespace()) == ([], None)
+    assert seen == [0]
 
 
 def test_the_base_tree_and_the_diff_are_read_beside_the_head_tree(repo, tmp_path, monkeypatch):

@@ -24,10 +24,9 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-from anyio.abc import TaskStatus
 
 from spar import git
 from spar import series as series_mod
@@ -64,6 +63,9 @@ from spar.round.summary import counts_text
 from spar.round.treeplan import TreePlan, escaped_names, workspace_warnings
 from spar.round.workspace import build_workspace, describe_changes, plan_commit, workspace_state
 from spar.textsafe import terminal_safe
+
+if TYPE_CHECKING:  # anyio.abc (with typing_extensions) is left to the backend's import in its thread
+    from anyio.abc import TaskStatus
 
 T = TypeVar("T")
 BACKENDS = ("trio", "asyncio")
@@ -306,12 +308,22 @@ async def _reviewers_or_signal(jobs: list[ReviewerJob], progress: Progress, env:
     return (None, caught[0]) if caught else (outcomes, None)
 
 
+def collector_on() -> None:
+    """The cyclic collector, off for the start-up (spar.cli.entry), on for the reviewers, whose
+    output may run long. What the start-up made (~30,000 objects: modules, configuration,
+    plan) lives until the exit, so it is frozen first: the first collection would otherwise
+    walk all of it (~5 ms on the critical path), and later ones again."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
 def _run_all(plan: RoundPlan, jobs: list[ReviewerJob],
              progress: Progress) -> tuple[list[ReviewerOutcome] | None, int | None]:
     try:
         # each reviewer inherits this through env_passthrough and its preset (spar.round.environment)
         passthrough = plan.config.env_passthrough
-        gc.enable()  # off for the start-up (spar.cli.entry); reviewers' output may run long
+        collector_on()
         return anyio.run(lambda: _reviewers_or_signal(jobs, progress, dict(os.environ), passthrough),
                          backend=plan.backend)
     except BaseExceptionGroup as group:

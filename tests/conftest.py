@@ -45,8 +45,9 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    # the slow end-to-end tests first (in their order): pytest-xdist then ends the run with
-    # short tests on every worker instead of one long test on one of them
+    # the slow end-to-end tests first (in their order): with --dist worksteal (pyproject) an
+    # idle worker takes the end of the other's queue, so the run ends with short tests on
+    # every worker instead of one long test on one of them
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 

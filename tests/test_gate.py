@@ -14,6 +14,7 @@ from spar import __version__
 from spar.cli import main as spar_main
 from spar.judge import gate as judgement
 from spar.judge.dispositions import trace
+from spar.records import readers
 from tests import roundfactory as rf
 from tests.gitrepo import git, make_repo
 
@@ -197,6 +198,22 @@ def test_same_round_twice_counts_once(repo, capsys):
     code, _, out = run_gate(capsys, repo, series, ["r1", "r1"])
     doc = json.loads(out.read_text())
     assert code == 0 and doc["findings"]["note"] == 1 and len(doc["rounds"]) == 1
+
+
+def test_findings_written_after_the_folder_was_listed_are_read(repo, capsys, monkeypatch):
+    """The gate lists each round folder once. A round recorded between that listing and
+    reading round.json (findings.json is written first, then round.json marked recorded)
+    is read whole, not called unreadable for a findings.json the listing missed."""
+    series = build_series(repo, {"rounds": [{"name": "r1", "findings": [{"id": "claude-F1", "class": "note"}]}]})
+    list_round = readers.list_round
+
+    def listed_before_recording(round_dir):
+        return [entry for entry in list_round(round_dir) if entry.name != readers.FINDINGS_FILE]
+
+    monkeypatch.setattr(readers, "list_round", listed_before_recording)
+    code, captured, out = run_gate(capsys, repo, series, ["r1"])
+    assert code == 0, captured.out
+    assert json.loads(out.read_text())["findings"]["note"] == 1
 
 
 def test_head_of_a_repository_that_is_gone(repo, capsys, tmp_path, monkeypatch):

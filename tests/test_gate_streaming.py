@@ -151,6 +151,22 @@ def test_a_duplicate_of_a_round_no_longer_held_is_read_again(repo, capsys, monke
             f"traced to {names[0]}/claude-F4, which has no standing disposition") in document["reasons"]
 
 
+def test_a_duplicate_of_a_finding_disposed_in_a_round_at_hand_is_not_walked(repo, capsys, monkeypatch):
+    """Most duplicates name a finding of the round before, disposed there: the judgment
+    settles each from the links at hand instead of walking a chain; a duplicate of a
+    duplicate is still walked, and both judge as the walk would (RECENT 0: nothing at hand)."""
+    series, names = long_series(repo, 3, open_last=False)
+    walked = calls_to(monkeypatch, judgement, "trace", lambda start, *_: start)
+    document = _gate(capsys, repo, series, names)
+    # r0002's defects name r0001's rejected ones; r0003's name r0002's duplicates
+    assert {name for name, _fid in walked} == {names[2]}
+    assert document["state"] == "passed", document["reasons"]
+    monkeypatch.setattr(judgement.Judgement, "RECENT", 0)
+    walked.clear()
+    assert _gate(capsys, repo, series, names) == document
+    assert {name for name, _fid in walked} == {names[1], names[2]}
+
+
 DUPLICATE_SCENARIOS = [s for s in SCENARIOS if "duplicate" in s["name"]]
 
 

@@ -73,21 +73,23 @@ def _read_listed(arg: str, real: str) -> judgement.ListedRound:
     shown = os.path.normpath(arg)
     item = judgement.ListedRound(arg=shown, path=real, series_arg=_series_arg_of(arg),
                                  series=os.path.dirname(real), name=os.path.basename(real))
-    folder = Path(real)
     try:
-        if not folder.is_dir():
-            raise RecordError("no such round folder")
-        if not os.path.lexists(folder / readers.ROUND_FILE):
+        # one listing says which records exist and which *.tmp files are there
+        listing = readers.list_round(real)
+        names = {entry.name for entry in listing} if listing is not None else None
+        if not _has(real, names, readers.ROUND_FILE):
             item.unfinished = "it has no round.json (a run stopped before writing it)"
             return item
-        round_json = readers.read_round(folder)
+        round_json = readers.read_round(real)
         item.round = round_json
-        leftovers = readers.leftover_temporary_files(folder)
+        leftovers = readers.leftover_temporary_files(real, listing)
         if leftovers:
             item.unfinished = f"a write was interrupted, leaving {', '.join(leftovers)}"
         if round_json.get("dry_run") is True:
             return item
-        has_findings = os.path.lexists(folder / readers.FINDINGS_FILE)
+        # findings.json is written before round.json is marked recorded: a listing made before
+        # reading round.json may have missed it, so ask again before calling it missing
+        has_findings = _has(real, names, readers.FINDINGS_FILE) or _has(real, None, readers.FINDINGS_FILE)
         if not (round_json.get("finished_at") or round_json.get("recorded_at")):
             if has_findings and item.unfinished is None:
                 # killed between findings.json and the final round.json: its reviewers still read pending
@@ -95,17 +97,23 @@ def _read_listed(arg: str, real: str) -> judgement.ListedRound:
             return item  # stopped before recording: never judged as a review
         if not has_findings:
             raise RecordError("round.json says the round was recorded but findings.json is missing")
-        findings = readers.read_findings(folder, round_json=round_json)
-        item.findings, item.ledger = findings, readers.read_ledger(folder, findings)
+        findings = readers.read_findings(real, round_json=round_json)
+        item.findings, item.ledger = findings, readers.read_ledger(real, findings)
     except _READ_ERRORS as exc:
         item.round, item.findings, item.ledger, item.unfinished = None, None, None, None
         item.error = _why(exc)
         return item
     try:
-        item.waivers = readers.read_waivers(folder)
+        # none in the listing: no waiver was given when the gate looked
+        item.waivers = readers.read_waivers(real) if _has(real, names, readers.WAIVERS_FILE) else []
     except _READ_ERRORS as exc:
         item.waivers, item.waivers_error = [], _why(exc)
     return item
+
+
+def _has(folder: str, names: set[str] | None, name: str) -> bool:
+    """Whether `folder` holds `name` (a link counts), from its listing when there is one."""
+    return name in names if names is not None else os.path.lexists(os.path.join(folder, name))
 
 
 def _real_paths(args: list[str]) -> list[str]:

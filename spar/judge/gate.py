@@ -392,8 +392,8 @@ class Judgement:
                 continue
             fid = finding["id"]
             line = links[fid]
-            if line and line.get("disposition") != "duplicate":
-                continue  # disposed: what `trace` would find at its first step
+            if line and (line.get("disposition") != "duplicate" or self._duplicate_of_disposed(item, line)):
+                continue  # disposed: what `trace` would find at its first or second step
             result: Trace | None
             try:
                 result = self._trace(item.series, (item.name, fid), final=False)
@@ -404,6 +404,28 @@ class Judgement:
             undecided[fid] = _Open(item.series, item.name, item.arg, fid, cls, result)
             self._open.append(undecided[fid])
         return undecided
+
+    def _duplicate_of_disposed(self, item: ListedRound, line: LedgerLine) -> bool:
+        """True when the finding a duplicate line names is at hand and disposed (not as a
+        duplicate): what `_trace` would find at its second step, without walking (most
+        duplicates name a finding of the round before). False: walk the chain."""
+        of = line.get("of")
+        if not isinstance(of, str):
+            return False
+        target, slash, target_id = of.partition("/")
+        if not slash:
+            target, target_id = item.name, of
+        elif not target or not target_id or "/" in target_id or target in (".", ".."):
+            return False  # `parse_of` refuses it: the walk says why
+        where = (item.series, target)
+        links = self._recent.get(where)
+        if links is None:
+            return False
+        standing_line = links.get(target_id)
+        if not standing_line or standing_line.get("disposition") == "duplicate":
+            return False
+        self._remember(where, links)  # as the walk's lookup would
+        return True
 
     def _remember(self, key: RoundKey, links: Links) -> None:
         if next(reversed(self._recent), None) == key:

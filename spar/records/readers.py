@@ -9,6 +9,7 @@ read, no smallest fix, extensions with no recorded cause.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any, TypeGuard, cast
@@ -29,9 +30,18 @@ WAIVERS_FILE = "waivers.jsonl"
 EXTENSIONS_FILE = "extensions.jsonl"
 
 
-def read_json(path: Path) -> Any:
+def _join(folder: Path | str, name: str) -> str:
+    """str(Path(folder) / name) for a Path or a normalized path (a real path): a long
+    series reads thousands of records, and building a Path each costs more than
+    reading a small file."""
+    where = os.fspath(folder)
+    return name if where == "." else os.path.join(where, name)
+
+
+def read_json(path: Path | str) -> Any:
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as file:
+            data = file.read()
     except FileNotFoundError:
         raise RecordError(f"{path}: missing") from None
     except OSError as exc:
@@ -50,7 +60,7 @@ def _is_str(value: object) -> TypeGuard[str]:
 
 def read_round(round_dir: Path | str) -> RoundRecord:
     """round.json as written by this spar; standpoint fields default to "none"."""
-    path = Path(round_dir) / ROUND_FILE
+    path = _join(round_dir, ROUND_FILE)
     data = read_json(path)
     if not isinstance(data, dict):
         raise RecordError(f"{path}: not a JSON object")
@@ -86,8 +96,8 @@ def read_findings(round_dir: Path | str, *, missing_ok: bool = False,
     """findings.json; a finding without location_unreadable had its location read.
     A missing smallest_fix is left absent (absent and "" both mean no direction).
     With `round_json`, every finding must belong to a reviewer that completed in it."""
-    path = Path(round_dir) / FINDINGS_FILE
-    if missing_ok and not path.exists() and not path.is_symlink():
+    path = _join(round_dir, FINDINGS_FILE)
+    if missing_ok and not Path(path).exists() and not Path(path).is_symlink():
         return []
     data = read_json(path)
     if not isinstance(data, list):
@@ -104,7 +114,7 @@ def read_findings(round_dir: Path | str, *, missing_ok: bool = False,
     return cast(list[Finding], data)
 
 
-def _line_error(path: Path, number: int, what: str) -> RecordError:
+def _line_error(path: str, number: int, what: str) -> RecordError:
     return RecordError(f"{path}:{number}: {what}")
 
 
@@ -114,7 +124,7 @@ def read_ledger(round_dir: Path | str, findings: list[Finding] | None = None, *,
     was deferred), so a missing ledger is unreadable (G32), never "no dispositions";
     `missing_ok` is for a round that was not recorded yet. With `findings`, every line
     is checked against the finding it names (design §7 and the auto-deferral rule)."""
-    path = Path(round_dir) / LEDGER_FILE
+    path = _join(round_dir, LEDGER_FILE)
     lines = jsonl.read(path, missing_ok=missing_ok)
     by_id = {f["id"]: f for f in findings} if findings is not None else None
     problem = record_rules.ledger_problem(lines, by_id)
@@ -126,7 +136,7 @@ def read_ledger(round_dir: Path | str, findings: list[Finding] | None = None, *,
 def read_waivers(round_dir: Path | str) -> list[WaiverLine]:
     """waivers.jsonl; none means no decision. Every line needs reviewer, preset and
     a user_quote that is not blank."""
-    path = Path(round_dir) / WAIVERS_FILE
+    path = _join(round_dir, WAIVERS_FILE)
     lines = jsonl.read(path, missing_ok=True)
     for number, line in enumerate(lines, start=1):
         for key in ("reviewer", "preset"):
@@ -145,7 +155,7 @@ def read_extensions(series: Path | str) -> list[ExtensionLine]:
     with no recorded cause (both then read as None). A line `spar extend` could not
     have written (a cause outside the five, a plan extension with a reason) is
     unreadable, never tallied as "no recorded cause"."""
-    path = Path(series) / EXTENSIONS_FILE
+    path = _join(series, EXTENSIONS_FILE)
     lines = jsonl.read(path, missing_ok=True)
     for number, line in enumerate(lines, start=1):
         problem = record_rules.extension_problem(line)
@@ -192,34 +202,60 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 _NOT_SCANNED = ("workspace",)
 
 
-def leftover_temporary_files(round_dir: Path | str) -> list[str]:
+# what Path.is_dir() answers False to rather than raising
+_NOT_A_FOLDER = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EBADF)
+
+
+def list_round(round_dir: Path | str) -> list[os.DirEntry[str]] | None:
+    """One listing of a round folder, sorted by name: it tells which records exist and
+    which `*.tmp` files are there (`leftover_temporary_files`), so a long series is not
+    probed file by file. None when the folder exists but cannot be listed (ask by name
+    then); RecordError when there is no such folder."""
+    try:
+        with os.scandir(round_dir) as listing:
+            return sorted(listing, key=_name)
+    except OSError as exc:
+        if exc.errno in _NOT_A_FOLDER:
+            raise RecordError("no such round folder") from None
+    if not Path(round_dir).is_dir():  # raises when the folder cannot even be looked at
+        raise RecordError("no such round folder")
+    return None
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def leftover_temporary_files(round_dir: Path | str, listing: list[os.DirEntry[str]] | None = None) -> list[str]:
     """`*.tmp` files that a killed write left in a round folder or its reviewer folders,
     relative to the round. While the series lock is held a write is in progress and
     its `NAME.tmp` is no leftover: only files seen before and after finding the lock
-    free count."""
-    first = _temporary_files(Path(round_dir))
+    free count. `listing`: the round folder's `list_round`, when the caller has it."""
+    first = _temporary_files(round_dir, listing)
     if not first or lock.is_locked(Path(round_dir).parent):
         return []
-    return [name for name in _temporary_files(Path(round_dir)) if name in first]
+    return [name for name in _temporary_files(round_dir) if name in first]
 
 
-def _temporary_files(round_dir: Path) -> list[str]:
+def _temporary_files(round_dir: Path | str, children: list[os.DirEntry[str]] | None = None) -> list[str]:
     found = []
-    try:
-        with os.scandir(round_dir) as listing:
-            children = sorted(listing, key=lambda entry: entry.name)
-    except OSError:
-        return []
+    if children is None:
+        try:
+            with os.scandir(round_dir) as listing:
+                children = sorted(listing, key=_name)
+        except OSError:
+            return []
     for child in children:
-        if child.name.endswith(".tmp") and not _is_dir(child):
-            found.append(child.name)
-        elif child.name not in _NOT_SCANNED and _is_dir(child) and not child.is_symlink():
+        name = child.name
+        if name.endswith(".tmp") and not _is_dir(child):
+            found.append(name)
+        elif name not in _NOT_SCANNED and _is_dir(child) and not child.is_symlink():
             try:
-                with os.scandir(child.path) as inner:
-                    found += [f"{child.name}/{name}" for name in sorted(g.name for g in inner
-                                                                       if g.name.endswith(".tmp") and not _is_dir(g))]
+                inner = os.listdir(child.path)
             except OSError:
                 continue
+            found += [f"{name}/{file}" for file in sorted(file for file in inner if file.endswith(".tmp")
+                                                         and not os.path.isdir(os.path.join(child.path, file)))]
     return found
 
 

@@ -94,7 +94,7 @@ async def test_setsid_grandchild_ends_with_a_normal_end(tmp_path, keep):
 @pytest.mark.parametrize("keep", ["keep", "drop"])
 async def test_setsid_grandchild_ends_with_a_timeout(tmp_path, keep):
     for k in LIMITS:  # until the grandchild is up before the limit
-        res, pid_file = await _review(tmp_path, keep, "wait", 2.0 * k)
+        res, pid_file = await _review(tmp_path, keep, "wait", 1.0 * k)
         assert res.timed_out and res.exit_code is None
         if written(pid_file):
             break

@@ -69,7 +69,7 @@ async def test_codex_captures_end_as_timeouts(tmp_path):
     notices = ["spar: fakekey-300: reconnecting 5/5", "spar: fakekey-300: reconnecting: waiting for network"]
     for k in LIMITS:  # until the replay is out before the limit (a loaded machine may need longer)
         rnd = Round(tmp_path / f"limit-{k}")
-        jobs = [rnd.job(name, "codex", _replay(f"{name}-codex", hang=True), timeout_seconds=3 * k,
+        jobs = [rnd.job(name, "codex", _replay(f"{name}-codex", hang=True), timeout_seconds=k,
                         fallback_model="gpt-5-mini")
                 for name in ("noauth-1", "fakekey-300")]
         stream = io.StringIO()

@@ -96,9 +96,11 @@ def _check(expect: dict, o, reviewer_dir: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.anyio
-async def test_three_two_second_reviewers_overlap(tmp_path):
+async def test_three_reviewers_overlap(tmp_path):
     rnd = Round(tmp_path)
-    jobs = [rnd.job(p, p, {"delay": 2}) for p in ("claude", "codex", "agy")]
+    meet = tmp_path / "meet"  # none answers before all three run: run one after another, they would not meet
+    meet.mkdir()
+    jobs = [rnd.job(p, p, {"meet": {"dir": str(meet), "count": 3}}) for p in ("claude", "codex", "agy")]
     outcomes = await rnd.run(jobs)
     assert [o.status for o in outcomes] == ["completed"] * 3
     runs = [r for r in rnd.records() if "--version" not in r["argv"]]

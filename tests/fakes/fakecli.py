@@ -129,6 +129,12 @@ class Fake:
             self.out(make(i, "x" * size))
 
     def wait(self) -> None:
+        meet = self.sc.get("meet")
+        if meet:  # a barrier: answer only once `count` fakes have arrived in `dir` (60 s at most)
+            open(os.path.join(meet["dir"], str(os.getpid())), "w").close()
+            deadline = time.monotonic() + 60
+            while len(os.listdir(meet["dir"])) < meet["count"] and time.monotonic() < deadline:
+                time.sleep(0.005)
         delay = float(self.sc.get("delay", 0))
         if delay:
             time.sleep(delay)

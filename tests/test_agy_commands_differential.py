@@ -5,6 +5,7 @@ that is watched; strace when installed)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import string
@@ -132,6 +133,11 @@ def test_harmless_lines_are_not_reported(box):
         assert diff.run_line(box, line, posix=False) == [], line
 
 
+@functools.cache
+def _rg_help() -> str:
+    return subprocess.run(["rg", "--help"], capture_output=True, text=True).stdout
+
+
 def _answer(program: str, arg: str, cwd: Path) -> str:
     """"value", "flag" or "unknown": what the installed program makes of one option
     (for rg, whether it takes a value is what its --help shows: `-A, --after-context <NUM>`)."""
@@ -141,8 +147,7 @@ def _answer(program: str, arg: str, cwd: Path) -> str:
     if re.search(r"invalid option|unrecognized option|Invalid argument|is ambiguous|wasn't expected", err):
         return "unknown"
     if program == "rg":
-        help_text = subprocess.run(["rg", "--help"], capture_output=True, text=True).stdout
-        if re.search(rf"(?m)^\s+(?:-., )?{re.escape(arg)}(?:, --[a-z0-9-]+)? <", help_text):
+        if re.search(rf"(?m)^\s+(?:-., )?{re.escape(arg)}(?:, --[a-z0-9-]+)? <", _rg_help()):
             return "value"
         # a hidden alias (--maxdepth): at the end of the line it asks for its value
         last = subprocess.run(["rg", "-e", "x", arg], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

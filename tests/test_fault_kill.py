@@ -39,7 +39,7 @@ from tests.proctools import gone, wait_for
 pytestmark = pytest.mark.slow  # real spar processes killed at chosen points
 
 REVIEWERS = ("alpha", "beta")
-SLEEP = 1.0  # the reviewers' sleep before they answer: "during" draws its kill time from its first 0.6 s
+SLEEP = 1.0  # the reviewers' sleep before they answer (kills before they run); "during" draws its kill time from its first 0.6 s
 # enough files that copying the workspace takes a while: the window for "before reviewers"
 MANY_FILES = {f"pkg/m{i // 100}/f{i}.txt": f"file {i}\n" * 20 for i in range(500)}
 # (point, seed): two seeds where the random delay spans a wide window
@@ -100,8 +100,9 @@ def test_sigkill_leaves_series_usable(setup, point, seed, tmp_path):
     markers = tmp_path / "markers"
     markers.mkdir()
     # "during": reviewers that would sleep 600 s, so the kill always comes while they run, however
-    # slowly a loaded machine gets there, and only their guard can have ended them afterwards
-    sleep = 600 if point == "during_reviewers" else SLEEP
+    # slowly a loaded machine gets there, and only their guard can have ended them afterwards;
+    # "after" and "recording" wait for the reviewers' answers, which need no sleep first
+    sleep = {"during_reviewers": 600, "after_reviewers": 0, "recording": 0}.get(point, SLEEP)
     env = with_env(setup, FAULT_SLEEP=str(sleep), FAULT_MARKERS=str(markers))
     proc = subprocess.Popen(run_args(setup, r2), cwd=setup.repo, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

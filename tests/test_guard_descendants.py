@@ -237,6 +237,31 @@ async def test_one_guard_starts_every_reviewer(tmp_path):
     assert len(set(guards)) == 1 and guards[0] not in (os.getpid(), *keepers)  # one guard for all
 
 
+@pytest.mark.anyio
+async def test_the_guard_keeps_no_descriptor_of_spar(tmp_path):
+    """The guard is a fork of spar: of spar's descriptors it keeps only its end of the
+    control socket (a pipe end of spar's left open in it could hold a reviewer's stdin or
+    a status pipe open), and its stdin, stdout and stderr are /dev/null."""
+    from spar.round import process
+
+    process.stop_guard()  # the next reviewer forks a new guard, while this pipe is open
+    read_end, write_end = os.pipe()
+    ours = os.readlink(f"/proc/self/fd/{read_end}")
+    try:
+        with anyio.fail_after(BOUND):
+            res = await run_process([PY, "-c", "pass"], cwd=tmp_path, deadline=anyio.current_time() + BOUND)
+        assert res.exit_code == 0, res.stderr_tail
+        guard = process._GUARD._pid
+        fds = {int(fd): os.readlink(f"/proc/{guard}/fd/{fd}") for fd in os.listdir(f"/proc/{guard}/fd")}
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert [fds.pop(fd) for fd in (0, 1, 2)] == [os.devnull] * 3
+    assert fds.pop(3).startswith("socket:")
+    # what is left is the guard's own wakeup pipe (both ends), made after the fork
+    assert len(fds) == 2 and len(set(fds.values())) == 1 and ours not in fds.values(), fds
+
+
 def test_descendants_by_children_links_matches_the_full_scan(tmp_path):
     """The quick walk (/proc/PID/task/*/children) finds what the scan of every process
     finds: a child, a grandchild, and none once they are gone."""

@@ -469,10 +469,11 @@ def preload_backend(backend: str) -> threading.Thread:
 
 def main(argv: list[str]) -> int:
     args = parse_run_args(argv)
-    preload_backend(async_backend(os.environ))
+    backend = async_backend(os.environ)
     try:
         if not args.dry_run:
-            start_guard()  # its interpreter starts while the checks run (a refusal stops it unused)
+            start_guard()  # forked before any thread starts (a refusal stops it unused)
+        preload_backend(backend)
         return execute(prepare(args, cwd=os.getcwd(), env=os.environ))
     finally:
         stop_guard()  # told to go after the reviewers: reaped here when it is gone, else by init

@@ -1,12 +1,12 @@
 """One guard per spar process: it starts every reviewer, and no descendant outlives spar.
 
-`spar.round.process` starts the guard (`python -I -S`, this module's `main`) once (for `spar
-run`: as the round begins, beside the workspace copy), in a session of its
-own, with one end of a Unix socket pair as its stdin: the *control socket*.
+`spar.round.process` forks the guard (`fork_guard`: a copy of spar, no interpreter start)
+once (for `spar run`: first thing, before any thread starts), in a session of its own, with
+one end of a Unix socket pair: the *control socket*, and no other descriptor of spar's.
 The guard is a child subreaper (`spar.round.reaper`). For each reviewer spar
 sends a request (argv, cwd, environment) with four file descriptors (the
 reviewer's stdin, stdout, stderr and a *status pipe*); the guard forks a
-*keeper* (a copy of this small process: no interpreter start) that
+*keeper* (a copy of the guard) that
 
 - starts a new session, so it leads the reviewer's process group as spar's
   kill expects, and becomes a child subreaper of its own: every orphan of the
@@ -25,7 +25,8 @@ guard exit. The status pipe reaches EOF when the keeper is gone, so spar
 needs no wait on a process that is not its child.
 
 Standard library only, besides `spar.round.reaper` and `spar.errors` (the exit codes), which
-need nothing else either (`tests/test_architecture.py` checks it). What it cannot do: survive
+need nothing else either (`tests/test_architecture.py` checks it): everything it runs is
+imported before the fork, but ctypes. What it cannot do: survive
 SIGKILL itself (then the keepers' descendants go to init); spar sends SIGKILL to a reviewer's
 group only after GRACE + SETTLE seconds without its keeper ending.
 """
@@ -40,10 +41,9 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 from types import FrameType
 
-from spar.errors import EXIT_NOT_STARTED, EXIT_OK, EXIT_USAGE
+from spar.errors import EXIT_INTERNAL, EXIT_NOT_STARTED, EXIT_OK
 from spar.round.reaper import become_subreaper, end_descendants, reap
 
 GRACE = 1.0  # SIGTERM to SIGKILL for the descendants, as spar's own kill
@@ -52,6 +52,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 HEADER = struct.Struct(">I")  # request length; the request is marshal((argv, cwd, env))
 FDS_PER_REQUEST = 4  # stdin, stdout, stderr, status pipe
 _STATUS_FD = 3  # in a keeper
+_CONTROL_FD = 3  # in the guard (a keeper puts its status pipe there, closing it)
 
 
 def encode_request(argv: list[str], cwd: str, env: dict[str, str]) -> bytes:
@@ -105,7 +106,9 @@ def keep(command: list[str], cwd: str, env: dict[str, str]) -> int:
     try:
         child = subprocess.Popen(command, cwd=cwd, env=env)  # inherits stdin, stdout, stderr
     except OSError as exc:
-        print(f"spar: cannot start {command[0]}: {exc.strerror or exc}", file=sys.stderr, flush=True)
+        # to fd 2, the reviewer's stderr: sys.stderr is whatever the forked spar had there
+        with contextlib.suppress(OSError):
+            os.write(2, f"spar: cannot start {command[0]}: {exc.strerror or exc}\n".encode(errors="replace"))
         return EXIT_NOT_STARTED
     codes: dict[int, int] = {}
 
@@ -203,17 +206,25 @@ def serve(control: socket.socket) -> int:
     return EXIT_OK
 
 
-def main(argv: list[str]) -> int:
-    if argv:
-        print("usage: python -I -m spar.round.guard  (started by spar, the control socket as stdin)",
-              file=sys.stderr)
-        return EXIT_USAGE
-    control = socket.socket(fileno=os.dup(0))
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)  # fd 0 is no longer the socket: a keeper's closerange must not miss it
-    os.close(null)
-    return serve(control)
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def fork_guard(control: socket.socket) -> int:
+    """Fork the guard, serving `control` (the other end is spar's); its pid. A fork, not a
+    new interpreter: no start-up or imports (~25 ms of CPU a round), and the guard runs the
+    very code spar loaded. The child imports nothing but ctypes (for the subreaper; no other
+    part of spar imports it, so no thread of spar can have been importing it at the fork),
+    starts a session of its own (a terminal's Ctrl-C is spar's
+    to handle) and keeps none of spar's descriptors but the socket: no pipe end or lock of
+    spar's may live on in it, and its stdin, stdout and stderr are /dev/null."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = EXIT_INTERNAL
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for target in (0, 1, 2):
+            os.dup2(null, target)
+        os.dup2(control.fileno(), _CONTROL_FD, inheritable=False)
+        _close_fds_above(_CONTROL_FD, max(null, control.fileno()))
+        code = serve(socket.socket(fileno=_CONTROL_FD))
+    finally:
+        os._exit(code)

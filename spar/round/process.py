@@ -15,7 +15,6 @@ import errno
 import os
 import signal
 import socket
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -289,12 +288,6 @@ async def terminate_group(pgid: int, exited: anyio.Event, grace: float) -> None:
     await _wait_group_gone(pgid, exited, max(grace, 1.0))
 
 
-# the guard needs only the standard library and spar.round: -S skips site (the .pth files and
-# their finders, ~15 ms of CPU per round), so spar's own folder is put on sys.path by hand
-_SPAR_HOME = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_GUARD_MAIN = "import sys; sys.path.insert(0, sys.argv.pop(1)); from spar.round.guard import main; sys.exit(main([]))"
-
-
 class _GuardClient:
     """spar's side of `spar.round.guard`: one guard process for this spar process."""
 
@@ -314,14 +307,7 @@ class _GuardClient:
         self.close()
         ours, theirs = socket.socketpair()
         try:
-            # posix_spawn: no fork of this (large) process; setsid: a terminal's Ctrl-C is
-            # spar's to handle, never the guard's
-            self._pid = os.posix_spawn(
-                sys.executable, [sys.executable, "-I", "-S", "-c", _GUARD_MAIN, _SPAR_HOME], os.environ,
-                file_actions=[(os.POSIX_SPAWN_DUP2, theirs.fileno(), 0),
-                              (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-                              (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)],
-                setsid=True)
+            self._pid = guard.fork_guard(theirs)
         except BaseException:
             ours.close()
             raise

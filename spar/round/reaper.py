@@ -8,8 +8,7 @@ finds the whole subtree through `/proc` (parent links) and ends it: SIGTERM,
 `grace` seconds, SIGKILL until nothing is left, reaping as it goes.
 
 Used by `spar.round.guard`: by the guard of the round and by each reviewer's
-keeper. Standard library only: the guard runs with
-`python -I`. Without `/proc` or `prctl` (not Linux) `become_subreaper()`
+keeper. Standard library only, as the guard. Without `/proc` or `prctl` (not Linux) `become_subreaper()`
 returns False and only the process group is ended by the caller.
 """
 

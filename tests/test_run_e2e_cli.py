@@ -85,10 +85,13 @@ def _every_outcome_round(tmp_path: Path, backend: str, hang_limit: int):
         s.answer_reviewer("invalid", missing_limits),
     ], timeout=60)
     answer = result(head=s.head, findings=[])
+    meet = tmp_path / "meet"  # the three "slow" reviewers answer only once all three run
+    meet.mkdir()
+    slow = {"meet": {"dir": str(meet), "count": 3}, "result": answer}
     s.scenario({
-        "slow-claude": {"delay": 2, "result": answer},
-        "slow-codex": {"delay": 2, "result": answer},
-        "slow-agy": {"delay": 2, "result": answer},
+        "slow-claude": slow,
+        "slow-codex": slow,
+        "slow-agy": slow,
         "hang": {"delay": 600, "spawn_child": str(grandchild)},
         "fallback": {"result": answer, "by_model": {"opus": {"refusal": QUOTA}}},
         "noauth": {"refusal": AUTH},
@@ -114,7 +117,7 @@ def test_every_reviewer_outcome_in_one_round(tmp_path, backend):
     rj = load(rd / "round.json")
     by = {r["name"]: r for r in rj["reviewers"]}
 
-    # all at once: every interval of the three 2 s reviewers overlaps the others
+    # all at once: every interval of the three meeting reviewers overlaps the others
     slow = [runs(s, n)[0] for n in ("slow-claude", "slow-codex", "slow-agy")]
     assert max(r["start"] for r in slow) < min(r["end"] for r in slow)  # one after another, none would
     for n in ("slow-claude", "slow-codex", "slow-agy"):
@@ -280,6 +283,7 @@ def test_progress_is_a_live_table_on_a_terminal_and_plain_lines_otherwise(tmp_pa
     final = ANSI.sub("", shown).replace("\r", "").strip().splitlines()[-1]
     assert final == f"spar: round {rd} recorded: 1 defect, 0 requirement-question, 0 hardening, 0 note"
 
+    s.scenario({"claude": {"result": result(head=s.head)}})  # no redraw to wait for in plain lines
     plain = s.run("--criteria", "docs/criteria.md", out="reviews/pipe")
     assert plain.returncode == 0
     err = plain.stderr.decode()

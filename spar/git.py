@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from spar.errors import Refused, quote
 
@@ -41,8 +41,7 @@ class GitError(Exception):
     """git failed in a way the caller did not expect (not a plain "no")."""
 
 
-@dataclass(frozen=True)
-class TreeEntry:
+class TreeEntry(NamedTuple):
     """One blob entry of a commit's tree."""
 
     mode: str  # "100644", "100755" or "120000"

@@ -14,17 +14,15 @@ import hashlib
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from spar.errors import ConfigError
 
 PROJECT_FILE = (".jaekit", "spar.toml")
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     """A configuration file found (G16)."""
 
     path: str  # absolute, as found (a symbolic link is not resolved)
@@ -32,8 +30,7 @@ class Source:
     role: str  # "user" | "project"
 
 
-@dataclass(frozen=True)
-class Loaded:
+class Loaded(NamedTuple):
     """A configuration file as read: its text and digest."""
 
     source: Source

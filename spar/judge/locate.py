@@ -7,7 +7,7 @@ prefixes removed and in what counts as a target.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from spar.errors import quote
 from spar.judge.context import REGULAR_MODES, RoundContext, RoundDoc, count_lines
@@ -37,8 +37,7 @@ def _distinct(docs: Iterable[RoundDoc]) -> list[RoundDoc]:
     return list(seen.values())
 
 
-@dataclass(frozen=True)
-class Located:
+class Located(NamedTuple):
     """Where a finding's location points, or why it cannot be read."""
 
     path: str  # repository path of the target ("" = root, or unreadable); G26 name for a document
@@ -86,8 +85,7 @@ def locate(location: str, ctx: RoundContext) -> Located:
     return Located(path, False, "", parsed.start, parsed.end, where)
 
 
-@dataclass(frozen=True)
-class LinkCheck:
+class LinkCheck(NamedTuple):
     """Whether a finding's link is confirmed, and why not."""
 
     confirmed: bool

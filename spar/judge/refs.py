@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from spar.errors import quote
 
@@ -104,8 +105,7 @@ def stray_after_line(body: str) -> str:
     return ""
 
 
-@dataclass(frozen=True)
-class ParsedRef:
+class ParsedRef(NamedTuple):
     """A reference read into prefix, path and lines."""
 
     text: str  # the trimmed reference

@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 MAX_MESSAGE = 300
 
@@ -65,8 +64,7 @@ RESET_RE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Refusal:
+class Refusal(NamedTuple):
     """A quota or authentication refusal found in a reviewer's output."""
 
     kind: Literal["quota", "auth"]

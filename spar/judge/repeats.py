@@ -8,6 +8,7 @@ spar.judge.similar's: same path, lines near, claims similar.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from spar.judge.similar import Place, same_finding
 from spar.records.model import Finding, RepeatOf
@@ -48,8 +49,7 @@ def repeat_record(e: Earlier | None) -> RepeatOf | None:
     return {"round": e.round, "finding": e.finding, "disposition": e.disposition}
 
 
-@dataclass(frozen=True)
-class Mine:
+class Mine(NamedTuple):
     """A finding of the round being recorded."""
 
     finding: str

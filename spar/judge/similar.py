@@ -18,8 +18,8 @@ holds them with a table of near misses on both sides of the threshold.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 SIMILAR_AT = 0.35  # claims at or above this Dice coefficient are similar
 LINE_SLACK = 3  # ranges this many lines apart (or closer) are near
@@ -62,8 +62,7 @@ def similar_claims(a: str, b: str) -> bool:
     return claim_similarity(a, b) >= SIMILAR_AT
 
 
-@dataclass(frozen=True)
-class Place:
+class Place(NamedTuple):
     """Where a finding points, in the commit (or documents) it is compared in."""
 
     copy: str  # "head", "base" or "document"

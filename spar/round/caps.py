@@ -8,15 +8,14 @@ reviewers). Dry runs never make a later round free: they ran no reviewer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from spar.config.model import CAP_KEYS
 from spar.errors import Refused
 from spar.records.model import ExtensionLine, RoundRecord
 
 
-@dataclass(frozen=True)
-class CapDecision:
+class CapDecision(NamedTuple):
     """Whether a round may run under its stage's cap, and whether it counts."""
 
     stage: str

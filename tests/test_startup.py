@@ -163,6 +163,35 @@ def test_the_base_tree_and_the_diff_are_read_beside_the_head_tree(repo, tmp_path
     assert set(plan_.tree_plans) == {"head", "base"} and "print(2)" in plan_.packet_text
 
 
+def test_the_repository_and_the_named_commits_take_one_git_process(repo, tmp_path, monkeypatch):
+    # the work tree root, --base and --head from one `git rev-parse`, not one each
+    from spar import git
+    from spar.commands import run
+    from spar.errors import Refused
+    from spar.round.args import parse_run_args
+    from tests.spies import calls_to
+
+    calls = calls_to(monkeypatch, git, "run", lambda where, *args, **kw: args)
+    config = tmp_path / "spar.toml"
+    config.write_text('[[reviewers]]\nname = "a"\npreset = "command"\nargv = ["true", "{prompt}"]\n')
+    env = {"SPAR_CONFIG": str(config), "XDG_CONFIG_HOME": str(tmp_path)}
+    args = parse_run_args(["--stage", "code", "--base", "HEAD~1", "--out", "reviews/once/r1"])
+    plan_ = run.prepare(args, cwd=str(repo), env=env)
+    ids = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD", "HEAD~1"], capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert (plan_.repo, plan_.head, plan_.base) == (repo.resolve(), *ids)
+    reads = [a for a in calls if a[0] == "rev-parse" and any(x.endswith("^{commit}") for x in a)]
+    assert reads == [("rev-parse", "--show-toplevel", "HEAD~1^{commit}", "HEAD^{commit}")]
+    # a revision that is not plain (a range) goes the long way, which refuses it in its own words
+    calls.clear()
+    args = parse_run_args(["--stage", "code", "--base", "HEAD~1..HEAD", "--out", "reviews/once/r1"])
+    with pytest.raises(Refused) as err:
+        run.prepare(args, cwd=str(repo), env=env)
+    assert str(err.value) == '--base "HEAD~1..HEAD" is not a commit'
+    assert [a[1] for a in calls if a[0] == "rev-parse"] == ["--show-toplevel", "--show-toplevel", "--verify",
+                                                              "--verify"]
+
+
 def test_beside_hands_back_the_value_or_the_exception():
     import pytest
 
@@ -198,6 +227,7 @@ def test_the_guard_starts_before_the_checks_and_stops_on_a_refusal(monkeypatch):
 
 
 def test_the_base_is_resolved_beside_the_head(repo, monkeypatch):
+    # the long way (a revision the one-process read left to resolve_commit)
     import threading
 
     from spar.commands import run
@@ -216,7 +246,7 @@ def test_the_base_is_resolved_beside_the_head(repo, monkeypatch):
 
     monkeypatch.setattr(run.git, "resolve_commit", resolve)
     args = parse_run_args(["--stage", "code", "--base", "HEAD~1", "--out", "r1"])
-    base, head, _ = run._revisions(args, repo)
+    base, head, _ = run._revisions(args, repo, {})
     assert (base, head) == (real(repo, "HEAD~1"), real(repo, "HEAD"))
 
 

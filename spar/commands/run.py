@@ -118,14 +118,30 @@ def _config(args: RunArgs, repo: Path, env: Mapping[str, str]) -> AppliedConfig:
     return cfg
 
 
-def _revisions(args: RunArgs, repo: Path) -> tuple[str, str, str | None]:
+def _given_revisions(args: RunArgs) -> list[str]:
+    return [rev for rev in (args.base, _head_rev(args), args.expect_head) if rev is not None]
+
+
+def _head_rev(args: RunArgs) -> str:
+    return args.head if args.head is not None else "HEAD"
+
+
+def _revisions(args: RunArgs, repo: Path, known: Mapping[str, str]) -> tuple[str, str, str | None]:
+    """--base, --head and --expect-head as commit IDs; `known` holds those already read."""
+
+    def commit(rev: str, what: str) -> str:
+        return known[rev] if rev in known else git.resolve_commit(repo, rev, what=what)
+
     given = args.base
-    base_of = _beside(lambda: git.resolve_commit(repo, given, what="--base")) if given is not None else None
-    head = git.resolve_commit(repo, args.head if args.head is not None else "HEAD", what="--head")
-    base = base_of() if base_of is not None else git.default_base(repo, head)
+    base_of = _beside(commit, given, "--base") if given is not None and given not in known else None
+    head = commit(_head_rev(args), "--head")
+    if given is None:
+        base = git.default_base(repo, head)
+    else:
+        base = base_of() if base_of is not None else known[given]
     expect = None
     if args.expect_head is not None:
-        expect = git.resolve_commit(repo, args.expect_head, what="--expect-head")
+        expect = commit(args.expect_head, "--expect-head")
         if expect != head:
             raise Refused(f"--expect-head {quote(args.expect_head)} is {expect}, but the head to review is {head}")
     return base, head, expect
@@ -158,14 +174,21 @@ def _beside(fn: Callable[..., T], *args: Any) -> Callable[[], T]:
 def prepare(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> RoundPlan:
     """Every check of step 1; reads only."""
     backend = async_backend(env)
-    try:
-        repo = git.repo_root(cwd)
-    except git.GitError as exc:
-        raise Refused(f"cannot tell which git repository holds {cwd}: {exc}") from None
-    if repo is None:
-        raise Refused(f"{cwd} is not inside a git repository")
+    # the repository and the commits named, at once when all is plain; else one by one below
+    found = git.root_and_commits(cwd, _given_revisions(args))
+    known: Mapping[str, str] = {}
+    if found is not None:
+        repo, known = found
+    else:
+        try:
+            root = git.repo_root(cwd)
+        except git.GitError as exc:
+            raise Refused(f"cannot tell which git repository holds {cwd}: {exc}") from None
+        if root is None:
+            raise Refused(f"{cwd} is not inside a git repository")
+        repo = root
     cfg = _config(args, repo, env)
-    base, head, expect = _revisions(args, repo)
+    base, head, expect = _revisions(args, repo, known)
     documents = read_round_documents(
         str(repo), config_rules=list(cfg.rules), criteria=args.criteria, rules=args.rules,
         subject=args.subject, cwd=cwd,

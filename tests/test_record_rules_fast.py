@@ -97,6 +97,20 @@ def test_findings_as_spar_writes_them_take_the_cheap_path():
         "finding 8 (claude-F8): in_check_paths is not true or false"
 
 
+def test_the_ids_read_are_remembered_up_to_a_bound(monkeypatch):
+    """The cheap path remembers whose `<reviewer>-F<n>` each id is (ids come back round
+    after round), but never more than a bound, however many ids a series holds."""
+    monkeypatch.setattr(record_rules, "_ID_OWNERS", {})
+    monkeypatch.setattr(record_rules, "_ID_OWNERS_MAX", 10)
+    round_json = {"reviewers": [{"name": "claude", "status": "completed"}]}
+    for start in range(1, 40, 3):
+        findings = [{"id": f"claude-F{n}", "reviewer": "claude", "class": "note"} for n in range(start, start + 3)]
+        assert record_rules.findings_possible(findings, round_json)
+        assert 0 < len(record_rules._ID_OWNERS) <= 10
+    assert not record_rules.findings_possible([{"id": "claude-F1", "reviewer": "codex", "class": "note"}],
+                                              {"reviewers": [{"name": "codex", "status": "completed"}]})
+
+
 COMMIT = "0123456789abcdef" * 2 + "01234567"
 # one line of each shape Spar writes (automatic deferral, then triage by disposition)
 WRITTEN = [

@@ -134,6 +134,7 @@ def links_of(findings: list[Finding], ledger: list[LedgerLine]) -> Links:
 
 
 _ID, _FINDING, _CLASS = itemgetter("id"), itemgetter("finding"), itemgetter("class")
+_COUNTED = frozenset(CLASSES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,13 +382,17 @@ class Judgement:
         """Step 5 for one round: count its findings and trace the blocking ones; returns
         those not disposed (or not traceable yet) by id."""
         counts = self._counts
-        for cls, count in Counter(map(_CLASS, findings)).items():
+        classes = list(map(_CLASS, findings))
+        for cls, count in (Counter(classes).items() if not set(classes) <= _COUNTED else
+                           ((cls, classes.count(cls)) for cls in CLASSES)):  # counted in C
             counts[cls] += count
-        self._auto_deferred += sum(1 for line in links.values()
-                                   if line and line.get("auto") is True and line.get("disposition") == "deferred")
+        auto = 0
+        for line in links.values():
+            if line and line.get("auto") is True and line.get("disposition") == "deferred":
+                auto += 1
+        self._auto_deferred += auto
         undecided: dict[str, _Open] = {}
-        for finding in findings:
-            cls = finding["class"]
+        for finding, cls in zip(findings, classes, strict=True):
             if cls not in BLOCKING_CLASSES:
                 continue
             fid = finding["id"]

@@ -144,30 +144,50 @@ def findings_possible(findings: list[Any], round_json: Mapping[str, Any] | None)
     completed = None
     if round_json is not None:
         completed = {e["name"] for e in round_json.get("reviewers", []) if e.get("status") == ReviewerStatus.COMPLETED}
+    owners = _ID_OWNERS
     seen: set[str] = set()
-    for finding in findings:
-        if type(finding) is not dict:
-            return False
-        fid, reviewer = finding.get("id"), finding.get("reviewer")
-        if type(fid) is not str or type(reviewer) is not str or not reviewer or fid in seen:
-            return False
-        # `<reviewer>-F<n>`, n of ASCII digits without a leading 0; `.` in _FINDING_ID takes no newline
-        size = len(reviewer)
-        number = fid[size + 2:]
-        if (not fid.startswith(reviewer) or fid[size:size + 2] != "-F" or not number.isdigit()
-                or not number.isascii() or number[0] == "0" or "\n" in reviewer):
-            return False
-        seen.add(fid)
-        if finding.get("class") not in CLASSES:
-            return False
-        for key in ("in_check_paths", "location_unreadable"):
-            value = finding.get(key, False)
-            if value is not True and value is not False:  # `in (True, False)` would take 1 and 0
+    add = seen.add
+    try:  # an id or class that is no text may not even hash: TypeError
+        for finding in findings:
+            if type(finding) is not dict:
                 return False
-        if completed is not None and reviewer not in completed:
-            return False
-    return True
+            fid: Any = finding.get("id")
+            owner = owners.get(fid) or _id_owner(fid)
+            if owner is None or owner != finding.get("reviewer") or (completed is not None and owner not in completed):
+                return False
+            add(fid)
+            if finding.get("class") not in _CLASS_SET:
+                return False
+            # `in (True, False)` would take 1 and 0
+            value = finding.get("in_check_paths", False)
+            if value is not True and value is not False:
+                return False
+            value = finding.get("location_unreadable", False)
+            if value is not True and value is not False:
+                return False
+    except TypeError:
+        return False
+    return len(seen) == len(findings)  # no id twice
 
+
+_CLASS_SET = frozenset(CLASSES)
+# id -> the reviewer it is `<reviewer>-F<n>` of: the same ids come back round after round
+_ID_OWNERS: dict[str, str] = {}
+_ID_OWNERS_MAX = 100_000  # bounded however many distinct ids a series holds
+
+
+def _id_owner(fid: Any) -> str | None:
+    """The reviewer `fid` is `<reviewer>-F<n>` of (as _FINDING_ID reads it: the last -F
+    splits, n of ASCII digits without a leading 0, no newline), or None."""
+    if type(fid) is not str:
+        return None
+    reviewer, _, number = fid.rpartition("-F")
+    if not reviewer or "\n" in reviewer or not number.isdigit() or not number.isascii() or number[0] == "0":
+        return None
+    if len(_ID_OWNERS) >= _ID_OWNERS_MAX:
+        _ID_OWNERS.clear()
+    _ID_OWNERS[fid] = reviewer
+    return reviewer
 
 
 def auto_deferrable(finding: Mapping[str, Any]) -> bool:
@@ -224,7 +244,9 @@ def ledger_line_problem(line: Mapping[str, Any], findings: Mapping[str, Mapping[
 
 # the keys of a ledger line as `spar triage` (by disposition) and automatic deferral write it
 _LINE_KEYS = frozenset(("finding", "disposition", "auto", "at"))
-_TRIAGE_KEYS = {disposition: _LINE_KEYS | set(needs) for disposition, (_, needs) in RULES.items()}
+# disposition -> (classes it applies to or None, options it needs, how many keys its line has)
+_TRIAGE_SHAPES = {disposition: (classes, needs, len(_LINE_KEYS) + len(needs))
+                  for disposition, (classes, needs) in RULES.items()}
 _HEX = "0123456789abcdef"
 
 
@@ -244,35 +266,38 @@ def ledger_problem(lines: Sequence[Mapping[str, Any]],
 def _plainly_possible(line: Mapping[str, Any], findings: Mapping[str, Mapping[str, Any]] | None) -> bool:
     """True only when `ledger_line_problem(line, findings)` is None (never the reverse
     guarantee: False means "look closer")."""
-    fid, disposition, auto = line.get("finding"), line.get("disposition"), line.get("auto")
-    if type(fid) is not str or not fid or type(disposition) is not str or type(line.get("at")) is not str:
-        return False
-    finding = None
-    if findings is not None:
-        finding = findings.get(fid)
-        if finding is None:
+    try:  # a key missing (KeyError), a value that does not hash (TypeError)
+        fid, disposition, auto = line["finding"], line["disposition"], line["auto"]
+        if type(fid) is not str or not fid or type(line["at"]) is not str:
             return False
-    if auto is True:
-        return (disposition == "deferred" and line.keys() == _LINE_KEYS
-                and (finding is None or auto_deferrable(finding)))
-    keys = _TRIAGE_KEYS.get(disposition)
-    if auto is not False or keys is None or line.keys() != keys:
-        return False
-    classes, needs = RULES[disposition]
-    if finding is not None and classes is not None and finding.get("class") not in classes:
-        return False
-    for key in needs:
-        value = line[key]
-        # not blank: its first character is not whitespace (the rule itself trims)
-        if type(value) is not str or not value or value[0] in WHITESPACE:
+        finding = None
+        if findings is not None:
+            finding = findings.get(fid)
+            if finding is None:
+                return False
+        if auto is True:
+            return (disposition == "deferred" and len(line) == len(_LINE_KEYS)
+                    and (finding is None or auto_deferrable(finding)))
+        # exactly the keys triage writes: as many as those, and each of them there
+        classes, needs, size = _TRIAGE_SHAPES[disposition]
+        if auto is not False or len(line) != size:
             return False
-    if disposition == "fixed":
-        commit = line["commit"]
-        return len(commit) in (40, 64) and not commit.strip(_HEX)
-    if disposition == "duplicate":
-        target, _, target_id = line["of"].partition("/")
-        return bool(target) and bool(target_id) and "/" not in target_id
-    return True
+        if finding is not None and classes is not None and finding.get("class") not in classes:
+            return False
+        for key in needs:
+            value = line[key]
+            # not blank: its first character is not whitespace (the rule itself trims)
+            if type(value) is not str or not value or value[0] in WHITESPACE:
+                return False
+        if disposition == "fixed":
+            commit = line["commit"]
+            return len(commit) in (40, 64) and not commit.strip(_HEX)
+        if disposition == "duplicate":
+            target, _, target_id = line["of"].partition("/")
+            return bool(target) and bool(target_id) and "/" not in target_id
+        return True
+    except (KeyError, TypeError):
+        return False
 
 
 def extension_problem(line: Mapping[str, Any]) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeGuard, cast
 
@@ -114,6 +115,9 @@ def read_findings(round_dir: Path | str, *, missing_ok: bool = False,
     return cast(list[Finding], data)
 
 
+_ID = itemgetter("id")
+
+
 def _line_error(path: str, number: int, what: str) -> RecordError:
     return RecordError(f"{path}:{number}: {what}")
 
@@ -126,7 +130,7 @@ def read_ledger(round_dir: Path | str, findings: list[Finding] | None = None, *,
     is checked against the finding it names (design §7 and the auto-deferral rule)."""
     path = _join(round_dir, LEDGER_FILE)
     lines = jsonl.read(path, missing_ok=missing_ok)
-    by_id = {f["id"]: f for f in findings} if findings is not None else None
+    by_id = dict(zip(map(_ID, findings), findings, strict=True)) if findings is not None else None
     problem = record_rules.ledger_problem(lines, by_id)
     if problem:
         raise _line_error(path, *problem)

@@ -171,7 +171,9 @@ def test_ledger_lines_as_spar_writes_them_take_the_cheap_path():
 
 
 LINE_PIECES = ['{"a":1}', ' {"a":1}', '{"a":1} ', '{"a":1}\r', '{"a":\n1}', "[1]", "NaN", '{"a":NaN}', "", "  ",
-               '{"a":1}{"b":2}', '{"a":"\u2028"}', '{"a":[1', '2]}', '{"é":"x"}', "{", '"x"']
+               '{"a":1}{"b":2}', '{"a":"\u2028"}', '{"a":[1', '2]}', '{"é":"x"}', "{", '"x"',
+               # a string cut by a newline beside a line of two objects: as many objects as lines
+               '{"a":"x', 'y"}', '{"a":1},{"b":2}', '{"a":1},', ',{"a":1}']
 
 
 @settings(max_examples=300, deadline=None)
@@ -261,3 +263,12 @@ def test_ledger_near_misses_take_the_rules(disposition, change):
     assert record_rules.ledger_line_problem(line, FINDINGS_BY_ID) is not None
     assert not record_rules._plainly_possible(line, FINDINGS_BY_ID)
     assert record_rules.ledger_problem([WRITTEN[0], line], FINDINGS_BY_ID)[0] == 2
+
+
+def test_jsonl_one_pass_never_joins_a_string_cut_by_a_newline():
+    # two lines that are one object only if the newline were read as part of the string,
+    # beside a line of two objects: as many objects as lines, yet no line is one object
+    data = b'{"a":"x\ny"}\n{"b":1},{"c":2}\n'
+    assert jsonl._parse_plain(data) is None
+    with pytest.raises(RecordError, match=r"f\.jsonl:1: not JSON"):
+        jsonl.parse(data, "f.jsonl")

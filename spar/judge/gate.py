@@ -134,6 +134,10 @@ def links_of(findings: list[Finding], ledger: list[LedgerLine]) -> Links:
 
 
 _ID, _FINDING, _CLASS = itemgetter("id"), itemgetter("finding"), itemgetter("class")
+
+
+def _auto_deferred(line: LedgerLine) -> bool:
+    return line.get("auto") is True and line.get("disposition") == "deferred"
 _COUNTED = frozenset(CLASSES)
 
 
@@ -386,19 +390,21 @@ class Judgement:
         for cls, count in (Counter(classes).items() if not set(classes) <= _COUNTED else
                            ((cls, classes.count(cls)) for cls in CLASSES)):  # counted in C
             counts[cls] += count
-        auto = 0
-        for line in links.values():
-            if line and line.get("auto") is True and line.get("disposition") == "deferred":
-                auto += 1
-        self._auto_deferred += auto
+        # links holds one line per finding id, in finding order; an id twice (a record the
+        # readers refuse) pairs each finding with its line and counts each line once
+        unique = len(links) == len(findings)
+        pairs = links.items() if unique else [(fid, links[fid]) for fid in map(_ID, findings)]
+        auto = 0 if unique else sum(1 for line in links.values() if line and _auto_deferred(line))
         undecided: dict[str, _Open] = {}
-        for finding, cls in zip(findings, classes, strict=True):
-            if cls not in BLOCKING_CLASSES:
+        for (fid, line), cls in zip(pairs, classes, strict=True):
+            if line:
+                disposition = line.get("disposition")
+                if unique and disposition == "deferred" and line.get("auto") is True:
+                    auto += 1
+                if cls not in BLOCKING_CLASSES or disposition != "duplicate" or self._duplicate_of_disposed(item, line):
+                    continue  # not blocking, or disposed: what `trace` would find at its first or second step
+            elif cls not in BLOCKING_CLASSES:
                 continue
-            fid = finding["id"]
-            line = links[fid]
-            if line and (line.get("disposition") != "duplicate" or self._duplicate_of_disposed(item, line)):
-                continue  # disposed: what `trace` would find at its first or second step
             result: Trace | None
             try:
                 result = self._trace(item.series, (item.name, fid), final=False)
@@ -408,6 +414,7 @@ class Judgement:
                 continue
             undecided[fid] = _Open(item.series, item.name, item.arg, fid, cls, result)
             self._open.append(undecided[fid])
+        self._auto_deferred += auto
         return undecided
 
     def _duplicate_of_disposed(self, item: ListedRound, line: LedgerLine) -> bool:

@@ -153,6 +153,11 @@ FINDINGS_BY_ID = {
 }
 
 
+def _plain(line, findings):
+    """Whether the cheap pass clears the line alone."""
+    return record_rules._first_not_plain([line], findings) is None
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.lists(ledger_line(), max_size=4), st.booleans())
 def test_ledger_cheap_path_names_exactly_what_the_rules_name(lines, with_findings):
@@ -161,12 +166,12 @@ def test_ledger_cheap_path_names_exactly_what_the_rules_name(lines, with_finding
                      if (p := record_rules.ledger_line_problem(line, findings))), None)
     assert record_rules.ledger_problem(lines, findings) == expected
     for line in lines:
-        if record_rules._plainly_possible(line, findings):
+        if _plain(line, findings):
             assert record_rules.ledger_line_problem(line, findings) is None
 
 
 def test_ledger_lines_as_spar_writes_them_take_the_cheap_path():
-    assert all(record_rules._plainly_possible(line, FINDINGS_BY_ID) for line in WRITTEN)
+    assert all(_plain(line, FINDINGS_BY_ID) for line in WRITTEN)
     assert record_rules.ledger_problem(WRITTEN, FINDINGS_BY_ID) is None
 
 
@@ -261,7 +266,7 @@ LEDGER_NEAR_MISSES = [
 def test_ledger_near_misses_take_the_rules(disposition, change):
     line = {**(_written("deferred", True) if disposition == "auto" else _written(disposition)), **change}
     assert record_rules.ledger_line_problem(line, FINDINGS_BY_ID) is not None
-    assert not record_rules._plainly_possible(line, FINDINGS_BY_ID)
+    assert not _plain(line, FINDINGS_BY_ID)
     assert record_rules.ledger_problem([WRITTEN[0], line], FINDINGS_BY_ID)[0] == 2
 
 

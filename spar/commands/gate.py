@@ -271,7 +271,8 @@ def _gate(argv: list[str]) -> int:
     # every round folder of those series, listed or not: a gate file never goes into a round
     in_series = [os.path.join(series, name) for series, names in folders.items() if not isinstance(names, str)
                  for name in names]
-    previous = paths.check_gate_out(out, round_dirs + in_series, series_dirs)
+    # a listed round is also in its series' listing: each folder compared once
+    previous = paths.check_gate_out(out, dict.fromkeys(round_dirs + in_series), series_dirs)
     if not out.parent.is_dir():
         raise Refused(f"--out {quote(args.out)}: the folder {quote(str(out.parent))} does not exist")
     document = build_gate(args.rounds, args.expect_head, real_args=round_dirs, series_folders=folders)

@@ -255,49 +255,61 @@ def ledger_problem(lines: Sequence[Mapping[str, Any]],
     """(line number, problem) of the first line `ledger_line_problem` refuses, or None.
     A line with exactly the keys Spar writes is judged in one cheap pass; any other
     line (more keys, an odd value) takes the rule-by-rule path, which names it."""
-    for number, line in enumerate(lines, start=1):
-        if not _plainly_possible(line, findings):
-            problem = ledger_line_problem(line, findings)
-            if problem:
-                return number, problem
+    start = 0
+    while (index := _first_not_plain(lines, findings, start)) is not None:
+        problem = ledger_line_problem(lines[index], findings)
+        if problem:
+            return index + 1, problem
+        start = index + 1
     return None
 
 
-def _plainly_possible(line: Mapping[str, Any], findings: Mapping[str, Mapping[str, Any]] | None) -> bool:
-    """True only when `ledger_line_problem(line, findings)` is None (never the reverse
-    guarantee: False means "look closer")."""
-    try:  # a key missing (KeyError), a value that does not hash (TypeError)
-        fid, disposition, auto = line["finding"], line["disposition"], line["auto"]
-        if type(fid) is not str or not fid or type(line["at"]) is not str:
-            return False
-        finding = None
-        if findings is not None:
-            finding = findings.get(fid)
-            if finding is None:
-                return False
-        if auto is True:
-            return (disposition == "deferred" and len(line) == len(_LINE_KEYS)
-                    and (finding is None or auto_deferrable(finding)))
-        # exactly the keys triage writes: as many as those, and each of them there
-        classes, needs, size = _TRIAGE_SHAPES[disposition]
-        if auto is not False or len(line) != size:
-            return False
-        if finding is not None and classes is not None and finding.get("class") not in classes:
-            return False
-        for key in needs:
-            value = line[key]
-            # not blank: its first character is not whitespace (the rule itself trims)
-            if type(value) is not str or not value or value[0] in WHITESPACE:
-                return False
-        if disposition == "fixed":
-            commit = line["commit"]
-            return len(commit) in (40, 64) and not commit.strip(_HEX)
-        if disposition == "duplicate":
-            target, _, target_id = line["of"].partition("/")
-            return bool(target) and bool(target_id) and "/" not in target_id
-        return True
-    except (KeyError, TypeError):
-        return False
+def _first_not_plain(lines: Sequence[Mapping[str, Any]], findings: Mapping[str, Mapping[str, Any]] | None,
+                     start: int = 0) -> int | None:
+    """The index of the first line from `start` that the cheap pass cannot clear, or None.
+    A line it clears has no `ledger_line_problem` (never the reverse guarantee: a line
+    it stops at is only to be looked at closer). One loop, not a call per line: a long
+    series has tens of thousands of lines."""
+    shapes, auto_size, hex_digits, whitespace = _TRIAGE_SHAPES, len(_LINE_KEYS), _HEX, WHITESPACE
+    for index in range(start, len(lines)):
+        line = lines[index]
+        try:  # a key missing (KeyError), a value that does not hash (TypeError)
+            fid, disposition, auto = line["finding"], line["disposition"], line["auto"]
+            if type(fid) is not str or not fid or type(line["at"]) is not str:
+                return index
+            finding = None
+            if findings is not None:
+                finding = findings.get(fid)
+                if finding is None:
+                    return index
+            if auto is True:
+                if (disposition == "deferred" and len(line) == auto_size
+                        and (finding is None or auto_deferrable(finding))):
+                    continue
+                return index
+            # exactly the keys triage writes: as many as those, and each of them there
+            classes, needs, size = shapes[disposition]
+            if auto is not False or len(line) != size:
+                return index
+            if finding is not None and classes is not None and finding.get("class") not in classes:
+                return index
+            for key in needs:
+                value = line[key]
+                # not blank: its first character is not whitespace (the rule itself trims)
+                if type(value) is not str or not value or value[0] in whitespace:
+                    return index
+            if disposition == "fixed":
+                commit = line["commit"]
+                if len(commit) in (40, 64) and not commit.strip(hex_digits):
+                    continue
+                return index
+            if disposition == "duplicate":
+                target, _, target_id = line["of"].partition("/")
+                if not target or not target_id or "/" in target_id:
+                    return index
+        except (KeyError, TypeError):
+            return index
+    return None
 
 
 def extension_problem(line: Mapping[str, Any]) -> str | None:

@@ -16,14 +16,16 @@ SPAR = Path(__file__).resolve().parent.parent / "spar"
 PURE_IMPORTS = {
     "__future__", "collections", "collections.abc", "dataclasses", "enum", "functools", "json", "posixpath", "re",
     "typing", "spar.errors", "spar.config.model", "spar.records.model", "math", "spar.round.usage", "operator",
+    "spar.plain",
 }
 # os only for os.path string handling; anything else of os is I/O
 IO_NAMES = {"open", "print", "input"}
 
 
 def _pure_modules() -> list[Path]:
-    """spar/judge/ and the record types and usage arithmetic it may use."""
-    return sorted((SPAR / "judge").glob("*.py")) + [SPAR / "records" / "model.py", SPAR / "round" / "usage.py"]
+    """spar/judge/ and the record types, usage arithmetic and class decorator it may use."""
+    return sorted((SPAR / "judge").glob("*.py")) + [SPAR / "records" / "model.py", SPAR / "round" / "usage.py",
+                                                   SPAR / "plain.py"]
 
 
 def io_problems(path: Path) -> list[str]:

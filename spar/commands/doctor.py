@@ -16,7 +16,6 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from spar.argparsing import command_parser
 from spar.config.model import ReviewerConfig
 from spar.errors import Refused, UsageError, quote
 from spar.judge.core_caps import GATE_FEATURE
+from spar.plain import asdict, dataclass
 from spar.round.environment import reviewer_env
 from spar.round.executable import find_executable
 from spar.round.process import run_process

@@ -12,7 +12,6 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from spar.argparsing import command_parser
@@ -35,6 +34,7 @@ from spar.config.scaffold import (
 from spar.config.sources import PROJECT_FILE, find_user_source, missing_why, user_candidates
 from spar.config.toml_positions import LocatedDoc, TomlSyntaxError, locate_toml
 from spar.errors import EXIT_OK, ConfigError, Refused, UsageError, quote
+from spar.plain import dataclass
 from spar.records import atomic
 from spar.round.executable import find_executable
 

@@ -22,7 +22,6 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -34,6 +33,7 @@ from spar.config import apply_selection, load_config
 from spar.config.model import AppliedConfig
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, WriteFailed, exit_for_signal, quote
 from spar.judge.context import RoundDoc
+from spar.plain import dataclass
 from spar.presets import Preset, get_preset, prepare_input
 from spar.progress import Progress, make_progress
 from spar.records import atomic, readers

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
 from spar.config.model import STAGES
 from spar.judge.dispositions import BLOCKING_CLASSES, Key, Known, Lookup, LookupResult, Trace, standing, trace
 from spar.judge.record_rules import CLASSES
+from spar.plain import dataclass, field
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
 
 SCHEMA = "review-gate/v1"

@@ -8,12 +8,11 @@ stays a usage error.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from spar.argparsing import SELECTION_VALUE_OPTIONS, Parser, add_selection_options, command_parser
 from spar.config.model import STAGES
 from spar.errors import Refused, UsageError, quote
 from spar.judge.refs import is_blank
+from spar.plain import dataclass, field
 
 DECISION = "--decision"
 DECISION_QUOTE = "--decision-quote"

@@ -8,7 +8,6 @@ spar.judge.repeats and spar.judge.similar, the text spar.round.memory.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from spar import git
@@ -19,6 +18,7 @@ from spar.judge.linemap import IDENTITY, LineMap, parse_diff
 from spar.judge.locate import locate
 from spar.judge.repeats import Earlier, Mine, corroborate, find_repeat, repeat_record
 from spar.judge.similar import Place
+from spar.plain import dataclass, field
 from spar.records import readers
 from spar.records.model import Finding, LedgerLine, RoundRecord
 from spar.series import SeriesRound, is_earlier, read_series, repository_of

@@ -211,3 +211,17 @@ def test_sources_order():
     assert sources(None, None) == {"head": [], "base": []}
     assert sources(Path("/w"), Path("/r1/workspace")) == {
         "head": [Path("/w"), Path("/r1/workspace/head")], "base": [Path("/r1/workspace/base")]}
+
+
+def test_a_base_file_equal_to_one_git_gives_the_head_is_linked_not_reused(series, tmp_path, monkeypatch):
+    # one git stream fills both copies: a base file whose blob and mode the head copy takes
+    # from git is a link to that head file, even where the base could take its bytes elsewhere
+    repo, base, head2, earlier = series
+    copy, asked, _by_path = copy_like_fresh(repo, base, head2, tmp_path, monkeypatch,
+                                            {"head": [], "base": [earlier / "base"]})
+    head_keys = {(e.sha, e.mode) for e in spar_git.ls_tree(repo, head2) if e.mode != "120000"}
+    shared = [e.path for e in spar_git.ls_tree(repo, base) if (e.sha, e.mode) in head_keys]
+    assert shared
+    for path in shared:
+        assert os.stat(copy / "base" / path).st_ino == os.stat(copy / "head" / path).st_ino, path
+    assert len(asked) == len(set(asked))

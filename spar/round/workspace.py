@@ -4,9 +4,9 @@ Only blob entries are copied (regular 100644, executable 100755, symlink
 120000); gitlinks never appear. `spar.round.treeplan` decides first: paths git
 refuses to check out (`.git` in every spelling) are left out, and a symbolic
 link whose target leaves its copy becomes a small read-only file saying what
-it pointed to. Blobs stream from one `git cat-file --batch`
-per commit (memory holds one file at a time), and a base file equal to a head
-file (same blob and mode) is a hard link to it, so the base copy of a typical
+it pointed to. Blobs stream from one `git cat-file --batch` for both copies,
+each blob asked once (memory holds one file at a time), and a base file equal
+to a head file (same blob and mode) is a hard link to it, so the base copy of a typical
 change costs little more than its folder entries. A file's bytes may
 also come from the work tree or an earlier round's copy, each checked against
 its blob id (`spar.round.reuse`); every file is still a new inode of this
@@ -166,6 +166,82 @@ def _link_note(target: bytes) -> bytes:
 Known = dict[tuple[str, str], tuple[str, Entry]]  # (blob, mode) -> a regular file already written
 
 
+Pending = dict[str, list[tuple[git.TreeEntry, str]]]  # blob id -> (entry, target) git is to fill
+
+
+class _Copy:
+    """One commit's copy in the making: what it has written ((blob, mode) -> file, with
+    `known`: another copy's files to link to), and where its `workspace_state` entries go."""
+
+    def __init__(self, known: Known | None, state: dict[str, Entry], prefix: str,
+                 coming: frozenset[tuple[str, str]] = frozenset()) -> None:
+        self.written: Known = {}
+        self.known = known if known is not None else {}
+        self.coming = coming  # (blob, mode) of files git is yet to give the copy of `known`
+        self.state = state
+        self.prefix = prefix
+
+    def linked(self, key: tuple[str, str], target: str, path: str) -> bool:
+        """`target` made a hard link to a file of the same (blob, mode) written already."""
+        source = self.written.get(key) or self.known.get(key)
+        if source is None or not _link(source[0], target):
+            return False
+        self.written.setdefault(key, source)
+        self.state[self.prefix + path] = source[1]  # one inode: one entry
+        return True
+
+    def wrote(self, writer: _Writer, key: tuple[str, str], entry: git.TreeEntry, target: str, data: bytes) -> None:
+        self.state[self.prefix + entry.path] = written = writer.write(target, data, _file_mode(entry))
+        self.written.setdefault(key, (target, written))
+
+
+def _start_copy(copy: _Copy, writer: _Writer, plan: TreePlan, dest: str, folders: list[str],
+                reuse: Sequence[str], pending: Pending) -> None:
+    """Everything of one copy but git's bytes: its folders, the notes for links leading out,
+    links to files already written and bytes taken from `reuse`; what git must give is
+    added to `pending`."""
+    folders.append(dest)
+    planned = plan_targets([*plan.copied, *_outward_entries(plan)], dest, folders)
+    for entry, target in planned:
+        if entry.path in plan.outward:
+            copy.state[copy.prefix + entry.path] = writer.write(target, _link_note(plan.outward[entry.path]),
+                                                                _READ_ONLY_FILE)
+            continue
+        if entry.mode != MODE_LINK:
+            key = (entry.sha, entry.mode)
+            if copy.linked(key, target, entry.path):
+                continue
+            if key in copy.coming:  # linked to that file once git has given it
+                pending.setdefault(entry.sha, []).append((entry, target))
+                continue
+            data = next((d for folder in reuse if (d := read_verified(f"{folder}/{entry.path}", entry.sha))
+                         is not None), None)
+            if data is not None:
+                copy.wrote(writer, key, entry, target, data)
+                continue
+        pending.setdefault(entry.sha, []).append((entry, target))
+
+
+def _fill(repo: str | Path, writer: _Writer, copies: list[tuple[_Copy, Pending]]) -> None:
+    """The bytes every copy still needs, from one `git cat-file --batch` for them all (each
+    blob asked once), written copy by copy in order, so a later copy links to an earlier
+    one's file; symbolic links last, so nothing is ever written through one made here."""
+    wanted = list(dict.fromkeys(sha for _copy, pending in copies for sha in pending))
+    links = []
+    for sha, data in git.stream_blobs(repo, wanted):
+        for copy, pending in copies:
+            for entry, target in pending.get(sha, ()):
+                if entry.mode == MODE_LINK:
+                    links.append((copy, entry.path, target, data))
+                    continue
+                key = (sha, entry.mode)
+                if not copy.linked(key, target, entry.path):
+                    copy.wrote(writer, key, entry, target, data)
+    for copy, path, target, link_to in links:
+        os.symlink(os.fsdecode(link_to), target)
+        copy.state[copy.prefix + path] = _entry(os.lstat(target))
+
+
 def copy_commit(repo: str | Path, commit: str, dest: str | Path, known: Known | None = None,
                 plan: TreePlan | None = None, folders: list[str] | None = None,
                 state: dict[str, Entry] | None = None, prefix: str = "", reuse: Sequence[str] = ()) -> Known:
@@ -180,52 +256,13 @@ def copy_commit(repo: str | Path, commit: str, dest: str | Path, known: Known | 
     at a time, so memory holds one
     file, not the tree. Returns (blob, mode) -> path of the regular files of this copy,
     with their entries."""
-    if plan is None:
-        plan = plan_commit(repo, commit)
-    dest = os.fspath(dest)
-    if folders is None:
-        folders = []
-    folders.append(dest)
-    planned = plan_targets([*plan.copied, *_outward_entries(plan)], dest, folders)
+    copy = _Copy(known, {} if state is None else state, prefix)
     writer = _Writer()
-    if state is None:
-        state = {}
-    written: Known = {}
-    pending: dict[str, list[tuple[git.TreeEntry, str]]] = {}
-    for entry, target in planned:
-        if entry.path in plan.outward:
-            state[prefix + entry.path] = writer.write(target, _link_note(plan.outward[entry.path]), _READ_ONLY_FILE)
-            continue
-        if entry.mode != MODE_LINK:
-            key = (entry.sha, entry.mode)
-            source = written.get(key) or (known.get(key) if known else None)
-            if source is not None and _link(source[0], target):
-                written.setdefault(key, source)
-                state[prefix + entry.path] = source[1]  # one inode: one entry
-                continue
-            data = next((d for folder in reuse if (d := read_verified(f"{folder}/{entry.path}", entry.sha))
-                         is not None), None)
-            if data is not None:
-                state[prefix + entry.path] = writer.write(target, data, _file_mode(entry))
-                written.setdefault(key, (target, state[prefix + entry.path]))
-                continue
-        pending.setdefault(entry.sha, []).append((entry, target))
-    links = []
-    for sha, data in git.stream_blobs(repo, pending):
-        for entry, target in pending[sha]:
-            if entry.mode == MODE_LINK:
-                links.append((entry.path, target, data))  # created last: nothing is written through them
-                continue
-            key = (sha, entry.mode)
-            if key in written and _link(written[key][0], target):
-                state[prefix + entry.path] = written[key][1]
-                continue
-            state[prefix + entry.path] = writer.write(target, data, _file_mode(entry))
-            written.setdefault(key, (target, state[prefix + entry.path]))
-    for path, target, link_to in links:
-        os.symlink(os.fsdecode(link_to), target)
-        state[prefix + path] = _entry(os.lstat(target))
-    return written
+    pending: Pending = {}
+    _start_copy(copy, writer, _plan(repo, commit, plan), os.fspath(dest),
+                [] if folders is None else folders, reuse, pending)
+    _fill(repo, writer, [(copy, pending)])
+    return copy.written
 
 
 def _outward_entries(plan: TreePlan) -> list[git.TreeEntry]:
@@ -241,6 +278,10 @@ def _link(source: str, target: str) -> bool:
             return False
         raise
     return True
+
+
+def _plan(repo: str | Path, commit: str, plan: TreePlan | None) -> TreePlan:
+    return plan_commit(repo, commit) if plan is None else plan
 
 
 def build_workspace(repo: str | Path, base: str, head: str, workspace: str | Path,
@@ -259,10 +300,19 @@ def build_workspace(repo: str | Path, base: str, head: str, workspace: str | Pat
     try:
         os.mkdir(root)
         sources = {copy: [os.fspath(f) for f in folders_of] for copy, folders_of in (reuse or {}).items()}
-        head_files = copy_commit(repo, head, f"{root}/head", plan=plans.get("head"), folders=folders,
-                                 state=state, prefix="head/", reuse=sources.get("head", ()))
-        copy_commit(repo, base, f"{root}/base", known=head_files, plan=plans.get("base"), folders=folders,
-                    state=state, prefix="base/", reuse=sources.get("base", ()))
+        writer = _Writer()
+        head_pending: Pending = {}
+        base_pending: Pending = {}
+        head_copy = _Copy(None, state, "head/")
+        _start_copy(head_copy, writer, _plan(repo, head, plans.get("head")), f"{root}/head", folders,
+                    sources.get("head", ()), head_pending)
+        # a base file of the same blob and mode as a head file is a link to it, also to one
+        # that git has yet to give
+        coming = frozenset((e.sha, e.mode) for targets in head_pending.values() for e, _ in targets)
+        base_copy = _Copy(head_copy.written, state, "base/", coming)
+        _start_copy(base_copy, writer, _plan(repo, base, plans.get("base")), f"{root}/base", folders,
+                    sources.get("base", ()), base_pending)
+        _fill(repo, writer, [(head_copy, head_pending), (base_copy, base_pending)])  # one git process for both
         make_read_only(folders, root, state)
     except OSError as exc:
         raise WriteFailed(f"cannot build {root}: {exc}") from exc

@@ -5,8 +5,9 @@ types after checking the keys they rely on; keys a record written by an older
 Spar may lack are `NotRequired` and every reader treats them as absent.
 """
 
-from __future__ import annotations
-
+# no `from __future__ import annotations` here: each string annotation of a TypedDict
+# becomes a ForwardRef compiled at import (~0.75 ms for this module, which every command
+# imports); the types below are all defined before they are named
 from enum import StrEnum
 from typing import Any, NotRequired, TypedDict
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -168,6 +169,19 @@ async def test_unstartable_program_says_why(tmp_path):
     res = await _run(tmp_path, [str(bad)])
     assert res.exit_code == 127
     assert res.last_stderr_line == f"spar: cannot start {bad}: Exec format error"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("shell", ["/bin/sh", "sh"])  # a path (os.posix_spawn), a name looked up in PATH
+async def test_the_reviewer_starts_in_its_folder_with_sigpipe_at_its_default(tmp_path, shell):
+    # the keeper is Python, which ignores SIGPIPE; the reviewer must not inherit that
+    (tmp_path / "here").mkdir()
+    res = await run_process([shell, "-c", "pwd; grep SigIgn /proc/self/status"], cwd=tmp_path / "here",
+                            deadline=anyio.current_time() + 30)
+    assert res.exit_code == 0
+    folder, ignored = res.stdout_tail.splitlines()
+    assert folder == str(tmp_path / "here")
+    assert int(ignored.split()[1], 16) & (1 << (signal.SIGPIPE - 1)) == 0
 
 
 @pytest.mark.anyio

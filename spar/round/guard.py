@@ -104,7 +104,7 @@ def keep(command: list[str], cwd: str, env: dict[str, str]) -> int:
     watch = _Watch()
     _status(f"P{os.getpid()}")
     try:
-        child = subprocess.Popen(command, cwd=cwd, env=env)  # inherits stdin, stdout, stderr
+        child = _spawn(command, cwd, env)  # inherits stdin, stdout, stderr
     except OSError as exc:
         # to fd 2, the reviewer's stderr: sys.stderr is whatever the forked spar had there
         with contextlib.suppress(OSError):
@@ -113,12 +113,12 @@ def keep(command: list[str], cwd: str, env: dict[str, str]) -> int:
     codes: dict[int, int] = {}
 
     def on_exit(pid: int, status: int) -> None:
-        if pid == child.pid:
+        if pid == child:
             codes[pid] = os.waitstatus_to_exitcode(status)
 
-    while child.pid not in codes:
+    while child not in codes:
         reap(on_exit)
-        if child.pid in codes:
+        if child in codes:
             break
         if watch.stop is not None:
             if not reaper:
@@ -128,7 +128,19 @@ def keep(command: list[str], cwd: str, env: dict[str, str]) -> int:
         watch.wait(1.0)  # signals wake it at once; the timeout is a safety net
     if reaper:
         end_descendants(GRACE, on_exit)  # what the reviewer left running ends with it
-    return codes[child.pid]
+    return codes[child]
+
+
+def _spawn(command: list[str], cwd: str, env: dict[str, str]) -> int:
+    """Start `command` in `cwd` as this keeper's child; its pid. As subprocess.Popen(command,
+    cwd=cwd, env=env) would (SIGPIPE and SIGXFSZ back to their defaults; every descriptor
+    but 0-2 is close-on-exec here), but a path is started by os.posix_spawn, without
+    Popen's Python-level set-up in this forked copy of spar; a bare name is looked up
+    in `env`'s PATH by Popen."""
+    if "/" not in command[0]:
+        return subprocess.Popen(command, cwd=cwd, env=env).pid
+    os.chdir(cwd)  # the keeper's own folder: nothing else of it depends on it
+    return os.posix_spawn(command[0], command, env, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
 
 
 def _start_keeper(request: bytes, fds: list[int], control: socket.socket) -> int:

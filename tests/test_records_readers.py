@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,31 @@ def test_read_round_keeps_unknown_and_newer_keys(tmp_path):
     assert got["finished_at"] == value["finished_at"]
     assert got["reviewers"][0]["standpoint"] == "look at concurrency"
     assert got["reviewers"][0]["standpoint_report"] is None
+
+
+@pytest.mark.parametrize("size", [0, 1, 4096, 70_000])
+def test_file_bytes_reads_what_open_reads(tmp_path, size):
+    path = tmp_path / "f"
+    path.write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+    assert jsonl.file_bytes(path) == path.read_bytes()
+
+
+@pytest.mark.parametrize("told", [0, 10, 99_999])  # the size fstat gives, as if the file grew or shrank since
+def test_file_bytes_reads_to_the_end_whatever_size_fstat_said(tmp_path, monkeypatch, told):
+    path = tmp_path / "f"
+    path.write_bytes(b"y" * 100_000)
+    real_fstat = os.fstat
+
+    def fstat(fd):
+        st = real_fstat(fd)
+        return os.stat_result((*st[:6], told, *st[7:]))
+
+    monkeypatch.setattr(os, "fstat", fstat)
+    assert jsonl.file_bytes(path) == b"y" * 100_000
+
+
+def test_file_bytes_refuses_as_open_does(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        jsonl.file_bytes(tmp_path / "missing")
+    with pytest.raises(IsADirectoryError):
+        jsonl.file_bytes(tmp_path)

@@ -41,8 +41,7 @@ def _join(folder: Path | str, name: str) -> str:
 
 def read_json(path: Path | str) -> Any:
     try:
-        with open(path, "rb") as file:
-            data = file.read()
+        data = jsonl.file_bytes(path)
     except FileNotFoundError:
         raise RecordError(f"{path}: missing") from None
     except OSError as exc:

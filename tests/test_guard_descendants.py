@@ -298,3 +298,34 @@ print(len(quick), quick == sorted(scanned))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["2", "True"]
     assert reaper._descendants_by_children(os.getpid()) is not None or not os.path.exists("/proc/self/task")
+
+
+@pytest.mark.parametrize("program", ["sh", "/bin/sh"])  # a name looked up in PATH, a path
+def test_a_keepers_reviewer_is_reaped_by_the_keeper_alone(tmp_path, monkeypatch, program):
+    # the keeper learns its reviewer's exit code by reaping it: nothing else in the keeper
+    # may reap it first (a dropped subprocess.Popen did, once the reviewer had ended,
+    # at the next Popen's clean-up: the keeper then waited for an exit it never saw)
+    from spar.round.guard import _spawn
+
+    monkeypatch.chdir(tmp_path)  # _spawn moves into the reviewer's folder, as a keeper does
+    (tmp_path / "here").mkdir()
+    pid = _spawn([program, "-c", "exit 3"], str(tmp_path / "here"), {"PATH": os.environ["PATH"]})
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # ended, not reaped
+    subprocess.run(["true"], check=True)  # a later Popen reaps what dropped ones left running
+    assert os.waitpid(pid, 0) == (pid, 3 << 8)
+
+
+def test_a_keeper_reports_the_first_error_other_than_not_there(tmp_path, monkeypatch):
+    from spar.round.guard import _spawn
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bin1").mkdir()
+    (tmp_path / "bin2").mkdir()
+    (tmp_path / "bin2" / "tool").write_text("#!/bin/sh\n")  # there, but not executable
+    env = {"PATH": f"{tmp_path / 'missing'}:{tmp_path / 'bin1'}:{tmp_path / 'bin2'}"}
+    with pytest.raises(PermissionError):
+        _spawn(["tool"], str(tmp_path), env)
+    with pytest.raises(FileNotFoundError):
+        _spawn(["nothing-of-that-name"], str(tmp_path), env)
+    with pytest.raises(FileNotFoundError):
+        _spawn(["tool"], str(tmp_path), {"PATH": ""})

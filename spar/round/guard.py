@@ -34,13 +34,13 @@ group only after GRACE + SETTLE seconds without its keeper ending.
 from __future__ import annotations
 
 import contextlib
+import errno
 import marshal
 import os
 import select
 import signal
 import socket
 import struct
-import subprocess
 from types import FrameType
 
 from spar.errors import EXIT_INTERNAL, EXIT_NOT_STARTED, EXIT_OK
@@ -133,14 +133,24 @@ def keep(command: list[str], cwd: str, env: dict[str, str]) -> int:
 
 def _spawn(command: list[str], cwd: str, env: dict[str, str]) -> int:
     """Start `command` in `cwd` as this keeper's child; its pid. As subprocess.Popen(command,
-    cwd=cwd, env=env) would (SIGPIPE and SIGXFSZ back to their defaults; every descriptor
-    but 0-2 is close-on-exec here), but a path is started by os.posix_spawn, without
-    Popen's Python-level set-up in this forked copy of spar; a bare name is looked up
-    in `env`'s PATH by Popen."""
-    if "/" not in command[0]:
-        return subprocess.Popen(command, cwd=cwd, env=env).pid
+    cwd=cwd, env=env) would (SIGPIPE and SIGXFSZ back to their defaults, a bare name looked
+    up in `env`'s PATH, the first error other than "not there" reported; every descriptor
+    but 0-2 is close-on-exec here), by os.posix_spawn: no Popen set-up in this forked copy
+    of spar, and no Popen object, whose collection would reap a reviewer that already
+    ended, so that the keeper's own reaping never saw its exit."""
     os.chdir(cwd)  # the keeper's own folder: nothing else of it depends on it
-    return os.posix_spawn(command[0], command, env, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
+    program = command[0]
+    paths = [program] if "/" in program else [os.path.join(d, program) for d in os.get_exec_path(env)]
+    first: OSError | None = None
+    last: OSError = FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+    for path in paths:
+        try:
+            return os.posix_spawn(path, command, env, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
+        except OSError as exc:
+            last = exc
+            if first is None and exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+                first = exc
+    raise first or last
 
 
 def _start_keeper(request: bytes, fds: list[int], control: socket.socket) -> int:

@@ -2,7 +2,9 @@
 
 Every benchmark runs the thing measured as a child process and reads the
 child's peak memory from `os.wait4`, which on Linux reports the largest
-resident set of that child and the descendants it waited for. Tables print
+resident set of that child and the descendants it waited for. The child is
+forked by a small spawner process started at import (`run_measured`), since a
+child counts the image of the process it was forked from. Tables print
 medians over repeated runs next to a baseline measured in the same run, so a
 busy machine slows both sides alike.
 """
@@ -10,6 +12,7 @@ busy machine slows both sides alike.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -43,33 +46,93 @@ class ChildFailed(RuntimeError):
     pass
 
 
+# Peak RSS is the largest resident set a process ever had, and a child made by fork (or
+# vfork) counts the parent's image it had before exec: measured from run_all.py, once
+# the benchmarks before had grown it to 116 MiB, every command read 116 MiB. So commands
+# are started by a small process made when this module is imported, which forks each one,
+# waits for it with os.wait4 and reports wall time, CPU time and peak RSS.
+_SPAWNER = r"""
+import json, os, signal, sys, threading, time
+requests, answers = os.fdopen(int(sys.argv[1]), "rb"), int(sys.argv[2])
+def kill(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+for line in requests:
+    r = json.loads(line)
+    fds = [os.open(r["stdin"] or os.devnull, os.O_RDONLY),
+           os.open(r["out"], os.O_WRONLY | os.O_TRUNC), os.open(r["err"], os.O_WRONLY | os.O_TRUNC)]
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            if r["cwd"]:
+                os.chdir(r["cwd"])
+            for target, fd in enumerate(fds):
+                os.dup2(fd, target)
+            os.execvpe(r["argv"][0], r["argv"], r["env"] if r["env"] is not None else os.environ)
+        except BaseException as exc:
+            os.write(2, f"cannot start {r['argv'][0]}: {exc}\n".encode())
+        os._exit(127)
+    for fd in fds:
+        os.close(fd)
+    timer = threading.Timer(r["timeout"], kill, (pid,))
+    timer.start()
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - start
+    timer.cancel()
+    os.write(answers, (json.dumps([wall, os.waitstatus_to_exitcode(status), usage.ru_maxrss,
+                                   usage.ru_utime, usage.ru_stime]) + "\n").encode())
+"""
+
+
+class _Spawner:
+    """The small process that starts every measured command (see _SPAWNER)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _start(self) -> None:
+        to_child, self.requests = os.pipe()
+        self.answers, from_child = os.pipe()
+        self.proc = subprocess.Popen([PYTHON, "-I", "-S", "-c", _SPAWNER, str(to_child), str(from_child)],
+                                     pass_fds=(to_child, from_child))
+        os.close(to_child)
+        os.close(from_child)
+        self.reader = os.fdopen(self.answers, "rb")
+
+    def run(self, request: dict) -> list:
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            os.write(self.requests, (json.dumps(request) + "\n").encode())
+            line = self.reader.readline()
+        if not line:
+            raise RuntimeError("the benchmark spawner ended")
+        return json.loads(line)
+
+
+_spawner = _Spawner()
+_spawner._start()  # now, while this process is small
+
+
 def run_measured(argv: list[str], *, cwd: str | Path | None = None, env: dict | None = None,
                  timeout: float = 600, check: bool = True, stdin_path: str | None = None) -> Sample:
-    """Run `argv` to the end; wall time, peak RSS and CPU time through os.wait4.
+    """Run `argv` to the end; wall time, peak RSS and CPU time through os.wait4 (in the
+    spawner, so that this process's size never counts).
 
-    Output goes to temporary files (not pipes), so nothing in this process
-    competes with the child for CPU while it runs."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL  # noqa: SIM115 (closed below)
-        try:
-            start = time.perf_counter()
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=stdin, stdout=out, stderr=err,
-                                    start_new_session=True)
-        finally:
-            if stdin_path:
-                stdin.close()
-        timer = threading.Timer(timeout, _kill_group, args=(proc.pid,))
-        timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            timer.cancel()
-        wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here; keep Popen from waiting again
-        out.seek(0)
-        err.seek(0)
-        sample = Sample(wall=wall, maxrss_mb=usage.ru_maxrss / 1024, returncode=proc.returncode,
-                        stdout=out.read(), stderr=err.read(), user=usage.ru_utime, sys=usage.ru_stime)
+    Output goes to temporary files (not pipes), so nothing competes with the child
+    for CPU while it runs."""
+    with tempfile.NamedTemporaryFile() as out, tempfile.NamedTemporaryFile() as err:
+        wall, code, maxrss_kb, user, system = _spawner.run({
+            "argv": [str(a) for a in argv], "cwd": str(cwd) if cwd is not None else None,
+            "env": env if env is not None else dict(os.environ),
+            "timeout": timeout, "stdin": stdin_path, "out": out.name, "err": err.name})
+        sample = Sample(wall=wall, maxrss_mb=maxrss_kb / 1024, returncode=code,
+                        stdout=out.read(), stderr=err.read(), user=user, sys=system)
     if check and sample.returncode != 0:
         raise ChildFailed(f"{' '.join(map(str, argv[:6]))} … exited {sample.returncode}:\n"
                           f"{sample.stderr.decode('utf-8', 'replace')[-2000:]}")

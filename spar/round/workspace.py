@@ -197,9 +197,12 @@ class _Copy:
 
 def _start_copy(copy: _Copy, writer: _Writer, plan: TreePlan, dest: str, folders: list[str],
                 reuse: Sequence[str], pending: Pending) -> None:
-    """Everything of one copy but git's bytes: its folders, the notes for links leading out,
-    links to files already written and bytes taken from `reuse`; what git must give is
-    added to `pending`."""
+    """Everything of one copy but git's bytes: `dest` and its folders (added to `folders`),
+    the notes for links leading out, hard links to files of the same (blob, mode) already
+    written (base and head share most files, and both copies are read-only), and bytes
+    taken from the same path under the first folder of `reuse` (an earlier round's copy,
+    the work tree) where they hash to the entry's blob id (spar.round.reuse); what git
+    must give is added to `pending`."""
     folders.append(dest)
     planned = plan_targets([*plan.copied, *_outward_entries(plan)], dest, folders)
     for entry, target in planned:
@@ -242,29 +245,6 @@ def _fill(repo: str | Path, writer: _Writer, copies: list[tuple[_Copy, Pending]]
         copy.state[copy.prefix + path] = _entry(os.lstat(target))
 
 
-def copy_commit(repo: str | Path, commit: str, dest: str | Path, known: Known | None = None,
-                plan: TreePlan | None = None, folders: list[str] | None = None,
-                state: dict[str, Entry] | None = None, prefix: str = "", reuse: Sequence[str] = ()) -> Known:
-    """Copy one commit's blob entries to `dest` as `plan` (default: plan_commit) says,
-    adding `dest` and every folder made to `folders`, and each file's `workspace_state`
-    entry, as written, to `state` (keyed `prefix` + its path).
-    A file whose (blob, mode) is in `known` (or was already written in this copy)
-    becomes a hard link to that file instead of a new one: base and head share most
-    files, and both copies are read-only. Other files take their bytes from the same
-    path under the first folder of `reuse` (an earlier round's copy, the work tree) where
-    they hash to the entry's blob id (spar.round.reuse), else from git: blobs stream one
-    at a time, so memory holds one
-    file, not the tree. Returns (blob, mode) -> path of the regular files of this copy,
-    with their entries."""
-    copy = _Copy(known, {} if state is None else state, prefix)
-    writer = _Writer()
-    pending: Pending = {}
-    _start_copy(copy, writer, _plan(repo, commit, plan), os.fspath(dest),
-                [] if folders is None else folders, reuse, pending)
-    _fill(repo, writer, [(copy, pending)])
-    return copy.written
-
-
 def _outward_entries(plan: TreePlan) -> list[git.TreeEntry]:
     return [git.TreeEntry(mode=MODE_FILE, kind="file", sha="", path=p) for p in plan.outward]
 
@@ -290,7 +270,7 @@ def build_workspace(repo: str | Path, base: str, head: str, workspace: str | Pat
     """`workspace/head` and `workspace/base`, then everything read-only (workspace/ included).
     `plans` ("head", "base" -> TreePlan) when the caller has them already; `reuse`
     ("head", "base" -> folders, see spar.round.reuse.sources): where files may take their
-    bytes from, each checked against its blob id (see `copy_commit`). Returns what
+    bytes from, each checked against its blob id (see `_start_copy`). Returns what
     `workspace_state(workspace)` reads now, taken while writing (no second pass over the
     copies): the state the change check compares the copies against after the round."""
     root = os.fspath(workspace)

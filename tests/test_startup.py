@@ -16,7 +16,7 @@ SPAR = Path(__file__).resolve().parent.parent / "spar"
 # modules `spar run` has no use for: each would cost its import (and, without cached
 # bytecode, its compilation) on every round
 NOT_FOR_RUN = [
-    "tempfile", "shutil", "bz2", "lzma", "random",  # tempfile's chain: only the gate's unique temp names
+    "tempfile", "shutil", "bz2", "lzma", "random",  # tempfile's chain: only spar doctor and the Core query
     "ctypes",  # only the guard
     "dataclasses",  # spar.plain instead: ~0.3 ms less a class at import
     "trio",  # only with SPAR_ASYNC_BACKEND=trio

@@ -134,11 +134,13 @@ def links_of(findings: list[Finding], ledger: list[LedgerLine]) -> Links:
 
 
 _ID, _FINDING, _CLASS = itemgetter("id"), itemgetter("finding"), itemgetter("class")
+_COUNTED = frozenset(CLASSES)
 
 
 def _auto_deferred(line: LedgerLine) -> bool:
+    """Deferred automatically (design §3); `_tally` tests the same inline, on the
+    disposition it has read already."""
     return line.get("auto") is True and line.get("disposition") == "deferred"
-_COUNTED = frozenset(CLASSES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -170,6 +170,16 @@ def head_commit(repo: Path | str) -> str:
     return out
 
 
+def unborn_head(repo: Path | str) -> bool:
+    """Whether HEAD names a branch that has no commit yet (a repository before its first commit)."""
+    if run(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok=(0, 1, 128)).returncode == 0:
+        return False
+    return run(repo, "symbolic-ref", "--quiet", "HEAD", ok=(0, 1, 128)).returncode == 0
+
+
+NO_COMMITS = "the repository has no commits yet"
+
+
 def _ref_exists(repo: Path | str, ref: str) -> bool:
     return run(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}",
                ok=(0, 1, 128)).returncode == 0

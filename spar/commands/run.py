@@ -134,7 +134,12 @@ def _revisions(args: RunArgs, repo: Path, known: Mapping[str, str]) -> tuple[str
 
     given = args.base
     base_of = _beside(commit, given, "--base") if given is not None and given not in known else None
-    head = commit(_head_rev(args), "--head")
+    try:
+        head = commit(_head_rev(args), "--head")
+    except Refused:
+        if args.head is None and git.unborn_head(repo):  # no --head to blame
+            raise Refused(f"{git.NO_COMMITS}; commit the change to review") from None
+        raise
     if given is None:
         base = git.default_base(repo, head)
     else:

@@ -4,7 +4,6 @@ it starts early. Speed itself is measured by bench/round_cost.py, never here."""
 from __future__ import annotations
 
 import ast
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,41 +11,6 @@ from pathlib import Path
 import pytest
 
 SPAR = Path(__file__).resolve().parent.parent / "spar"
-
-# modules `spar run` has no use for: each would cost its import (and, without cached
-# bytecode, its compilation) on every round
-NOT_FOR_RUN = [
-    "tempfile", "shutil", "bz2", "lzma", "random",  # tempfile's chain: only spar doctor and the Core query
-    "ctypes",  # only the guard
-    "dataclasses",  # spar.plain instead: ~0.3 ms less a class at import
-    "trio",  # only with SPAR_ASYNC_BACKEND=trio
-    "spar.commands.gate", "spar.commands.triage", "spar.commands.report", "spar.judge.gate",
-    "spar.presets.claude", "spar.presets.codex", "spar.presets.agy",  # only the preset in use
-]
-
-
-def _modules_after(code: str) -> set[str]:
-    out = subprocess.run([sys.executable, "-c", code + "\nimport json, sys; print(json.dumps(sorted(sys.modules)))"],
-                         capture_output=True, text=True, check=True, cwd=SPAR.parent)
-    return set(json.loads(out.stdout.splitlines()[-1]))
-
-
-def test_spar_run_imports_only_what_it_needs():
-    # parsing the arguments too: argparse's formatter would import shutil for the width
-    loaded = _modules_after("import spar.cli, spar.commands.run\n"
-                            "spar.commands.run.parse_run_args(['--stage', 'code', '--out', 'r1'])")
-    assert "spar.commands.run" in loaded
-    assert sorted(loaded & set(NOT_FOR_RUN)) == []
-
-
-def test_the_event_loop_backend_is_imported_beside_the_checks():
-    # spar run imports anyio's backend (asyncio and its helpers) in a thread while the
-    # main thread waits on git and fsync; anyio.run then finds it loaded
-    code = ("import spar.commands.run as r, sys\n"
-            "assert 'anyio._backends._asyncio' not in sys.modules\n"
-            "r.preload_backend('asyncio').join()")
-    assert "anyio._backends._asyncio" in _modules_after(code)
-
 
 def _dataclasses_without_docstring(path: Path) -> list[str]:
     """`file: class` for every class decorated with dataclass that has no docstring."""
@@ -86,123 +50,6 @@ def test_the_cyclic_collector_is_off_for_the_start_up():
     assert out.stdout == "collector off\n"
 
 
-def test_spar_run_turns_the_collector_on_before_the_reviewers(monkeypatch):
-    import gc
-    from types import SimpleNamespace
-
-    from spar.commands import run
-
-    seen = []
-
-    async def reviewers(jobs, **kw):
-        seen.append((gc.isenabled(), gc.get_freeze_count() > 0))
-        return []
-
-    monkeypatch.setattr(run, "run_reviewers", reviewers)
-    plan = SimpleNamespace(config=SimpleNamespace(env_passthrough=None), backend="asyncio")
-    gc.disable()
-    try:
-        assert run._run_all(plan, [], SimpleNamespace()) == ([], None)
-    finally:
-        gc.unfreeze()
-        gc.enable()
-    # on, with what the start-up made frozen: no collection walks it again
-    assert seen == [(True, True)]
-
-
-def test_the_collector_left_on_is_not_frozen(monkeypatch):
-    # in-process callers (the tests) keep the collector as they had it: nothing is frozen
-    import gc
-    from types import SimpleNamespace
-
-    from spar.commands import run
-
-    seen = []
-
-    async def reviewers(jobs, **kw):
-        seen.append(gc.get_freeze_count())
-        return []
-
-    monkeypatch.setattr(run, "run_reviewers", reviewers)
-    plan = SimpleNamespace(config=SimpleNamespace(env_passthrough=None), backend="asyncio")
-    assert gc.isenabled()
-    assert run._run_all(plan, [], SimpleNamespace()) == ([], None)
-    assert seen == [0]
-
-
-def test_the_base_tree_and_the_diff_are_read_beside_the_head_tree(repo, tmp_path, monkeypatch):
-    # the head's tree is read only once the base's tree and the diff have started: were
-    # they read after it, as before, this would wait until the hang bound and fail
-    import threading
-
-    from spar.commands import run
-    from spar.round.args import parse_run_args
-    from tests.proctools import HANG
-
-    started = {"base": threading.Event(), "diff": threading.Event()}
-    real_plan, real_diff = run.plan_commit, run.git.diff_with_stat
-    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
-
-    def plan(where, commit):
-        if commit == head:
-            assert all(event.wait(HANG) for event in started.values())
-        else:
-            started["base"].set()
-        return real_plan(where, commit)
-
-    def diff(*args):
-        started["diff"].set()
-        return real_diff(*args)
-
-    monkeypatch.setattr(run, "plan_commit", plan)
-    monkeypatch.setattr(run.git, "diff_with_stat", diff)
-    config = tmp_path / "spar.toml"
-    config.write_text('[[reviewers]]\nname = "a"\npreset = "command"\nargv = ["true", "{prompt}"]\n')
-    args = parse_run_args(["--stage", "code", "--base", "HEAD~1", "--out", "reviews/beside/r1"])
-    plan_ = run.prepare(args, cwd=str(repo), env={"SPAR_CONFIG": str(config), "XDG_CONFIG_HOME": str(tmp_path)})
-    assert set(plan_.tree_plans) == {"head", "base"} and "print(2)" in plan_.packet_text
-
-
-def test_the_repository_and_the_named_commits_take_one_git_process(repo, tmp_path, monkeypatch):
-    # the work tree root, --base and --head from one `git rev-parse`, not one each
-    from spar import git
-    from spar.commands import run
-    from spar.errors import Refused
-    from spar.round.args import parse_run_args
-    from tests.spies import calls_to
-
-    calls = calls_to(monkeypatch, git, "run", lambda where, *args, **kw: args)
-    config = tmp_path / "spar.toml"
-    config.write_text('[[reviewers]]\nname = "a"\npreset = "command"\nargv = ["true", "{prompt}"]\n')
-    env = {"SPAR_CONFIG": str(config), "XDG_CONFIG_HOME": str(tmp_path)}
-    args = parse_run_args(["--stage", "code", "--base", "HEAD~1", "--out", "reviews/once/r1"])
-    plan_ = run.prepare(args, cwd=str(repo), env=env)
-    ids = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD", "HEAD~1"], capture_output=True,
-                         text=True, check=True).stdout.split()
-    assert (plan_.repo, plan_.head, plan_.base) == (repo.resolve(), *ids)
-    reads = [a for a in calls if a[0] == "rev-parse" and any(x.endswith("^{commit}") for x in a)]
-    assert reads == [("rev-parse", "--show-toplevel", "HEAD~1^{commit}", "HEAD^{commit}")]
-    # a revision that is not plain (a range) goes the long way, which refuses it in its own words
-    calls.clear()
-    args = parse_run_args(["--stage", "code", "--base", "HEAD~1..HEAD", "--out", "reviews/once/r1"])
-    with pytest.raises(Refused) as err:
-        run.prepare(args, cwd=str(repo), env=env)
-    assert str(err.value) == '--base "HEAD~1..HEAD" is not a commit'
-    assert [a[1] for a in calls if a[0] == "rev-parse"] == ["--show-toplevel", "--show-toplevel", "--verify",
-                                                              "--verify"]
-
-
-def test_beside_hands_back_the_value_or_the_exception():
-    import pytest
-
-    from spar.commands import run
-
-    assert run._beside(sum, [1, 2])() == 3
-    with pytest.raises(ZeroDivisionError):
-        run._beside(divmod, 1, 0)()
-
-
 def test_the_guard_starts_before_the_checks_and_stops_on_a_refusal(monkeypatch):
     import pytest
 
@@ -217,7 +64,7 @@ def test_the_guard_starts_before_the_checks_and_stops_on_a_refusal(monkeypatch):
 
     monkeypatch.setattr(run, "start_guard", lambda: calls.append("start guard"))
     monkeypatch.setattr(run, "stop_guard", lambda: calls.append("stop guard"))
-    monkeypatch.setattr(run, "prepare", refuse)
+    monkeypatch.setattr(run, "plan_round", refuse)
     with pytest.raises(Refused):
         run.main(["--stage", "code", "--out", "r1"])
     assert calls == ["start guard", "checks", "stop guard"]
@@ -225,30 +72,6 @@ def test_the_guard_starts_before_the_checks_and_stops_on_a_refusal(monkeypatch):
     with pytest.raises(Refused):
         run.main(["--stage", "code", "--out", "r1", "--dry-run"])  # a dry run starts no reviewer
     assert calls == ["checks", "stop guard"]
-
-
-def test_the_base_is_resolved_beside_the_head(repo, monkeypatch):
-    # the long way (a revision the one-process read left to resolve_commit)
-    import threading
-
-    from spar.commands import run
-    from spar.round.args import parse_run_args
-    from tests.proctools import HANG
-
-    base_started = threading.Event()
-    real = run.git.resolve_commit
-
-    def resolve(where, rev, *, what="revision"):
-        if what == "--head":
-            assert base_started.wait(HANG)
-        elif what == "--base":
-            base_started.set()
-        return real(where, rev, what=what)
-
-    monkeypatch.setattr(run.git, "resolve_commit", resolve)
-    args = parse_run_args(["--stage", "code", "--base", "HEAD~1", "--out", "r1"])
-    base, head, _ = run._revisions(args, repo, {})
-    assert (base, head) == (real(repo, "HEAD~1"), real(repo, "HEAD"))
 
 
 def test_the_help_width_is_what_shutil_would_say(monkeypatch):

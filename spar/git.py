@@ -14,11 +14,11 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from spar.errors import Refused, quote
-from spar.plain import dataclass
 
 # Variables that would point git at another repository than the one we name with -C.
 _DROPPED_ENV = (

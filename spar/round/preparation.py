@@ -12,8 +12,9 @@ from typing import Any
 
 from spar import git
 from spar import series as series_mod
-from spar.config import apply_selection, load_config
+from spar.config.load import load_config
 from spar.config.model import AppliedConfig
+from spar.config.select import apply_selection
 from spar.errors import Refused, WriteFailed, quote
 from spar.judge.context import RoundDoc
 from spar.presets import prepare_input

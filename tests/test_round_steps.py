@@ -1,53 +1,12 @@
-"""What `spar run` does before its first useful step: which modules it imports, and what
-it starts early. Speed itself is measured by bench/round_cost.py, never here."""
+"""Steps of a round in their order: the guard before the checks, a reviewer's process
+group looked at again soon after its keeper ends, the records synced as one batch."""
 
 from __future__ import annotations
 
-import ast
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-SPAR = Path(__file__).resolve().parent.parent / "spar"
-
-def _dataclasses_without_docstring(path: Path) -> list[str]:
-    """`file: class` for every class decorated with dataclass that has no docstring."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    out = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.ClassDef):
-            continue
-        for deco in node.decorator_list:
-            target = deco.func if isinstance(deco, ast.Call) else deco
-            if isinstance(target, ast.Name) and target.id == "dataclass" and ast.get_docstring(node) is None:
-                out.append(f"{path.name}: {node.name}")
-    return out
-
-
-def test_every_dataclass_has_a_docstring():
-    # without one, dataclasses builds a docstring at import time through inspect.signature
-    # (~0.2 ms a class, dozens of them on every start)
-    missing = [name for path in sorted(SPAR.rglob("*.py")) for name in _dataclasses_without_docstring(path)]
-    assert missing == []
-
-
-def test_the_docstring_rule_sees_a_missing_one(tmp_path):
-    sample = tmp_path / "sample.py"
-    sample.write_text("from dataclasses import dataclass\n\n@dataclass(frozen=True)\nclass Bare:\n    x: int\n\n"
-                      "@dataclass\nclass Told:\n    \"\"\"Has one.\"\"\"\n\n    y: int\n")
-    assert _dataclasses_without_docstring(sample) == ["sample.py: Bare"]
-
-
-def test_the_cyclic_collector_is_off_for_the_start_up():
-    # spar and `python -m spar` (cli.entry) run every command with it off; main alone
-    # (what the in-process tests call) leaves it as it is
-    code = ("import gc, sys\nimport spar.cli as cli\n"
-            "cli.main = lambda: print('collector on' if gc.isenabled() else 'collector off') or 0\n"
-            "cli.entry()")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout == "collector off\n"
 
 
 def test_the_guard_starts_before_the_checks_and_stops_on_a_refusal(monkeypatch):
@@ -72,19 +31,6 @@ def test_the_guard_starts_before_the_checks_and_stops_on_a_refusal(monkeypatch):
     with pytest.raises(Refused):
         run.main(["--stage", "code", "--out", "r1", "--dry-run"])  # a dry run starts no reviewer
     assert calls == ["checks", "stop guard"]
-
-
-def test_the_help_width_is_what_shutil_would_say(monkeypatch):
-    import shutil
-
-    from spar.argparsing import terminal_columns
-
-    for columns in ("50", "0", "wide", None):
-        if columns is None:
-            monkeypatch.delenv("COLUMNS", raising=False)
-        else:
-            monkeypatch.setenv("COLUMNS", columns)
-        assert terminal_columns() == shutil.get_terminal_size().columns
 
 
 @pytest.mark.anyio

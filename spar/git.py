@@ -6,8 +6,10 @@ fsmonitor off (it can name a program to run) and `core.quotepath=off`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import threading
 from collections.abc import Iterable, Iterator
@@ -62,18 +64,39 @@ def _argv(repo: Path | str, args: Iterable[str]) -> list[str]:
             "-c", "core.quotepath=off", "-C", os.fspath(repo), *args]
 
 
+TIME_LIMIT = 600.0  # seconds any one git command may take (a FIFO among the ignore files blocks git forever)
+
+
 def run(repo: Path | str, *args: str, input: bytes | None = None,
-        ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[bytes]:
-    """Run git in `repo`; raise GitError unless the exit status is in `ok`."""
+        ok: tuple[int, ...] = (0,), timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run git in `repo`; raise GitError unless the exit status is in `ok`.
+
+    git leads a process group of its own, ended whole (SIGKILL) when it runs past
+    `timeout` (default TIME_LIMIT) or when Spar is interrupted meanwhile."""
+    limit = TIME_LIMIT if timeout is None else timeout
     try:
-        proc = subprocess.run(_argv(repo, args), input=input, capture_output=True,
-                              env=_env(), check=False,
-                              stdin=None if input is not None else subprocess.DEVNULL)
+        proc = subprocess.Popen(_argv(repo, args), stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), process_group=0)
     except OSError as exc:
         raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
-    if proc.returncode not in ok:
-        raise GitError(_failure(args, proc))
-    return proc
+    try:
+        stdout, stderr = proc.communicate(input, timeout=limit)
+    except subprocess.TimeoutExpired:
+        _end_group(proc)
+        raise GitError(f"git {next(iter(args), '')} did not finish within {limit:g} s (ended)") from None
+    except BaseException:
+        _end_group(proc)
+        raise
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    if done.returncode not in ok:
+        raise GitError(_failure(args, done))
+    return done
+
+
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()  # reaps git and closes its pipes
 
 
 def _failure(args: Iterable[str], proc: subprocess.CompletedProcess[bytes]) -> str:

@@ -9,6 +9,7 @@ the series now. `spar.report_html` renders it.
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from spar import __version__
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_OK, SparError
-from spar.records import atomic, clock, readers
+from spar.records import atomic, clock, paths, readers
 from spar.report_html import render
 from spar.round import usage
 from spar.series import read_series, series_folder
@@ -32,8 +33,12 @@ The file is self-contained: inline styles and SVG, no script, no external
 asset, and a Content-Security-Policy that refuses any fetch. Open it in any
 browser, attach it to a ticket, keep it with the series.
 
+--out never names a record of a series (a file inside a round folder, a
+series' extensions.jsonl): that is refused, as `spar gate --out` refuses it.
+
 Exit codes: 0 written; 64 usage error; 65 refused (the series is not a
-series folder, or one of its records cannot be read); 70 the write failed."""
+series folder, one of its records cannot be read, or --out names a record);
+70 the write failed."""
 
 
 def _parser() -> Parser:
@@ -101,6 +106,11 @@ def gather(series: Path) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     series = series_folder(args.series)
+    # never over a record (a round's ledger.jsonl, the series' extensions.jsonl), nor inside
+    # a round folder a killed run left without round.json
+    with os.scandir(series) as entries:
+        folders = [entry.path for entry in entries if entry.is_dir()]
+    paths.check_not_record(args.out, folders, [series])
     atomic.write_text(args.out, render(gather(series)))
     print(f"report: {args.out}")
     return EXIT_OK

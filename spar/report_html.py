@@ -3,7 +3,9 @@
 No script, no external asset, no font or image fetched: styles are inline and
 the charts are inline SVG, and a Content-Security-Policy of `default-src
 'none'` (inline styles and data: images only) makes any fetch a refused one.
-Every value from the records (reviewer text included) is HTML-escaped.
+Every value from the records (reviewer text included) goes through
+`spar.textsafe.html_safe`: controls, bidi overrides and invisible characters
+shown escaped (`\u202e`), then HTML-escaped.
 
 The input is `spar.commands.report.gather`'s dict: the cap report of the
 series (rounds, reviewer statuses and usage), per round its wall time and
@@ -12,11 +14,11 @@ findings with their disposition history, and the gate over every round.
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 from spar.records.model import ReviewerStatus
 from spar.round import usage as usage_text
+from spar.textsafe import html_safe
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 COLORS = {"defect": "#c62828", "requirement-question": "#6a1b9a", "hardening": "#ef6c00", "note": "#546e7a"}
@@ -42,7 +44,7 @@ svg text{font:12px system-ui,sans-serif}
 
 
 def _e(value: object) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    return html_safe(value)
 
 
 def _badge(status: str) -> str:

@@ -9,7 +9,8 @@ shown escaped (`\u202e`), then HTML-escaped.
 
 The input is `spar.commands.report.gather`'s dict: the cap report of the
 series (rounds, reviewer statuses and usage), per round its wall time and
-findings with their disposition history, and the gate over every round.
+(for the latest rounds) findings with their disposition history, and the
+gate over every round.
 """
 
 from __future__ import annotations
@@ -197,8 +198,13 @@ def _memory(f: dict[str, Any]) -> str:
     return out
 
 
-def _findings(rounds: list[dict[str, Any]]) -> str:
+def _findings(rounds: list[dict[str, Any]], detail_rounds: int) -> str:
     parts = []
+    older = sum(1 for r in rounds if not r.get("detailed", True))
+    if older:
+        parts.append(f'<p class="muted" id="older-rounds">Every finding of the latest {detail_rounds} round(s) is '
+                     f"shown below; the {older} earlier round(s) show their counts in the rounds table (their "
+                     "records keep every finding: <code>spar export</code>).</p>")
     for r in rounds:
         if not r["findings"]:
             continue
@@ -238,7 +244,7 @@ def render(data: dict[str, Any]) -> str:
                   f"<td class=\"num\">{s['remaining']}</td><td>"
                   + _e("; ".join(f"+{x['by']} {x['cause'] or 'no recorded cause'}" for x in s["extensions"]) or "-")
                   + "</td></tr>" for s in data["stages"]) + "</table>",
-        "<h2>Findings and their dispositions</h2>", _findings(rounds),
+        "<h2>Findings and their dispositions</h2>", _findings(rounds, data.get("detail_rounds", len(rounds))),
     ]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">"

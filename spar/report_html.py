@@ -80,6 +80,8 @@ def timeline_svg(rounds: list[dict[str, Any]]) -> str:
         y = 25 if i % 2 == 0 else 75
         parts.append(f'<circle cx="{x:.1f}" cy="45" r="7" fill="{color}"><title>{_e(r["name"])} '
                      f'{_e(r["started_at"])}</title></circle>')
+        if not r.get("detailed", True):
+            continue  # an older round is a point with its title; labels only for the latest rounds
         anchor = "start" if x < pad + 80 else "end" if x > width - pad - 80 else "middle"
         parts.append(f'<text x="{x:.1f}" y="{y}" text-anchor="{anchor}">{_e(r["name"])} ({_e(r["stage"])})</text>')
     parts.append("</svg>")
@@ -226,6 +228,10 @@ def _findings(rounds: list[dict[str, Any]], detail_rounds: int) -> str:
 
 def render(data: dict[str, Any]) -> str:
     rounds = data["rounds"]
+    # a long series: the chart and the reviewer table cover the rounds shown in full, the
+    # rounds table and the timeline every round
+    recent = [r for r in rounds if r.get("detailed", True)]
+    latest = f" (latest {len(recent)} rounds)" if len(recent) < len(rounds) else ""
     total = data["usage"]
     body = [
         f"<h1>Spar series report</h1><p class=\"muted\">{_e(data['series'])} · {len(rounds)} round(s) · "
@@ -236,9 +242,9 @@ def render(data: dict[str, Any]) -> str:
         " Time and cost come from each attempt's <code>usage</code>; rounds recorded before Spar kept it show"
         " “not recorded”.</p>",
         "<h2>Timeline</h2>", timeline_svg(rounds),
-        "<h2>Findings per round by class</h2>", findings_chart_svg(rounds),
+        f"<h2>Findings per round by class{latest}</h2>", findings_chart_svg(recent),
         "<h2>Rounds</h2>", _rounds_table(rounds),
-        "<h2>Reviewers</h2>", _reviewers_table(rounds),
+        f"<h2>Reviewers{latest}</h2>", _reviewers_table(recent),
         "<h2>Caps</h2><table><tr><th>stage</th><th>cap</th><th>counted</th><th>remaining</th><th>extensions</th></tr>"
         + "".join(f"<tr><td>{_e(s['stage'])}</td><td class=\"num\">{s['cap']}</td><td class=\"num\">{s['counted']}</td>"
                   f"<td class=\"num\">{s['remaining']}</td><td>"

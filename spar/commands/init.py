@@ -13,8 +13,10 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+from spar import git
 from spar.argparsing import command_parser
 from spar.config.checks import check_project, check_user
 from spar.config.scaffold import (
@@ -35,8 +37,7 @@ from spar.config.scaffold import (
 from spar.config.sources import PROJECT_FILE, find_user_source, missing_why, user_candidates
 from spar.config.toml_positions import LocatedDoc, TomlSyntaxError, locate_toml
 from spar.errors import EXIT_OK, ConfigError, Refused, UsageError, quote
-from spar.plain import dataclass
-from spar.records import atomic
+from spar.records import atomic, paths
 from spar.round.executable import find_executable
 
 DESCRIPTION = """\
@@ -183,8 +184,6 @@ def _refuse_links(root: Path, path: Path, what: str, lines: str) -> None:
     """Every file init writes must be where the user asked: a symbolic link in the
     repository part of its path (committed by anyone who can push) would send the
     write to wherever it points."""
-    from spar.records import paths
-
     link = paths.link_below(root, path)
     if link is not None:
         target = os.readlink(link)
@@ -231,8 +230,6 @@ def plan_ignore(series: Path, repo: Path | None = None) -> Step:
     """G28 for the series folder; when the innermost repository does not ignore
     it, one line for the .gitignore of the deepest existing folder holding it.
     `repo` is the work tree the user works in: no link inside it may be on the way."""
-    from spar import git
-    from spar.records import paths
 
     if repo is not None:
         _refuse_links(repo, series, "--series", f"{ignore_pattern(series.name)} (in the .gitignore beside it)")
@@ -305,7 +302,6 @@ def main(argv: list[str]) -> int:
     check_series_name(args.series)
     series = Path(args.series) if os.path.isabs(args.series) else base / args.series
 
-    from spar import git
 
     try:
         root = git.repo_root(base)
@@ -334,7 +330,6 @@ def main(argv: list[str]) -> int:
     if not args.dry_run:
         ignore = steps[-1]
         if ignore.action != "keep":
-            from spar.records import paths
 
             paths.check_record_path(series, kind="--series", directory=True)  # the line must have done it
         out.write(f"Next: `spar doctor`, then `spar run --stage code --out {args.series.rstrip('/')}/ROUND`.\n")

@@ -230,7 +230,6 @@ def plan_ignore(series: Path, repo: Path | None = None) -> Step:
     """G28 for the series folder; when the innermost repository does not ignore
     it, one line for the .gitignore of the deepest existing folder holding it.
     `repo` is the work tree the user works in: no link inside it may be on the way."""
-
     if repo is not None:
         _refuse_links(repo, series, "--series", f"{ignore_pattern(series.name)} (in the .gitignore beside it)")
         _refuse_odd_ignore_files(repo, series)

@@ -43,7 +43,8 @@ Write the findings of one or more recorded rounds in a standard format:
 Every finding is exported. A location that is not a line of a head file is
 kept and said in the message: `base/` locations carry the path without lines
 (they are base lines), round documents outside the repository their document
-name, and unreadable locations (G7) the repository root "." with the
+name, and unreadable locations (outside the location grammar or naming
+nothing in either copy) the repository root "." with the
 reviewer's own text; stderr counts them. The fingerprint is that of ROUND/ID,
 or of the earlier finding it is the same as (a triaged duplicate, else a
 recorded repeat_of), followed to the first, so a repeat in a later round is

@@ -47,7 +47,8 @@ executable and version (its version check, at most 10 s), whether claude
 (`claude auth status`) and codex (`codex login status`, or CODEX_API_KEY set)
 are logged in (agy has no harmless check), each CLI run with the environment its reviewer would
 get (env_passthrough), and whether the series folder (--series, default
-reviews) is ignored as `spar run --out` requires (G28).
+reviews) is ignored as `spar run --out` requires (every repository holding
+it ignores it and no tracked file is under it).
 
 It also asks the Jaekit Core that reads Spar's gate (`ha` on PATH, or
 --core PATH) `ha capabilities --format json` (at most 5 s, not retried) and

@@ -42,7 +42,8 @@ Write the findings of one or more recorded rounds in a standard format:
 Every finding is exported. A location that is not a line of a head file is
 kept and said in the message: `base/` locations carry the path without lines
 (they are base lines), round documents outside the repository their document
-name, and unreadable locations (G7) the repository root "." with the
+name, and unreadable locations (outside the location grammar or naming
+nothing in either copy) the repository root "." with the
 reviewer's own text; a path that is not a plain repository path (absolute,
 or with a "..", "." or empty part) is never exported: the finding goes to "."
 and the message says why; stderr counts them. The fingerprint hashes what

@@ -45,7 +45,8 @@ Set Spar up: write the user configuration (reviewers for the CLIs found on
 PATH among claude, codex, agy; otherwise the host's native reviewer), with
 --project the repository's .jaekit/spar.toml, and add the series folder
 (--series, default reviews) to the repository's ignore rules so that
-`spar run --out reviews/ROUND` is accepted (G28).
+`spar run --out reviews/ROUND` is accepted (a record folder must be ignored
+by every repository holding it).
 
 The user file is the one Spar reads: the first existing of $SPAR_CONFIG,
 $XDG_CONFIG_HOME/jaekit/spar.toml, ~/.config/jaekit/spar.toml; when none

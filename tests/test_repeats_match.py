@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from spar import git as spar_git
 from spar.judge import similar
 from spar.judge.linemap import IDENTITY, parse_diff, unquote
-from spar.judge.repeats import Earlier, Mine, corroborate, find_repeat, group_order, repeat_record
+from spar.judge.repeats import Earlier, Mine, corroborate, find_repeat, find_repeats, group_order, repeat_record
 from spar.judge.similar import Place, claim_similarity, near, same_finding
 from tests.gitrepo import commit, make_repo
 
@@ -23,6 +23,7 @@ def test_thresholds_are_the_data():
     assert DATA["similar_at"] == similar.SIMILAR_AT
     assert DATA["line_slack"] == similar.LINE_SLACK
     assert DATA["stem"] == similar.STEM
+    assert DATA["min_shared"] == similar.MIN_SHARED
     scores = [c["score"] for c in DATA["claims"]]
     # the table holds near misses on both sides of the threshold
     assert any(DATA["similar_at"] <= s < DATA["similar_at"] + 0.05 for s in scores)
@@ -48,6 +49,35 @@ def test_place_table(case):
 def test_similarity_is_bounded_and_symmetric(a, b):
     s = claim_similarity(a, b)
     assert 0.0 <= s <= 1.0 and s == claim_similarity(b, a)
+
+
+def test_closest_pairs_prefer_the_closer_claim():
+    """Issue 23 point 4: a claim pairs only with its closest on the other side, so the low
+    threshold does not join another defect of the same code when the right one is there."""
+    injection = "SQL query built by string concatenation allows injection"
+    timeout = "SQL query is run without a timeout"
+    assert similar.similar_claims(injection, timeout)  # alone, they pair
+    other_side = ["User input is concatenated into the SQL query (injection)", "The query has no timeout"]
+    pairs = similar.closest_pairs([injection, timeout], other_side)
+    assert [(i, j) for i, j, _ in pairs] == [(0, 0), (1, 1)]
+    assert similar.closest_pairs([injection], [timeout], lambda i, j: False) == []  # places decide first
+    assert similar.closest_pairs([injection], [timeout], at=0.5) == []
+
+
+def test_repeats_and_groups_pair_the_closest():
+    """Issue 23 point 4: repeats and corroboration both pair each finding with its closest
+    near finding of the other side (one reviewer of one round)."""
+    injection, timeout = "SQL query built by string concatenation allows injection", "SQL query is run without a timeout"
+    old = [earlier("r1", 0, "a-F1", "User input is concatenated into the SQL query (injection)", index=0),
+           earlier("r1", 0, "a-F2", "The query has no timeout", index=1)]
+    mine = [Mine("b-F1", "b", "codex", P, timeout), Mine("b-F2", "b", "codex", P, injection)]
+    assert [e.finding if e else None for e in find_repeats(mine, old)] == ["a-F2", "a-F1"]
+    # two new reviewers may both repeat one earlier finding
+    both = [Mine("b-F1", "b", "codex", P, injection), Mine("c-F1", "c", "claude", P, injection)]
+    assert [e.finding if e else None for e in find_repeats(both, old)] == ["a-F1", "a-F1"]
+    groups = corroborate([Mine("a-F1", "a", "claude", P, old[0].claim), Mine("a-F2", "a", "claude", P, old[1].claim)]
+                         + mine)
+    assert groups["b-F1"] == (["a-F2"], 2) and groups["b-F2"] == (["a-F1"], 2)
 
 
 def test_same_finding_needs_place_and_claim():

@@ -2,15 +2,18 @@
 
 The caller locates every finding (spar.judge.locate), maps earlier places to
 the new commits (spar.judge.linemap) and hands in plain data. Matching is
-spar.judge.similar's: same path, lines near, claims similar.
+spar.judge.similar's: same path, lines near, claims similar and each the other's
+closest among the near findings of the other side. A side is one reviewer's
+findings of one round.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from spar.judge.similar import Place, same_finding
+from spar.judge.similar import Place, closest_pairs, near
 from spar.records.model import Finding, RepeatOf
 
 
@@ -25,28 +28,7 @@ class Earlier:
     place: Place | None  # None: unreadable, or its lines are gone at the new head
     claim: str
     disposition: str | None  # its standing disposition, None when it has none
-
-
-def find_repeat(place: Place | None, claim: str, earlier: list[Earlier]) -> Earlier | None:
-    """The earlier finding a new one repeats: of all that match, the one of the latest
-    round (the decision that stands last), then the most similar claim, then the
-    first in that round's findings.json."""
-    best: tuple[tuple[int, float, int], Earlier] | None = None
-    for e in earlier:
-        score = same_finding(place, claim, e.place, e.claim)
-        if score is None:
-            continue
-        key = (e.order, score, -e.index)
-        if best is None or key > best[0]:
-            best = (key, e)
-    return best[1] if best else None
-
-
-def repeat_record(e: Earlier | None) -> RepeatOf | None:
-    """findings.json `repeat_of`: {round, finding, disposition} or null."""
-    if e is None:
-        return None
-    return {"round": e.round, "finding": e.finding, "disposition": e.disposition}
+    reviewer: str = ""  # who wrote it in its round
 
 
 class Mine(NamedTuple):
@@ -57,6 +39,51 @@ class Mine(NamedTuple):
     preset: str
     place: Place | None
     claim: str
+
+
+def _may_pair(a: list[Place | None], b: list[Place | None]) -> Callable[[int, int], bool]:
+    def check(i: int, j: int) -> bool:
+        pa, pb = a[i], b[j]
+        return pa is not None and pb is not None and near(pa, pb)
+    return check
+
+
+def _sides(keys: list[tuple[object, ...]]) -> list[list[int]]:
+    """Positions grouped by key, in order of first appearance."""
+    out: dict[tuple[object, ...], list[int]] = {}
+    for n, k in enumerate(keys):
+        out.setdefault(k, []).append(n)
+    return list(out.values())
+
+
+def find_repeats(mine: list[Mine], earlier: list[Earlier]) -> list[Earlier | None]:
+    """For each new finding, the earlier finding it repeats: of all that match (one new
+    reviewer's findings against one earlier round's reviewer's), the one of the latest
+    round (the decision that stands last), then the most similar claim, then the first
+    in that round's findings.json."""
+    best: dict[int, tuple[tuple[int, float, int], Earlier]] = {}
+    for new in _sides([(m.reviewer,) for m in mine]):
+        for old in _sides([(e.round, e.reviewer) for e in earlier]):
+            pairs = closest_pairs([mine[i].claim for i in new], [earlier[j].claim for j in old],
+                                  _may_pair([mine[i].place for i in new], [earlier[j].place for j in old]))
+            for i, j, score in pairs:
+                e = earlier[old[j]]
+                key = (e.order, score, -e.index)
+                if new[i] not in best or key > best[new[i]][0]:
+                    best[new[i]] = (key, e)
+    return [best[n][1] if n in best else None for n in range(len(mine))]
+
+
+def find_repeat(place: Place | None, claim: str, earlier: list[Earlier]) -> Earlier | None:
+    """find_repeats for one new finding alone."""
+    return find_repeats([Mine("", "", "", place, claim)], earlier)[0]
+
+
+def repeat_record(e: Earlier | None) -> RepeatOf | None:
+    """findings.json `repeat_of`: {round, finding, disposition} or null."""
+    if e is None:
+        return None
+    return {"round": e.round, "finding": e.finding, "disposition": e.disposition}
 
 
 def corroborate(findings: list[Mine]) -> dict[str, tuple[list[str], int]]:
@@ -72,11 +99,13 @@ def corroborate(findings: list[Mine]) -> dict[str, tuple[list[str], int]]:
             i = parent[i]
         return i
 
-    for i, a in enumerate(findings):
-        for j in range(i + 1, len(findings)):
-            b = findings[j]
-            if a.reviewer != b.reviewer and same_finding(a.place, a.claim, b.place, b.claim) is not None:
-                parent[root(j)] = root(i)
+    sides = _sides([(f.reviewer,) for f in findings])
+    for n, a in enumerate(sides):
+        for b in sides[n + 1:]:
+            pairs = closest_pairs([findings[i].claim for i in a], [findings[j].claim for j in b],
+                                  _may_pair([findings[i].place for i in a], [findings[j].place for j in b]))
+            for i, j, _ in pairs:
+                parent[root(b[j])] = root(a[i])
     groups: dict[int, list[int]] = {}
     for i in range(len(findings)):
         groups.setdefault(root(i), []).append(i)

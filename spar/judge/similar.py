@@ -1,27 +1,38 @@
 """Are two findings about the same thing? A deterministic measure, no model involved (pure).
 
-Two findings match when
+Two findings of two sides (two reviewers of a round, or a new round's reviewer
+and an earlier round's reviewer) match when
 - their places are the same copy (`head`, `base` or a round document) and path,
   and their line ranges overlap or lie within LINE_SLACK lines of each other
-  (a place without lines is the whole file and meets every range in it); and
-- their claims are similar: claim_similarity(a, b) >= SIMILAR_AT.
+  (a place without lines is the whole file and meets every range in it);
+- their claims are similar: claim_similarity(a, b) >= SIMILAR_AT; and
+- of the findings near it on the other side, each is the other's most similar
+  claim (closest_pairs). A reviewer rarely says one problem twice, so a claim
+  that has a closer partner on the other side is about another problem of the
+  same code; this lets the threshold sit low enough for reworded claims.
 
 claim_similarity is the Dice coefficient of the two claims' word stems:
-2 * |A & B| / (|A| + |B|). A claim's stems are its words (runs of letters and
+2 * |A & B| / (|A| + |B|), or 0 when they share fewer than MIN_SHARED stems (or,
+for a claim of fewer stems, not all of them): two short claims about one function
+share its name and little else. A claim's stems are its words (runs of letters and
 digits; `snake_case` and `camelCase` split into words), lower-cased, without
 numbers (line numbers move), without words of fewer than 3 letters and without
 the STOPWORDS, each cut to its first STEM letters (so "divide", "divides",
 "dividing" are one stem). The numbers are contract data: tests/data/repeats.json
-holds them with a table of near misses on both sides of the threshold.
+holds them with a table of near misses on both sides of the threshold, and the
+reasons for them: bench/grouping.py measures the rule on third-party reviews
+(bench/README.md), where SIMILAR_AT was chosen on two projects' pull requests.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-SIMILAR_AT = 0.35  # claims at or above this Dice coefficient are similar
+SIMILAR_AT = 0.21  # closest claims at or above this Dice coefficient are similar
+MIN_SHARED = 2  # claims sharing fewer stems than this are not similar
 LINE_SLACK = 3  # ranges this many lines apart (or closer) are near
 STEM = 5
 
@@ -53,13 +64,33 @@ def stems(text: str) -> frozenset[str]:
 
 def claim_similarity(a: str, b: str) -> float:
     sa, sb = stems(a), stems(b)
-    if not sa or not sb:
+    shared = len(sa & sb)
+    if not sa or not sb or shared < min(MIN_SHARED, len(sa), len(sb)):
         return 0.0
-    return 2 * len(sa & sb) / (len(sa) + len(sb))
+    return 2 * shared / (len(sa) + len(sb))
 
 
 def similar_claims(a: str, b: str) -> bool:
     return claim_similarity(a, b) >= SIMILAR_AT
+
+
+def closest_pairs(a: Sequence[str], b: Sequence[str], may_pair: Callable[[int, int], bool] | None = None,
+                  at: float = SIMILAR_AT) -> list[tuple[int, int, float]]:
+    """(i, j, score) for every a[i] and b[j] that are similar (score >= `at`) and each the
+    other's most similar claim among those it may pair with (ties keep every best), in
+    (i, j) order. `may_pair(i, j)` says which may be compared at all (the places); None:
+    every one."""
+    scores: dict[tuple[int, int], float] = {}
+    best_a: dict[int, float] = {}
+    best_b: dict[int, float] = {}
+    for i, ca in enumerate(a):
+        for j, cb in enumerate(b):
+            if may_pair is not None and not may_pair(i, j):
+                continue
+            s = scores[i, j] = claim_similarity(ca, cb)
+            best_a[i] = max(best_a.get(i, 0.0), s)
+            best_b[j] = max(best_b.get(j, 0.0), s)
+    return [(i, j, s) for (i, j), s in scores.items() if s >= at and s == best_a[i] == best_b[j]]
 
 
 class Place(NamedTuple):
@@ -86,7 +117,8 @@ def near(a: Place, b: Place, slack: int = LINE_SLACK) -> bool:
 
 
 def same_finding(a: Place | None, claim_a: str, b: Place | None, claim_b: str) -> float | None:
-    """The claims' similarity when the two findings match, else None (no place: never)."""
+    """The claims' similarity when the two findings, compared alone, match, else None
+    (no place: never). With other findings near, closest_pairs decides."""
     if a is None or b is None or not near(a, b):
         return None
     score = claim_similarity(claim_a, claim_b)

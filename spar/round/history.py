@@ -17,7 +17,7 @@ from spar.judge.context import RoundContext
 from spar.judge.dispositions import standing
 from spar.judge.linemap import IDENTITY, LineMap, parse_diff
 from spar.judge.locate import locate
-from spar.judge.repeats import Earlier, Mine, corroborate, find_repeat, repeat_record
+from spar.judge.repeats import Earlier, Mine, corroborate, find_repeats, repeat_record
 from spar.judge.similar import Place
 from spar.records import readers
 from spar.records.model import Finding, LedgerLine, RoundRecord
@@ -40,7 +40,8 @@ class PastFinding:
     def earlier(self) -> Earlier:
         return Earlier(round=self.round, order=self.order, index=self.index, finding=self.finding["id"],
                        place=self.place, claim=str(self.finding.get("claim") or ""),
-                       disposition=self.standing.get("disposition") if self.standing else None)
+                       disposition=self.standing.get("disposition") if self.standing else None,
+                       reviewer=str(self.finding.get("reviewer") or ""))
 
 
 @dataclass
@@ -135,12 +136,10 @@ def annotate(round_dir: Path, round_json: RoundRecord, findings: list[Finding], 
     past = [p.earlier() for p in past_findings(round_dir.parent, round_json, repo,
                                                 round_json["base"], round_json["head"])]
     presets = {r.get("name"): r.get("preset") or r.get("name") for r in round_json.get("reviewers", [])}
-    mine = []
-    for f in findings:
-        place = place_of(f, ctx)
-        f["repeat_of"] = repeat_record(find_repeat(place, str(f.get("claim") or ""), past))
-        mine.append(Mine(f["id"], str(f.get("reviewer")), str(presets.get(f.get("reviewer"), f.get("reviewer"))),
-                         place, str(f.get("claim") or "")))
+    mine = [Mine(f["id"], str(f.get("reviewer")), str(presets.get(f.get("reviewer"), f.get("reviewer"))),
+                 place_of(f, ctx), str(f.get("claim") or "")) for f in findings]
+    for f, repeats in zip(findings, find_repeats(mine, past), strict=True):
+        f["repeat_of"] = repeat_record(repeats)
     groups = corroborate(mine)
     for f in findings:
         others, vendors = groups[f["id"]]

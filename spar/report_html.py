@@ -200,6 +200,34 @@ def _memory(f: dict[str, Any]) -> str:
     return out
 
 
+def _grouped(findings: list[dict[str, Any]]) -> list[tuple[dict[str, Any] | None, list[dict[str, Any]]]]:
+    """(group or None, its findings): each group once with its members, most vendors first,
+    then every finding in no group, in file order."""
+    groups: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+    singles: list[tuple[dict[str, Any] | None, list[dict[str, Any]]]] = []
+    for f in findings:
+        group = f.get("group")
+        if isinstance(group, dict) and isinstance(group.get("id"), str):
+            groups.setdefault(group["id"], (group, []))[1].append(f)
+        else:
+            singles.append((None, [f]))
+    ordered = sorted(groups.values(), key=lambda g: -len(g[0].get("vendors") or []))
+    return [(g, members) for g, members in ordered] + singles
+
+
+def _finding_html(round_name: str, f: dict[str, Any]) -> str:
+    cls = str(f["class"]) if f.get("class") in CLASSES else "note"
+    where = f.get("path") or "(unreadable location)"
+    standing = f["history"][-1]["disposition"] if f["history"] else "open"
+    return (f'<div class="finding" id="{_e(round_name)}/{_e(f["id"])}" data-standing="{_e(standing)}">'
+            f'<h3><span class="cls" style="background:{COLORS[cls]}"></span>{_e(f["id"])} · {_e(cls)} · '
+            f'<code>{_e(where)}</code> · {_e(standing)}</h3>'
+            f'<p>{_e(f.get("claim"))}</p>'
+            f'<p class="muted">location {_e(f.get("location"))} · {_e(f.get("class_reason"))}'
+            + _memory(f) + "</p>"
+            + _history(f["history"]) + "</div>")
+
+
 def _findings(rounds: list[dict[str, Any]], detail_rounds: int) -> str:
     parts = []
     older = sum(1 for r in rounds if not r.get("detailed", True))
@@ -211,18 +239,15 @@ def _findings(rounds: list[dict[str, Any]], detail_rounds: int) -> str:
         if not r["findings"]:
             continue
         parts.append(f"<h3>{_e(r['name'])}</h3>")
-        for f in r["findings"]:
-            cls = f.get("class") if f.get("class") in CLASSES else "note"
-            where = f.get("path") or "(unreadable location)"
-            standing = f["history"][-1]["disposition"] if f["history"] else "open"
-            parts.append(
-                f'<div class="finding" id="{_e(r["name"])}/{_e(f["id"])}" data-standing="{_e(standing)}">'
-                f'<h3><span class="cls" style="background:{COLORS[cls]}"></span>{_e(f["id"])} · {_e(cls)} · '
-                f'<code>{_e(where)}</code> · {_e(standing)}</h3>'
-                f'<p>{_e(f.get("claim"))}</p>'
-                f'<p class="muted">location {_e(f.get("location"))} · {_e(f.get("class_reason"))}'
-                + _memory(f) + "</p>"
-                + _history(f["history"]) + "</div>")
+        for group, members in _grouped(r["findings"]):
+            inner = "".join(_finding_html(r["name"], f) for f in members)
+            if group is None:
+                parts.append(inner)
+                continue
+            vendors = [str(v) for v in group.get("vendors") or []]
+            parts.append(f'<div class="group" id="{_e(r["name"])}/{_e(group["id"])}"><h3>group {_e(group["id"])}'
+                         f' · {len(vendors)} vendor(s): {_e(", ".join(vendors))} · {len(members)} finding(s)</h3>'
+                         + inner + "</div>")
     return "".join(parts) or '<p class="muted">No findings recorded.</p>'
 
 

@@ -60,8 +60,8 @@ def test_native_result_completes_the_round(waiting_round):
 def test_rejudging_gives_what_the_run_gave(waiting_round):
     """context_for_round rebuilds the judging context from round.json alone."""
     s, rd = waiting_round
-    # repeat_of / corroborated_by / vendor_count are given across the round afterwards (history.annotate)
-    series_keys = ("repeat_of", "corroborated_by", "vendor_count")
+    # repeat_of / corroborated_by / vendor_count / group are given across the round afterwards (history.annotate)
+    series_keys = ("repeat_of", "corroborated_by", "vendor_count", "group")
     run_findings = [{k: v for k, v in f.items() if k not in series_keys}
                     for f in readers.read_findings(rd) if f["reviewer"] == "example"]
     answer = json.loads((rd / "example" / "stdout.log").read_text())

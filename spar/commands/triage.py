@@ -11,6 +11,7 @@ writes nothing.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -28,6 +29,7 @@ from spar.judge.dispositions import (
     trace,
     would_cycle,
 )
+from spar.judge.repeats import group_members
 from spar.records import atomic, clock, jsonl, lock, readers
 from spar.records.model import Finding, LedgerLine, RoundRecord
 from spar.round.summary import render_summary
@@ -52,6 +54,11 @@ usage errors (64) are only a missing --to or an unknown option. FINDING and
 trimming counts as not given. Each triage appends one line to
 ROUND/ledger.jsonl; the latest line per finding stands.
 
+spar triage ROUND G1 --to DISPOSITION [...]: a corroborated group (findings.json
+`group`) at once: its first member gets the disposition, every other member
+`duplicate --of` that first member, one ledger line each, all checked before
+any is written.
+
 spar triage ROUND --repeats: every finding of ROUND with a `repeat_of` and no
 disposition of its own, whose earlier finding's standing disposition (traced
 through duplicates) is rejected, fixed, answered or deferred, gets
@@ -62,7 +69,8 @@ prints each line it wrote and each repeat it left alone, with why."""
 def _parser() -> Parser:
     p = command_parser("triage", "Give a finding a disposition; the history stays in ledger.jsonl.", EPILOG)
     p.add_argument("round", metavar="ROUND", help="the round folder")
-    p.add_argument("finding", metavar="FINDING", nargs="?", help="a finding id of that round's findings.json")
+    p.add_argument("finding", metavar="FINDING", nargs="?",
+                   help="a finding id of that round's findings.json, or a group id (G1, G2, ...)")
     p.add_argument("--to", metavar="DISPOSITION",
                    help=", ".join(DISPOSITIONS) + " (literal; any other value is refused, exit 65)")
     p.add_argument("--repeats", action="store_true",
@@ -163,6 +171,24 @@ def triage_line(round_dir: Path, series: Path, finding_id: str, disposition: str
     return line
 
 
+GROUP = re.compile(r"G[1-9][0-9]*")
+
+
+def group_lines(round_dir: Path, series: Path, group_id: str, disposition: str,
+                options: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ledger lines (without `at`) that dispose every member of a group: the first
+    member the disposition, the others `duplicate --of` it; reading only."""
+    _, findings, _ = _RoundCache(series).get(round_dir.name)
+    members = group_members(list(findings.values()), group_id)
+    if not members:
+        raise Refused(f"round {round_dir.name} has no finding or group {quote(group_id)}")
+    first = members[0]["id"]
+    lines = [triage_line(round_dir, series, first, disposition, options)]
+    for m in members[1:]:
+        lines.append(triage_line(round_dir, series, m["id"], "duplicate", {"of": first}))
+    return lines
+
+
 def summary_after(round_dir: Path, ledger: list[LedgerLine]) -> str:
     """summary.md as it reads once `ledger` is on disk. Triage does not read
     waivers.jsonl for itself (G32: only waive and gate do), so an unreadable one
@@ -249,14 +275,21 @@ def main(argv: list[str]) -> int:
         raise Refused(f"--to {quote(args.to)} is not a disposition (one of {', '.join(DISPOSITIONS)})")
     round_dir, series = round_folder(args.round)
     with lock.series_lock(series):
-        line = triage_line(round_dir, series, args.finding, args.to, options)
+        if GROUP.fullmatch(args.finding):
+            lines = group_lines(round_dir, series, args.finding, args.to, options)
+        else:
+            lines = [triage_line(round_dir, series, args.finding, args.to, options)]
         # an unreadable, missing or impossible ledger is refused, never appended to or started afresh
         ledger = readers.read_ledger(round_dir, readers.read_findings(round_dir))
-        stamped = _stamp(line, clock.now())
+        at = clock.now()
+        stamped = [_stamp(line, at) for line in lines]
         # everything the summary needs is read before the append: a refusal after it
         # would say "nothing written" about a line that was written
-        summary = summary_after(round_dir, ledger + [stamped])
-        jsonl.append(round_dir / readers.LEDGER_FILE, stamped, create=False)
+        summary = summary_after(round_dir, ledger + stamped)
+        for line in stamped:
+            jsonl.append(round_dir / readers.LEDGER_FILE, line, create=False)
         atomic.write_text(round_dir / "summary.md", summary)  # the disposition column follows the ledger
-    print(f"round {round_dir.name}: {args.finding} -> {args.to}", file=sys.stdout)
+    for line in stamped:
+        of = f" --of {line['of']}" if len(stamped) > 1 and line["disposition"] == "duplicate" else ""
+        print(f"round {round_dir.name}: {line['finding']} -> {line['disposition']}{of}", file=sys.stdout)
     return EXIT_OK

@@ -294,6 +294,7 @@ class _Open:
     id: str
     cls: str
     trace: Trace | None
+    group: str | None = None  # its corroborated group's id, if any
 
 
 @dataclass
@@ -404,7 +405,10 @@ class Judgement:
                 result = None
             if result is not None and result.state == "disposed":
                 continue
-            undecided[fid] = _Open(item.series, item.name, item.arg, fid, cls, result)
+            group = finding.get("group")
+            gid = group.get("id") if isinstance(group, dict) else None
+            undecided[fid] = _Open(item.series, item.name, item.arg, fid, cls, result,
+                                   gid if isinstance(gid, str) else None)
             self._open.append(undecided[fid])
         self._auto_deferred += auto
         return undecided
@@ -535,15 +539,25 @@ class Judgement:
         """Step 5's outcome: ROUND/ID of blocking findings without a standing disposition,
         and their reasons; chains into rounds read after theirs are traced now."""
         ids: list[str] = []
-        reasons: list[str] = []
+        # a reason, or the key of a group whose members have no disposition at all:
+        # they share one reason, at the first member's place
+        entries: list[str | tuple[str, str, str]] = []
+        grouped: dict[tuple[str, str, str], list[_Open]] = {}
         for row in self._open:
             if row.trace is None:
                 row.trace = self._trace(row.series, (row.round, row.id), final=True)
             if row.trace.state == "disposed":
                 continue
             ids.append(f"{row.round}/{row.id}")
-            reasons.append(f"round {row.arg}: finding {row.id} ({row.cls}) {_open_why(row.trace)}")
-        return ids, reasons
+            if row.group is not None and len(row.trace.chain) == 1 and row.trace.state == "open":
+                key = (row.series, row.round, row.group)
+                if key not in grouped:
+                    grouped[key] = []
+                    entries.append(key)
+                grouped[key].append(row)
+                continue
+            entries.append(f"round {row.arg}: finding {row.id} ({row.cls}) {_open_why(row.trace)}")
+        return ids, [e if isinstance(e, str) else _group_reason(grouped[e]) for e in entries]
 
     def _grown(self) -> tuple[dict[str, int], list[str], list[str]]:
         """Step 6: defects of the latest code round introduced by the last fix. Reading of
@@ -595,6 +609,15 @@ def judge(
     for item in listed:
         judgement.add(item)
     return judgement.finish(series, head)
+
+
+def _group_reason(rows: list[_Open]) -> str:
+    """One reason for the open members of a group (one member alone reads as a finding)."""
+    first = rows[0]
+    if len(rows) == 1:
+        return f"round {first.arg}: finding {first.id} ({first.cls}) has no standing disposition"
+    members = ", ".join(f"{r.id} ({r.cls})" for r in rows)
+    return f"round {first.arg}: group {first.group} (findings {members}) has no standing disposition"
 
 
 def _open_why(result: Trace) -> str:

@@ -6,7 +6,7 @@ Each check returns the problem as text (None when the record is possible);
 `spar.records.readers` adds the file name. Only the keys Spar documents are
 judged, and keys added later are optional (older rounds lack them), so a key
 this module does not know is never a problem: engineers add documented
-optional fields (finding `repeat_of`/`corroborated_by`, round `memory_sha256`)
+optional fields (finding `repeat_of`/`corroborated_by`/`group`, round `memory_sha256`)
 without touching these rules. An attempt's `argv` and `usage`, when present,
 are judged: cap-report and the summary add them up.
 """

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from spar.judge.similar import Place, closest_pairs, near
-from spar.records.model import Finding, RepeatOf
+from spar.records.model import Finding, Group, RepeatOf
 
 
 @dataclass(frozen=True)
@@ -138,3 +138,33 @@ def group_order(findings: list[Finding]) -> list[list[Finding]]:
         groups.append(members)
     groups.sort(key=lambda g: (-max(int(m.get("vendor_count") or 1) for m in g), position[g[0]["id"]]))
     return groups + singles
+
+
+GROUP_ID = "G{}"
+
+
+def name_groups(findings: list[Finding], presets: dict[str, str]) -> dict[str, Group]:
+    """finding id -> its group, for findings with `corroborated_by`: ids G1, G2, ... in
+    group_order (most vendors first); `presets` maps a reviewer to its preset."""
+    out: dict[str, Group] = {}
+    number = 0
+    for members in group_order(findings):
+        if len(members) < 2:
+            continue
+        number += 1
+        group: Group = {"id": GROUP_ID.format(number), "members": [m["id"] for m in members],
+                        "vendors": sorted({presets.get(str(m.get("reviewer")), str(m.get("reviewer")))
+                                           for m in members})}
+        for m in members:
+            out[m["id"]] = group
+    return out
+
+
+def group_members(findings: list[Finding], group_id: str) -> list[Finding]:
+    """The members of the group named `group_id` (compared literally), in findings.json order."""
+    out = []
+    for f in findings:
+        group = f.get("group")
+        if isinstance(group, dict) and group.get("id") == group_id:
+            out.append(f)
+    return out

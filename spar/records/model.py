@@ -181,6 +181,14 @@ class RepeatOf(TypedDict):
     disposition: str | None  # its standing disposition when this round was recorded
 
 
+class Group(TypedDict):
+    """The corroborated group a finding belongs to (docs/records.md "Corroboration")."""
+
+    id: str  # G1, G2, ... in summary order: most vendors first
+    members: list[str]  # finding ids, in findings.json order
+    vendors: list[str]  # distinct presets of the members, sorted
+
+
 # one entry of findings.json ("class" is a keyword, hence the call form)
 Finding = TypedDict("Finding", {
     "id": str,
@@ -210,6 +218,7 @@ Finding = TypedDict("Finding", {
     "repeat_of": NotRequired[RepeatOf | None],
     "corroborated_by": NotRequired[list[str]],
     "vendor_count": NotRequired[int],
+    "group": NotRequired[Group | None],  # None: in no group
 })
 
 

@@ -17,7 +17,7 @@ from spar.judge.context import RoundContext
 from spar.judge.dispositions import standing
 from spar.judge.linemap import IDENTITY, LineMap, parse_diff
 from spar.judge.locate import locate
-from spar.judge.repeats import Earlier, Mine, corroborate, find_repeats, repeat_record
+from spar.judge.repeats import Earlier, Mine, corroborate, find_repeats, name_groups, repeat_record
 from spar.judge.similar import Place
 from spar.records import readers
 from spar.records.model import Finding, LedgerLine, RoundRecord
@@ -130,8 +130,8 @@ def past_findings(series: Path, before: RoundRecord | None, repo: str, base: str
 
 
 def annotate(round_dir: Path, round_json: RoundRecord, findings: list[Finding], ctx: RoundContext) -> None:
-    """Give every finding of the round `repeat_of`, `corroborated_by` and `vendor_count`
-    (in place). Callers hold the series lock."""
+    """Give every finding of the round `repeat_of`, `corroborated_by`, `vendor_count` and
+    `group` (in place). Callers hold the series lock."""
     repo = str(repository_of(round_json))
     past = [p.earlier() for p in past_findings(round_dir.parent, round_json, repo,
                                                 round_json["base"], round_json["head"])]
@@ -145,3 +145,6 @@ def annotate(round_dir: Path, round_json: RoundRecord, findings: list[Finding], 
         others, vendors = groups[f["id"]]
         f["corroborated_by"] = others
         f["vendor_count"] = vendors
+    named = name_groups(findings, {str(k): str(v) for k, v in presets.items()})
+    for f in findings:
+        f["group"] = named.get(f["id"])

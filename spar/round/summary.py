@@ -213,6 +213,30 @@ def _seen_by(finding: Finding) -> str:
     return f"{', '.join(str(o) for o in others)} ({vendors} vendor{'s' if vendors != 1 else ''})"
 
 
+def _groups(round_name: str, findings: list[Finding]) -> list[str]:
+    """Each corroborated group once (findings.json `group`), most vendors first, with
+    each member; empty for a round without groups."""
+    groups: dict[str, list[Finding]] = {}
+    vendors: dict[str, list[str]] = {}
+    for f in findings:
+        group = f.get("group")
+        if isinstance(group, dict) and isinstance(group.get("id"), str):
+            groups.setdefault(group["id"], []).append(f)
+            vendors[group["id"]] = [str(v) for v in group.get("vendors") or []]
+    if not groups:
+        return []
+    order = sorted(groups, key=lambda g: (-len(vendors[g]), int(g[1:]) if g[1:].isdigit() else 0, g))
+    out = ["## Groups", "", f"Each group is one problem seen by more than one reviewer; "
+           f"`spar triage {round_name} G1 --to ...` disposes every member of G1 at once.", ""]
+    for gid in order:
+        count = len(vendors[gid])
+        out.append(f"- **{_cell(gid)}** ({count} vendor{'s' if count != 1 else ''}: "
+                   f"{_cell(', '.join(vendors[gid]))})")
+        out += [f"  - {_code(m.get('id'))} ({_cell(m.get('reviewer'))}, {_cell(m.get('class'))}): "
+                f"{_cell(m.get('claim'))}" for m in groups[gid]]
+    return out + [""]
+
+
 def _findings(findings: list[Finding], standing: dict[str, LedgerLine]) -> list[str]:
     out = ["## Findings", "", counts_text(findings) + ".", ""]
     if not findings:
@@ -269,6 +293,7 @@ def render_summary(round_json: RoundRecord, findings: list[Finding], ledger: lis
     parts += _waivers(waivers)
     parts += _standpoints(round_json)
     parts += _angles(round_json)
+    parts += _groups(str(round_json.get("name") or "ROUND"), findings)
     parts += _findings(findings, lines)
     parts += _smallest_fixes(findings)
     # read with `cat` as often as in an editor: a reviewer's control characters

@@ -82,7 +82,7 @@ def test_json_field_by_field(repo, capsys):
         nothing = {"new": 0, "repeat": 0, "corroborated": 0, "groups": 0}
         return {"name": name, "stage": stage, "head": head, "base": base, "started_at": started, "counted": counted,
                 "dry_run": dry, "recorded": recorded, "reviewers": reviewers, "findings": findings, "new_defects": new,
-                "convergence": nothing if findings == zero else None}
+                "convergence": nothing if findings == zero else None, "groups": []}
 
     def rv(name, status, attempts=0, usage=NO_USAGE):
         return {"name": name, "preset": name, "status": status, "attempts": attempts, "usage": usage}

@@ -60,6 +60,13 @@ def test_a_corroborated_defect_is_one_group_triaged_at_once(tmp_path):
     in_group = html.split('id="r1/G1"')[1]
     assert in_group.index('id="r1/claude-F2"') < in_group.index('id="r1/house-F1"') < in_group.index('id="r1/claude-F1"')
 
+    cap = s.spar("cap-report", "reviews", "--format", "json")
+    assert cap.returncode == 0, cap.stderr.decode()
+    (row,) = json.loads(cap.stdout)["rounds"]
+    assert row["groups"] == [group] and row["convergence"]["groups"] == 1
+    cap_md = s.spar("cap-report", "reviews").stdout.decode()
+    assert cap_md.count("| r1 | G1 | 2 (claude, command) | claude-F2, house-F1 |") == 1
+
     # the gate: both members counted open, the group named once
     gate = s.spar("gate", "reviews/r1", "--out", "reviews/gate.json")
     assert gate.returncode == 1

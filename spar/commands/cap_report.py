@@ -16,7 +16,7 @@ from typing import Any, cast
 from spar import __version__
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_OK, UsageError, quote
-from spar.judge.convergence import ENDINGS, round_convergence, scoreboard, stage_verdict
+from spar.judge.convergence import ENDINGS, named_groups, round_convergence, scoreboard, stage_verdict
 from spar.judge.dispositions import standing
 from spar.judge.record_rules import CAUSES, CLASSES
 from spar.records import readers
@@ -45,6 +45,8 @@ JSON ({SCHEMA}):
     new_defects: defects with introduced_by_change "yes" (null when not recorded),
     convergence: new (not a repeat), repeat, corroborated (findings in a
       group), groups; null when not recorded or recorded before repeats existed,
+    groups[]: each corroborated group once (findings.json `group`): id,
+      members, vendors; most vendors first; [] when none or not recorded,
   code_extension_causes: for each of {', '.join(CAUSES)} and {NO_CAUSE}:
     extensions (how many code extensions) and by (rounds they added),
   usage: reviewers[] (name, rounds, attempts and the usage totals over every
@@ -121,6 +123,7 @@ def _round_row(item: SeriesRound) -> dict[str, Any]:
         "findings": None,
         "new_defects": None,
         "convergence": None,
+        "groups": [],
     }
 
 
@@ -136,7 +139,8 @@ def _count(row: dict[str, Any], findings: list[Finding] | None) -> None:
             counts[cls] += 1
         if cls == "defect" and f.get("introduced_by_change") == "yes":
             new += 1
-    row.update(findings=counts, new_defects=new, convergence=round_convergence(findings))
+    row.update(findings=counts, new_defects=new, convergence=round_convergence(findings),
+               groups=named_groups(findings))
 
 
 def _verdicts(rows: list[dict[str, Any]], rounds: list[SeriesRound]) -> list[dict[str, Any]]:
@@ -326,6 +330,11 @@ def _convergence_md(report: dict[str, Any]) -> list[str]:
         lines += ["", "| round | stage | new | repeat | corroborated | groups |", "| --- " * 6 + "|"]
         lines += [_row([r["name"], r["stage"], r["convergence"]["new"], r["convergence"]["repeat"],
                         r["convergence"]["corroborated"], r["convergence"]["groups"]]) for r in known]
+    named = [(r["name"], g) for r in report["rounds"] for g in r["groups"]]
+    if named:
+        lines += ["", "| round | group | vendors | members |", "| --- " * 4 + "|"]
+        lines += [_row([name, g["id"], f"{len(g['vendors'])} ({', '.join(g['vendors'])})", ", ".join(g["members"])])
+                  for name, g in named]
     lines += ["", "## Reviewer scoreboard", ""]
     if not report["scoreboard"]:
         return lines + ["No reviewer yet."]

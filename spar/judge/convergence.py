@@ -31,6 +31,22 @@ def round_convergence(findings: list[Finding]) -> dict[str, Any] | None:
     return {"new": len(findings) - repeat, "repeat": repeat, "corroborated": len(grouped), "groups": groups}
 
 
+def named_groups(findings: list[Finding]) -> list[dict[str, Any]]:
+    """Each group of the round (findings.json `group`) once: {id, members, vendors}, most
+    vendors first, then by id number; [] when the round names none."""
+    groups: dict[str, dict[str, Any]] = {}
+    for f in findings:
+        group = f.get("group")
+        if isinstance(group, dict) and isinstance(group.get("id"), str) and group["id"] not in groups:
+            groups[group["id"]] = {"id": group["id"], "members": [str(m) for m in group.get("members") or []],
+                                   "vendors": [str(v) for v in group.get("vendors") or []]}
+
+    def key(g: dict[str, Any]) -> tuple[int, int, str]:
+        number = g["id"][1:]
+        return -len(g["vendors"]), int(number) if number.isdigit() else 0, g["id"]
+    return sorted(groups.values(), key=key)
+
+
 def stage_verdict(stage: str, new_counts: list[int]) -> dict[str, Any]:
     """One line per stage: `converges` when the latest round brought fewer new (non-repeat)
     findings than the one before, or none; `churns` otherwise; `unknown` with fewer than

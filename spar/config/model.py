@@ -14,6 +14,7 @@ STAGES = ("plan", "plan-delta", "code")  # CLI / record spelling
 CAP_KEYS = {"plan": "plan", "plan-delta": "plan_delta", "code": "code"}  # stage -> config key
 DEFAULT_REVIEWERS = ("claude", "codex")
 DEFAULT_TIMEOUT = 900
+DEFAULT_UNREACHABLE = 60  # seconds a CLI may say it cannot reach its service before Spar gives up
 DEFAULT_CAPS = {"plan": 2, "plan_delta": 2, "code": 3}
 
 
@@ -30,6 +31,9 @@ class ReviewerConfig:
     argv: list[str] = field(default_factory=list)  # command preset only
     timeout_seconds: int = DEFAULT_TIMEOUT
     max_budget_usd: int | float | None = None  # claude only: passed as --max-budget-usd
+    # claude and codex: seconds of notices saying the CLI cannot reach its service or cannot
+    # authenticate, with no model output, after which the attempt ends unavailable
+    unreachable_seconds: int = DEFAULT_UNREACHABLE
     allowed_models: list[str] | None = None
     allowed_efforts: list[str] | None = None
     model_written: bool = False  # the user file wrote `model` (so --model is refused)
@@ -51,6 +55,8 @@ class ReviewerConfig:
             out["argv"] = list(self.argv)
         if self.max_budget_usd is not None:  # only when set: configurations without it keep their digest
             out["max_budget_usd"] = self.max_budget_usd
+        if self.unreachable_seconds != DEFAULT_UNREACHABLE:  # likewise: the default keeps every digest
+            out["unreachable_seconds"] = self.unreachable_seconds
         if self.allowed_models is not None:
             out["allowed_models"] = list(self.allowed_models)
         if self.allowed_efforts is not None:

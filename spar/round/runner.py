@@ -27,6 +27,7 @@ from spar.records.model import Attempt
 from spar.records.model import ReviewerStatus as S
 from spar.round.environment import reviewer_env
 from spar.round.executable import Lookup, find_executable
+from spar.round.liveness import watch_liveness
 from spar.round.process import KILL_GRACE, OUTPUT_CAP, ProcessResult, run_process
 from spar.round.usage import attempt_usage
 
@@ -234,17 +235,23 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
         for line in text.splitlines():
             monitor.stderr_line(line)
 
+    liveness = watch_liveness(cfg, monitor, st.progress)
+    proc: ProcessResult | None = None
     try:
-        proc = await run_process(
-            argv, cwd=paths.workspace, deadline=deadline, env=env,
-            stdin_text=preset.stdin_text(job.input),
-            stdout_path=paths.reviewer_dir / f"stdout{suffix}.log",
-            stderr_path=paths.reviewer_dir / f"stderr{suffix}.log",
-            on_stdout_line=monitor.feed, on_long_stdout_line=monitor.long_line, on_stderr_text=stderr_text,
-            output_cap=st.output_cap, kill_grace=st.kill_grace,
-        )
+        async with liveness.watching():  # ends the run when the CLI cannot reach its service
+            proc = await run_process(
+                argv, cwd=paths.workspace, deadline=deadline, env=env,
+                stdin_text=preset.stdin_text(job.input),
+                stdout_path=paths.reviewer_dir / f"stdout{suffix}.log",
+                stderr_path=paths.reviewer_dir / f"stderr{suffix}.log",
+                on_stdout_line=monitor.feed, on_long_stdout_line=monitor.long_line, on_stderr_text=stderr_text,
+                output_cap=st.output_cap, kill_grace=st.kill_grace,
+            )
     except OSError as exc:
         return done(S.FAILED, f"could not start {quote(exe)}: {exc.strerror or exc}")
+    if proc is None:  # given up: its process group is ended
+        warnings.extend(monitor.warnings)
+        return done(S.UNAVAILABLE, liveness.reason(preset.name), observed_model=monitor.observed_model)
     exit_code = proc.exit_code
     observed = monitor.observed_model
     warnings.extend(monitor.warnings)

@@ -16,7 +16,7 @@ SPAR = Path(__file__).resolve().parent.parent / "spar"
 PURE_IMPORTS = {
     "__future__", "collections", "collections.abc", "dataclasses", "enum", "functools", "json", "posixpath", "re",
     "typing", "spar.errors", "spar.config.model", "spar.records.model", "math", "spar.round.usage", "operator",
-    "spar.plain",
+    "spar.plain", "datetime",  # datetime: Unix times shown as UTC (spar/judge/refusal.py); never now()
 }
 # os only for os.path string handling; anything else of os is I/O
 IO_NAMES = {"open", "print", "input"}

@@ -3,9 +3,10 @@
 The child starts with `start_new_session=True`, so it leads a new process
 group and everything it spawns can be killed with one `os.killpg`. stdout and
 stderr are read concurrently as they stream: each goes to its log file up to
-the cap (the rest is drained and counted, so the child never blocks on a full
-pipe), and stdout lines go to a monitor one at a time, so memory stays bounded
-however much the reviewer prints.
+the cap, written through as it arrives so the logs can be followed (the rest is
+drained and counted, so the child never blocks on a full pipe), and stdout lines
+go to a monitor one at a time, so memory stays bounded however much the
+reviewer prints.
 """
 
 from __future__ import annotations
@@ -126,6 +127,7 @@ class _Sink:
             room = self._cap - self.info.bytes_kept
             try:
                 self._file.write(chunk[:room])
+                self._file.flush()  # on disk as it arrives: `tail -f` follows a running reviewer
             except OSError as exc:
                 # keep draining and monitoring: the reviewer must never block on a full pipe
                 self._lose_log(exc)

@@ -3,10 +3,9 @@
 The child starts with `start_new_session=True`, so it leads a new process
 group and everything it spawns can be killed with one `os.killpg`. stdout and
 stderr are read concurrently as they stream: each goes to its log file up to
-the cap, written through as it arrives so the logs can be followed (the rest is
-drained and counted, so the child never blocks on a full pipe), and stdout lines
-go to a monitor one at a time, so memory stays bounded however much the
-reviewer prints.
+the cap (the rest is drained and counted, so the child never blocks on a full
+pipe), and stdout lines go to a monitor one at a time, so memory stays bounded
+however much the reviewer prints.
 """
 
 from __future__ import annotations

@@ -16,16 +16,15 @@ SPAR = Path(__file__).resolve().parent.parent / "spar"
 PURE_IMPORTS = {
     "__future__", "collections", "collections.abc", "dataclasses", "enum", "functools", "json", "posixpath", "re",
     "typing", "spar.errors", "spar.config.model", "spar.records.model", "math", "spar.round.usage", "operator",
-    "spar.plain", "datetime",  # datetime: Unix times shown as UTC (spar/judge/refusal.py); never now()
+    "datetime",  # Unix times shown as UTC (spar/judge/refusal.py); never now()
 }
 # os only for os.path string handling; anything else of os is I/O
 IO_NAMES = {"open", "print", "input"}
 
 
 def _pure_modules() -> list[Path]:
-    """spar/judge/ and the record types, usage arithmetic and class decorator it may use."""
-    return sorted((SPAR / "judge").glob("*.py")) + [SPAR / "records" / "model.py", SPAR / "round" / "usage.py",
-                                                   SPAR / "plain.py"]
+    """spar/judge/ and the record types and usage arithmetic it may use."""
+    return sorted((SPAR / "judge").glob("*.py")) + [SPAR / "records" / "model.py", SPAR / "round" / "usage.py"]
 
 
 def io_problems(path: Path) -> list[str]:
@@ -178,18 +177,3 @@ def test_a_toml_configuration_does_not_load_the_clean_review_reader(tmp_path):
     out = subprocess.run([sys.executable, "-c", probe, str(config), str(tmp_path)], capture_output=True,
                          text=True, check=True).stdout
     assert out == "['r'] False\n"
-
-
-@pytest.mark.parametrize("command", ["gate", "cap_report"])
-def test_record_reading_commands_do_not_load_the_configuration_machinery(command):
-    """spar.config's names are imported on first use: a command that only reads records
-    (STAGES and DEFAULT_CAPS from spar.config.model) does not pay at start-up for the
-    checks, the loader and the TOML positions it never calls."""
-    probe = ("import sys, importlib; importlib.import_module(sys.argv[1]); "
-             "print(' '.join(sorted(m for m in sys.modules if m.startswith('spar.config'))))")
-    loaded = subprocess.run([sys.executable, "-c", probe, f"spar.commands.{command}"], capture_output=True,
-                            text=True, check=True).stdout.split()
-    assert loaded == ["spar.config", "spar.config.model"]
-    # and the names stay reachable from the package
-    from spar.config import STAGES, load_config
-    assert STAGES and callable(load_config)

@@ -13,13 +13,13 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spar.config.model import ReviewerConfig
 from spar.judge.refusal import RefusalScan
 from spar.judge.unreachable import Kind, notice_kind
-from spar.plain import dataclass, field
 
 
 @dataclass

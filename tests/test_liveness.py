@@ -140,3 +140,12 @@ def test_progress_shows_how_long_a_reviewer_has_waited():
     console = Console(file=io.StringIO(), width=200)
     console.print(_Table(live))
     assert "starting: waiting for network 40 s" in console.file.getvalue()
+
+
+def test_unreachable_seconds_joins_the_applied_values_only_when_not_the_default():
+    """Point 1: a configuration that leaves unreachable_seconds at 60 keeps its digest."""
+    from spar.config.model import DEFAULT_UNREACHABLE, ReviewerConfig
+
+    assert DEFAULT_UNREACHABLE == 60
+    assert "unreachable_seconds" not in ReviewerConfig(name="codex", preset="codex").applied()
+    assert ReviewerConfig(name="codex", preset="codex", unreachable_seconds=30).applied()["unreachable_seconds"] == 30

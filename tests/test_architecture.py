@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -164,16 +163,3 @@ def test_the_package_says_it_is_typed():
     """PEP 561: the marker pyproject.toml ships, for a package mypy checks strictly."""
     assert (SPAR / "py.typed").is_file()
     assert 'spar = ["py.typed"]' in (SPAR.parent / "pyproject.toml").read_text(encoding="utf-8")
-
-
-def test_a_toml_configuration_does_not_load_the_clean_review_reader(tmp_path):
-    """spar.config.clean_review is imported only for a clean-review JSON file: a round
-    configured in TOML does not compile or run it."""
-    config = tmp_path / "spar.toml"
-    config.write_text('[[reviewers]]\nname = "r"\npreset = "command"\nargv = ["true", "{prompt}"]\n')
-    probe = ("import os, sys\nfrom pathlib import Path\nfrom spar.config.load import load_config\n"
-             "cfg = load_config(None, env={'SPAR_CONFIG': sys.argv[1]}, home=Path(sys.argv[2]))\n"
-             "print([r.name for r in cfg.reviewers], 'spar.config.clean_review' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", probe, str(config), str(tmp_path)], capture_output=True,
-                         text=True, check=True).stdout
-    assert out == "['r'] False\n"

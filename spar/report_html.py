@@ -15,8 +15,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from spar.records import usage as usage_text
 from spar.records.model import ReviewerStatus
-from spar.round import usage as usage_text
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 COLORS = {"defect": "#c62828", "requirement-question": "#6a1b9a", "hardening": "#ef6c00", "note": "#546e7a"}

@@ -12,9 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spar.errors import RecordError
-from spar.judge import record_rules
-from spar.judge.dispositions import OPTION_FLAGS, RULES
-from spar.records import jsonl
+from spar.records import jsonl, record_rules
+from spar.records.record_rules import OPTION_FLAGS, RULES
 
 NAMES = ["claude", "codex", "a-F1", "x\ny", "", "claude ", "é"]
 NUMBERS = ["1", "12", "0", "01", "\uff11", "1-F2", "", "x", "9" * 30]

@@ -307,7 +307,7 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"doctor: -C {quote(args.directory)}: not a folder")
     if not args.series:
         raise UsageError("doctor: --series needs a folder")
-    from spar.commands.run import async_backend
+    from spar.backend import async_backend
 
     env = dict(os.environ)
     checks, core = anyio.run(lambda: _all_checks(args, base.absolute(), env), backend=async_backend(env))

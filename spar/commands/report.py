@@ -16,9 +16,8 @@ from typing import Any
 from spar import __version__
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_OK, SparError
-from spar.records import atomic, clock, readers
+from spar.records import atomic, clock, readers, usage
 from spar.report_html import render
-from spar.round import usage
 from spar.series import read_series, series_folder
 
 DESCRIPTION = """\
@@ -53,7 +52,7 @@ def _epoch(stamp: object) -> float | None:
 
 
 def _gate(series: Path, rounds: list[Path]) -> dict[str, Any]:
-    from spar.commands.gate import build_gate
+    from spar.gating import build_gate
 
     if not rounds:
         return {"state": None, "error": "no round yet", "reasons": []}
@@ -64,7 +63,7 @@ def _gate(series: Path, rounds: list[Path]) -> dict[str, Any]:
 
 
 def gather(series: Path) -> dict[str, Any]:
-    from spar.commands.cap_report import build_report
+    from spar.series_report import build_report
 
     base = build_report(series)
     by_name = {item.name: item for item in read_series(series)}

@@ -29,9 +29,11 @@ import anyio
 
 from spar import git
 from spar import series as series_mod
+from spar.backend import async_backend
 from spar.config import apply_selection, load_config
 from spar.config.model import AppliedConfig
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, WriteFailed, exit_for_signal, quote
+from spar.judge import caps as caps_mod
 from spar.judge.context import RoundDoc
 from spar.plain import dataclass
 from spar.presets import Preset, get_preset, prepare_input
@@ -41,7 +43,6 @@ from spar.records.clock import now
 from spar.records.lock import series_lock
 from spar.records.model import ExtensionLine, Finding, ReviewerStatus, RoundRecord
 from spar.records.paths import check_run_out
-from spar.round import caps as caps_mod
 from spar.round import history, reuse
 from spar.round.args import RunArgs, check_standpoints, parse_run_args
 from spar.round.context import context_from_git
@@ -68,8 +69,6 @@ if TYPE_CHECKING:  # anyio.abc (with typing_extensions) is left to the backend's
     from anyio.abc import TaskStatus
 
 T = TypeVar("T")
-BACKENDS = ("trio", "asyncio")
-BACKEND_ENV = "SPAR_ASYNC_BACKEND"
 # while reviewers run, these stop the round: every reviewer's process group is killed (the
 # reviewers run in sessions of their own, so a terminal's Ctrl-C never reaches them itself)
 INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -93,13 +92,6 @@ class RoundPlan:
     series: Path
     backend: str
     memory_text: str = ""  # decided under the series lock (spar.round.memory)
-
-
-def async_backend(env: Mapping[str, str]) -> str:
-    value = env.get(BACKEND_ENV, "") or "asyncio"
-    if value not in BACKENDS:
-        raise Refused(f"{BACKEND_ENV} {quote(value)}: expected asyncio or trio")
-    return value
 
 
 def _config(args: RunArgs, repo: Path, env: Mapping[str, str]) -> AppliedConfig:
@@ -268,7 +260,7 @@ def _write_inputs(plan: RoundPlan, files: list[tuple[Path, bytes]]) -> list[Any]
             files.append((reviewer_dir / rel, content.encode("utf-8")))
         jobs.append(ReviewerJob(config=cfg, reviewer_dir=reviewer_dir, round_dir=plan.out,
                                 workspace=plan.out / "workspace", schema_path=plan.out / "schema.json",
-                                input=spec))
+                                input=spec, preset=get_preset(cfg.preset)))
     return jobs
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from spar.judge.jsonvalue import no_constants
+from spar.jsonvalue import no_constants
 from spar.plain import dataclass, field
 
 SCHEMA = "ha-capabilities/v1"

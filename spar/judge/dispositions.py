@@ -9,30 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from spar.errors import Refused
-from spar.judge.refs import is_blank
 from spar.plain import dataclass, field
 from spar.records.model import LedgerLine
+from spar.records.record_rules import OPTION_FLAGS, RULES
+from spar.whitespace import is_blank
 
 DISPOSITIONS = ("fixed", "duplicate", "rejected", "deferred", "answered")
-
-# ledger key -> command line flag, in the order messages list them
-OPTION_FLAGS = {
-    "commit": "--commit",
-    "failed_before": "--failed-before",
-    "passed_after": "--passed-after",
-    "of": "--of",
-    "evidence": "--evidence",
-    "user_quote": "--user-quote",
-}
-
-# disposition -> (classes it applies to, or None for any; options it needs)
-RULES: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...]]] = {
-    "fixed": (("defect",), ("commit", "failed_before", "passed_after")),
-    "duplicate": (None, ("of",)),
-    "rejected": (None, ("evidence",)),
-    "deferred": (("defect", "requirement-question"), ("user_quote",)),
-    "answered": (("requirement-question",), ("user_quote",)),
-}
 
 # classes that block the gate until disposed (design §3)
 BLOCKING_CLASSES = ("defect", "requirement-question")

@@ -14,9 +14,9 @@ from typing import Any
 
 from spar.config.model import STAGES
 from spar.judge.dispositions import BLOCKING_CLASSES, Key, Known, Lookup, LookupResult, Trace, standing, trace
-from spar.judge.record_rules import CLASSES
 from spar.plain import dataclass, field
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
+from spar.records.record_rules import CLASSES
 
 SCHEMA = "review-gate/v1"
 

@@ -47,8 +47,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from spar.errors import Refused
+from spar.jsonvalue import object_at
 from spar.judge.answer import parse_answer
-from spar.judge.jsonvalue import object_at
 from spar.plain import dataclass, field
 
 DEFAULT_ALLOWED = ("Read", "Grep", "Glob", "StructuredOutput")

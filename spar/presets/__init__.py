@@ -7,7 +7,8 @@ from pathlib import Path
 
 from spar.config.model import PRESETS, ReviewerConfig
 from spar.errors import Refused
-from spar.presets.base import InputContext, InputSpec, Preset, join_parts
+from spar.presets.input import join_parts
+from spar.round.interface import InputContext, InputSpec, Preset
 
 __all__ = ["InputSpec", "Preset", "get_preset", "prepare_input"]
 

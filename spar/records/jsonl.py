@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from spar.errors import RecordError
-from spar.judge.jsonvalue import no_constants
+from spar.jsonvalue import no_constants
 from spar.records import atomic
 
 

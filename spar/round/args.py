@@ -11,8 +11,8 @@ from __future__ import annotations
 from spar.argparsing import SELECTION_VALUE_OPTIONS, Parser, add_selection_options, command_parser
 from spar.config.model import STAGES
 from spar.errors import Refused, UsageError, quote
-from spar.judge.refs import is_blank
 from spar.plain import dataclass, field
+from spar.whitespace import is_blank
 
 DECISION = "--decision"
 DECISION_QUOTE = "--decision-quote"

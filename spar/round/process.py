@@ -23,8 +23,8 @@ from typing import Protocol
 import anyio
 
 from spar.plain import dataclass, field
-from spar.presets.base import StreamInfo
 from spar.round import guard
+from spar.round.interface import StreamInfo
 from spar.round.reaper import process_table
 
 OUTPUT_CAP = 64 * 1024 * 1024  # bytes kept per log file

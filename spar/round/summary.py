@@ -10,8 +10,8 @@ from collections.abc import Iterable, Sequence
 
 from spar.judge.dispositions import standing
 from spar.judge.repeats import group_order
+from spar.records import usage
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
-from spar.round import usage
 from spar.textsafe import terminal_safe
 
 CLASS_ORDER = ("defect", "requirement-question", "hardening", "note")

@@ -16,9 +16,11 @@ from typing import Any
 from spar import __version__
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_OK, SparError
+from spar.gating import build_gate
 from spar.records import atomic, clock, readers, usage
 from spar.report_html import render
 from spar.series import read_series, series_folder
+from spar.series_report import build_report
 
 DESCRIPTION = """\
 Write one HTML file showing a series: the rounds on a timeline, findings per
@@ -52,8 +54,6 @@ def _epoch(stamp: object) -> float | None:
 
 
 def _gate(series: Path, rounds: list[Path]) -> dict[str, Any]:
-    from spar.gating import build_gate
-
     if not rounds:
         return {"state": None, "error": "no round yet", "reasons": []}
     try:
@@ -63,8 +63,6 @@ def _gate(series: Path, rounds: list[Path]) -> dict[str, Any]:
 
 
 def gather(series: Path) -> dict[str, Any]:
-    from spar.series_report import build_report
-
     base = build_report(series)
     by_name = {item.name: item for item in read_series(series)}
     for row in base["rounds"]:

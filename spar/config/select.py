@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol
 
 from spar.config.checks import name_problem, value_problem
 from spar.config.model import PRESETS, AppliedConfig, ReviewerConfig
 from spar.errors import ConfigError, Refused, UsageError, quote
 from spar.globs import glob_problem, normalize_glob
-from spar.plain import replace
 from spar.whitespace import trim
 
 # which presets take --model / --effort, and the allowed-list attribute for each

@@ -7,9 +7,9 @@ and a lookup for other findings' standing dispositions.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from spar.errors import Refused
-from spar.plain import dataclass, field
 from spar.records.model import LedgerLine
 from spar.records.record_rules import OPTION_FLAGS, RULES
 from spar.whitespace import is_blank

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from spar.errors import quote
-from spar.plain import dataclass
 from spar.whitespace import WHITESPACE, trim
 
 END_CHARS = WHITESPACE | {",", ";"}

@@ -116,10 +116,10 @@ def _list_series(path: str, arg: str, names: list[str] | str, listed_names: set[
             # what belongs_in_list reads, not the whole round.json of every round left out
             kept = cast(RoundRecord, {key: round_json[key] for key in judgement.SERIES_ROUND_KEYS  # type: ignore[literal-required]
                                       if key in round_json})
-            listing.rounds.append(judgement.SeriesRound(
+            listing.rounds.append(judgement.ListingRound(
                 folder.name, kept, has_findings=os.path.lexists(folder / readers.FINDINGS_FILE)))
         except _READ_ERRORS as exc:
-            listing.rounds.append(judgement.SeriesRound(folder.name, None, _why(exc)))
+            listing.rounds.append(judgement.ListingRound(folder.name, None, _why(exc)))
     return listing
 
 
@@ -161,7 +161,7 @@ def _extra_lookup(series: str, key: Key) -> LookupResult:
     return "ok", links[key[1]]
 
 
-def _reload(series: str, name: str) -> judgement.Links | str:
+def _reload(series: str, name: str) -> judgement.DuplicateLinks | str:
     """A round's findings and standing dispositions, read (again) for duplicate tracing,
     under the same rules as a listed round; or why they cannot be read."""
     folder = Path(series) / name

@@ -241,4 +241,4 @@ def test_jsonl_never_joins_a_string_cut_by_a_newline():
     # two lines that are one object only if the newline were read as part of the string
     data = b'{"a":"x\ny"}\n{"b":1},{"c":2}\n'
     with pytest.raises(RecordError, match=r"f\.jsonl:1: not JSON"):
-        jsonl.parse(data, "f.jsonl")
+        jsonl.parse_records(data, "f.jsonl")

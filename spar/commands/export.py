@@ -92,7 +92,8 @@ def _sibling_reader(folders: dict[str, Path]) -> Callable[[str], RoundRecords | 
     return read
 
 
-def render(fmt: str, rounds: list[RoundRecords], folders: dict[str, Path] | None = None) -> tuple[str, list[Item]]:
+def render_export(fmt: str, rounds: list[RoundRecords],
+                  folders: dict[str, Path] | None = None) -> tuple[str, list[Item]]:
     items, reviewers = collect(rounds, _sibling_reader(folders or {}))
     if fmt == "sarif":
         return json.dumps(sarif.build(items, reviewers), indent=2, ensure_ascii=False) + "\n", items
@@ -104,7 +105,7 @@ def render(fmt: str, rounds: list[RoundRecords], folders: dict[str, Path] | None
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     rounds, folders = read_rounds(args.rounds)
-    text, items = render(args.format, rounds, folders)
+    text, items = render_export(args.format, rounds, folders)
     if args.out:
         atomic.write_text(args.out, text)
     else:

@@ -180,7 +180,7 @@ def last_round_elsewhere(series: Path, stage: str, head: str) -> series_mod.Seri
     return rounds[-1] if rounds else None
 
 
-def read_series(series: Path) -> tuple[list[RoundRecord], list[ExtensionLine]]:
+def series_cap_records(series: Path) -> tuple[list[RoundRecord], list[ExtensionLine]]:
     """The series' rounds (round.json objects) and extensions; refused when unreadable (G32)."""
     rounds = [readers.read_round(p) for p in readers.series_rounds(series)]
     return rounds, readers.read_extensions(series)
@@ -358,9 +358,9 @@ def execute(plan: RoundPlan) -> int:
     # series that does not exist yet (no rounds, no extensions, nobody writing) is decided
     # without it, so that a refusal there creates no series folder.
     if not os.path.isdir(plan.series):
-        cap_decision(plan, *read_series(plan.series))
+        cap_decision(plan, *series_cap_records(plan.series))
     with series_lock(plan.series):
-        decision = cap_decision(plan, *read_series(plan.series))
+        decision = cap_decision(plan, *series_cap_records(plan.series))
         # another run may have taken the name while we waited (G28's repository checks of
         # prepare stand: they cost a git process or three)
         check_run_out(plan.out, repository=False)

@@ -149,10 +149,11 @@ def same_as(r: RoundRecords) -> dict[str, str]:
     return out
 
 
-Lookup = Callable[[str], "RoundRecords | None"]
+RoundLookup = Callable[[str], "RoundRecords | None"]
 
 
-def collect(rounds: list[RoundRecords], lookup: Lookup | None = None) -> tuple[list[Item], dict[str, ReviewerInfo]]:
+def collect(rounds: list[RoundRecords],
+            lookup: RoundLookup | None = None) -> tuple[list[Item], dict[str, ReviewerInfo]]:
     """Every finding of `rounds` (in the order given, then findings.json order)
     and the reviewers that produced them (the latest round's entry wins).
 

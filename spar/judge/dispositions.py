@@ -102,12 +102,12 @@ class Trace:
 
 # lookup(key) -> ("ok", standing line or None) | ("missing", why) | ("unreadable", why)
 LookupResult = tuple[str, "LedgerLine | str | None"]
-Lookup = Callable[[Key], LookupResult]
+DispositionLookup = Callable[[Key], LookupResult]
 # known(key) -> the trace from that finding when already known (never a cycle), else None
-Known = Callable[[Key], "Trace | None"]
+KnownTrace = Callable[[Key], "Trace | None"]
 
 
-def trace(start: Key, lookup: Lookup, known: Known | None = None) -> Trace:
+def trace(start: Key, lookup: DispositionLookup, known: KnownTrace | None = None) -> Trace:
     """Follow `duplicate` links from `start` until a finding that is not a
     duplicate; never loops (a visited finding ends the walk as a cycle). With
     `known`, a finding whose trace is known ends the walk there: the chain
@@ -142,7 +142,7 @@ def trace(start: Key, lookup: Lookup, known: Known | None = None) -> Trace:
             return Trace("missing", chain, str(err), len(chain))
 
 
-def would_cycle(finding: Key, target: Key, lookup: Lookup) -> bool:
+def would_cycle(finding: Key, target: Key, lookup: DispositionLookup) -> bool:
     """True when marking `finding` a duplicate of `target` closes a loop."""
     if finding == target:
         return True

@@ -25,7 +25,7 @@ from spar.records.model import Attempt
 from spar.records.model import ReviewerStatus as S
 from spar.records.usage import attempt_usage
 from spar.round.environment import reviewer_env
-from spar.round.executable import Lookup, find_executable
+from spar.round.executable import ExecutableLookup, find_executable
 from spar.round.interface import InputSpec, Monitor, Preset, RunPaths, recorded_argv
 from spar.round.process import KILL_GRACE, OUTPUT_CAP, ProcessResult, run_process
 
@@ -161,7 +161,7 @@ async def _run_reviewer(job: ReviewerJob, st: _Settings) -> ReviewerOutcome:
     return outcome
 
 
-def command_line(job: ReviewerJob, model: str, path_env: str | None) -> tuple[Lookup, list[str]]:
+def command_line(job: ReviewerJob, model: str, path_env: str | None) -> tuple[ExecutableLookup, list[str]]:
     """The executable lookup (G14) and the argv of one attempt of `job` with `model`: what
     runs, or what would run when the lookup fails (then argv[0] is the name looked up).
     Raises OSError when an input of the argv (claude: schema.json) cannot be read."""

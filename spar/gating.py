@@ -142,8 +142,12 @@ def _head_check(latest: judgement.ListedRound | None, expect: str | None) -> jud
         return judgement.HeadCheck(None, source, f"round {latest.arg} names no repository")
     try:
         if expect is not None:
-            return judgement.HeadCheck(git.resolve_commit(repo, expect, what="--expect-head"), source)
-        return judgement.HeadCheck(git.head_commit(repo), source)
+            expected = git.resolve_commit(repo, expect, what="--expect-head")
+        else:
+            expected = git.head_commit(repo)
+        # a round of the working tree is judged by its tree (spar.judge.gate.head_reasons)
+        tree = git.tree_of(repo, expected) if latest.record.get("head_source") == "worktree" else None
+        return judgement.HeadCheck(expected, source, expected_tree=tree)
     except (Refused, git.GitError, OSError) as exc:
         return judgement.HeadCheck(None, source, str(exc))
 

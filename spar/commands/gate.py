@@ -29,7 +29,8 @@ never marked recorded, or NAME.tmp files a killed write left (while the series
 lock is held they are a write in progress instead). Then: a round of a
 listed round's series missing from the list (a round with neither finished_at
 nor findings.json is not required); the latest round's head differs
-from --expect-head (default: HEAD of the repository named in its round.json;
+from --expect-head (for a round of the working tree, spar run --worktree:
+its tree differs from that commit's tree) (default: HEAD of the repository named in its round.json;
 when that folder is gone, of the repository holding the current folder if it
 has the round's head commit); a required reviewer of the latest round of a
 stage of a series neither completed nor waived (with the listed rounds of the

@@ -9,9 +9,19 @@ from spar.config.model import ReviewerConfig
 from spar.jsonvalue import object_at
 from spar.judge import agy_commands  # G11 checker
 from spar.judge.answer import parse_answer
-from spar.presets.input import join_parts, standpoint_instruction
+from spar.presets.input import standpoint_instruction
 from spar.records.usage import add_counts, count, reported
-from spar.round.interface import Answer, InputContext, InputSpec, Monitor, Preset, RunPaths, StreamInfo, as_text
+from spar.round.interface import (
+    Answer,
+    InputContext,
+    InputSpec,
+    Monitor,
+    Preset,
+    RunPaths,
+    StreamInfo,
+    as_text,
+    join_parts,
+)
 
 READ_TOOLS = ("view_file", "read_file", "grep_search", "list_dir")
 SUCCESS_STATUSES = ("SUCCESS", "OK")  # OK: older versions

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from spar.config.model import ReviewerConfig
-from spar.round.interface import InputContext, InputSpec, Preset
+from spar.round.interface import InputContext, InputSpec, Preset, join_parts
 
 
 def standpoint_instruction(standpoint: str | None, standpoints_active: bool) -> str:
@@ -25,12 +25,6 @@ def standpoint_instruction(standpoint: str | None, standpoints_active: bool) -> 
         "in the packet); you have none. Review the whole change, checking every angle the "
         "packet asks for. You need not give a `standpoint_report`.\n"
     )
-
-
-def join_parts(*parts: str) -> str:
-    """Join non-empty parts with one blank line between them."""
-    kept = [p if p.endswith("\n") else p + "\n" for p in parts if p]
-    return "\n".join(kept)
 
 
 def instructed_packet(ctx: InputContext) -> str:

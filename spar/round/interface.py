@@ -244,3 +244,31 @@ class Preset(ABC):
         if self.monitor_class is None:
             raise TypeError(f"preset {self.name} runs no process")
         return self.monitor_class()
+
+
+def join_parts(*parts: str) -> str:
+    """Join non-empty parts with one blank line between them."""
+    kept = [p if p.endswith("\n") else p + "\n" for p in parts if p]
+    return "\n".join(kept)
+
+
+def reviewer_input(preset: Preset, cfg: ReviewerConfig, *, reviewer_dir: Path, packet_text: str, packet_path: Path,
+                  standpoint: str | None, standpoints_active: bool, dry_run: bool,
+                  memory_text: str = "") -> InputSpec:
+    """Decide what this reviewer (of `preset`) receives and which files go into its folder.
+
+    The caller writes `spec.files` (reviewer-folder-relative) before the run.
+    `reviewer_dir` and `packet_path` should be absolute: some inputs name them.
+    `memory_text` (the series memory, spar.round.memory) follows the packet in
+    every reviewer's input; it is never part of packet.md.
+    """
+    ctx = InputContext(
+        reviewer_dir=Path(reviewer_dir),
+        packet_text=join_parts(packet_text, memory_text) if memory_text else packet_text,
+        packet_path=Path(packet_path),
+        standpoint=standpoint,
+        standpoints_active=standpoints_active,
+        dry_run=dry_run,
+        has_memory=bool(memory_text),
+    )
+    return preset.prepare_input(cfg, ctx)

@@ -54,7 +54,8 @@ JSON ({SCHEMA}):
     (no round.json, leftover *.tmp files, or round.json never marked recorded).
 Refused (65) on any record it reads that Spar could not have written: a torn,
 missing or impossible round.json, the findings.json of a recorded round, or an
-extensions.jsonl line outside G31 (a cause not among the five included)."""
+extensions.jsonl line `spar extend` would not have written (a cause not among the
+five included)."""
 
 
 def _cell(value: object) -> str:

@@ -297,6 +297,22 @@ def test_a_folder_with_a_round_json_of_another_schema_is_not_a_series_round(repo
     assert json.loads(out.read_text())["reasons"][0].startswith(f"{series}: round notes of the series cannot be read (")
 
 
+def test_a_mistyped_round_path_reads_apart_from_a_round_it_cannot_read(repo, capsys):
+    """Issue 22 point 8: a path with nothing behind it still blocks the gate (G29: a listed
+    round that cannot be read is a blocked reason, and the gate file is always written), but
+    its reason says it is no folder at all, a mistyped path, unlike a folder without round.json."""
+    series = build_series(repo, {"rounds": [{"name": "r1"}]})
+    (series / "empty").mkdir()
+    code, captured, out = run_gate(capsys, repo, series, ["r1", "nope", "empty"])
+    assert code == 1
+    reasons = json.loads(out.read_text())["reasons"]
+    assert reasons[0] == f"round {series}/nope cannot be read: no such round folder (no folder at that path: a mistyped path?)"
+    assert "mistyped" not in reasons[1] and "empty was not finished" in reasons[1]
+    assert "a mistyped path?" in captured.out
+    rounds = {entry["name"]: entry["state"] for entry in json.loads(out.read_text())["rounds"]}
+    assert rounds["nope"] == "unreadable" and rounds["empty"] == "unfinished"
+
+
 def test_repository_moved_since_the_round(tmp_path, capsys, monkeypatch):
     """round.json names the repository where the round ran; once that folder is
     moved, the gate takes HEAD (or --expect-head) from the repository it runs in,

@@ -29,7 +29,9 @@ Blocked reasons, all that apply, in this order: an unreadable, unfinished,
 dry-run or unrecorded round in the list (or an unreadable waivers.jsonl).
 Unreadable: a record Spar could not have written, named with its file and
 line (torn, missing, another schema, or an impossible value such as a ledger
-line against the disposition rules; docs/records.md). Unfinished ("was not
+line against the disposition rules; docs/records.md); a path with no folder
+behind it says "no such round folder" (a mistyped path blocks the gate like
+any round it cannot read, and exits 1, not 64). Unfinished ("was not
 finished"): a folder without round.json, findings.json written but round.json
 never marked recorded, or NAME.tmp files a killed write left (while the series
 lock is held they are a write in progress instead). Then: a round of a

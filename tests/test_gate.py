@@ -110,7 +110,8 @@ def test_scenarios(repo, capsys, scenario):
 
 def test_gate_file_field_by_field(repo, capsys):
     scenario = {"rounds": [
-        {"name": "r1", "findings": [{"id": "claude-F1", "class": "defect", "growth": True}, {"id": "codex-F1", "class": "hardening"}],
+        {"name": "r1", "reviewed": "base",  # r2 reviews a later head: the last fix
+         "findings": [{"id": "claude-F1", "class": "defect", "growth": True}, {"id": "codex-F1", "class": "hardening"}],
          "ledger": [{"finding": "claude-F1", "disposition": "rejected", "evidence": "e"}]},
         {"name": "r2", "reviewers": [["claude", "completed"], ["codex", "unavailable"]],
          "waivers": [{"reviewer": "codex", "preset": "codex", "user_quote": "go", "at": "2024-01-02T00:00:00.000Z"}],
@@ -133,7 +134,7 @@ def test_gate_file_field_by_field(repo, capsys):
         "base": base,
         "criteria_digest": r2["criteria_digest"],
         "rounds": [
-            {"path": str(series / "r1"), "name": "r1", "stage": "code", "head": head, "base": base,
+            {"path": str(series / "r1"), "name": "r1", "stage": "code", "head": base, "base": base,
              "packet_sha256": r1["packet_sha256"], "counted": True, "dry_run": False, "state": "ok"},
             {"path": str(series / "r2"), "name": "r2", "stage": "code", "head": head, "base": base,
              "packet_sha256": r2["packet_sha256"], "counted": True, "dry_run": False, "state": "ok"},

@@ -44,10 +44,11 @@ stage of a series neither completed nor waived (with the listed rounds of the
 same input, reruns of unfinished reviewers: a reviewer of any of them is
 required, and done when it completed or was waived in any of them); a
 defect or requirement-question without a standing disposition (a duplicate
-counts only when the finding it traces to is disposed); a defect of the
-latest code round introduced by the last fix (introduced_by_change: yes)
-outside the check paths that is not disposed. Growth inside the check paths is
-counted in "growth" but does not add a reason of its own.
+counts only when the finding it traces to is disposed), each listed once: when
+it is a defect of the latest code round introduced by the last fix
+(introduced_by_change: yes; a fix only when an earlier code round of the series
+reviewed another head) outside the check paths, its reason says so. Growth
+inside the check paths is counted in "growth" but adds nothing to a reason.
 "Latest" is by started_at, ties by list order. --out is refused (65, nothing
 written) inside any round folder of a listed series, as the series'
 extensions.jsonl, or when it exists and is not a review-gate/v1 file.

@@ -6,6 +6,7 @@ import ast
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -16,16 +17,16 @@ SPAR = Path(__file__).resolve().parent.parent / "spar"
 PURE_IMPORTS = {
     "__future__", "collections", "collections.abc", "dataclasses", "enum", "functools", "json", "posixpath", "re",
     "typing", "spar.errors", "spar.config.model", "spar.records.model", "math", "spar.round.usage", "operator",
-    "spar.plain",
+    "spar.plain", "spar.pathtext",
 }
 # os only for os.path string handling; anything else of os is I/O
 IO_NAMES = {"open", "print", "input"}
 
 
 def _pure_modules() -> list[Path]:
-    """spar/judge/ and the record types, usage arithmetic and class decorator it may use."""
+    """spar/judge/ and the record types, usage arithmetic, class decorator and path text form it may use."""
     return sorted((SPAR / "judge").glob("*.py")) + [SPAR / "records" / "model.py", SPAR / "round" / "usage.py",
-                                                   SPAR / "plain.py"]
+                                                   SPAR / "plain.py", SPAR / "pathtext.py"]
 
 
 def io_problems(path: Path) -> list[str]:
@@ -164,7 +165,8 @@ def test_the_guard_needs_only_the_standard_library():
 def test_the_package_says_it_is_typed():
     """PEP 561: the marker pyproject.toml ships, for a package mypy checks strictly."""
     assert (SPAR / "py.typed").is_file()
-    assert 'spar = ["py.typed"]' in (SPAR.parent / "pyproject.toml").read_text(encoding="utf-8")
+    config = tomllib.loads((SPAR.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "py.typed" in config["tool"]["setuptools"]["package-data"]["spar"]
 
 
 def test_a_toml_configuration_does_not_load_the_clean_review_reader(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ SPAR = Path(__file__).resolve().parent.parent / "spar"
 PURE_IMPORTS = {
     "__future__", "collections", "collections.abc", "dataclasses", "enum", "functools", "json", "posixpath", "re",
     "typing", "spar.errors", "spar.config.model", "spar.records.model", "math", "spar.records.usage", "operator",
-    "spar.records.record_rules", "spar.jsonvalue", "spar.globs", "spar.whitespace",
+    "spar.records.record_rules", "spar.jsonvalue", "spar.globs", "spar.whitespace", "spar.pathtext",
 }
 # os only for os.path string handling; anything else of os is I/O
 IO_NAMES = {"open", "print", "input"}
@@ -23,10 +24,10 @@ IO_NAMES = {"open", "print", "input"}
 
 def _pure_modules() -> list[Path]:
     """spar/judge/ and what it may use: the record types, record rules and usage arithmetic,
-    the JSON, glob and whitespace helpers."""
+    the JSON, glob, whitespace and path text helpers."""
     return sorted((SPAR / "judge").glob("*.py")) + [
         SPAR / "records" / "model.py", SPAR / "records" / "record_rules.py", SPAR / "records" / "usage.py",
-        SPAR / "jsonvalue.py", SPAR / "globs.py", SPAR / "whitespace.py"]
+        SPAR / "jsonvalue.py", SPAR / "globs.py", SPAR / "whitespace.py", SPAR / "pathtext.py"]
 
 
 def io_problems(path: Path) -> list[str]:
@@ -165,7 +166,8 @@ def test_the_guard_needs_only_the_standard_library():
 def test_the_package_says_it_is_typed():
     """PEP 561: the marker pyproject.toml ships, for a package mypy checks strictly."""
     assert (SPAR / "py.typed").is_file()
-    assert 'spar = ["py.typed"]' in (SPAR.parent / "pyproject.toml").read_text(encoding="utf-8")
+    config = tomllib.loads((SPAR.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "py.typed" in config["tool"]["setuptools"]["package-data"]["spar"]
 
 
 # ---------------------------------------------------------------- one direction of imports (issue 21, point 2)

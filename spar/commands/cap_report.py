@@ -143,15 +143,13 @@ def _convergence_md(report: dict[str, Any]) -> list[str]:
 
 def _parser() -> Parser:
     p = command_parser("cap-report", "Summarize the caps, rounds and extensions of a series.", EPILOG)
-    p.add_argument("series", nargs="?", metavar="SERIES", help="the series folder")
+    p.add_argument("series", metavar="SERIES", help="the series folder")
     p.add_argument("--format", default="md", metavar="md|json", help="md (default) or json")
     return p
 
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    if args.series is None:
-        raise UsageError("cap-report: a SERIES folder is required")
     if args.format not in ("md", "json"):
         raise UsageError(f"cap-report: --format {quote(args.format)} is not md or json")
     series = series_folder(args.series)

@@ -23,7 +23,9 @@ Blocked reasons, all that apply, in this order: an unreadable, unfinished,
 dry-run or unrecorded round in the list (or an unreadable waivers.jsonl).
 Unreadable: a record Spar could not have written, named with its file and
 line (torn, missing, another schema, or an impossible value such as a ledger
-line against the disposition rules; docs/records.md). Unfinished ("was not
+line against the disposition rules; docs/records.md); a path with no folder
+behind it says "no such round folder" (a mistyped path blocks the gate like
+any round it cannot read, and exits 1, not 64). Unfinished ("was not
 finished"): a folder without round.json, findings.json written but round.json
 never marked recorded, or NAME.tmp files a killed write left (while the series
 lock is held they are a write in progress instead). Then: a round of a
@@ -37,10 +39,11 @@ stage of a series neither completed nor waived (with the listed rounds of the
 same input, reruns of unfinished reviewers: a reviewer of any of them is
 required, and done when it completed or was waived in any of them); a
 defect or requirement-question without a standing disposition (a duplicate
-counts only when the finding it traces to is disposed); a defect of the
-latest code round introduced by the last fix (introduced_by_change: yes)
-outside the check paths that is not disposed. Growth inside the check paths is
-counted in "growth" but does not add a reason of its own.
+counts only when the finding it traces to is disposed), each listed once: when
+it is a defect of the latest code round introduced by the last fix
+(introduced_by_change: yes; a fix only when an earlier code round of the series
+reviewed another head) outside the check paths, its reason says so. Growth
+inside the check paths is counted in "growth" but adds nothing to a reason.
 "Latest" is by started_at, ties by list order. --out is refused (65, nothing
 written) inside any round folder of a listed series, as the series'
 extensions.jsonl, or when it exists and is not a review-gate/v1 file.

@@ -291,6 +291,10 @@ def reviewer_reasons(by_key: dict[tuple[str, str], StageReviewers]) -> list[str]
     return reasons
 
 
+# a finding of a listed round: (series path, round name, finding id)
+FindingKey = tuple[str, str, str]
+
+
 @dataclass(slots=True)
 class _Open:
     """A blocking finding without a disposition of its own that ends the matter: traced
@@ -343,7 +347,7 @@ class Judgement:
         self._auto_deferred = 0
         self._open: list[_Open] = []
         self._recent: dict[RoundKey, DuplicateLinks] = {}  # insertion order is recency
-        self._code_rounds: dict[str, int] = {}  # series -> usable code rounds
+        self._code_heads: dict[str, set[str]] = {}  # series -> heads its usable code rounds reviewed
         self._growth: _GrowthCandidate | None = None
         self._resolved: dict[RoundKey, dict[str, Trace]] = {}  # where findings of recent rounds lead
         self._finishing = False
@@ -375,7 +379,7 @@ class Judgement:
         self._remember(key, links)
         undecided = self._tally(item, findings, links)
         if stage == "code":
-            self._code_rounds[item.series] = self._code_rounds.get(item.series, 0) + 1
+            self._code_heads.setdefault(item.series, set()).add(item.record["head"])
             if self._growth is None or started >= self._growth.started:
                 grown = [(f["id"], f.get("in_check_paths") is True, f.get("path")) for f in findings
                          if f["class"] == "defect" and f.get("introduced_by_change") == "yes"]
@@ -515,10 +519,10 @@ class Judgement:
                 found = stage_reviewers(self._reviewed.get((series_path, stage), []), stage)
                 if found is not None:
                     by_key[(series_path, stage)] = found
-        open_ids, open_reasons = self._open_findings()
-        grown, growth_ids, growth_reasons = self._grown()
+        grown, growth_ids, grown_outside = self._grown()
+        open_ids, open_reasons = self._open_findings(grown_outside)
         reasons = (self._listed_reasons + unlisted_round_reasons(self.listed, series) + head_reasons(latest, head)
-                   + reviewer_reasons(by_key) + open_reasons + growth_reasons)
+                   + reviewer_reasons(by_key) + open_reasons)
         top = by_key.get((latest.series, latest.record["stage"])) if latest is not None else None
         required, completed, waived = (top.required, top.completed, top.waived) if top else ([], [], [])
         return {
@@ -541,9 +545,11 @@ class Judgement:
             "growth_findings": growth_ids,
         }
 
-    def _open_findings(self) -> tuple[list[str], list[str]]:
+    def _open_findings(self, grown_outside: dict[FindingKey, str]) -> tuple[list[str], list[str]]:
         """Step 5's outcome: ROUND/ID of blocking findings without a standing disposition,
-        and their reasons; chains into rounds read after theirs are traced now."""
+        and their reasons; chains into rounds read after theirs are traced now. One reason
+        per finding: step 6 (growth outside the check paths, `grown_outside`: where it is)
+        only adds to the reason of a finding that is open anyway."""
         ids: list[str] = []
         reasons: list[str] = []
         for row in self._open:
@@ -552,32 +558,30 @@ class Judgement:
             if row.trace.state == "disposed":
                 continue
             ids.append(f"{row.round}/{row.id}")
-            reasons.append(f"round {row.arg}: finding {row.id} ({row.cls}) {_open_why(row.trace)}")
+            grown = grown_outside.get((row.series, row.round, row.id))
+            growth = f"; it was introduced by the last fix, outside the check paths ({grown})" if grown else ""
+            reasons.append(f"round {row.arg}: finding {row.id} ({row.cls}) {_open_why(row.trace)}{growth}")
         return ids, reasons
 
-    def _grown(self) -> tuple[dict[str, int], list[str], list[str]]:
+    def _grown(self) -> tuple[dict[str, int], list[str], dict[FindingKey, str]]:
         """Step 6: defects of the latest code round introduced by the last fix. Reading of
         "reported, not blocking when disposed": growth is always counted; growth outside
-        the check paths blocks until disposed. "The last fix" exists only when an earlier
-        code round of its series was reviewed: the first code round's defects are the
-        change itself and already block as open findings."""
+        the check paths that is not disposed is an open defect, and its reason says so
+        (returned: each such finding, with where it is). "The last fix" exists only when
+        an earlier code round of its series reviewed another head: the first code round's
+        defects are the change itself, and a round of the same head again fixed nothing."""
         counts = {"in_check_paths": 0, "outside_check_paths": 0}
         ids: list[str] = []
-        reasons: list[str] = []
+        outside: dict[FindingKey, str] = {}
         code = self._growth
-        if code is None or self._code_rounds.get(code.item.series, 0) < 2:
-            return counts, ids, reasons
+        if code is None or len(self._code_heads.get(code.item.series, ())) < 2:
+            return counts, ids, outside
         for fid, inside, path in code.grown:
             counts["in_check_paths" if inside else "outside_check_paths"] += 1
             ids.append(f"{code.item.name}/{fid}")
-            row = code.undecided.get(fid)
-            if not inside and row is not None and (row.trace is None or row.trace.state != "disposed"):
-                where = path or "unreadable location"
-                reasons.append(
-                    f"round {code.item.arg}: finding {fid} (defect) was introduced by the last fix "
-                    f"outside the check paths ({where}) and is not disposed"
-                )
-        return counts, ids, reasons
+            if not inside and fid in code.undecided:
+                outside[(code.item.series, code.item.name, fid)] = path or "unreadable location"
+        return counts, ids, outside
 
 
 def round_entry(item: ListedRound) -> dict[str, Any]:

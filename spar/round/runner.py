@@ -178,7 +178,7 @@ def run_paths(job: ReviewerJob) -> RunPaths:
                     workspace=Path(job.workspace).absolute(), schema_path=Path(job.schema_path).absolute())
 
 
-async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: _Settings) -> _Attempt:
+async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: _Settings) -> _Attempt:  # noqa: C901  temporary (issue 21)
     cfg = job.config
     paths = run_paths(job)
     started_at = now()

@@ -2,7 +2,7 @@
 
 A CLI without network or login does not always stop by itself (codex-cli 0.171.0 prints
 "Reconnecting... waiting for network" for as long as it runs). Its monitor reports each
-such notice as a stall and any model output as the end of it (spar/presets/base.py);
+such notice as a stall and any model output as the end of it (spar/round/interface.py);
 `Liveness` keeps the time: once a stall has lasted the reviewer's `unreachable_seconds`
 with no model output, it cancels the run it watches (the process layer then ends the
 reviewer's process group) and keeps the stall, which the runner records as `unavailable`.
@@ -20,7 +20,7 @@ import anyio
 
 from spar.errors import quote
 from spar.judge.unreachable import short_message
-from spar.presets.base import Monitor, Stall
+from spar.round.interface import Monitor, Stall
 
 if TYPE_CHECKING:
     from spar.config.model import ReviewerConfig

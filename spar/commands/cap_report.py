@@ -22,7 +22,7 @@ from spar.judge.record_rules import CAUSES, CLASSES
 from spar.records import readers
 from spar.records.model import Finding
 from spar.round import usage
-from spar.series import SeriesRound, project_caps, read_series, series_folder, stage_caps
+from spar.series import SeriesRound, positions, project_caps, read_series, series_folder, stage_caps
 from spar.textsafe import for_stream
 
 NO_CAUSE = "no_recorded_cause"
@@ -147,11 +147,12 @@ def build_report(series: Path) -> dict[str, Any]:
         tally[cause]["extensions"] += 1
         tally[cause]["by"] += e["by"]
     findings = [_recorded_findings(item) for item in rounds]
+    order = positions(rounds)
     rows = [_round_row(item, f) for item, f in zip(rounds, findings, strict=False)]
     spent = _usage(rows)
     board = scoreboard([
         {"reviewers": item.round["reviewers"], "findings": f,
-         "standing": standing(readers.read_ledger(item.path, f)) if f is not None else {}}
+         "standing": standing(readers.read_ledger(item.path, f, positions=order)) if f is not None else {}}
         for item, f in zip(rounds, findings, strict=False) if not item.round.get("dry_run")
     ], {r["name"]: r for r in spent["reviewers"]})
     return {

@@ -19,7 +19,7 @@ from spar.errors import EXIT_OK, SparError
 from spar.records import atomic, clock, readers
 from spar.report_html import render
 from spar.round import usage
-from spar.series import read_series, series_folder
+from spar.series import positions, read_series, series_folder
 
 DESCRIPTION = """\
 Write one HTML file showing a series: the rounds on a timeline, findings per
@@ -68,6 +68,7 @@ def gather(series: Path) -> dict[str, Any]:
 
     base = build_report(series)
     by_name = {item.name: item for item in read_series(series)}
+    order = positions(list(by_name.values()))
     for row in base["rounds"]:
         item = by_name[row["name"]]
         r = item.round
@@ -82,7 +83,7 @@ def gather(series: Path) -> dict[str, Any]:
         row["findings"] = []
         if row["recorded"]:
             findings = readers.read_findings(item.path, round_json=r)
-            ledger = readers.read_ledger(item.path, findings)
+            ledger = readers.read_ledger(item.path, findings, positions=order)
             for f in findings:
                 history = [line for line in ledger if line["finding"] == f["id"]]
                 row["findings"].append({**f, "history": history})

@@ -23,6 +23,7 @@ from spar.judge.dispositions import (
     Key,
     LookupResult,
     check_request,
+    link_problem,
     parse_of,
     standing,
     trace,
@@ -32,7 +33,7 @@ from spar.judge.repeats import held_back
 from spar.records import atomic, clock, jsonl, lock, readers
 from spar.records.model import Finding, LedgerLine, RoundRecord
 from spar.round.summary import render_summary
-from spar.series import is_earlier, repository_of, round_folder
+from spar.series import position, repository_of, round_folder
 
 EPILOG = """\
 dispositions and what each needs (a text blank after trimming counts as not given):
@@ -101,6 +102,13 @@ class _RoundCache:
             self.rounds[name] = (round_json, {f["id"]: f for f in findings}, ledger)
         return self.rounds[name]
 
+    def position(self, name: str) -> tuple[str, str] | None:
+        """A readable round's place in series order, for the link rule; None otherwise."""
+        try:
+            return position(self.get(name)[0], name)
+        except (RecordError, Refused):
+            return None
+
     def lookup(self, key: Key) -> LookupResult:
         """For following a chain already in the ledgers: a link to a round that is
         gone (or never had findings) ends the chain; it is not this triage's --of,
@@ -155,9 +163,10 @@ def triage_line(round_dir: Path, series: Path, finding_id: str, disposition: str
         if target == (here, finding_id):
             raise Refused(f"--of {quote(given_options['of'])}: a finding cannot be a duplicate of itself")
         target_json, target_ids, _ = cache.get(target_round)
-        if target_round != here and not is_earlier(target_json, target_round, round_json, here):
-            raise Refused(f"--of {quote(given_options['of'])}: round {target_round} is not an earlier round "
-                          f"of the series than {here}")
+        places = {here: position(round_json, here), target_round: position(target_json, target_round)}
+        problem = link_problem(here, target_round, places.get)
+        if problem:
+            raise Refused(f"--of {quote(given_options['of'])}: {problem}")
         if target_id not in target_ids:
             raise Refused(f"--of {quote(given_options['of'])}: round {target_round} has no finding {quote(target_id)}")
         if would_cycle((here, finding_id), target, cache.lookup):
@@ -211,7 +220,7 @@ def repeat_lines(round_dir: Path, series: Path, *, force: bool = False
         if fid in own:
             notes.append(f"{fid}: left alone, it is {own[fid].get('disposition')} already (repeat of {target})")
             continue
-        traced = trace((rep["round"], rep["finding"]), cache.lookup)
+        traced = trace((rep["round"], rep["finding"]), cache.lookup, position=cache.position)
         end = cache.lookup(traced.end)[1] if traced.state == "disposed" else None
         decided = end.get("disposition") if isinstance(end, dict) else None
         if decided not in SETTLED_BY_REPEAT:

@@ -7,6 +7,7 @@ and a lookup for other findings' standing dispositions.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from spar.errors import Refused
 from spar.judge.refs import is_blank
@@ -84,6 +85,24 @@ def parse_of(text: str, current_round: str) -> tuple[str, str]:
     return round_name, finding_id
 
 
+# a round's place in series order (comparable; see spar.series.position), None when not known
+Position = Callable[[str], Any]
+
+
+def link_problem(here: str, target: str, position: Position) -> str | None:
+    """Triage's rule for a duplicate link, which every reader applies too: a finding of
+    round `here` is a duplicate of a finding of the same round or of an earlier round of
+    the series, never of a later one (a decision cannot rest on a round recorded after
+    it). None when the link may stand, or when either round's place is not known (a
+    round that is not there is another rule's matter)."""
+    if target == here:
+        return None
+    target_at, here_at = position(target), position(here)
+    if target_at is None or here_at is None or target_at < here_at:
+        return None
+    return f"round {target} is not an earlier round of the series than {here}"
+
+
 def standing(ledger: list[LedgerLine]) -> dict[str, LedgerLine]:
     """The latest ledger line per finding stands (history stays on disk). A line
     without a finding ID (a ledger nobody checked) names nothing."""
@@ -105,7 +124,7 @@ class Trace:
     state: `disposed` (the chain ends in a non-duplicate disposition),
     `open` (ends in a finding without disposition), `cycle`, `missing` (a link
     points at a finding that does not exist), `unreadable` (its round could
-    not be read).
+    not be read), `refused` (a link `link_problem` refuses).
     """
 
     state: str
@@ -125,12 +144,13 @@ Lookup = Callable[[Key], LookupResult]
 Known = Callable[[Key], "Trace | None"]
 
 
-def trace(start: Key, lookup: Lookup, known: Known | None = None) -> Trace:
+def trace(start: Key, lookup: Lookup, known: Known | None = None, position: Position | None = None) -> Trace:
     """Follow `duplicate` links from `start` until a finding that is not a
     duplicate; never loops (a visited finding ends the walk as a cycle). With
     `known`, a finding whose trace is known ends the walk there: the chain
     goes on with that trace's (nothing on a chain that does not loop leads
-    back to a finding before it, so the walk could not have looped either)."""
+    back to a finding before it, so the walk could not have looped either).
+    With `position`, a link `link_problem` refuses ends the walk as `refused`."""
     chain: list[Key] = []
     seen: set[Key] = set()
     key = start
@@ -155,9 +175,14 @@ def trace(start: Key, lookup: Lookup, known: Known | None = None) -> Trace:
         if not isinstance(of, str) or not of:
             return Trace("missing", chain, "a duplicate line without `of`", len(chain))
         try:
-            key = parse_of(of, key[0])
+            target = parse_of(of, key[0])
         except Refused as err:
             return Trace("missing", chain, str(err), len(chain))
+        problem = link_problem(key[0], target[0], position) if position is not None else None
+        if problem:
+            return Trace("refused", chain, f"its link to {'/'.join(target)} is one triage refuses: {problem}",
+                         len(chain))
+        key = target
 
 
 def would_cycle(finding: Key, target: Key, lookup: Lookup) -> bool:

@@ -13,7 +13,18 @@ from operator import itemgetter
 from typing import Any
 
 from spar.config.model import STAGES
-from spar.judge.dispositions import BLOCKING_CLASSES, Key, Known, Lookup, LookupResult, Trace, standing, trace
+from spar.judge.dispositions import (
+    BLOCKING_CLASSES,
+    Key,
+    Known,
+    Lookup,
+    LookupResult,
+    Position,
+    Trace,
+    link_problem,
+    standing,
+    trace,
+)
 from spar.judge.record_rules import CLASSES
 from spar.plain import dataclass, field
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
@@ -344,7 +355,11 @@ class Judgement:
         self._resolved: dict[RoundKey, dict[str, Trace]] = {}  # where findings of recent rounds lead
         self._finishing = False
         self._shared: dict[Any, Any] = {}
-        self._walkers: dict[tuple[str, bool], tuple[Lookup, Known]] = {}  # (series, final) -> lookup, known
+        # (series, final) -> lookup, known, position
+        self._walkers: dict[tuple[str, bool], tuple[Lookup, Known, Position]] = {}
+        # each usable listed round's place in series order (started_at, name), for the rule on
+        # duplicate links that triage applies (dispositions.link_problem)
+        self._places: dict[RoundKey, tuple[str, str]] = {}
 
     def add(self, item: ListedRound) -> None:
         """Judge one listed round; nothing of `item` is kept but what the document needs."""
@@ -361,6 +376,7 @@ class Judgement:
             return
         self._usable.add(key)
         started = _started(item)
+        self._places[key] = (started, item.name)
         if self.latest is None or started >= _started(self.latest):  # ties: the later in the list
             self.latest = item  # one round's records at most, until a later round replaces it
         stage = item.record["stage"]
@@ -433,7 +449,7 @@ class Judgement:
             return False  # `parse_of` refuses it: the walk says why
         where = (item.series, target)
         links = self._recent.get(where)
-        if links is None:
+        if links is None or link_problem(item.name, target, self._position(item.series)):
             return False
         standing_line = links.get(target_id)
         if not standing_line or standing_line.get("disposition") == "duplicate":
@@ -463,7 +479,8 @@ class Judgement:
         walkers = self._walkers.get((series, final))
         if walkers is None:
             walkers = self._walkers[(series, final)] = (
-                self._lookup(series, final=final), lambda key: resolved.get((series, key[0]), {}).get(key[1]))
+                self._lookup(series, final=final), lambda key: resolved.get((series, key[0]), {}).get(key[1]),
+                self._position(series))
         result = trace(start, *walkers)
         if result.state == "cycle":
             return result
@@ -474,6 +491,10 @@ class Judgement:
                 own = [*dict.fromkeys([*chain[index:index + 2], end])]
                 resolved.setdefault(where, {})[chain[index][1]] = Trace(result.state, own, result.detail)
         return Trace(result.state, [*dict.fromkeys([*chain[:2], end])], result.detail)
+
+    def _position(self, series: str) -> Position:
+        places = self._places
+        return lambda name: places.get((series, name))
 
     def _lookup(self, series: str, *, final: bool) -> Lookup:
         """Finding lookup for duplicate tracing inside one series: listed usable rounds

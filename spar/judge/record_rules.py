@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spar.config.model import STAGES
-from spar.judge.dispositions import OPTION_FLAGS, RULES
+from spar.judge.dispositions import OPTION_FLAGS, RULES, Position, link_problem
 from spar.judge.refs import WHITESPACE, is_blank, trim
 from spar.records.model import RECORDED, UNFINISHED, ReviewerStatus
 from spar.round.usage import TOKEN_KEYS, USAGE_KEYS, amount, count
@@ -239,6 +239,19 @@ def ledger_line_problem(line: Mapping[str, Any], findings: Mapping[str, Mapping[
         target, _, target_id = line["of"].partition("/")
         if not target or not target_id or "/" in target_id:
             return "of is not ROUND/ID"
+    return None
+
+
+def ledger_link_problem(lines: Sequence[Mapping[str, Any]], here: str, position: Position) -> tuple[int, str] | None:
+    """(line number, problem) of the first duplicate line of round `here` whose link
+    `link_problem` refuses (a link into a later round), or None."""
+    for number, line in enumerate(lines, start=1):
+        of = line.get("disposition") == "duplicate" and line.get("of")
+        if not isinstance(of, str) or "/" not in of:
+            continue  # not a duplicate, or a finding of the same round
+        problem = link_problem(here, of.partition("/")[0], position)
+        if problem:
+            return number, f"duplicate of {of}, which triage refuses: {problem}"
     return None
 
 

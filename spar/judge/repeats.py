@@ -10,10 +10,10 @@ when `spar triage --repeats` may only list it as a possible repeat.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from spar.judge.similar import Place, same_finding
-from spar.plain import dataclass
 from spar.records.model import Finding, RepeatOf
 
 

@@ -17,12 +17,12 @@ import signal
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 import anyio
 
-from spar.plain import dataclass, field
 from spar.presets.base import StreamInfo
 from spar.round import guard
 from spar.round.reaper import process_table

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -19,7 +20,6 @@ import anyio
 from spar.config.model import ReviewerConfig
 from spar.errors import quote
 from spar.judge.refusal import RefusalScan, reason_for
-from spar.plain import dataclass, field
 from spar.presets import get_preset
 from spar.presets.base import InputSpec, Monitor, Preset, RunPaths, recorded_argv
 from spar.records.clock import now

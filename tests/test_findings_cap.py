@@ -10,7 +10,7 @@ import json
 import pytest
 
 from spar.cli import main as spar_main
-from spar.config import load_config
+from spar.config.load import load_config
 from spar.config.model import DEFAULT_MAX_FINDINGS
 from spar.errors import ConfigError
 from spar.judge.result import InvalidOutput, validate_result

@@ -350,6 +350,7 @@ class Judgement:
         # each usable listed round's place in series order (started_at, name), for the rule on
         # duplicate links that triage applies (dispositions.link_problem)
         self._places: dict[RoundKey, tuple[str, str]] = {}
+        self._position_of: dict[str, Position] = {}
 
     def add(self, item: ListedRound) -> None:
         """Judge one listed round; nothing of `item` is kept but what the document needs."""
@@ -478,8 +479,12 @@ class Judgement:
         return Trace(result.state, [*dict.fromkeys([*chain[:2], end])], result.detail)
 
     def _position(self, series: str) -> Position:
-        places = self._places
-        return lambda name: places.get((series, name))
+        """A round's place in `series` (None: not a usable listed round), one function per series."""
+        found = self._position_of.get(series)
+        if found is None:
+            places = self._places
+            found = self._position_of[series] = lambda name: places.get((series, name))
+        return found
 
     def _lookup(self, series: str, *, final: bool) -> Lookup:
         """Finding lookup for duplicate tracing inside one series: listed usable rounds

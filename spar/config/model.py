@@ -13,6 +13,8 @@ STAGES = ("plan", "plan-delta", "code")  # CLI / record spelling
 CAP_KEYS = {"plan": "plan", "plan-delta": "plan_delta", "code": "code"}  # stage -> config key
 DEFAULT_REVIEWERS = ("claude", "codex")
 DEFAULT_TIMEOUT = 900
+# findings one answer may hold; an answer with more is invalid_output before any is built
+DEFAULT_MAX_FINDINGS = 500
 DEFAULT_CAPS = {"plan": 2, "plan_delta": 2, "code": 3}
 
 
@@ -28,11 +30,13 @@ class ReviewerConfig:
     binary: str = ""  # "" = look up the preset name on PATH
     argv: list[str] = field(default_factory=list)  # command preset only
     timeout_seconds: int = DEFAULT_TIMEOUT
+    max_findings: int = DEFAULT_MAX_FINDINGS
     max_budget_usd: int | float | None = None  # claude only: passed as --max-budget-usd
     allowed_models: list[str] | None = None
     allowed_efforts: list[str] | None = None
     model_written: bool = False  # the user file wrote `model` (so --model is refused)
     effort_written: bool = False
+    max_findings_written: bool = False  # the entry set its own max_findings
     source: str = "default"  # "<file>:<line>" of the [[reviewers]] entry, or "default"
 
     def applied(self) -> dict[str, Any]:
@@ -48,6 +52,8 @@ class ReviewerConfig:
                 out["effort"] = self.effort
         if self.preset == "command":
             out["argv"] = list(self.argv)
+        if self.max_findings != DEFAULT_MAX_FINDINGS:  # only when set: older configurations keep their digest
+            out["max_findings"] = self.max_findings
         if self.max_budget_usd is not None:  # only when set: configurations without it keep their digest
             out["max_budget_usd"] = self.max_budget_usd
         if self.allowed_models is not None:
@@ -66,6 +72,7 @@ class AppliedConfig:
 
     reviewers: list[ReviewerConfig]
     timeout_seconds: int = DEFAULT_TIMEOUT
+    max_findings: int = DEFAULT_MAX_FINDINGS  # the user file's default for every reviewer
     rules: list[str] = field(default_factory=list)  # repository-relative paths
     check_paths: list[str] = field(default_factory=list)
     angles: list[str] = field(default_factory=lambda: list(ANGLES))
@@ -83,6 +90,8 @@ class AppliedConfig:
             "angles": list(self.angles),
             "caps": dict(self.caps),
         }
+        if self.max_findings != DEFAULT_MAX_FINDINGS:
+            out["max_findings"] = self.max_findings
         if self.env_passthrough is not None:  # only when set: configurations without it keep their digest
             out["env_passthrough"] = list(self.env_passthrough)
         return out

@@ -25,6 +25,7 @@ import anyio
 from spar.plain import dataclass, field
 from spar.presets.base import StreamInfo
 from spar.round import guard
+from spar.round.guard_protocol import Kind, Request, StatusReader, encode_request
 from spar.round.reaper import process_table
 
 OUTPUT_CAP = 64 * 1024 * 1024  # bytes kept per log file
@@ -338,7 +339,7 @@ class _GuardClient:
 
     def send(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], fds: list[int]) -> None:
         """One request with its four descriptors; starts (or restarts) the guard as needed."""
-        data = guard.encode_request(list(argv), cwd, dict(env))
+        data = encode_request(Request(list(argv), cwd, dict(env)))
         for last_try in (False, True):
             self.start()
             assert self._sock is not None
@@ -380,7 +381,8 @@ class _Reviewer:
 
     def __init__(self, status_fd: int) -> None:
         self._status = status_fd
-        self._text = b""
+        self._reader = StatusReader()
+        self._exit_code: int | None = None  # the last exit code the keeper wrote
         self.pid = 0
         self.returncode: int | None = None
 
@@ -397,10 +399,11 @@ class _Reviewer:
                 os.close(self._status)
                 self._status = -1
                 break
-            self._text += chunk
-            for line in self._text.split(b"\n")[:-1]:
-                if line.startswith(b"P") and not self.pid:
-                    self.pid = int(line[1:])
+            for status in self._reader.feed(chunk):
+                if status.kind is Kind.STARTED and not self.pid:
+                    self.pid = status.value
+                elif status.kind is Kind.EXITED:
+                    self._exit_code = status.value
 
     async def started(self) -> None:
         await self._read_status(until_pid=True)
@@ -411,8 +414,8 @@ class _Reviewer:
         """Until the keeper has gone (the status pipe's EOF); its last word is the exit code."""
         await self._read_status(until_pid=False)
         if self.returncode is None:
-            codes = [line for line in self._text.split(b"\n") if line.startswith(b"X")]
-            self.returncode = int(codes[-1][1:]) if codes else -signal.SIGKILL
+            # no word from a keeper that is gone: it was killed (SIGKILL is the one it cannot handle)
+            self.returncode = -signal.SIGKILL if self._exit_code is None else self._exit_code
         return self.returncode
 
     def close(self) -> None:

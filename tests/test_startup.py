@@ -17,8 +17,6 @@ SPAR = Path(__file__).resolve().parent.parent / "spar"
 # bytecode, its compilation) on every round
 NOT_FOR_RUN = [
     "tempfile", "shutil", "bz2", "lzma", "random",  # tempfile's chain: only spar doctor and the Core query
-    "ctypes",  # only the guard
-    "dataclasses",  # spar.plain instead: ~0.3 ms less a class at import
     "trio",  # only with SPAR_ASYNC_BACKEND=trio
     "spar.commands.gate", "spar.commands.triage", "spar.commands.report", "spar.judge.gate",
     "spar.presets.claude", "spar.presets.codex", "spar.presets.agy",  # only the preset in use

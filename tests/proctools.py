@@ -7,12 +7,14 @@ so it is generous: on a loaded machine an event may take seconds.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from spar.round import process
 from spar.round.process import KILL_GRACE, GuardedProcess, OutputHandling, ProcessResult
 
 HANG = 120.0  # seconds: a wait this long means the event will not happen
@@ -85,3 +87,11 @@ def blocked_on_lock(pid: int) -> bool:
         if "->" in parts and parts[parts.index("->") + 4] == str(pid):
             return True
     return False
+
+
+def start_guard_alone() -> None:
+    """Start this test process's reviewer guard once it runs no other thread: the guard is
+    forked only then (spar.round.guard), and anyio's trio test runner keeps a thread of trio's
+    for a few seconds after a trio test."""
+    assert wait_for(lambda: threading.active_count() == 1, poll=0.05), threading.enumerate()
+    process.start_guard()

@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.proctools import LIMITS, pid_gone, run_for, wait_for, written
+from tests.proctools import LIMITS, pid_gone, run_for, start_guard_alone, wait_for, written
 
 PY = sys.executable
 BOUND = 30  # seconds: a hang guard, never the measure
@@ -238,19 +238,18 @@ async def test_one_guard_starts_every_reviewer(tmp_path):
     assert len(set(guards)) == 1 and guards[0] not in (os.getpid(), *keepers)  # one guard for all
 
 
-@pytest.mark.anyio
-async def test_the_guard_keeps_no_descriptor_of_spar(tmp_path):
+def test_the_guard_keeps_no_descriptor_of_spar(tmp_path):
     """The guard is a fork of spar: of spar's descriptors it keeps only its end of the
     control socket (a pipe end of spar's left open in it could hold a reviewer's stdin or
     a status pipe open), and its stdin, stdout and stderr are /dev/null."""
     from spar.round import process
 
-    process.stop_guard()  # the next reviewer forks a new guard, while this pipe is open
+    process.stop_guard()
     read_end, write_end = os.pipe()
     ours = os.readlink(f"/proc/self/fd/{read_end}")
     try:
-        with anyio.fail_after(BOUND):
-            res = await run_for([PY, "-c", "pass"], cwd=tmp_path, seconds=BOUND)
+        start_guard_alone()  # a new guard, forked while this pipe is open
+        res = anyio.run(lambda: run_for([PY, "-c", "pass"], cwd=tmp_path, seconds=BOUND))
         assert res.exit_code == 0, res.stderr_tail
         guard = process._GUARD._pid
         fds = {int(fd): os.readlink(f"/proc/{guard}/fd/{fd}") for fd in os.listdir(f"/proc/{guard}/fd")}

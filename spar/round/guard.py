@@ -1,8 +1,11 @@
 """One guard per spar process: it starts every reviewer, and no descendant outlives spar.
 
 `spar.round.process` forks the guard (`fork_guard`: a copy of spar, no interpreter start)
-once (for `spar run`: first thing, before any thread starts), in a session of its own, with
-one end of a Unix socket pair: the *control socket*, and no other descriptor of spar's.
+once (for `spar run`: first thing, before any thread starts; `fork_guard` refuses while
+another thread runs), in a session of its own, with one end of a Unix socket pair: the
+*control socket*, and no other descriptor of spar's. Spar has made itself not dumpable by
+then (`spar.round.prctl`), and the guard and its keepers inherit it: a reviewer of the same
+user cannot open their descriptors (spar's terminal, a status pipe) through /proc.
 The guard is a child subreaper (`spar.round.reaper`). For each reviewer spar
 sends a request (argv, cwd, environment) with four file descriptors (the
 reviewer's stdin, stdout, stderr and a *status pipe*); the guard forks a
@@ -24,9 +27,10 @@ and reviewer of the round. When spar ends normally the same EOF lets the
 guard exit. The status pipe reaches EOF when the keeper is gone, so spar
 needs no wait on a process that is not its child.
 
-Standard library only, besides `spar.round.reaper` and `spar.errors` (the exit codes), which
-need nothing else either (`tests/test_architecture.py` checks it): everything it runs is
-imported before the fork, but ctypes. What it cannot do: survive
+Standard library only, besides `spar.round.reaper`, `spar.round.prctl`,
+`spar.round.guard_protocol` and `spar.errors` (the exit codes), which need nothing else
+either (`tests/test_architecture.py` checks it): everything it runs is imported before the
+fork. What it cannot do: survive
 SIGKILL itself (then the keepers' descendants go to init); spar sends SIGKILL to a reviewer's
 group only after GRACE + SETTLE seconds without its keeper ending.
 """
@@ -39,9 +43,10 @@ import os
 import select
 import signal
 import socket
+import threading
 from types import FrameType
 
-from spar.errors import EXIT_INTERNAL, EXIT_NOT_STARTED, EXIT_OK
+from spar.errors import EXIT_INTERNAL, EXIT_NOT_STARTED, EXIT_OK, SparError
 from spar.round.guard_protocol import FDS_PER_REQUEST, Kind, Request, encode_status, take_requests
 from spar.round.reaper import become_subreaper, end_descendants, reap
 
@@ -217,14 +222,30 @@ def serve(control: socket.socket) -> int:
     return EXIT_OK
 
 
+class ThreadsRunning(SparError):
+    """The guard would be forked while another thread runs: refused (an internal error)."""
+
+
+def running_threads() -> int:
+    """Python threads of this process (those that run Python code and may hold its locks;
+    a helper thread of C code such as faulthandler's watchdog is not counted)."""
+    return threading.active_count()
+
+
 def fork_guard(control: socket.socket) -> int:
     """Fork the guard, serving `control` (the other end is spar's); its pid. A fork, not a
     new interpreter: no start-up or imports (~25 ms of CPU a round), and the guard runs the
-    very code spar loaded. The child imports nothing but ctypes (for the subreaper; no other
-    part of spar imports it, so no thread of spar can have been importing it at the fork),
-    starts a session of its own (a terminal's Ctrl-C is spar's
-    to handle) and keeps none of spar's descriptors but the socket: no pipe end or lock of
-    spar's may live on in it, and its stdin, stdout and stderr are /dev/null."""
+    very code spar loaded. Refused (ThreadsRunning) unless this is the only thread: a fork
+    copies every lock as it stands, and one another thread held (an import lock, a buffer's
+    lock) would stay held in the guard for good. The child imports nothing, starts a session
+    of its own (a terminal's Ctrl-C is spar's to handle) and keeps none of spar's descriptors
+    but the socket: no pipe end or lock of spar's may live on in it, and its stdin, stdout
+    and stderr are /dev/null."""
+    threads = running_threads()
+    if threads > 1:
+        names = ", ".join(thread.name for thread in threading.enumerate())
+        raise ThreadsRunning(f"internal error: the reviewer guard must be forked before any thread starts, "
+                             f"and {threads} threads run ({names})")
     pid = os.fork()
     if pid:
         return pid

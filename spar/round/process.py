@@ -29,6 +29,7 @@ import anyio
 from spar.presets.base import StreamInfo
 from spar.round import guard
 from spar.round.guard_protocol import Kind, Request, StatusReader, encode_request
+from spar.round.prctl import make_undumpable
 from spar.round.reaper import process_table
 
 OUTPUT_CAP = 64 * 1024 * 1024  # bytes kept per log file
@@ -311,6 +312,7 @@ class _GuardClient:
         self.close()
         ours, theirs = socket.socketpair()
         try:
+            make_undumpable()  # before any reviewer: none may open spar's descriptors through /proc
             self._pid = guard.fork_guard(theirs)
         except BaseException:
             ours.close()
@@ -318,6 +320,9 @@ class _GuardClient:
         finally:
             theirs.close()
         self._sock = ours
+
+    def running(self) -> bool:
+        return self._pid is not None and self._sock is not None and not self._ended()
 
     def _ended(self) -> bool:
         assert self._pid is not None
@@ -371,6 +376,11 @@ def stop_guard(wait: float = 0.0) -> None:
     """Let the guard go once no reviewer runs (reaped when it is gone within `wait` seconds,
     else init reaps it): `spar run` stops it after the reviewers and reaps it at its end."""
     _GUARD.close(wait)
+
+
+def guard_running() -> bool:
+    """This process has a live guard (the next reviewer starts without forking one)."""
+    return _GUARD.running()
 
 
 def start_guard() -> None:

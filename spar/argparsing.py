@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import os
-import sys
+import shutil
 from typing import Any, NoReturn
 
 from spar.errors import UsageError
@@ -19,30 +18,13 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog.removeprefix('spar ')}: {message}")
 
 
-def terminal_columns() -> int:
-    """`shutil.get_terminal_size().columns` without importing shutil (with its zlib, bz2
-    and lzma: a few ms on every start): COLUMNS when set above 0, else the width of the
-    terminal on stdout, else 80."""
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns if columns > 0 else 80
-
-
 class _Formatter(argparse.RawDescriptionHelpFormatter):
-    """argparse's formatter (made for every option added, not only for --help), given the
-    width it would otherwise ask shutil for."""
+    """argparse's help formatter, keeping the description's line breaks."""
 
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
                  width: int | None = None) -> None:
         super().__init__(prog, indent_increment, max_help_position,
-                         terminal_columns() - 2 if width is None else width)
+                         shutil.get_terminal_size().columns - 2 if width is None else width)
 
 
 def command_parser(name: str, description: str, epilog: str | None = None) -> Parser:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import gc
 import importlib
-import os
 import signal
 import sys
+import traceback
 from typing import NoReturn
 
 from spar import __version__
@@ -86,30 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_INTERNAL
     except Exception as exc:  # anything unexpected is an internal error, never a traceback-only exit 1
-        import traceback
-
         traceback.print_exc(file=sys.stderr)
         print(f"spar: internal error: {type(exc).__name__}: {terminal_safe(str(exc), multiline=True)}", file=sys.stderr)
         return EXIT_INTERNAL
 
 
 def entry() -> NoReturn:
-    """`spar` and `python -m spar`: `main`, then leave at once. Every file Spar writes is
-    closed (and records fsynced) by then, so tearing down the interpreter's ~300 modules
-    one by one would only add its time (30-60 ms of CPU) to every command.
-
-    The cyclic garbage collector is off from here: importing a command and checking its
-    input create objects that live until the exit, and the collections they set off
-    would only walk them again (~10 ms of CPU). Commands read acyclic records and leave
-    at once; `spar run` turns it back on before its reviewers stream their output."""
-    gc.disable()
-    code = main()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (BrokenPipeError, OSError):
-        code = code or EXIT_INTERNAL
-    os._exit(code)
+    """`spar` and `python -m spar`."""
+    sys.exit(main())
 
 
 if __name__ == "__main__":

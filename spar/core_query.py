@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
 from spar.judge.core_caps import QUERY_ARGS, Capabilities, interpret
-from spar.plain import dataclass
 from spar.round.executable import find_executable
 from spar.round.process import GuardedProcess, OutputHandling
 

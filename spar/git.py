@@ -11,11 +11,11 @@ import re
 import subprocess
 import threading
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from spar.errors import Refused, quote
-from spar.plain import dataclass
 
 # Variables that would point git at another repository than the one we name with -C.
 _DROPPED_ENV = (
@@ -138,28 +138,6 @@ def resolve_commit(repo: Path | str, rev: str, *, what: str = "revision") -> str
     if proc.returncode != 0 or not out:
         raise Refused(f"{what} {quote(rev)} is not a commit")
     return out
-
-
-def root_and_commits(path: Path | str, revs: list[str]) -> tuple[Path, dict[str, str]] | None:
-    """The work tree root containing `path` and the full commit ID of each of `revs`, from one
-    `git rev-parse`, when all of it is plain: every rev names one commit and `path` is in a
-    work tree. None otherwise, and then `repo_root` and `resolve_commit`, one by one, decide
-    and say what is wrong (this saves `spar run` two git processes, not a word of theirs)."""
-    if not revs or any(not rev or rev[0] in "-^" or "\0" in rev or "\n" in rev for rev in revs):
-        return None  # what an option, a negation or an empty name means is theirs to say
-    start = _existing_dir(Path(path))
-    if start is None:
-        return None
-    # without --verify several revs are read, but also ranges (several lines: then the count
-    # is off) and paths (a line that is no ID)
-    proc = run(start, "rev-parse", "--show-toplevel", *(f"{rev}^{{commit}}" for rev in revs), ok=(0, 1, 128))
-    lines = _decode(proc.stdout).split("\n")
-    if proc.returncode != 0 or len(lines) != len(revs) + 2 or lines[-1] or not lines[0]:
-        return None
-    ids = lines[1:-1]
-    if not all(_FULL_ID.fullmatch(i) for i in ids):
-        return None
-    return Path(lines[0]), dict(zip(revs, ids, strict=True))
 
 
 def head_commit(repo: Path | str) -> str:

@@ -10,9 +10,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
-from spar.plain import dataclass
 from spar.records.model import ReviewerStatus
 from spar.textsafe import terminal_safe
 

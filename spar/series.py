@@ -9,12 +9,12 @@ on its own and turns problems into blocked reasons.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from spar import git
 from spar.config.model import DEFAULT_CAPS, STAGES
 from spar.errors import Refused, quote
-from spar.plain import dataclass
 from spar.records import readers
 from spar.records.model import ExtensionLine, RoundRecord
 from spar.round.caps import stage_cap

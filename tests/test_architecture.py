@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,16 +15,14 @@ SPAR = Path(__file__).resolve().parent.parent / "spar"
 PURE_IMPORTS = {
     "__future__", "collections", "collections.abc", "dataclasses", "enum", "functools", "json", "posixpath", "re",
     "typing", "spar.errors", "spar.config.model", "spar.records.model", "math", "spar.round.usage", "operator",
-    "spar.plain",
 }
 # os only for os.path string handling; anything else of os is I/O
 IO_NAMES = {"open", "print", "input"}
 
 
 def _pure_modules() -> list[Path]:
-    """spar/judge/ and the record types, usage arithmetic and class decorator it may use."""
-    return sorted((SPAR / "judge").glob("*.py")) + [SPAR / "records" / "model.py", SPAR / "round" / "usage.py",
-                                                   SPAR / "plain.py"]
+    """spar/judge/ and the record types and usage arithmetic it may use."""
+    return sorted((SPAR / "judge").glob("*.py")) + [SPAR / "records" / "model.py", SPAR / "round" / "usage.py"]
 
 
 def io_problems(path: Path) -> list[str]:
@@ -165,31 +162,3 @@ def test_the_package_says_it_is_typed():
     """PEP 561: the marker pyproject.toml ships, for a package mypy checks strictly."""
     assert (SPAR / "py.typed").is_file()
     assert 'spar = ["py.typed"]' in (SPAR.parent / "pyproject.toml").read_text(encoding="utf-8")
-
-
-def test_a_toml_configuration_does_not_load_the_clean_review_reader(tmp_path):
-    """spar.config.clean_review is imported only for a clean-review JSON file: a round
-    configured in TOML does not compile or run it."""
-    config = tmp_path / "spar.toml"
-    config.write_text('[[reviewers]]\nname = "r"\npreset = "command"\nargv = ["true", "{prompt}"]\n')
-    probe = ("import os, sys\nfrom pathlib import Path\nfrom spar.config.load import load_config\n"
-             "cfg = load_config(None, env={'SPAR_CONFIG': sys.argv[1]}, home=Path(sys.argv[2]))\n"
-             "print([r.name for r in cfg.reviewers], 'spar.config.clean_review' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", probe, str(config), str(tmp_path)], capture_output=True,
-                         text=True, check=True).stdout
-    assert out == "['r'] False\n"
-
-
-@pytest.mark.parametrize("command", ["gate", "cap_report"])
-def test_record_reading_commands_do_not_load_the_configuration_machinery(command):
-    """spar.config's names are imported on first use: a command that only reads records
-    (STAGES and DEFAULT_CAPS from spar.config.model) does not pay at start-up for the
-    checks, the loader and the TOML positions it never calls."""
-    probe = ("import sys, importlib; importlib.import_module(sys.argv[1]); "
-             "print(' '.join(sorted(m for m in sys.modules if m.startswith('spar.config'))))")
-    loaded = subprocess.run([sys.executable, "-c", probe, f"spar.commands.{command}"], capture_output=True,
-                            text=True, check=True).stdout.split()
-    assert loaded == ["spar.config", "spar.config.model"]
-    # and the names stay reachable from the package
-    from spar.config import STAGES, load_config
-    assert STAGES and callable(load_config)

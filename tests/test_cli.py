@@ -90,27 +90,14 @@ def test_help_keeps_the_epilog_lines(capsys):
     assert "\nBlocked reasons, all that apply, in this order: an unreadable, unfinished,\n" in out
 
 
-class _Left(Exception):
-    pass
-
-
-def test_entry_flushes_and_leaves_without_interpreter_teardown(monkeypatch, capsys):
-    """`spar` and `python -m spar` run `main`, flush what was printed and leave through
-    os._exit with main's code (no module teardown at every command's end)."""
-    import os
-
-    codes = []
-
-    def fake_exit(code):
-        codes.append(code)
-        raise _Left
-
-    monkeypatch.setattr(os, "_exit", fake_exit)
+def test_entry_leaves_with_mains_code(monkeypatch, capsys):
+    """`spar` and `python -m spar` run `main` and exit with its code."""
     monkeypatch.setattr(sys, "argv", ["spar", "--version"])
-    with pytest.raises(_Left):
+    with pytest.raises(SystemExit) as left:
         cli.entry()
+    assert left.value.code == 0
     monkeypatch.setattr(sys, "argv", ["spar", "no-such-command"])
-    with pytest.raises(_Left):
+    with pytest.raises(SystemExit) as left:
         cli.entry()
     out = capsys.readouterr()
-    assert codes == [0, 64] and out.out.startswith("spar ") and "no-such-command" in out.err
+    assert left.value.code == 64 and out.out.startswith("spar ") and "no-such-command" in out.err

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from spar.config import load_config
+from spar.config.load import load_config
 from spar.errors import ConfigError
 
 DATA = Path(__file__).parent / "data"
@@ -125,7 +125,7 @@ def test_project_toml(row, tmp_path):
 def _unreadable_rule_check(repo: str) -> str:
     """Runs in a child process (as an unprivileged user when the tests run as root)."""
     code = (
-        "import sys\nfrom pathlib import Path\nfrom spar.config import load_config\nfrom spar.errors import ConfigError\n"
+        "import sys\nfrom pathlib import Path\nfrom spar.config.load import load_config\nfrom spar.errors import ConfigError\n"
         "try:\n    load_config(Path(sys.argv[1]), env={'HOME': sys.argv[1]})\n    print('accepted')\n"
         "except ConfigError as e:\n    print(e.message)\n"
     )

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from spar.config import add_check_paths, load_config, parse_reviewers_list, select_reviewers
+from spar.config.load import load_config
 from spar.config.model import AppliedConfig
+from spar.config.select import add_check_paths, parse_reviewers_list, select_reviewers
 from spar.errors import ConfigError, Refused, SparError, UsageError
 
 DATA = json.loads((Path(__file__).parent / "data" / "config_select.json").read_text(encoding="utf-8"))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from spar.config import load_config
+from spar.config.load import load_config
 from spar.config.sources import Source, read_source
 from spar.errors import ConfigError
 

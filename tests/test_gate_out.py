@@ -126,20 +126,3 @@ def test_another_gate_writing_the_same_out_meanwhile(repo, series, capsys, monke
     # the outer gate judged first and put its file in place last
     assert doc["state"] == "passed" and doc["generated_at"] < inner[1]["generated_at"]
     assert [p.name for p in out.parent.iterdir() if p.name.endswith(".tmp")] == []
-
-
-def test_the_gate_file_is_the_document_with_one_line_a_round():
-    from spar.commands.gate import _gate_text
-
-    tricky = 'a reason with\n  "rounds": [] inside, and "é"'
-    rounds = [{"path": f"/s/r{n}", "name": f"r{n}", "note": tricky, "counted": n % 2 == 0} for n in range(3)]
-    document = {"schema": "review-gate/v1", "reasons": [tricky], "rounds": rounds,
-                "stages": [{"rounds": [], "x": {"rounds": []}}], "open": []}
-    text = _gate_text(document)
-    assert json.loads(text) == document
-    assert text.endswith("}\n")
-    lines = text.splitlines()
-    start = lines.index('  "rounds": [')
-    assert [json.loads(line.strip().rstrip(",")) for line in lines[start + 1:start + 4]] == rounds
-    assert lines[start + 4] == "  ],"
-    assert json.loads(_gate_text({**document, "rounds": []})) == {**document, "rounds": []}

@@ -68,38 +68,6 @@ def test_resolve_commit_g27(two_commits, row, monkeypatch, tmp_path):
     assert list(cwd.iterdir()) == []
 
 
-@pytest.mark.parametrize("row", G27_ROWS, ids=[repr(r["rev"]) for r in G27_ROWS])
-def test_root_and_commits_answers_as_resolve_commit_or_not_at_all(two_commits, row, monkeypatch, tmp_path):
-    # the one-process read of `spar run` never resolves a revision otherwise than G27 does:
-    # it gives the same commit, or None (and resolve_commit then refuses it)
-    repo, base, head = two_commits
-    fill = {"{head}": head, "{head_short}": head[:7], "{base}": base,
-            "{blob}": run_git(repo, "rev-parse", "HEAD:a.txt").strip(),
-            "{tree}": run_git(repo, "rev-parse", "HEAD^{tree}").strip()}
-    rev = fill.get(row["rev"], row["rev"])
-    monkeypatch.chdir(tmp_path)
-    before = sorted(p.name for p in repo.iterdir())
-    found = git.root_and_commits(repo / "dir", [rev, "HEAD"])
-    if row["expect"] is None:
-        assert found is None
-    elif found is not None:
-        assert found == (repo.resolve(), {rev: {"head": head, "base": base}[row["expect"]], "HEAD": head})
-    assert sorted(p.name for p in repo.iterdir()) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["repo"]
-
-
-def test_root_and_commits_reads_plain_revisions_at_once(two_commits, tmp_path):
-    repo, base, head = two_commits
-    assert git.root_and_commits(repo / "not" / "yet", ["HEAD~1", "main", base]) == (
-        repo.resolve(), {"HEAD~1": base, "main": head, base: base})
-    # a range names two commits, a path none, and outside a work tree there is no root: None,
-    # so that repo_root and resolve_commit say what is wrong
-    assert git.root_and_commits(repo, ["HEAD~1..HEAD"]) is None
-    assert git.root_and_commits(repo, ["a.txt"]) is None
-    assert git.root_and_commits(repo / ".git", ["HEAD"]) is None
-    assert git.root_and_commits(tmp_path / "lonely", ["HEAD"]) is None
-
-
 def test_head_commit(tmp_path):
     empty = make_repo(tmp_path, name="empty")
     with pytest.raises(Refused):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from spar.cli import main
-from spar.config import load_config
+from spar.config.load import load_config
 from spar.config.scaffold import fit, ignore_pattern
 from tests.gitrepo import commit, git, make_repo
 from tests.runsetup import result

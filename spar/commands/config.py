@@ -13,9 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from spar import git
 from spar.argparsing import add_selection_options, command_parser
-from spar.config import apply_selection, load_config
+from spar.config.load import load_config
 from spar.config.model import AppliedConfig
+from spar.config.select import apply_selection
 from spar.errors import EXIT_OK, Refused, UsageError
 
 DESCRIPTION = """\
@@ -52,7 +54,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _repository(directory: str | None) -> Path | None:
-    from spar import git  # the git wrapper; imported here so `spar config --help` needs no git
 
     start = Path(directory) if directory is not None else Path.cwd()
     if directory is not None and not start.is_dir():

@@ -16,17 +16,21 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from spar import __version__
+from spar import __version__, git
 from spar.argparsing import command_parser
+from spar.config.load import load_config
 from spar.config.model import ReviewerConfig
+from spar.core_query import query_core
 from spar.errors import Refused, UsageError, quote
 from spar.judge.core_caps import GATE_FEATURE
-from spar.plain import asdict, dataclass
+from spar.presets import get_preset
+from spar.records import paths
 from spar.round.environment import reviewer_env
 from spar.round.executable import find_executable
 from spar.round.process import GuardedProcess, OutputHandling
@@ -132,8 +136,6 @@ def _one_line(text: str) -> str:
 
 
 async def reviewer_checks(r: ReviewerConfig, env: dict[str, str], passthrough: list[str] | None) -> list[Check]:
-    from spar.presets import get_preset
-
     preset = get_preset(r.preset)
     env = reviewer_env(env, passthrough, preset.vendor_env)  # what the reviewer of a round would get
     subject = f"{r.name} ({r.preset})"
@@ -199,8 +201,6 @@ async def git_check(env: dict[str, str]) -> Check:
 
 
 def repository_check(base: Path) -> tuple[Check, Path | None]:
-    from spar import git
-
     try:
         root = git.repo_root(base)
     except git.GitError as err:
@@ -213,8 +213,6 @@ def repository_check(base: Path) -> tuple[Check, Path | None]:
 
 def config_check(root: Path | None) -> tuple[list[Check], list[ReviewerConfig], list[str] | None]:
     """The check, the reviewers and env_passthrough (what reviewers inherit)."""
-    from spar.config import load_config
-
     try:
         cfg = load_config(root)
     except Refused as err:
@@ -227,8 +225,6 @@ def config_check(root: Path | None) -> tuple[list[Check], list[ReviewerConfig], 
 
 
 def series_check(series: Path, shown: str) -> Check:
-    from spar.records import paths
-
     try:
         paths.check_record_path(series, kind="--series", directory=True)
     except Refused as err:
@@ -237,8 +233,6 @@ def series_check(series: Path, shown: str) -> Check:
 
 
 async def core_check(requested: str | None, env: dict[str, str]) -> tuple[Check, dict[str, Any]]:
-    from spar.core_query import query_core
-
     result = await query_core(requested or "ha", env.get("PATH"), env)
     caps = result.capabilities
     report = {"requested": result.requested, "executable": result.executable, "sha256": result.sha256,

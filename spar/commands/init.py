@@ -12,8 +12,10 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+from spar import git
 from spar.argparsing import command_parser
 from spar.config.checks import check_project, check_user
 from spar.config.scaffold import (
@@ -34,8 +36,7 @@ from spar.config.scaffold import (
 from spar.config.sources import PROJECT_FILE, find_user_source, missing_why, user_candidates
 from spar.config.toml_positions import LocatedDoc, TomlSyntaxError, locate_toml
 from spar.errors import EXIT_OK, ConfigError, Refused, UsageError, quote
-from spar.plain import dataclass
-from spar.records import atomic
+from spar.records import atomic, paths
 from spar.round.executable import find_executable
 
 DESCRIPTION = """\
@@ -167,8 +168,6 @@ def plan_project(root: Path) -> Step:
 def plan_ignore(series: Path) -> Step:
     """G28 for the series folder; when the innermost repository does not ignore
     it, one line for the .gitignore of the deepest existing folder holding it."""
-    from spar import git
-    from spar.records import paths
 
     try:
         paths.check_record_path(series, kind="--series", directory=True)
@@ -231,7 +230,6 @@ def main(argv: list[str]) -> int:
         raise UsageError("init: --series needs a folder")
     series = Path(args.series) if os.path.isabs(args.series) else base / args.series
 
-    from spar import git
 
     try:
         root = git.repo_root(base)
@@ -260,7 +258,6 @@ def main(argv: list[str]) -> int:
     if not args.dry_run:
         ignore = steps[-1]
         if ignore.action != "keep":
-            from spar.records import paths
 
             paths.check_record_path(series, kind="--series", directory=True)  # the line must have done it
         out.write(f"Next: `spar doctor`, then `spar run --stage code --out {args.series.rstrip('/')}/ROUND`.\n")

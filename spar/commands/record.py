@@ -17,6 +17,7 @@ from spar import git
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, quote
 from spar.judge.answer import parse_answer
+from spar.judge.transcript import analyze_transcript
 from spar.records import lock, readers
 from spar.records.model import (
     Finding,
@@ -112,7 +113,6 @@ def analyze(round_dir: Path, name: str, data: bytes, source: str) -> TranscriptA
     ways (the path given here, and its real path, which is what a host working from
     a physical cwd sees). A warning that depends on the spelling is not a fact
     about the subagent, so only warnings found under every spelling are kept."""
-    from spar.judge.transcript import analyze_transcript  # only `record --transcript` needs it
 
     lines = transcript_lines(data)
     spellings = list(dict.fromkeys([str(round_dir), os.path.realpath(round_dir)]))

@@ -13,15 +13,13 @@ and leaves the round unrecorded (round.json as written in step 2), with exit
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import importlib
 import os
 import shlex
 import signal
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,11 +27,11 @@ import anyio
 
 from spar import git
 from spar import series as series_mod
-from spar.config import apply_selection, load_config
+from spar.config.load import load_config
 from spar.config.model import AppliedConfig
+from spar.config.select import apply_selection
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, WriteFailed, exit_for_signal, quote
 from spar.judge.context import RoundDoc
-from spar.plain import dataclass
 from spar.presets import Preset, get_preset, prepare_input
 from spar.progress import Progress, make_progress
 from spar.records import atomic, readers
@@ -118,77 +116,37 @@ def _config(args: RunArgs, repo: Path, env: Mapping[str, str]) -> AppliedConfig:
     return cfg
 
 
-def _given_revisions(args: RunArgs) -> list[str]:
-    return [rev for rev in (args.base, _head_rev(args), args.expect_head) if rev is not None]
-
-
 def _head_rev(args: RunArgs) -> str:
     return args.head if args.head is not None else "HEAD"
 
 
-def _revisions(args: RunArgs, repo: Path, known: Mapping[str, str]) -> tuple[str, str, str | None]:
-    """--base, --head and --expect-head as commit IDs; `known` holds those already read."""
-
-    def commit(rev: str, what: str) -> str:
-        return known[rev] if rev in known else git.resolve_commit(repo, rev, what=what)
-
-    given = args.base
-    base_of = _beside(commit, given, "--base") if given is not None and given not in known else None
-    head = commit(_head_rev(args), "--head")
-    if given is None:
+def _revisions(args: RunArgs, repo: Path) -> tuple[str, str, str | None]:
+    """--base, --head and --expect-head as commit IDs."""
+    head = git.resolve_commit(repo, _head_rev(args), what="--head")
+    if args.base is None:
         base = git.default_base(repo, head)
     else:
-        base = base_of() if base_of is not None else known[given]
+        base = git.resolve_commit(repo, args.base, what="--base")
     expect = None
     if args.expect_head is not None:
-        expect = commit(args.expect_head, "--expect-head")
+        expect = git.resolve_commit(repo, args.expect_head, what="--expect-head")
         if expect != head:
             raise Refused(f"--expect-head {quote(args.expect_head)} is {expect}, but the head to review is {head}")
     return base, head, expect
 
 
-def _beside(fn: Callable[..., T], *args: Any) -> Callable[[], T]:
-    """Start `fn(*args)` in a thread now; the returned function waits for it and returns
-    its value, or raises what it raised."""
-    result: list[T] = []
-    error: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            result.append(fn(*args))
-        except BaseException as exc:  # handed to the caller at join
-            error.append(exc)
-
-    thread = threading.Thread(target=work, name="spar-beside", daemon=True)
-    thread.start()
-
-    def join() -> T:
-        thread.join()
-        if error:
-            raise error[0]
-        return result[0]
-
-    return join
-
-
 def prepare(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> RoundPlan:
     """Every check of step 1; reads only."""
     backend = async_backend(env)
-    # the repository and the commits named, at once when all is plain; else one by one below
-    found = git.root_and_commits(cwd, _given_revisions(args))
-    known: Mapping[str, str] = {}
-    if found is not None:
-        repo, known = found
-    else:
-        try:
-            root = git.repo_root(cwd)
-        except git.GitError as exc:
-            raise Refused(f"cannot tell which git repository holds {cwd}: {exc}") from None
-        if root is None:
-            raise Refused(f"{cwd} is not inside a git repository")
-        repo = root
+    try:
+        root = git.repo_root(cwd)
+    except git.GitError as exc:
+        raise Refused(f"cannot tell which git repository holds {cwd}: {exc}") from None
+    if root is None:
+        raise Refused(f"{cwd} is not inside a git repository")
+    repo = root
     cfg = _config(args, repo, env)
-    base, head, expect = _revisions(args, repo, known)
+    base, head, expect = _revisions(args, repo)
     documents = read_round_documents(
         str(repo), config_rules=list(cfg.rules), criteria=args.criteria, rules=args.rules,
         subject=args.subject, cwd=cwd,
@@ -196,11 +154,7 @@ def prepare(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> RoundPlan:
     out = Path(os.path.abspath(os.path.join(cwd, args.out)))
     check_run_out(out)
     series = out.parent
-    # the base's tree and the diff are read in threads beside the head's tree: each mostly
-    # waits on its git process, and the machine may have a core free for each
-    base_plan = _beside(plan_commit, repo, base)
-    change = _beside(git.diff_with_stat, repo, base, head, DIFF_LIMIT) if args.stage == "code" else None
-    plans = {"head": plan_commit(repo, head), "base": base_plan()}
+    plans = {"head": plan_commit(repo, head), "base": plan_commit(repo, base)}
     packet = PacketInput(
         stage=args.stage, series=series.name, base=base, head=head, angles=list(cfg.angles),
         check_paths=list(cfg.check_paths), documents=documents,
@@ -208,8 +162,8 @@ def prepare(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> RoundPlan:
         workspace_notes=[n for copy, tree in plans.items() for n in tree.notes(copy)],
         escaped_names=escaped_names(plans.values()),
     )
-    if change is not None:
-        diff = change()  # the packet keeps no more than DIFF_LIMIT
+    if args.stage == "code":
+        diff = git.diff_with_stat(repo, base, head, DIFF_LIMIT)  # the packet keeps no more than DIFF_LIMIT
         packet.diff_stat, packet.diff, packet.diff_complete = diff.stat, diff.patch, diff.complete
     since = last_round_elsewhere(series, args.stage, head)
     if since is not None:
@@ -309,7 +263,7 @@ def _create_round(plan: RoundPlan,
 async def _reviewers_or_signal(jobs: list[ReviewerJob], progress: Progress, env: dict[str, str],
                                passthrough: list[str] | None) -> tuple[list[ReviewerOutcome] | None, int | None]:
     """(outcomes, None), or (None, signal number) when SIGINT/SIGTERM came first: the task
-    group is cancelled and run_process kills each reviewer's whole process group."""
+    group is cancelled and each reviewer's GuardedProcess ends its whole process group."""
     caught: list[int] = []
     outcomes = None
     async with anyio.create_task_group() as tg:
@@ -331,22 +285,11 @@ async def _reviewers_or_signal(jobs: list[ReviewerJob], progress: Progress, env:
     return (None, caught[0]) if caught else (outcomes, None)
 
 
-def collector_on() -> None:
-    """The cyclic collector, off for the start-up (spar.cli.entry), on for the reviewers, whose
-    output may run long. What the start-up made (~30,000 objects: modules, configuration,
-    plan) lives until the exit, so it is frozen first: the first collection would otherwise
-    walk all of it (~5 ms on the critical path), and later ones again."""
-    if not gc.isenabled():
-        gc.freeze()
-        gc.enable()
-
-
 def _run_all(plan: RoundPlan, jobs: list[ReviewerJob],
              progress: Progress) -> tuple[list[ReviewerOutcome] | None, int | None]:
     try:
         # each reviewer inherits this through env_passthrough and its preset (spar.round.environment)
         passthrough = plan.config.env_passthrough
-        collector_on()
         return anyio.run(lambda: _reviewers_or_signal(jobs, progress, dict(os.environ), passthrough),
                          backend=plan.backend)
     except BaseExceptionGroup as group:
@@ -475,28 +418,11 @@ def execute(plan: RoundPlan) -> int:
     return EXIT_NOT_CLEAN if not_completed else EXIT_OK
 
 
-def preload_backend(backend: str) -> threading.Thread:
-    """Import the event loop's modules (anyio's backend with asyncio or trio: ~30 ms of
-    CPU) in a thread of its own while this one mostly waits: on git before the round, on
-    fsync while the round folder is written. Nothing else imports them meanwhile, so the
-    two threads never wait on each other's imports; anyio.run finds them loaded."""
-
-    def load() -> None:
-        with contextlib.suppress(Exception):  # anyio.run imports it again and says what failed
-            importlib.import_module(f"anyio._backends._{backend}")
-
-    thread = threading.Thread(target=load, name="spar-preload", daemon=True)
-    thread.start()
-    return thread
-
-
 def main(argv: list[str]) -> int:
     args = parse_run_args(argv)
-    backend = async_backend(os.environ)
     try:
         if not args.dry_run:
             start_guard()  # forked before any thread starts (a refusal stops it unused)
-        preload_backend(backend)
         return execute(prepare(args, cwd=os.getcwd(), env=os.environ))
     finally:
         stop_guard()  # told to go after the reviewers: reaped here when it is gone, else by init

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from spar.config.checks import ProjectPart, check_project, check_user, default_reviewers
+from spar.config.clean_review import check_clean_review
 from spar.config.model import ANGLES, DEFAULT_CAPS, DEFAULT_TIMEOUT, AppliedConfig
 from spar.config.sources import Loaded, find_user_source, missing_why, project_source, read_source
 from spar.config.toml_positions import LocatedDoc, TomlSyntaxError, locate_toml
@@ -34,9 +35,6 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
         loaded = read_source(user)
         files.append(loaded.record())
         if user.kind == "json":
-            # here: only a clean-review JSON file needs it, not every start
-            from spar.config.clean_review import check_clean_review
-
             reviewers = check_clean_review(user.path, loaded.text)
         else:
             part = check_user(_locate(loaded))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, field, replace
 from typing import Any
-
-from spar.plain import dataclass, field, replace
 
 PRESETS = ("claude", "codex", "agy", "native", "command")
 ANGLES = ("criteria", "correctness", "checks", "contracts", "risk")

@@ -11,13 +11,13 @@ the added ones, or nothing is written and the user gets the lines to add.
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass, field
 from typing import Any
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from spar.config.model import ANGLES, DEFAULT_CAPS, DEFAULT_TIMEOUT
-from spar.plain import dataclass, field
 
 CLI_PRESETS = ("claude", "codex", "agy")  # looked up on PATH, in this order
 

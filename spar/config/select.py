@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol
 
 from spar.config.checks import name_problem, value_problem
@@ -10,7 +11,6 @@ from spar.config.model import PRESETS, AppliedConfig, ReviewerConfig
 from spar.errors import ConfigError, Refused, UsageError, quote
 from spar.judge.globs import glob_problem, normalize_glob
 from spar.judge.refs import trim
-from spar.plain import replace
 
 # which presets take --model / --effort, and the allowed-list attribute for each
 _KEY_PRESETS = {"model": ("claude", "codex", "agy"), "effort": ("claude", "codex")}

@@ -12,9 +12,8 @@ from __future__ import annotations
 import bisect
 import re
 import tomllib
+from dataclasses import dataclass, field
 from typing import Any
-
-from spar.plain import dataclass, field
 
 KeyPath = tuple[str | int, ...]  # a key path: table keys and array indexes
 

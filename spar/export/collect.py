@@ -26,10 +26,10 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from spar.errors import quote
 from spar.judge.refs import G7_PREFIXES, parse_ref
-from spar.plain import dataclass, field
 from spar.records.model import Finding, LedgerLine, RoundRecord
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")

@@ -76,9 +76,10 @@ A blank line runs nothing and is accepted.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from spar.errors import quote
 from spar.judge.agy_options import TABLES, Parsed, parse
-from spar.plain import dataclass, field
 
 ALLOWED_DIRS = ("/bin", "/usr/bin", "/usr/local/bin", "/opt/homebrew/bin")
 

@@ -32,7 +32,7 @@ never trusted to end the options).
 
 from __future__ import annotations
 
-from spar.plain import dataclass, field
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,8 @@ talks to git is `spar.round.context.context_from_git`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import cached_property
-
-from spar.plain import dataclass
 
 DOC_KINDS = ("criteria", "rules", "subject")
 REGULAR_MODES = ("100644", "100755")  # G8: a contract link's head file must be one of these

@@ -4,9 +4,9 @@ scoreboard, over records already read (pure; `spar cap-report`, docs/records.md)
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-from spar.plain import dataclass, field
 from spar.records.model import Finding
 
 ENDINGS = ("fixed", "answered", "rejected", "duplicate", "deferred", "open")

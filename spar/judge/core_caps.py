@@ -14,10 +14,10 @@ the query being unsupported by an older Core).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from spar.judge.jsonvalue import no_constants
-from spar.plain import dataclass, field
 
 SCHEMA = "ha-capabilities/v1"
 QUERY_ARGS = ("capabilities", "--format", "json")

@@ -7,10 +7,10 @@ and a lookup for other findings' standing dispositions.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from spar.errors import Refused
 from spar.judge.refs import is_blank
-from spar.plain import dataclass, field
 from spar.records.model import LedgerLine
 
 DISPOSITIONS = ("fixed", "duplicate", "rejected", "deferred", "answered")

@@ -7,15 +7,13 @@ blocked reason here — the gate never refuses over what it reads.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
-from operator import itemgetter
+from dataclasses import dataclass, field
 from typing import Any
 
 from spar.config.model import STAGES
 from spar.judge.dispositions import BLOCKING_CLASSES, Key, Known, Lookup, LookupResult, Trace, standing, trace
 from spar.judge.record_rules import CLASSES
-from spar.plain import dataclass, field
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
 
 SCHEMA = "review-gate/v1"
@@ -121,25 +119,17 @@ RoundKey = tuple[str, str]  # (series path, round name)
 
 
 def links_of(findings: list[Finding], ledger: list[LedgerLine]) -> Links:
-    links: Links = dict.fromkeys(map(_ID, findings))
-    try:  # the standing (latest) line per finding, when every line names one: built in C
-        lines: dict[str, LedgerLine] = dict(zip(map(_FINDING, ledger), ledger, strict=True))
-    except (KeyError, TypeError):  # a line without a finding, or one that is no text
-        lines = standing(ledger)
-    if lines.keys() <= links.keys():  # else lines about findings that are not there: leave those out
-        links.update(lines)
-    else:
-        links.update((fid, line) for fid, line in lines.items() if fid in links)
+    links: Links = {finding["id"]: None for finding in findings}
+    for fid, line in standing(ledger).items():
+        if fid in links:  # lines about findings that are not there are left out
+            links[fid] = line
     return links
 
 
-_ID, _FINDING, _CLASS = itemgetter("id"), itemgetter("finding"), itemgetter("class")
-_COUNTED = frozenset(CLASSES)
 
 
 def _auto_deferred(line: LedgerLine) -> bool:
-    """Deferred automatically (design §3); `_tally` tests the same inline, on the
-    disposition it has read already."""
+    """Deferred automatically (design §3)."""
     return line.get("auto") is True and line.get("disposition") == "deferred"
 
 
@@ -387,22 +377,17 @@ class Judgement:
     def _tally(self, item: ListedRound, findings: list[Finding], links: Links) -> dict[str, _Open]:
         """Step 5 for one round: count its findings and trace the blocking ones; returns
         those not disposed (or not traceable yet) by id."""
-        counts = self._counts
-        classes = list(map(_CLASS, findings))
-        for cls, count in (Counter(classes).items() if not set(classes) <= _COUNTED else
-                           ((cls, classes.count(cls)) for cls in CLASSES)):  # counted in C
-            counts[cls] += count
-        # links holds one line per finding id, in finding order; an id twice (a record the
-        # readers refuse) pairs each finding with its line and counts each line once
-        unique = len(links) == len(findings)
-        pairs = links.items() if unique else [(fid, links[fid]) for fid in map(_ID, findings)]
-        auto = 0 if unique else sum(1 for line in links.values() if line and _auto_deferred(line))
+        for finding in findings:
+            self._counts[finding["class"]] += 1
+        # an id twice (a record the readers refuse) pairs each finding with its line; each
+        # line is counted once
+        auto = sum(1 for line in links.values() if line and _auto_deferred(line))
         undecided: dict[str, _Open] = {}
-        for (fid, line), cls in zip(pairs, classes, strict=True):
+        for finding in findings:
+            fid, cls = finding["id"], finding["class"]
+            line = links.get(fid)
             if line:
                 disposition = line.get("disposition")
-                if unique and disposition == "deferred" and line.get("auto") is True:
-                    auto += 1
                 if cls not in BLOCKING_CLASSES or disposition != "duplicate" or self._duplicate_of_disposed(item, line):
                     continue  # not blocking, or disposed: what `trace` would find at its first or second step
             elif cls not in BLOCKING_CLASSES:

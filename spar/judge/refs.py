@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from spar.errors import quote
-from spar.plain import dataclass
 
 # Unicode White_Space property (what Go's unicode.IsSpace reports). Python's
 # str.isspace() would also accept U+001C..U+001F, which are not whitespace here.

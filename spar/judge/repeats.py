@@ -7,10 +7,10 @@ spar.judge.similar's: same path, lines near, claims similar.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from spar.judge.similar import Place, same_finding
-from spar.plain import dataclass
 from spar.records.model import Finding, RepeatOf
 
 

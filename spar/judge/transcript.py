@@ -44,12 +44,12 @@ import json
 import os
 import posixpath
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from spar.errors import Refused
 from spar.judge.answer import parse_answer
 from spar.judge.jsonvalue import object_at
-from spar.plain import dataclass, field
 
 DEFAULT_ALLOWED = ("Read", "Grep", "Glob", "StructuredOutput")
 SYNTHETIC_MODEL = "<synthetic>"

@@ -13,12 +13,12 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spar.config.model import ReviewerConfig
 from spar.judge.refusal import RefusalScan
-from spar.plain import dataclass, field
 
 
 @dataclass

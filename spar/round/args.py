@@ -8,11 +8,13 @@ stays a usage error.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from spar.argparsing import SELECTION_VALUE_OPTIONS, Parser, add_selection_options, command_parser
 from spar.config.model import STAGES
+from spar.config.select import split_assignment
 from spar.errors import Refused, UsageError, quote
 from spar.judge.refs import is_blank
-from spar.plain import dataclass, field
 
 DECISION = "--decision"
 DECISION_QUOTE = "--decision-quote"
@@ -194,7 +196,6 @@ def parse_run_args(argv: list[str]) -> RunArgs:
     ns = _parser().parse_args(rest)
     standpoints = [split_standpoint(raw) for raw in ns.standpoints]
     # the shape of --model/--effort is a usage error too: judge it before any refusal
-    from spar.config.select import split_assignment
 
     for option, values in (("--model", ns.models), ("--effort", ns.efforts)):
         for raw in values:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 
 from spar.errors import quote
-from spar.plain import dataclass
 
 
 @dataclass

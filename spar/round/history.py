@@ -8,6 +8,7 @@ spar.judge.repeats and spar.judge.similar, the text spar.round.memory.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from spar import git
@@ -18,9 +19,9 @@ from spar.judge.linemap import IDENTITY, LineMap, parse_diff
 from spar.judge.locate import locate
 from spar.judge.repeats import Earlier, Mine, corroborate, find_repeat, repeat_record
 from spar.judge.similar import Place
-from spar.plain import dataclass, field
 from spar.records import readers
 from spar.records.model import Finding, LedgerLine, RoundRecord
+from spar.round.recording import context_for_round
 from spar.series import SeriesRound, is_earlier, read_series, repository_of
 
 
@@ -84,7 +85,6 @@ def _map(place: Place | None, rj: RoundRecord, base: str, head: str, maps: _Maps
 
 
 def _round_context(rj: RoundRecord) -> RoundContext | None:
-    from spar.round.recording import context_for_round
 
     try:
         where = rj.copy()

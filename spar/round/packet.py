@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass, field
 
 from spar.judge.context import RoundDoc
-from spar.plain import dataclass, field
 
 DIFF_LIMIT = 512 * 1024  # bytes of diff text kept in the packet
 

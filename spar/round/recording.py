@@ -32,6 +32,7 @@ from spar.records.model import (
     find_reviewer,
 )
 from spar.round.context import context_from_git
+from spar.round.documents import documents_record
 from spar.round.runner import ReviewerOutcome
 from spar.round.summary import render_summary
 
@@ -270,7 +271,6 @@ def new_round_json(*, name: str, stage: str, repository: str, base: str, head: s
                    standpoints: list[tuple[str, str]], decisions: list[tuple[str, str]], counted: bool,
                    dry_run: bool, started_at: str) -> RoundRecord:
     """round.json as written before any reviewer runs (no finished_at, reviewers pending)."""
-    from spar.round.documents import documents_record
 
     values = config.applied_values()
     return {

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from spar.pathtext import needs_escape, path_text
-from spar.plain import dataclass, field
 
 MODE_LINK = "120000"
 MAX_LINKS = 40  # Linux's limit on links followed for one path (ELOOP)

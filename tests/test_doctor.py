@@ -351,3 +351,14 @@ def test_codex_api_key_in_the_environment_counts_as_logged_in(here, capsys, monk
     assert code == 0 and login["status"] == "ok" and "CODEX_API_KEY" in login["detail"]
     config.write_text('env_passthrough = []\n[[reviewers]]\npreset = "codex"\n')  # still passed: codex's own
     assert doctor_json(capsys)[0] == 0
+
+
+def test_a_repository_without_commits_is_a_problem(tmp_path, monkeypatch, capsys):
+    """Issue 22 point 8: doctor does not call a repository before its first commit fine."""
+    repo = make_repo(tmp_path, name="fresh")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("SPAR_CONFIG", str(tmp_path / "none.toml"))
+    code, report = doctor_json(capsys)
+    check = by_check(report, "repository")[0]
+    assert code == 1 and check["status"] == "problem"
+    assert check["detail"] == "the repository has no commits yet" and "commit" in check["fix"]

@@ -208,6 +208,9 @@ def repository_check(base: Path) -> tuple[Check, Path | None]:
     if root is None:
         return Check("repository", str(base), "problem", "not inside a git repository",
                      "run spar in the repository under review"), None
+    if git.unborn_head(root):  # nothing a round could review
+        return Check("repository", str(root), "problem", git.NO_COMMITS,
+                     "commit the change to review, then run spar doctor again"), Path(root)
     return Check("repository", str(root), "ok", "git repository"), Path(root)
 
 

@@ -33,7 +33,8 @@ never marked recorded, or NAME.tmp files a killed write left (while the series
 lock is held they are a write in progress instead). Then: a round of a
 listed round's series missing from the list (a round with neither finished_at
 nor findings.json is not required); the latest round's head differs
-from --expect-head (default: HEAD of the repository named in its round.json;
+from --expect-head (for a round of the working tree, spar run --worktree:
+its tree differs from that commit's tree) (default: HEAD of the repository named in its round.json;
 when that folder is gone, of the repository holding the current folder if it
 has the round's head commit); a required reviewer of the latest round of a
 stage of a series neither completed nor waived (with the listed rounds of the
@@ -186,8 +187,12 @@ def _head_check(latest: judgement.ListedRound | None, expect: str | None) -> jud
         return judgement.HeadCheck(None, source, f"round {latest.arg} names no repository")
     try:
         if expect is not None:
-            return judgement.HeadCheck(git.resolve_commit(repo, expect, what="--expect-head"), source)
-        return judgement.HeadCheck(git.head_commit(repo), source)
+            expected = git.resolve_commit(repo, expect, what="--expect-head")
+        else:
+            expected = git.head_commit(repo)
+        # a round of the working tree is judged by its tree (spar.judge.gate.head_reasons)
+        tree = git.tree_of(repo, expected) if latest.record.get("head_source") == "worktree" else None
+        return judgement.HeadCheck(expected, source, expected_tree=tree)
     except (Refused, git.GitError, OSError) as exc:
         return judgement.HeadCheck(None, source, str(exc))
 

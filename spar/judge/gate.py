@@ -105,6 +105,7 @@ class HeadCheck:
     expected: str | None
     source: str  # e.g. `--expect-head "main"` or `HEAD of /repo`
     error: str | None = None
+    expected_tree: str | None = None  # the expected commit's tree, read for a worktree round
 
 
 # lookup for findings of rounds that were not listed: (series path, key) -> see dispositions.Lookup
@@ -261,6 +262,10 @@ def head_reasons(latest: ListedRound | None, head: HeadCheck | None) -> list[str
         return []
     if head.error is not None:
         return [f"the expected head ({head.source}) cannot be resolved: {head.error}"]
+    # a round of the working tree reviewed its tree: committing that tree keeps it current
+    worktree = latest.record.get("head_source") == "worktree"
+    if worktree and head.expected_tree is not None and head.expected_tree == latest.record.get("head_tree"):
+        return []
     if head.expected != latest.record["head"]:
         return [f"round {latest.arg} reviewed head {latest.record['head']}, but {head.source} is {head.expected}"]
     return []

@@ -39,7 +39,7 @@ _DROPPED_ENV = (
 
 # how long one git command may take: far more than any read Spar asks for, so that a git
 # stuck on a lock or a dead network file system ends the command instead of hanging it
-TIMEOUT = 600.0
+TIME_LIMIT = 600.0  # also a FIFO among the ignore files, which blocks git forever
 
 BLOB_MODES = {"100644": "file", "100755": "executable", "120000": "symlink"}
 
@@ -70,9 +70,11 @@ def _argv(repo: Path | str, args: Iterable[str]) -> list[str]:
 
 
 def run(repo: Path | str, *args: str, input: bytes | None = None, ok: tuple[int, ...] = (0,),
-        env: Mapping[str, str] | None = None, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[bytes]:
+        env: Mapping[str, str] | None = None, timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
     """Run git in `repo`; raise GitError unless the exit status is in `ok`, or when it has not
-    finished within `timeout` seconds (its process group is ended). `env` adds variables."""
+    finished within `timeout` seconds (default TIME_LIMIT; its process group is ended).
+    `env` adds variables."""
+    timeout = TIME_LIMIT if timeout is None else timeout
     argv = _argv(repo, args)
     try:
         # a session of its own, so that ending it ends whatever it started too
@@ -84,10 +86,10 @@ def run(repo: Path | str, *args: str, input: bytes | None = None, ok: tuple[int,
     try:
         out, err = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
-        _end(proc)
+        _end_group(proc)
         raise GitError(f"git {next(iter(args), '')} did not finish within {timeout:g}s") from None
     except BaseException:  # Ctrl-C or the like: git must not outlive it
-        _end(proc)
+        _end_group(proc)
         raise
     done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
     if done.returncode not in ok:
@@ -95,10 +97,10 @@ def run(repo: Path | str, *args: str, input: bytes | None = None, ok: tuple[int,
     return done
 
 
-def _end(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    proc.communicate()
+    proc.communicate()  # reaps git and closes its pipes
 
 
 def _failure(args: Iterable[str], proc: subprocess.CompletedProcess[bytes]) -> str:

@@ -3,20 +3,23 @@
 No script, no external asset, no font or image fetched: styles are inline and
 the charts are inline SVG, and a Content-Security-Policy of `default-src
 'none'` (inline styles and data: images only) makes any fetch a refused one.
-Every value from the records (reviewer text included) is HTML-escaped.
+Every value from the records (reviewer text included) goes through
+`spar.textsafe.html_safe`: controls, bidi overrides and invisible characters
+shown escaped (`\u202e`), then HTML-escaped.
 
 The input is `spar.commands.report.gather`'s dict: the cap report of the
 series (rounds, reviewer statuses and usage), per round its wall time and
-findings with their disposition history, and the gate over every round.
+(for the latest rounds) findings with their disposition history, and the
+gate over every round.
 """
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 from spar.records.model import ReviewerStatus
 from spar.round import usage as usage_text
+from spar.textsafe import html_safe
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 COLORS = {"defect": "#c62828", "requirement-question": "#6a1b9a", "hardening": "#ef6c00", "note": "#546e7a"}
@@ -42,7 +45,7 @@ svg text{font:12px system-ui,sans-serif}
 
 
 def _e(value: object) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    return html_safe(value)
 
 
 def _badge(status: str) -> str:
@@ -77,6 +80,8 @@ def timeline_svg(rounds: list[dict[str, Any]]) -> str:
         y = 25 if i % 2 == 0 else 75
         parts.append(f'<circle cx="{x:.1f}" cy="45" r="7" fill="{color}"><title>{_e(r["name"])} '
                      f'{_e(r["started_at"])}</title></circle>')
+        if not r.get("detailed", True):
+            continue  # an older round is a point with its title; labels only for the latest rounds
         anchor = "start" if x < pad + 80 else "end" if x > width - pad - 80 else "middle"
         parts.append(f'<text x="{x:.1f}" y="{y}" text-anchor="{anchor}">{_e(r["name"])} ({_e(r["stage"])})</text>')
     parts.append("</svg>")
@@ -195,8 +200,13 @@ def _memory(f: dict[str, Any]) -> str:
     return out
 
 
-def _findings(rounds: list[dict[str, Any]]) -> str:
+def _findings(rounds: list[dict[str, Any]], detail_rounds: int) -> str:
     parts = []
+    older = sum(1 for r in rounds if not r.get("detailed", True))
+    if older:
+        parts.append(f'<p class="muted" id="older-rounds">Every finding of the latest {detail_rounds} round(s) is '
+                     f"shown below; the {older} earlier round(s) show their counts in the rounds table (their "
+                     "records keep every finding: <code>spar export</code>).</p>")
     for r in rounds:
         if not r["findings"]:
             continue
@@ -218,6 +228,10 @@ def _findings(rounds: list[dict[str, Any]]) -> str:
 
 def render(data: dict[str, Any]) -> str:
     rounds = data["rounds"]
+    # a long series: the chart and the reviewer table cover the rounds shown in full, the
+    # rounds table and the timeline every round
+    recent = [r for r in rounds if r.get("detailed", True)]
+    latest = f" (latest {len(recent)} rounds)" if len(recent) < len(rounds) else ""
     total = data["usage"]
     body = [
         f"<h1>Spar series report</h1><p class=\"muted\">{_e(data['series'])} · {len(rounds)} round(s) · "
@@ -228,15 +242,15 @@ def render(data: dict[str, Any]) -> str:
         " Time and cost come from each attempt's <code>usage</code>; rounds recorded before Spar kept it show"
         " “not recorded”.</p>",
         "<h2>Timeline</h2>", timeline_svg(rounds),
-        "<h2>Findings per round by class</h2>", findings_chart_svg(rounds),
+        f"<h2>Findings per round by class{latest}</h2>", findings_chart_svg(recent),
         "<h2>Rounds</h2>", _rounds_table(rounds),
-        "<h2>Reviewers</h2>", _reviewers_table(rounds),
+        f"<h2>Reviewers{latest}</h2>", _reviewers_table(recent),
         "<h2>Caps</h2><table><tr><th>stage</th><th>cap</th><th>counted</th><th>remaining</th><th>extensions</th></tr>"
         + "".join(f"<tr><td>{_e(s['stage'])}</td><td class=\"num\">{s['cap']}</td><td class=\"num\">{s['counted']}</td>"
                   f"<td class=\"num\">{s['remaining']}</td><td>"
                   + _e("; ".join(f"+{x['by']} {x['cause'] or 'no recorded cause'}" for x in s["extensions"]) or "-")
                   + "</td></tr>" for s in data["stages"]) + "</table>",
-        "<h2>Findings and their dispositions</h2>", _findings(rounds),
+        "<h2>Findings and their dispositions</h2>", _findings(rounds, data.get("detail_rounds", len(rounds))),
     ]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">"

@@ -21,10 +21,16 @@ block); CR is escaped in both modes. `for_stream()` is for data written to
 stdout (exports, reports): escaped only when stdout is a terminal, so files
 and pipes get the exact text. Backslashes are left alone: the output
 is for reading, not for parsing back.
+
+`bounded()` cuts a tool's value (a version, a reason) to a length a screen or
+a log line can hold, with an ellipsis. `html_safe()` is the one escaping of
+the HTML report: the same characters shown escaped (so a bidi override reads
+as a visible `\u202e`, not as reversed text), then HTML's own escaping.
 """
 
 from __future__ import annotations
 
+import html
 from typing import TextIO
 
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\a": "\\a", "\b": "\\b", "\f": "\\f",
@@ -51,6 +57,19 @@ def terminal_safe(text: str, *, multiline: bool = False) -> str:
     return "".join(ch if ch == " " or ch in kept or ch.isprintable() else _escape(ch) for ch in text)
 
 
+def bounded(text: str, limit: int = 200) -> str:
+    """`text` cut to `limit` characters, an ellipsis saying it was cut."""
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+def html_safe(value: object) -> str:
+    """Any value shown on an HTML page: text that cannot act (no control, bidi or
+    invisible character; newlines and tabs kept as the page's white space), then
+    escaped for HTML text and attribute values alike."""
+    text = "" if value is None else str(value)
+    return html.escape(terminal_safe(text, multiline=True), quote=True)
+
+
 def for_stream(text: str, stream: TextIO) -> str:
     """Output meant to be data (JSON, SARIF, Markdown reports on stdout): escaped, keeping
     newlines and tabs, only when `stream` is a terminal; written as it is otherwise."""
@@ -61,4 +80,4 @@ def for_stream(text: str, stream: TextIO) -> str:
     return terminal_safe(text, multiline=True) if tty else text
 
 
-__all__ = ["for_stream", "terminal_safe"]
+__all__ = ["bounded", "for_stream", "html_safe", "terminal_safe"]

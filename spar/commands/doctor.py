@@ -34,7 +34,7 @@ from spar.records import paths
 from spar.round.environment import reviewer_env
 from spar.round.executable import find_executable
 from spar.round.process import GuardedProcess, OutputHandling
-from spar.textsafe import for_stream, terminal_safe
+from spar.textsafe import bounded, for_stream, terminal_safe
 
 SCHEMA = "spar-doctor/v1"
 VERSION_TIMEOUT = 10.0  # a version print is instant; a hung CLI must not hold the screen
@@ -47,7 +47,8 @@ executable and version (its version check, at most 10 s), whether claude
 (`claude auth status`) and codex (`codex login status`, or CODEX_API_KEY set)
 are logged in (agy has no harmless check), each CLI run with the environment its reviewer would
 get (env_passthrough), and whether the series folder (--series, default
-reviews) is ignored as `spar run --out` requires (G28).
+reviews) is ignored as `spar run --out` requires (every repository holding
+it ignores it and no tracked file is under it).
 
 It also asks the Jaekit Core that reads Spar's gate (`ha` on PATH, or
 --core PATH) `ha capabilities --format json` (at most 5 s, not retried) and
@@ -238,8 +239,10 @@ def series_check(series: Path, shown: str) -> Check:
 async def core_check(requested: str | None, env: dict[str, str]) -> tuple[Check, dict[str, Any]]:
     result = await query_core(requested or "ha", env.get("PATH"), env)
     caps = result.capabilities
+    # what the Core printed is the Core's text: bounded here, escaped wherever it is shown
+    version = bounded(caps.ha_version) if caps.ha_version is not None else None
     report = {"requested": result.requested, "executable": result.executable, "sha256": result.sha256,
-              "state": caps.state, "reason": caps.reason, "ha_version": caps.ha_version,
+              "state": caps.state, "reason": bounded(caps.reason, 400), "ha_version": version,
               "reads_review_gate": caps.reads_review_gate, "missing": caps.missing_for_gate}
     needed = requested is not None
     bad = "problem" if needed else "warning"
@@ -249,12 +252,12 @@ async def core_check(requested: str | None, env: dict[str, str]) -> tuple[Check,
         return Check("core", subject, status, f"{caps.reason} (Core is needed only to record the gate)",
                      "install Jaekit Core" if needed else ""), report
     if caps.state != "ok":
-        return Check("core", subject, bad, f"capability query: {caps.reason}",
+        return Check("core", subject, bad, f"capability query: {bounded(caps.reason, 400)}",
                      "install a Core of v0.1.8 or later"), report
     if caps.missing_for_gate:
-        return Check("core", subject, bad, f"ha {caps.ha_version} does not read review-gate/v1: lacks "
+        return Check("core", subject, bad, f"ha {version} does not read review-gate/v1: lacks "
                      + ", ".join(caps.missing_for_gate), "install a Core with run-rules/5"), report
-    return Check("core", subject, "ok", f"ha {caps.ha_version} reads review-gate/v1 "
+    return Check("core", subject, "ok", f"ha {version} reads review-gate/v1 "
                  f"({GATE_FEATURE}, run-rules/5)"), report
 
 
@@ -269,10 +272,13 @@ def render_text(checks: list[Check], ready: bool) -> str:
         f"a round cannot run here: {sum(c.status == 'problem' for c in checks)} problem(s)"
     lines = [f"spar doctor ({__version__}): {head}"]
     width = max(len(c.check) for c in checks)
+    # subjects and details hold what tools printed (a Core's version, a CLI's answer): escaped
+    # whether or not stdout is a terminal, since a pipe usually ends in one (a CI log, less)
     for c in checks:
-        lines.append(f"  {MARK[c.status]:<4}  {c.check:<{width}}  {c.subject}: {c.detail}")
+        lines.append(f"  {MARK[c.status]:<4}  {c.check:<{width}}  {terminal_safe(c.subject)}: "
+                     f"{terminal_safe(c.detail)}")
         if c.fix and c.status in ("problem", "warning"):
-            lines.append(f"  {'':<4}  {'':<{width}}  -> {c.fix}")
+            lines.append(f"  {'':<4}  {'':<{width}}  -> {terminal_safe(c.fix)}")
     return "\n".join(lines) + "\n"
 
 
@@ -313,9 +319,10 @@ def main(argv: list[str]) -> int:
     checks, core = anyio.run(lambda: _all_checks(args, base.absolute(), env), backend=async_backend(env))
     ready = not any(c.status == "problem" for c in checks)
     if args.format == "json":
+        # ASCII only: a C1 control or bidi override in a tool's text is \uXXXX, never raw in a log
         sys.stdout.write(for_stream(json.dumps({"schema": SCHEMA, "spar_version": __version__, "ready": ready,
                                                 "checks": [asdict(c) for c in checks], "core": core},
-                                               indent=2, ensure_ascii=False) + "\n", sys.stdout))
+                                               indent=2, ensure_ascii=True) + "\n", sys.stdout))
     else:
         sys.stdout.write(for_stream(render_text(checks, ready), sys.stdout))
     return 0 if ready else 1

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_OK, RecordError, Refused, quote
 from spar.export import codeclimate, rdjsonl, sarif
-from spar.export.collect import Item, RoundRecords, collect
-from spar.records import atomic, readers
-from spar.series import round_folder
+from spar.export.collect import Item, Lookup, RoundRecords, collect, series_identity
+from spar.records import atomic, paths, readers
+from spar.series import read_series, round_folder
 from spar.textsafe import for_stream
 
 FORMATS = ("sarif", "codeclimate", "rdjsonl")
@@ -43,14 +42,22 @@ Write the findings of one or more recorded rounds in a standard format:
 Every finding is exported. A location that is not a line of a head file is
 kept and said in the message: `base/` locations carry the path without lines
 (they are base lines), round documents outside the repository their document
-name, and unreadable locations (G7) the repository root "." with the
-reviewer's own text; stderr counts them. The fingerprint is that of ROUND/ID,
-or of the earlier finding it is the same as (a triaged duplicate, else a
-recorded repeat_of), followed to the first, so a repeat in a later round is
-the same alert.
+name, and unreadable locations (outside the location grammar or naming
+nothing in either copy) the repository root "." with the
+reviewer's own text; a path that is not a plain repository path (absolute,
+or with a "..", "." or empty part) is never exported: the finding goes to "."
+and the message says why; stderr counts them. The fingerprint hashes what
+identifies the finding (its series, round, id, path and claim), or the earlier
+finding it is the same as (a triaged duplicate, else a recorded repeat_of),
+followed to the first, so a repeat in a later round is the same alert and
+equal names in two series are two alerts.
+
+--out never names a record of a series (a file inside a round folder, a
+series' extensions.jsonl): that is refused, as `spar gate --out` refuses it.
 
 Exit codes: 0 written; 64 usage error; 65 refused (a round unreadable or not
-recorded, a GitHub limit exceeded; nothing written); 70 the write failed."""
+recorded, a GitHub limit exceeded, --out a record; nothing written); 70 the
+write failed."""
 
 
 def _parser() -> Parser:
@@ -61,39 +68,58 @@ def _parser() -> Parser:
     return p
 
 
+def _series_id(series: Path) -> str:
+    """`collect.series_identity` of the series folder: its first round in series order
+    (none readable: the folder's name alone)."""
+    try:
+        rounds = read_series(series)
+    except (RecordError, OSError):
+        rounds = []
+    return series_identity(series.resolve().name, rounds[0].round if rounds else None)
+
+
+def _read(folder: Path, series_ids: dict[Path, str]) -> RoundRecords:
+    r = readers.read_round(folder)
+    findings = readers.read_findings(folder, round_json=r)
+    series = folder.parent
+    if series not in series_ids:
+        series_ids[series] = _series_id(series)
+    return RoundRecords(folder.name, r, findings, readers.read_ledger(folder, findings), str(series),
+                        series_ids[series])
+
+
 def read_rounds(args: list[str]) -> tuple[list[RoundRecords], dict[str, Path]]:
     out = []
     folders: dict[str, Path] = {}
+    series_ids: dict[Path, str] = {}  # per series folder, read once
     for arg in args:
         folder, _ = round_folder(arg)
         r = readers.read_round(folder)
         if r.get("dry_run") or not (r.get("recorded_at") or r.get("finished_at")):
             raise Refused(f"round {quote(arg)} was not recorded (a dry run or an unfinished round): "
                           "it has no findings to export")
-        findings = readers.read_findings(folder, round_json=r)
-        out.append(RoundRecords(folder.name, r, findings, readers.read_ledger(folder, findings)))
-        folders[folder.name] = folder
+        out.append(_read(folder, series_ids))
+        folders[str(folder)] = folder
     return out, folders
 
 
-def _sibling_reader(folders: dict[str, Path]) -> Callable[[str], RoundRecords | None]:
-    """Reads another round of a given round's series by name (for fingerprint
-    chains); a round that cannot be read ends the chain (None)."""
-    def read(name: str) -> RoundRecords | None:
-        for series in sorted({p.parent for p in folders.values()}):
-            folder = series / name
-            try:
-                r = readers.read_round(folder)
-                findings = readers.read_findings(folder, round_json=r)
-                return RoundRecords(name, r, findings, readers.read_ledger(folder, findings))
-            except (RecordError, OSError):
-                continue
-        return None
+def _sibling_reader(rounds: list[RoundRecords]) -> Lookup:
+    """Reads another round of a given round's series by name (for fingerprint chains);
+    a round that cannot be read ends the chain (None)."""
+    series_ids = {Path(r.series): r.series_id for r in rounds}
+
+    def read(series: str, name: str) -> RoundRecords | None:
+        if not name or name in (".", "..") or "/" in name:
+            return None  # a link names a round of the same series, nothing else
+        try:
+            return _read(Path(series) / name, series_ids)
+        except (RecordError, OSError):
+            return None
     return read
 
 
-def render(fmt: str, rounds: list[RoundRecords], folders: dict[str, Path] | None = None) -> tuple[str, list[Item]]:
-    items, reviewers = collect(rounds, _sibling_reader(folders or {}))
+def render(fmt: str, rounds: list[RoundRecords]) -> tuple[str, list[Item]]:
+    items, reviewers = collect(rounds, _sibling_reader(rounds))
     if fmt == "sarif":
         return json.dumps(sarif.build(items, reviewers), indent=2, ensure_ascii=False) + "\n", items
     if fmt == "codeclimate":
@@ -104,12 +130,14 @@ def render(fmt: str, rounds: list[RoundRecords], folders: dict[str, Path] | None
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     rounds, folders = read_rounds(args.rounds)
-    text, items = render(args.format, rounds, folders)
+    if args.out:  # never over a record: the series would be unreadable, its dispositions lost
+        paths.check_not_record(args.out, folders.values(), {p.parent for p in folders.values()})
+    text, items = render(args.format, rounds)
     if args.out:
         atomic.write_text(args.out, text)
     else:
         sys.stdout.write(for_stream(text, sys.stdout))
-    kinds = {k: sum(i.kind == k for i in items) for k in ("unreadable", "document", "base")}
+    kinds = {k: sum(i.kind == k for i in items) for k in ("unreadable", "unsafe", "document", "base")}
     notes = [f"{n} {k} location(s)" for k, n in kinds.items() if n]
     where = args.out or "standard output"
     print(f"spar: exported {len(items)} finding(s) as {args.format} to {where}"

@@ -48,7 +48,7 @@ counted in "growth" but does not add a reason of its own.
 "Latest" is by started_at, ties by list order. --out is refused (65, nothing
 written) inside any round folder of a listed series, as the series'
 extensions.jsonl, or when it exists and is not a review-gate/v1 file.
-The file is review-gate/v1 (design §10) plus: expect_head, stages (required,
+The file has the review-gate/v1 keys (docs/records.md) plus: expect_head, stages (required,
 completed and waived reviewers of the latest round of each stage and series),
 growth_findings, rounds[].base/dry_run/state, generated_at."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -44,7 +45,8 @@ Set Spar up: write the user configuration (reviewers for the CLIs found on
 PATH among claude, codex, agy; otherwise the host's native reviewer), with
 --project the repository's .jaekit/spar.toml, and add the series folder
 (--series, default reviews) to the repository's ignore rules so that
-`spar run --out reviews/ROUND` is accepted (G28).
+`spar run --out reviews/ROUND` is accepted (a record folder must be ignored
+by every repository holding it).
 
 The user file is the one Spar reads: the first existing of $SPAR_CONFIG,
 $XDG_CONFIG_HOME/jaekit/spar.toml, ~/.config/jaekit/spar.toml; when none
@@ -55,7 +57,13 @@ other byte stays. The ignore line (/NAME/) goes at the end of the .gitignore
 in the folder holding the series, where no other rule can override it. When
 a file cannot be edited safely (not TOML, clean-review's config.json, a
 symbolic link to a folder, ...), nothing at all is written and the exact
-lines to add are printed.
+lines to add are printed. Inside the repository no symbolic link may be on
+the way to a file init writes (.jaekit, .jaekit/spar.toml, the folders to the
+series and its .gitignore): a committed link would send the write elsewhere,
+so it is refused. Everything is checked before the first write: a --series
+name holding a control character (a newline would be several ignore rules),
+a .gitignore that is not a regular file (git would wait on a FIFO), a git
+command that does not finish within its time limit.
 
 Exit codes: 0 done, or nothing to do; 64 usage error; 65 refused (nothing
 written; the lines to add are on stderr); 70 a write failed part-way."""
@@ -98,11 +106,21 @@ def _validated(path: str, text: str, check: Callable[[LocatedDoc], object]) -> N
 
 
 def _read_existing(path: str, lines: str) -> str:
+    # O_NONBLOCK: a FIFO planted where a file is expected must not hang init; only a
+    # regular file is read
     try:
-        with open(path, encoding="utf-8") as fh:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        raise CannotEdit(f"it cannot be read ({err.strerror or err})", lines) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CannotEdit("it is not a regular file", lines)
+        with open(fd, encoding="utf-8", closefd=False) as fh:
             return fh.read()
     except (OSError, UnicodeDecodeError) as err:
         raise CannotEdit(f"it cannot be read ({getattr(err, 'strerror', None) or err})", lines) from None
+    finally:
+        os.close(fd)
 
 
 def _first_toml(env: Mapping[str, str], home: Path) -> str:
@@ -153,6 +171,7 @@ def plan_project(root: Path) -> Step:
     values = project_values({e.name for e in entries if e.is_file()}, {e.name for e in entries if e.is_dir()})
     path = str(root.joinpath(*PROJECT_FILE))
     template = project_template(values)
+    _refuse_links(root, Path(path), "--project", template)
     if missing_why(path) is not None:
         _validated(path, template, check_project)
         return Step(path, "create", template, template, "rules, check_paths, angles, caps")
@@ -162,13 +181,59 @@ def plan_project(root: Path) -> Step:
     return _plan_edit(path, head, tail, lines, check_project, "every key")
 
 
+def _refuse_links(root: Path, path: Path, what: str, lines: str) -> None:
+    """Every file init writes must be where the user asked: a symbolic link in the
+    repository part of its path (committed by anyone who can push) would send the
+    write to wherever it points."""
+    link = paths.link_below(root, path)
+    if link is not None:
+        target = os.readlink(link)
+        raise Refused(f"{what}: cannot write {quote(str(path))}: {quote(str(link))} is a symbolic link "
+                      f"(to {quote(target)}) inside the repository {quote(str(root))}, and Spar writes only "
+                      f"where it was asked; nothing was written. If the link is yours, add these lines to "
+                      f"its target yourself:\n{lines}")
+
+
 # ---------------------------------------------------------------- ignore rules
 
 
-def plan_ignore(series: Path) -> Step:
-    """G28 for the series folder; when the innermost repository does not ignore
-    it, one line for the .gitignore of the deepest existing folder holding it."""
+def check_series_name(name: str) -> None:
+    """The --series name must fit on one ignore line: a newline would make several
+    rules (one of them possibly `!/AGENTS.md`), other controls are no folder a user means."""
+    bad = next((ch for ch in name if not ch.isprintable()), None)
+    if bad is not None:
+        raise Refused(f"--series {quote(name)} holds the control character U+{ord(bad):04X}, which one "
+                      "ignore rule cannot hold; nothing was written: pick another folder name")
 
+
+def _refuse_odd_ignore_files(root: Path, series: Path) -> None:
+    """git reads every .gitignore from the root down to the series and waits forever on
+    one that is a FIFO: only regular files (or none) are let through to git."""
+    folder = Path(os.path.abspath(series)).parent
+    holders = [folder, *folder.parents]
+    inside = next((n for n, holder in enumerate(holders) if _same(holder, root)), None)
+    for holder in holders[:inside + 1] if inside is not None else []:
+        candidate = holder / ".gitignore"
+        try:
+            mode = os.stat(candidate).st_mode
+        except OSError:
+            continue  # none there (or unreadable: git says so itself)
+        if not stat.S_ISREG(mode):
+            raise Refused(f"{quote(str(candidate))} is not a regular file (git would read it as ignore "
+                          "rules and wait on it); nothing was written")
+
+
+def _same(a: Path, b: Path) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def plan_ignore(series: Path, repo: Path | None = None) -> Step:
+    """G28 for the series folder; when the innermost repository does not ignore
+    it, one line for the .gitignore of the deepest existing folder holding it.
+    `repo` is the work tree the user works in: no link inside it may be on the way."""
+    if repo is not None:
+        _refuse_links(repo, series, "--series", f"{ignore_pattern(series.name)} (in the .gitignore beside it)")
+        _refuse_odd_ignore_files(repo, series)
     try:
         paths.check_record_path(series, kind="--series", directory=True)
     except Refused as err:
@@ -178,9 +243,15 @@ def plan_ignore(series: Path) -> Step:
         return Step(str(series), "keep", note="already ignored" if inside else "not inside a git repository")
     real = Path(os.path.realpath(series))
     root = paths.containing_repos(series, kind="--series")[0]
+    _refuse_links(root, series, "--series", f"{ignore_pattern(real.name)} (in the .gitignore beside it)")
     if real == root:
         raise Refused(f"--series {quote(str(series))} is the repository root; pick a folder inside it")
-    if git.tracked_under(root, real) or git.is_ignored(root, real, directory=True):
+    try:
+        unfixable = git.tracked_under(root, real) or git.is_ignored(root, real, directory=True)
+    except git.GitError as err:
+        raise Refused(f"--series {quote(str(series))}: git cannot decide whether {quote(str(root))} "
+                      f"ignores it ({err}); nothing was written") from None
+    if unfixable:
         raise Refused(f"{problem.message}; an ignore rule cannot fix that: pick another --series")
     folder = real.parent
     while not folder.is_dir():
@@ -228,6 +299,7 @@ def main(argv: list[str]) -> int:
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
     if not args.series:
         raise UsageError("init: --series needs a folder")
+    check_series_name(args.series)
     series = Path(args.series) if os.path.isabs(args.series) else base / args.series
 
 
@@ -240,7 +312,7 @@ def main(argv: list[str]) -> int:
         if root is None:
             raise Refused(f"--project: {os.path.abspath(base)} is not inside a git repository")
         steps.append(plan_project(Path(root)))
-    steps.append(plan_ignore(series))
+    steps.append(plan_ignore(series, Path(root) if root is not None else None))
 
     out = sys.stdout
     for step in steps:

@@ -9,6 +9,8 @@ the series now. `spar.report_html` renders it.
 
 from __future__ import annotations
 
+import argparse
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,31 +18,51 @@ from typing import Any
 from spar import __version__
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_OK, SparError
-from spar.records import atomic, clock, readers
+from spar.records import atomic, clock, paths
+from spar.records.model import Finding, LedgerLine
 from spar.report_html import render
 from spar.round import usage
-from spar.series import read_series, series_folder
+from spar.series import SeriesRound, series_folder
+
+DETAIL_ROUNDS = 20  # rounds whose every finding the page shows; older ones show their counts
 
 DESCRIPTION = """\
 Write one HTML file showing a series: the rounds on a timeline, findings per
 round by class (a chart), each reviewer's status, time and cost per round
 (from each attempt's usage; "not recorded" for rounds written before Spar
 kept it), the gate of the series as `spar gate` judges every round of it now
-(state and blocked reasons), and every finding with its disposition history.
+(state and blocked reasons), and every finding of the latest rounds
+(--detail-rounds, default 20) with its disposition history; older rounds
+show their counts per class (their records keep every finding: `spar export`).
+The series is read one round at a time, so a long series costs time, not
+memory.
 
 The file is self-contained: inline styles and SVG, no script, no external
 asset, and a Content-Security-Policy that refuses any fetch. Open it in any
 browser, attach it to a ticket, keep it with the series.
 
+--out never names a record of a series (a file inside a round folder, a
+series' extensions.jsonl): that is refused, as `spar gate --out` refuses it.
+
 Exit codes: 0 written; 64 usage error; 65 refused (the series is not a
-series folder, or one of its records cannot be read); 70 the write failed."""
+series folder, one of its records cannot be read, or --out names a record);
+70 the write failed."""
 
 
 def _parser() -> Parser:
     p = command_parser("report", DESCRIPTION)
     p.add_argument("series", metavar="SERIES", help="the series folder")
     p.add_argument("--out", required=True, metavar="FILE", help="the HTML file to write (replaced whole)")
+    p.add_argument("--detail-rounds", type=_count, default=DETAIL_ROUNDS, metavar="N",
+                   help=f"every finding of the latest N rounds (default {DETAIL_ROUNDS}); counts for the others")
     return p
+
+
+def _count(text: str) -> int:
+    value = int(text) if text.isdigit() else -1
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return value
 
 
 def _epoch(stamp: object) -> float | None:
@@ -63,14 +85,28 @@ def _gate(series: Path, rounds: list[Path]) -> dict[str, Any]:
         return {"state": None, "error": f"the gate could not be judged: {err.message}", "reasons": []}
 
 
-def gather(series: Path) -> dict[str, Any]:
-    from spar.commands.cap_report import build_report
+def gather(series: Path, detail_rounds: int = DETAIL_ROUNDS) -> dict[str, Any]:
+    """The page's data, reading the series one round at a time: every round has its row
+    and counts; the findings with their disposition history are kept for the latest
+    `detail_rounds` rounds only, so memory stays flat however long the series is."""
+    from spar.commands.cap_report import build_report, read_rounds
 
-    base = build_report(series)
-    by_name = {item.name: item for item in read_series(series)}
+    rounds = read_rounds(series)
+    detailed = {item.name for item in rounds[max(len(rounds) - detail_rounds, 0):]}
+    findings: dict[str, list[dict[str, Any]]] = {}
+
+    def keep(item: SeriesRound, recorded: list[Finding], ledger: list[LedgerLine]) -> None:
+        if item.name not in detailed:
+            return
+        history: dict[str, list[LedgerLine]] = {}
+        for line in ledger:
+            history.setdefault(line["finding"], []).append(line)
+        findings[item.name] = [{**f, "history": history.get(f["id"], [])} for f in recorded]
+
+    base = build_report(series, rounds, keep)
+    by_name = {item.name: item for item in rounds}
     for row in base["rounds"]:
-        item = by_name[row["name"]]
-        r = item.round
+        r = by_name[row["name"]].round
         row["started_epoch"] = _epoch(r.get("started_at"))
         start, end = row["started_epoch"], _epoch(r.get("finished_at") or r.get("recorded_at"))
         row["wall_seconds"] = round(end - start, 3) if start is not None and end is not None else None
@@ -79,13 +115,8 @@ def gather(series: Path) -> dict[str, Any]:
         for v in row["reviewers"]:
             v["reason"] = reasons.get(v["name"], "")
         row["findings_count"] = row["findings"]  # per class, None when not recorded
-        row["findings"] = []
-        if row["recorded"]:
-            findings = readers.read_findings(item.path, round_json=r)
-            ledger = readers.read_ledger(item.path, findings)
-            for f in findings:
-                history = [line for line in ledger if line["finding"] == f["id"]]
-                row["findings"].append({**f, "history": history})
+        row["findings"] = findings.get(row["name"], [])
+        row["detailed"] = row["name"] in detailed
     # every round folder, as `spar gate SERIES/*/` reads them: one a killed run left without
     # round.json is part of the series too, and blocks the gate
     gated = [by_name[row["name"]].path for row in base["rounds"]]
@@ -95,12 +126,18 @@ def gather(series: Path) -> dict[str, Any]:
     base["generated_at"] = clock.now()
     base["spar_version"] = __version__
     base["usage"] = base["usage"]["series"]
+    base["detail_rounds"] = detail_rounds
     return base
 
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     series = series_folder(args.series)
-    atomic.write_text(args.out, render(gather(series)))
+    # never over a record (a round's ledger.jsonl, the series' extensions.jsonl), nor inside
+    # a round folder a killed run left without round.json
+    with os.scandir(series) as entries:
+        folders = [entry.path for entry in entries if entry.is_dir()]
+    paths.check_not_record(args.out, folders, [series])
+    atomic.write_text(args.out, render(gather(series, args.detail_rounds)))
     print(f"report: {args.out}")
     return EXIT_OK

@@ -11,14 +11,20 @@ round document. Four kinds come out:
   subject given by path); exports use its document name as the path and say so.
 - `unreadable`: no target (G7); exports anchor it at the repository root
   (path ".") and put the reviewer's own location text in the message.
+- `unsafe`: a path that is not a normalised repository-relative path (absolute,
+  a `..`, `.` or empty segment: a crafted tree entry `..`, a forged
+  findings.json); exported like `unreadable`, at the root, with the message
+  saying why the path was left out. No other path leaves Spar.
 
 Nothing is left out: every finding of every round given is exported once.
 
-Fingerprint: the sha256 of the finding's identity, `ROUND/ID`. A finding that
-is the same as an earlier one takes that one's identity, followed to the first
-in the chain: triaged as a duplicate (`--of ROUND/ID`, which wins), else
+Fingerprint: the sha256 of what identifies the finding's chain: the series
+(`series_identity`: its folder's name, and the head commit and start time of
+its first round), the first finding's round and id, and its path and claim. A finding
+that is the same as an earlier one takes that one's identity, followed to the
+first in the chain: triaged as a duplicate (`--of ROUND/ID`, which wins), else
 recorded as a repeat of it (`repeat_of`, series memory). So the same problem
-seen in later rounds is one alert.
+seen in later rounds is one alert, and `code-1/claude-F1` of two series are two.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ class RoundRecords:
     round: RoundRecord  # round.json
     findings: list[Finding]
     ledger: list[LedgerLine]
+    series: str = ""  # the series folder, as given: rounds of two series never mix
+    series_id: str = ""  # what identifies the series (`series_identity`), hashed into fingerprints
 
 
 @dataclass
@@ -55,6 +63,7 @@ class ReviewerInfo:
     observed_model: str | None
     spar_version: str
     rounds: list[str] = field(default_factory=list)
+    series_ids: set[str] = field(default_factory=set)  # of the rounds it reviewed
     cli_version: str | None = None  # the reviewer CLI's version check, latest round (attempts' cli_version)
 
 
@@ -66,8 +75,8 @@ class Item:
     reviewer: str
     id: str
     finding: Finding
-    kind: str  # head | base | document | unreadable
-    path: str  # "." for unreadable
+    kind: str  # head | base | document | unreadable | unsafe
+    path: str  # "." for unreadable and unsafe
     start: int | None
     end: int | None
     disposition: LedgerLine | None  # the standing ledger line, None when open
@@ -87,6 +96,10 @@ class Item:
         raw = self.finding.get("location", "")
         if self.kind == "unreadable":
             return f"unreadable location {quote(str(raw))}: reported at the repository root"
+        if self.kind == "unsafe":
+            why = unsafe_path(str(self.finding.get("path", ""))) or "not a repository path"
+            return (f"location {quote(str(raw))}: its path {why}, so it is left out and the finding "
+                    "reported at the repository root")
         if self.kind == "document":
             return f"in the round document {self.path} (outside the repository)"
         if self.kind == "base" and self.start is not None:
@@ -119,10 +132,23 @@ def _outside_documents(round_json: RoundRecord) -> set[str]:
     return names
 
 
+def unsafe_path(path: str) -> str | None:
+    """Why `path` is not a normalised repository-relative path ("/"-separated, no
+    leading "/", no "..", "." or empty segment), or None when it is one."""
+    if path.startswith("/"):
+        return "is absolute"
+    for segment in path.split("/"):
+        if segment in ("", ".", ".."):
+            return f"has a {quote(segment)} segment" if segment else "has an empty segment"
+    return None
+
+
 def _location(finding: Finding, outside: set[str]) -> tuple[str, str, int | None, int | None]:
     path = finding.get("path")
     if finding.get("location_unreadable") or not path:
         return "unreadable", ".", None, None
+    if not isinstance(path, str) or unsafe_path(path) is not None:
+        return "unsafe", ".", None, None
     # the path is already settled (G7); parse only for the prefix and the lines
     parsed = parse_ref(str(finding.get("location", "")), G7_PREFIXES, lambda prefix, p: True)
     if parsed.prefix != "base/" and path in outside:
@@ -131,8 +157,20 @@ def _location(finding: Finding, outside: set[str]) -> tuple[str, str, int | None
     return kind, path, parsed.start, parsed.end
 
 
-def _fingerprint(identity: str) -> str:
-    return hashlib.sha256(f"spar-finding/v1\0{identity}".encode()).hexdigest()
+def series_identity(folder_name: str, first: RoundRecord | None) -> str:
+    """What identifies a series wherever it is checked out: its folder's name and the head
+    commit and start time of its first round (the folder name alone repeats across
+    repositories, and round names repeat across series)."""
+    head = str(first.get("head") or "") if first is not None else ""
+    started = str(first.get("started_at") or "") if first is not None else ""
+    return "\0".join([folder_name, head, started])
+
+
+def _fingerprint(series_id: str, ref: str, finding: Finding | None) -> str:
+    """The chain's identity, hashed: the series, the first finding's ROUND/ID, path and claim."""
+    path = str(finding.get("path") or "") if finding is not None else ""
+    claim = str(finding.get("claim") or "") if finding is not None else ""
+    return hashlib.sha256("\0".join(["spar-finding/v2", series_id, ref, path, claim]).encode()).hexdigest()
 
 
 def same_as(r: RoundRecords) -> dict[str, str]:
@@ -149,42 +187,49 @@ def same_as(r: RoundRecords) -> dict[str, str]:
     return out
 
 
-Lookup = Callable[[str], "RoundRecords | None"]
+Lookup = Callable[[str, str], "RoundRecords | None"]
 
 
-def collect(rounds: list[RoundRecords], lookup: Lookup | None = None) -> tuple[list[Item], dict[str, ReviewerInfo]]:
-    """Every finding of `rounds` (in the order given, then findings.json order)
-    and the reviewers that produced them (the latest round's entry wins).
+class _Chains:
+    """Follows each finding to the first of its chain, within its own series, reading other
+    rounds of the series through `lookup(series, name)` when a link leads there."""
 
-    `lookup(name)` reads another round of the series when a chain of repeats or
-    duplicates leads there, so a fingerprint does not depend on which rounds
-    were given; None (or a round it cannot read) ends the chain there."""
-    standing: dict[str, LedgerLine] = {}
-    for r in rounds:
-        for line in r.ledger:
-            standing[f"{r.name}/{line['finding']}"] = line
-    links: dict[str, str] = {}
-    loaded: set[str] = set()
-    for r in rounds:
-        links.update(same_as(r))
-        loaded.add(r.name)
+    def __init__(self, rounds: list[RoundRecords], lookup: Lookup | None):
+        self.lookup = lookup
+        self.rounds: dict[tuple[str, str], RoundRecords | None] = {}
+        self.links: dict[tuple[str, str], str] = {}
+        for r in rounds:
+            self._add(r.series, r.name, r)
 
-    def identity(ref: str) -> str:
+    def _add(self, series: str, name: str, r: RoundRecords | None) -> None:
+        self.rounds[(series, name)] = r
+        if r is not None:
+            self.links.update({(series, ref): target for ref, target in same_as(r).items()})
+
+    def _round(self, series: str, name: str) -> RoundRecords | None:
+        if (series, name) not in self.rounds:
+            self._add(series, name, self.lookup(series, name) if self.lookup is not None else None)
+        return self.rounds[(series, name)]
+
+    def first(self, series: str, ref: str) -> str:
         seen = {ref}
         while True:
-            name = ref.split("/", 1)[0]
-            if name not in loaded:
-                loaded.add(name)
-                other = lookup(name) if lookup is not None else None
-                if other is not None:
-                    links.update(same_as(other))
-            target = links.get(ref)
+            self._round(series, ref.split("/", 1)[0])
+            target = self.links.get((series, ref))
             if target is None or target in seen:
                 return ref
             ref = target
             seen.add(ref)
 
-    items: list[Item] = []
+    def fingerprint(self, series: str, series_id: str, ref: str) -> str:
+        first = self.first(series, ref)
+        name, _, fid = first.partition("/")
+        r = self._round(series, name)
+        finding = next((f for f in r.findings if f.get("id") == fid), None) if r is not None else None
+        return _fingerprint(series_id, first, finding)
+
+
+def _reviewer_infos(rounds: list[RoundRecords]) -> dict[str, ReviewerInfo]:
     reviewers: dict[str, ReviewerInfo] = {}
     for r in rounds:
         for entry in r.round.get("reviewers", []):
@@ -198,6 +243,25 @@ def collect(rounds: list[RoundRecords], lookup: Lookup | None = None) -> tuple[l
             versions = [a["cli_version"] for a in entry.get("attempts") or [] if a.get("cli_version")]
             info.cli_version = versions[-1] if versions else None
             info.rounds.append(r.name)
+            info.series_ids.add(r.series_id)
+    return reviewers
+
+
+def collect(rounds: list[RoundRecords], lookup: Lookup | None = None) -> tuple[list[Item], dict[str, ReviewerInfo]]:
+    """Every finding of `rounds` (in the order given, then findings.json order)
+    and the reviewers that produced them (the latest round's entry wins).
+
+    `lookup(series, name)` reads another round of that series when a chain of repeats
+    or duplicates leads there, so a fingerprint does not depend on which rounds
+    were given; None (or a round it cannot read) ends the chain there."""
+    standing: dict[tuple[str, str], LedgerLine] = {}
+    for r in rounds:
+        for line in r.ledger:
+            standing[(r.series, f"{r.name}/{line['finding']}")] = line
+    chains = _Chains(rounds, lookup)
+    reviewers = _reviewer_infos(rounds)
+    items: list[Item] = []
+    for r in rounds:
         outside = _outside_documents(r.round)
         for f in r.findings:
             ref = f"{r.name}/{f['id']}"
@@ -205,8 +269,8 @@ def collect(rounds: list[RoundRecords], lookup: Lookup | None = None) -> tuple[l
             name = str(f.get("reviewer", ""))
             if name not in reviewers:  # a finding always has its reviewer in round.json; be safe
                 reviewers[name] = ReviewerInfo(name, "", "", None, str(r.round.get("spar_version") or ""), [r.name])
-            items.append(Item(r.name, name, f["id"], f, kind, path, start, end, standing.get(ref),
-                              _fingerprint(identity(ref))))
+            items.append(Item(r.name, name, f["id"], f, kind, path, start, end, standing.get((r.series, ref)),
+                              chains.fingerprint(r.series, r.series_id, ref)))
     return items, reviewers
 
 

@@ -2,7 +2,7 @@
 
 One run per reviewer (tool driver "Spar (<reviewer>)", Spar's version, the
 reviewer's preset, model and CLI version as driver properties, and an automation id of its
-own so GitHub keeps the runs apart). Rules are the four finding classes;
+own, naming the reviewer and the series, so GitHub keeps the runs apart). Rules are the four finding classes;
 level follows the class. Every finding is a result; one with a standing
 disposition carries it as a suppression (`external`, `accepted`) whose
 justification says which and why. GitHub's documented hard limits (20 runs
@@ -11,6 +11,7 @@ per file, 25,000 results per run) are checked before anything is written.
 
 from __future__ import annotations
 
+import hashlib
 import urllib.parse
 from typing import Any
 
@@ -77,6 +78,13 @@ def _result(item: Item) -> dict[str, Any]:
     return result
 
 
+def automation_id(name: str, info: ReviewerInfo) -> str:
+    """The run's category: the reviewer and the series it reviewed (hashed), so code
+    scanning keeps two series' analyses apart instead of one replacing the other."""
+    series = hashlib.sha256("\n".join(sorted(info.series_ids)).encode()).hexdigest()[:16]
+    return f"spar/{series}/{name}/"
+
+
 def build(items: list[Item], reviewers: dict[str, ReviewerInfo]) -> dict[str, Any]:
     names = list(reviewers)
     if len(names) > MAX_RUNS:
@@ -97,7 +105,7 @@ def build(items: list[Item], reviewers: dict[str, ReviewerInfo]) -> dict[str, An
                 "properties": {"reviewer": name, "preset": info.preset, "model": info.model or None,
                                "observed_model": info.observed_model, "cli_version": info.cli_version},
             }},
-            "automationDetails": {"id": f"spar/{name}/"},
+            "automationDetails": {"id": automation_id(name, info)},
             "results": results,
             "properties": {"rounds": info.rounds},
         })

@@ -4,6 +4,7 @@ scoreboard, over records already read (pure; `spar cap-report`, docs/records.md)
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,8 +59,10 @@ class _Tally:
     ended: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ENDINGS, 0))
 
 
-def scoreboard(rounds: list[dict[str, Any]], spent: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """Per reviewer over the series, in first-seen order. `rounds`: each {"reviewers":
+def scoreboard(rounds: Iterable[dict[str, Any]],
+               spent: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Per reviewer over the series, in first-seen order. `rounds` (read once, so a
+    generator can read the series round by round): each {"reviewers":
     round.json entries, "findings": findings.json or None when not recorded, "standing":
     finding id -> standing ledger line}. `spent`: reviewer name -> usage totals
     (`duration_seconds`, `cost_usd`, None when not reported), divided by the findings

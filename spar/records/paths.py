@@ -17,6 +17,7 @@ from pathlib import Path
 
 from spar import git
 from spar.errors import Refused, quote
+from spar.records.readers import EXTENSIONS_FILE, ROUND_FILE
 
 GATE_SCHEMA = "review-gate/v1"
 
@@ -115,10 +116,24 @@ def _inside(child: Path, parent: Path) -> bool:
     return child == parent or parent in child.parents
 
 
-def check_gate_out(path: Path | str, round_dirs: Iterable[Path | str],
-                   series_dirs: Iterable[Path | str]) -> str | None:
-    """gate --out: G28 plus the gate's own rules. Returns previous_gate_digest
-    (sha256 of the existing file's bytes) or None when the file is new."""
+def _holds_rounds(folder: Path) -> bool:
+    """Whether `folder` looks like a series: an extensions.jsonl, or a round folder in it."""
+    if os.path.lexists(folder / EXTENSIONS_FILE):
+        return True
+    try:
+        with os.scandir(folder) as entries:
+            return any(e.is_dir(follow_symlinks=False) and os.path.lexists(Path(e.path) / ROUND_FILE)
+                       for e in entries)
+    except OSError:
+        return False
+
+
+def check_not_record(path: Path | str, round_dirs: Iterable[Path | str] = (),
+                     series_dirs: Iterable[Path | str] = (), *, kind: str = "--out") -> None:
+    """An output file (gate --out, export --out, report --out) never names a record of a
+    series: nothing inside a round folder (one given in `round_dirs`, or any folder holding
+    round.json above the path, links resolved), and no series' extensions.jsonl. Writing
+    there would replace a record whole and leave the series unreadable."""
     real = _real(path)
     shown = quote(str(path))
     # a folder holding `real` is one of its ancestors: compare inodes first (one stat per
@@ -128,6 +143,9 @@ def check_gate_out(path: Path | str, round_dirs: Iterable[Path | str],
         with contextlib.suppress(OSError):
             st = os.stat(folder)
             ancestors.add((st.st_dev, st.st_ino))
+        if os.path.lexists(folder / ROUND_FILE):
+            raise Refused(f"{kind} {shown} is inside the round folder {quote(str(folder))}, whose files are "
+                          "the series' records")
     for round_dir in round_dirs:
         try:
             st = os.stat(round_dir)
@@ -135,10 +153,20 @@ def check_gate_out(path: Path | str, round_dirs: Iterable[Path | str],
         except OSError:
             maybe = True  # no folder to compare: by its path alone
         if maybe and _inside(real, _real(round_dir)):
-            raise Refused(f"--out {shown} is inside the round folder {quote(str(round_dir))}")
+            raise Refused(f"{kind} {shown} is inside the round folder {quote(str(round_dir))}")
     for series in series_dirs:
-        if real == _real(Path(series) / "extensions.jsonl"):
-            raise Refused(f"--out {shown} is the series' extensions.jsonl")
+        if real == _real(Path(series) / EXTENSIONS_FILE):
+            raise Refused(f"{kind} {shown} is the series' {EXTENSIONS_FILE}")
+    if real.name == EXTENSIONS_FILE and _holds_rounds(real.parent):
+        raise Refused(f"{kind} {shown} is the {EXTENSIONS_FILE} of the series {quote(str(real.parent))}")
+
+
+def check_gate_out(path: Path | str, round_dirs: Iterable[Path | str],
+                   series_dirs: Iterable[Path | str]) -> str | None:
+    """gate --out: G28 plus the gate's own rules. Returns previous_gate_digest
+    (sha256 of the existing file's bytes) or None when the file is new."""
+    shown = quote(str(path))
+    check_not_record(path, round_dirs, series_dirs)
     check_record_path(path, kind="--out", directory=False)
     if not os.path.lexists(path):
         return None
@@ -154,3 +182,24 @@ def check_gate_out(path: Path | str, round_dirs: Iterable[Path | str],
     if not isinstance(value, dict) or value.get("schema") != GATE_SCHEMA:
         raise Refused(not_gate)
     return hashlib.sha256(data).hexdigest()
+
+
+def link_below(root: Path | str, path: Path | str) -> Path | None:
+    """The first symbolic link on `path` below the work tree `root` (its repository-relative
+    part), or None. Folders above the root may be links (a home on another disk); a link
+    inside the repository may be committed by anyone, and writing through it would put the
+    file wherever it points while the user was shown the repository path."""
+    chain = [Path(os.path.abspath(path))]
+    chain += list(chain[0].parents)
+    real_root = _real(root)
+    below: list[Path] = []
+    for number, folder in enumerate(reversed(chain)):  # from / down: the first folder that is the root
+        if _real(folder) == real_root:
+            below = list(reversed(chain))[number + 1:]
+            break
+    for part in below:
+        if os.path.islink(part):
+            return part
+        if not os.path.lexists(part):
+            break
+    return None

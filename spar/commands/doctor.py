@@ -24,6 +24,7 @@ import anyio
 
 from spar import __version__, git
 from spar.argparsing import command_parser
+from spar.backend import async_backend
 from spar.config.load import load_config
 from spar.config.model import ReviewerConfig
 from spar.core_query import query_core
@@ -313,8 +314,6 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"doctor: -C {quote(args.directory)}: not a folder")
     if not args.series:
         raise UsageError("doctor: --series needs a folder")
-    from spar.commands.run import async_backend
-
     env = dict(os.environ)
     checks, core = anyio.run(lambda: _all_checks(args, base.absolute(), env), backend=async_backend(env))
     ready = not any(c.status == "problem" for c in checks)

@@ -19,7 +19,7 @@ from typing import Any, TypeGuard
 from spar.config.model import ANGLES, DEFAULT_CAPS, DEFAULT_REVIEWERS, DEFAULT_TIMEOUT, PRESETS, ReviewerConfig
 from spar.config.toml_positions import KeyPath, LocatedDoc
 from spar.errors import ConfigError, quote
-from spar.judge.globs import glob_problem, normalize_glob
+from spar.globs import glob_problem, normalize_glob
 
 # a reviewer entry's error for one of its keys; a project key's error
 KeyedError = Callable[[str, str], ConfigError]

@@ -232,7 +232,7 @@ def ignore_pattern(rel: str) -> str:
     return f"/{escaped}/"
 
 
-def append_line(existing: str, line: str) -> str:
+def text_with_line(existing: str, line: str) -> str:
     """`existing` with `line` appended as a line of its own."""
     if existing and not existing.endswith("\n"):
         existing += "\n"

@@ -79,7 +79,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from spar.errors import quote
-from spar.judge.agy_options import TABLES, Parsed, parse
+from spar.judge.agy_options import TABLES, Parsed, parse_options
 
 ALLOWED_DIRS = ("/bin", "/usr/bin", "/usr/local/bin", "/opt/homebrew/bin")
 
@@ -429,7 +429,7 @@ def _generic_problem(name: str, rule: ProgramRule, args: list[_Word]) -> str | N
     if not rule.guards_options:
         return None
     table = TABLES.get(name)
-    parsed = parse(table, [w.value for w in args]) if table is not None else None
+    parsed = parse_options(table, [w.value for w in args]) if table is not None else None
     for i, word in enumerate(args[:_options_end(rule, args, parsed)]):
         if _may_become_option(word) or _forbidden_spelling(rule, word.value):
             return _shown(word)
@@ -442,7 +442,7 @@ def _uniq_problem(args: list[_Word]) -> str | None:
     """uniq INPUT OUTPUT writes OUTPUT: one operand at most, and nothing after it
     (with POSIXLY_CORRECT set uniq reads every word after its first operand as one,
     `uniq a -c` writes `-c`)."""
-    parsed = parse(TABLES["uniq"], [w.value for w in args])
+    parsed = parse_options(TABLES["uniq"], [w.value for w in args])
     first = parsed.operands[0] if parsed.operands else None
     for i, word in enumerate(args):
         if word.glob is not None:

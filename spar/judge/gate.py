@@ -12,9 +12,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spar.config.model import STAGES
-from spar.judge.dispositions import BLOCKING_CLASSES, Key, Known, Lookup, LookupResult, Trace, standing, trace
-from spar.judge.record_rules import CLASSES
+from spar.judge.dispositions import (
+    BLOCKING_CLASSES,
+    DispositionLookup,
+    Key,
+    KnownTrace,
+    LookupResult,
+    Trace,
+    standing,
+    trace,
+)
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
+from spar.records.record_rules import CLASSES
 
 SCHEMA = "review-gate/v1"
 
@@ -60,12 +69,12 @@ class ListedRound:
         return self.round
 
 
-# what `SeriesRound.belongs_in_list` reads of a round.json
+# what `ListingRound.belongs_in_list` reads of a round.json
 SERIES_ROUND_KEYS = ("dry_run", "finished_at", "recorded_at")
 
 
 @dataclass
-class SeriesRound:
+class ListingRound:
     """A round folder found by listing a series (listed or not)."""
 
     name: str
@@ -94,7 +103,7 @@ class SeriesListing:
 
     path: str  # real absolute path
     arg: str  # as first spelled on the command line
-    rounds: list[SeriesRound] = field(default_factory=list)
+    rounds: list[ListingRound] = field(default_factory=list)
     error: str | None = None
 
 
@@ -108,19 +117,19 @@ class HeadCheck:
     expected_tree: str | None = None  # the expected commit's tree, read for a worktree round
 
 
-# lookup for findings of rounds that were not listed: (series path, key) -> see dispositions.Lookup
+# lookup for findings of rounds that were not listed: (series path, key) -> see dispositions.DispositionLookup
 ExtraLookup = Callable[[str, Key], LookupResult]
 
 # every finding id of a round -> its standing ledger line (None: no line): what a duplicate
 # trace reads of a round
-Links = dict[str, LedgerLine | None]
+DuplicateLinks = dict[str, LedgerLine | None]
 # the links of a listed round read again (series path, round name), or why it cannot be read
-Reload = Callable[[str, str], "Links | str"]
+Reload = Callable[[str, str], "DuplicateLinks | str"]
 RoundKey = tuple[str, str]  # (series path, round name)
 
 
-def links_of(findings: list[Finding], ledger: list[LedgerLine]) -> Links:
-    links: Links = {finding["id"]: None for finding in findings}
+def links_of(findings: list[Finding], ledger: list[LedgerLine]) -> DuplicateLinks:
+    links: DuplicateLinks = {finding["id"]: None for finding in findings}
     for fid, line in standing(ledger).items():
         if fid in links:  # lines about findings that are not there are left out
             links[fid] = line
@@ -333,13 +342,14 @@ class Judgement:
         self._counts = dict.fromkeys(CLASSES, 0)
         self._auto_deferred = 0
         self._open: list[_Open] = []
-        self._recent: dict[RoundKey, Links] = {}  # insertion order is recency
+        self._recent: dict[RoundKey, DuplicateLinks] = {}  # insertion order is recency
         self._code_rounds: dict[str, int] = {}  # series -> usable code rounds
         self._growth: _GrowthCandidate | None = None
         self._resolved: dict[RoundKey, dict[str, Trace]] = {}  # where findings of recent rounds lead
         self._finishing = False
         self._shared: dict[Any, Any] = {}
-        self._walkers: dict[tuple[str, bool], tuple[Lookup, Known]] = {}  # (series, final) -> lookup, known
+        # (series, final) -> lookup, known
+        self._walkers: dict[tuple[str, bool], tuple[DispositionLookup, KnownTrace]] = {}
 
     def add(self, item: ListedRound) -> None:
         """Judge one listed round; nothing of `item` is kept but what the document needs."""
@@ -379,7 +389,7 @@ class Judgement:
         except TypeError:  # unhashable (an odd reason): kept as it is
             return value
 
-    def _tally(self, item: ListedRound, findings: list[Finding], links: Links) -> dict[str, _Open]:
+    def _tally(self, item: ListedRound, findings: list[Finding], links: DuplicateLinks) -> dict[str, _Open]:
         """Step 5 for one round: count its findings and trace the blocking ones; returns
         those not disposed (or not traceable yet) by id."""
         for finding in findings:
@@ -431,7 +441,7 @@ class Judgement:
         self._remember(where, links)  # as the walk's lookup would
         return True
 
-    def _remember(self, key: RoundKey, links: Links) -> None:
+    def _remember(self, key: RoundKey, links: DuplicateLinks) -> None:
         if next(reversed(self._recent), None) == key:
             return  # already the most recent
         self._recent.pop(key, None)
@@ -465,7 +475,7 @@ class Judgement:
                 resolved.setdefault(where, {})[chain[index][1]] = Trace(result.state, own, result.detail)
         return Trace(result.state, [*dict.fromkeys([*chain[:2], end])], result.detail)
 
-    def _lookup(self, series: str, *, final: bool) -> Lookup:
+    def _lookup(self, series: str, *, final: bool) -> DispositionLookup:
         """Finding lookup for duplicate tracing inside one series: listed usable rounds
         (recent ones at hand, older ones read again), then `extra_lookup` for the rest.
         Before `finish` a round not handed in yet may still come: _NotReadYet."""
@@ -587,7 +597,7 @@ def judge(
     any round again)."""
     at_hand = {(item.series, item.name): item for item in listed if item.state == "ok"}
 
-    def reload(series_path: str, name: str) -> Links | str:
+    def reload(series_path: str, name: str) -> DuplicateLinks | str:
         item = at_hand[(series_path, name)]
         return links_of(item.findings or [], item.ledger or [])
 

@@ -130,7 +130,7 @@ class Decision(TypedDict):
     quote: str
 
 
-class Uncommitted(TypedDict):
+class UncommittedCounts(TypedDict):
     modified: int  # tracked files changed beyond HEAD, staged or not
     untracked: int  # files neither tracked nor ignored
 
@@ -151,7 +151,7 @@ class RoundRecord(TypedDict):
     head_source: NotRequired[str]
     head_tree: NotRequired[str]
     head_parent: NotRequired[str]
-    uncommitted: NotRequired[Uncommitted | None]  # the working tree beyond HEAD; None when --head named it
+    uncommitted: NotRequired[UncommittedCounts | None]  # the working tree beyond HEAD; None when --head named it
     packet_sha256: str
     memory_sha256: NotRequired[str]  # absent when the round has no series memory
     documents: dict[str, list[DocumentEntry]]

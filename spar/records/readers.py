@@ -17,10 +17,9 @@ from typing import Any, TypeGuard, cast
 
 from spar.config.model import STAGES
 from spar.errors import RecordError, quote
-from spar.judge import record_rules
-from spar.judge.refs import trim
-from spar.records import jsonl, lock
+from spar.records import jsonl, lock, record_rules
 from spar.records.model import ExtensionLine, Finding, LedgerLine, RoundRecord, WaiverLine
+from spar.whitespace import trim
 
 ROUND_SCHEMA = "review-round/v1"
 

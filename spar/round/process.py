@@ -26,9 +26,9 @@ from typing import Any, Protocol
 
 import anyio
 
-from spar.presets.base import StreamInfo
 from spar.round import guard
 from spar.round.guard_protocol import Kind, Request, StatusReader, encode_request
+from spar.round.interface import StreamInfo
 from spar.round.prctl import make_undumpable
 from spar.round.reaper import process_table
 

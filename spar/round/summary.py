@@ -12,8 +12,8 @@ from pathlib import Path
 
 from spar.judge.dispositions import standing
 from spar.judge.repeats import group_order
+from spar.records import usage
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
-from spar.round import usage
 from spar.textsafe import terminal_safe
 
 CLASS_ORDER = ("defect", "requirement-question", "hardening", "note")

@@ -18,10 +18,28 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spar.config.model import STAGES
-from spar.judge.dispositions import OPTION_FLAGS, RULES
-from spar.judge.refs import WHITESPACE, is_blank, trim
 from spar.records.model import RECORDED, UNFINISHED, ReviewerStatus
-from spar.round.usage import TOKEN_KEYS, USAGE_KEYS, amount, count
+from spar.records.usage import TOKEN_KEYS, USAGE_KEYS, amount, count
+from spar.whitespace import WHITESPACE, is_blank, trim
+
+# ledger key -> command line flag, in the order messages list them
+OPTION_FLAGS = {
+    "commit": "--commit",
+    "failed_before": "--failed-before",
+    "passed_after": "--passed-after",
+    "of": "--of",
+    "evidence": "--evidence",
+    "user_quote": "--user-quote",
+}
+
+# disposition -> (classes it applies to, or None for any; options it needs)
+RULES: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...]]] = {
+    "fixed": (("defect",), ("commit", "failed_before", "passed_after")),
+    "duplicate": (None, ("of",)),
+    "rejected": (None, ("evidence",)),
+    "deferred": (("defect", "requirement-question"), ("user_quote",)),
+    "answered": (("requirement-question",), ("user_quote",)),
+}
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 CAUSES = ("churn", "recurring", "unrelated", "hardening", "other")

@@ -148,7 +148,7 @@ def spar_imports(path: Path) -> set[str]:
 
 
 def test_the_guard_needs_only_the_standard_library():
-    """The guard is a fork of spar that must import nothing after the fork (but ctypes): it
+    """The guard is a fork of spar that must import nothing after the fork: it
     and every spar module it imports, transitively, import nothing but the standard
     library, so it stays small and all it runs is loaded with spar.round.process."""
     seen, todo, outside = set(), ["spar.round.guard"], set()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Mapping
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeGuard, cast
@@ -121,15 +122,19 @@ def _line_error(path: str, number: int, what: str) -> RecordError:
 
 
 def read_ledger(round_dir: Path | str, findings: list[Finding] | None = None, *,
-                missing_ok: bool = False) -> list[LedgerLine]:
+                missing_ok: bool = False, positions: Mapping[str, Any] | None = None) -> list[LedgerLine]:
     """ledger.jsonl in file order. A recorded round always has one (empty when nothing
     was deferred), so a missing ledger is unreadable (G32), never "no dispositions";
     `missing_ok` is for a round that was not recorded yet. With `findings`, every line
-    is checked against the finding it names (design §7 and the auto-deferral rule)."""
+    is checked against the finding it names (design §7 and the auto-deferral rule).
+    With `positions` (round name -> place in series order, spar.series.positions), a
+    duplicate link into a later round is refused, as triage refuses to write one."""
     path = _join(round_dir, LEDGER_FILE)
     lines = jsonl.read(path, missing_ok=missing_ok)
     by_id = dict(zip(map(_ID, findings), findings, strict=True)) if findings is not None else None
     problem = record_rules.ledger_problem(lines, by_id)
+    if not problem and positions is not None:
+        problem = record_rules.ledger_link_problem(lines, os.path.basename(os.fspath(round_dir)), positions.get)
     if problem:
         raise _line_error(path, *problem)
     return cast(list[LedgerLine], lines)

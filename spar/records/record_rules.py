@@ -14,7 +14,7 @@ are judged: cap-report and the summary add them up.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from spar.config.model import STAGES
@@ -282,6 +282,37 @@ def _triage_line_problem(line: Mapping[str, Any], disposition: str, options: lis
         target, _, target_id = line["of"].partition("/")
         if not target or not target_id or "/" in target_id:
             return "of is not ROUND/ID"
+    return None
+
+
+Position = Callable[[str], Any]
+
+
+def link_problem(here: str, target: str, position: Position) -> str | None:
+    """Triage's rule for a duplicate link, which every reader applies too: a finding of
+    round `here` is a duplicate of a finding of the same round or of an earlier round of
+    the series, never of a later one (a decision cannot rest on a round recorded after
+    it). None when the link may stand, or when either round's place is not known (a
+    round that is not there is another rule's matter)."""
+    if target == here:
+        return None
+    target_at, here_at = position(target), position(here)
+    if target_at is None or here_at is None or target_at < here_at:
+        return None
+    return f"round {target} is not an earlier round of the series than {here}"
+
+
+
+def ledger_link_problem(lines: Sequence[Mapping[str, Any]], here: str, position: Position) -> tuple[int, str] | None:
+    """(line number, problem) of the first duplicate line of round `here` whose link
+    `link_problem` refuses (a link into a later round), or None."""
+    for number, line in enumerate(lines, start=1):
+        of = line.get("disposition") == "duplicate" and line.get("of")
+        if not isinstance(of, str) or "/" not in of:
+            continue  # not a duplicate, or a finding of the same round
+        problem = link_problem(here, of.partition("/")[0], position)
+        if problem:
+            return number, f"duplicate of {of}, which triage refuses: {problem}"
     return None
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_OK, RecordError, Refused, quote
 from spar.export import codeclimate, rdjsonl, sarif
-from spar.export.collect import Item, Lookup, RoundRecords, collect, series_identity
+from spar.export.collect import Item, RoundLookup, RoundRecords, collect, series_identity
 from spar.records import atomic, paths, readers
 from spar.series import read_series, round_folder
 from spar.textsafe import for_stream
@@ -88,7 +88,7 @@ def _read(folder: Path, series_ids: dict[Path, str]) -> RoundRecords:
                         series_ids[series])
 
 
-def read_rounds(args: list[str]) -> tuple[list[RoundRecords], dict[str, Path]]:
+def read_listed_rounds(args: list[str]) -> tuple[list[RoundRecords], dict[str, Path]]:
     out = []
     folders: dict[str, Path] = {}
     series_ids: dict[Path, str] = {}  # per series folder, read once
@@ -103,7 +103,7 @@ def read_rounds(args: list[str]) -> tuple[list[RoundRecords], dict[str, Path]]:
     return out, folders
 
 
-def _sibling_reader(rounds: list[RoundRecords]) -> Lookup:
+def _sibling_reader(rounds: list[RoundRecords]) -> RoundLookup:
     """Reads another round of a given round's series by name (for fingerprint chains);
     a round that cannot be read ends the chain (None)."""
     series_ids = {Path(r.series): r.series_id for r in rounds}
@@ -118,7 +118,7 @@ def _sibling_reader(rounds: list[RoundRecords]) -> Lookup:
     return read
 
 
-def render(fmt: str, rounds: list[RoundRecords]) -> tuple[str, list[Item]]:
+def render_export(fmt: str, rounds: list[RoundRecords]) -> tuple[str, list[Item]]:
     items, reviewers = collect(rounds, _sibling_reader(rounds))
     if fmt == "sarif":
         return json.dumps(sarif.build(items, reviewers), indent=2, ensure_ascii=False) + "\n", items
@@ -129,10 +129,10 @@ def render(fmt: str, rounds: list[RoundRecords]) -> tuple[str, list[Item]]:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    rounds, folders = read_rounds(args.rounds)
+    rounds, folders = read_listed_rounds(args.rounds)
     if args.out:  # never over a record: the series would be unreadable, its dispositions lost
         paths.check_not_record(args.out, folders.values(), {p.parent for p in folders.values()})
-    text, items = render(args.format, rounds)
+    text, items = render_export(args.format, rounds)
     if args.out:
         atomic.write_text(args.out, text)
     else:

@@ -24,7 +24,6 @@ from spar.config.scaffold import (
     TIMEOUT_BLOCK,
     CannotEdit,
     Edit,
-    append_line,
     caps_block,
     fit,
     ignore_pattern,
@@ -32,6 +31,7 @@ from spar.config.scaffold import (
     project_template,
     project_values,
     reviewer_blocks,
+    text_with_line,
     user_template,
 )
 from spar.config.sources import PROJECT_FILE, find_user_source, missing_why, user_candidates
@@ -268,7 +268,7 @@ def plan_ignore(series: Path, repo: Path | None = None) -> Step:
         except CannotEdit as err:
             raise _refusal(str(target), err.why, err.lines) from None
     action = "edit" if os.path.lexists(target) else "create"
-    return Step(str(target), action, append_line(existing, pattern), pattern + "\n", f"ignores {series}")
+    return Step(str(target), action, text_with_line(existing, pattern), pattern + "\n", f"ignores {series}")
 
 
 # ---------------------------------------------------------------- running

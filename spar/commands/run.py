@@ -22,14 +22,17 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from spar.argparsing import Parser, add_selection_options, command_parser
+from spar.backend import async_backend
 from spar.config.model import STAGES
-from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, exit_for_signal, quote
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, UsageError, exit_for_signal
+from spar.judge import caps
+from spar.presets import get_preset
 from spar.progress import Progress, make_progress
 from spar.records import readers
 from spar.records.lock import series_lock
 from spar.records.model import ReviewerStatus
 from spar.records.paths import check_run_out
-from spar.round import caps, history
+from spar.round import history
 from spar.round.args import DECISION, DECISION_QUOTE, RunArgs, run_args_from, split_decision_options
 from spar.round.context import context_from_git
 from spar.round.documents import read_round_documents
@@ -37,15 +40,12 @@ from spar.round.dryrun import dry_run_lines
 from spar.round.interrupt import run_until_signal
 from spar.round.memory import render_memory
 from spar.round.packet import build_packet, packet_sha256
-from spar.round.preparation import Round, choose_commits, packet_input, repository_of, run_config, write_round_folder
+from spar.round.preparation import Round, choose_commits, packet_input, run_config, work_tree_of, write_round_folder
 from spar.round.process import start_guard, stop_guard
 from spar.round.recording import apply_outcome, reviewer_of, write_round_outputs
 from spar.round.summary import closing_lines, uncommitted_text
 from spar.round.workspace import describe_changes, plan_commit, workspace_state
 from spar.textsafe import terminal_safe
-
-BACKENDS = ("trio", "asyncio")
-BACKEND_ENV = "SPAR_ASYNC_BACKEND"
 
 DESCRIPTION = """\
 Run one review round: every configured reviewer at once on one packet, then
@@ -112,24 +112,18 @@ def parse_run_args(argv: list[str]) -> RunArgs:
     return run_args_from(ns, items)
 
 
-def async_backend(env: Mapping[str, str]) -> str:
-    value = env.get(BACKEND_ENV, "") or "asyncio"
-    if value not in BACKENDS:
-        raise Refused(f"{BACKEND_ENV} {quote(value)}: expected asyncio or trio")
-    return value
-
-
 def plan_round(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> Round:
     """Step 1: every check, and the packet; reads only (but for --worktree's commit object)."""
     backend = async_backend(env)
-    repo = repository_of(cwd)
+    repo = work_tree_of(cwd)
     config = run_config(args, repo, env)
     commits = choose_commits(args, repo)
     documents = read_round_documents(str(repo), config_rules=list(config.rules), criteria=args.criteria,
                                      rules=args.rules, subject=args.subject, cwd=cwd)
     out = Path(os.path.abspath(os.path.join(cwd, args.out)))
     check_run_out(out)
-    r = Round(args=args, repo=repo, config=config, backend=backend, out=out, commits=commits, documents=documents)
+    r = Round(args=args, repo=repo, config=config, backend=backend, out=out, commits=commits, documents=documents,
+              presets={c.preset: get_preset(c.preset) for c in config.reviewers})
     r.tree_plans = {"head": plan_commit(repo, commits.head), "base": plan_commit(repo, commits.base)}
     r.packet_text = build_packet(packet_input(args, repo, config, commits, documents, r.tree_plans, out.parent))
     return r

@@ -187,14 +187,14 @@ def same_as(r: RoundRecords) -> dict[str, str]:
     return out
 
 
-Lookup = Callable[[str, str], "RoundRecords | None"]
+RoundLookup = Callable[[str, str], "RoundRecords | None"]
 
 
 class _Chains:
     """Follows each finding to the first of its chain, within its own series, reading other
     rounds of the series through `lookup(series, name)` when a link leads there."""
 
-    def __init__(self, rounds: list[RoundRecords], lookup: Lookup | None):
+    def __init__(self, rounds: list[RoundRecords], lookup: RoundLookup | None):
         self.lookup = lookup
         self.rounds: dict[tuple[str, str], RoundRecords | None] = {}
         self.links: dict[tuple[str, str], str] = {}
@@ -247,7 +247,8 @@ def _reviewer_infos(rounds: list[RoundRecords]) -> dict[str, ReviewerInfo]:
     return reviewers
 
 
-def collect(rounds: list[RoundRecords], lookup: Lookup | None = None) -> tuple[list[Item], dict[str, ReviewerInfo]]:
+def collect(rounds: list[RoundRecords],
+            lookup: RoundLookup | None = None) -> tuple[list[Item], dict[str, ReviewerInfo]]:
     """Every finding of `rounds` (in the order given, then findings.json order)
     and the reviewers that produced them (the latest round's entry wins).
 

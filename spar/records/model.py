@@ -88,6 +88,7 @@ class ReviewerEntry(TypedDict):
     model: str
     effort: str
     timeout_seconds: int
+    max_findings: NotRequired[int]  # absent in rounds written before the cap: 500
     observed_model: str | None
     attempts: list[Attempt]
     warnings: list[TranscriptWarning]
@@ -130,7 +131,7 @@ class Decision(TypedDict):
     quote: str
 
 
-class Uncommitted(TypedDict):
+class UncommittedCounts(TypedDict):
     modified: int  # tracked files changed beyond HEAD, staged or not
     untracked: int  # files neither tracked nor ignored
 
@@ -151,7 +152,7 @@ class RoundRecord(TypedDict):
     head_source: NotRequired[str]
     head_tree: NotRequired[str]
     head_parent: NotRequired[str]
-    uncommitted: NotRequired[Uncommitted | None]  # the working tree beyond HEAD; None when --head named it
+    uncommitted: NotRequired[UncommittedCounts | None]  # the working tree beyond HEAD; None when --head named it
     packet_sha256: str
     memory_sha256: NotRequired[str]  # absent when the round has no series memory
     documents: dict[str, list[DocumentEntry]]

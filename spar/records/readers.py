@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Mapping
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeGuard, cast
 
 from spar.config.model import STAGES
 from spar.errors import RecordError, quote
-from spar.judge import record_rules
-from spar.judge.refs import trim
-from spar.records import jsonl, lock
+from spar.records import jsonl, lock, record_rules
 from spar.records.model import ExtensionLine, Finding, LedgerLine, RoundRecord, WaiverLine
+from spar.whitespace import trim
 
 ROUND_SCHEMA = "review-round/v1"
 
@@ -122,15 +122,19 @@ def _line_error(path: str, number: int, what: str) -> RecordError:
 
 
 def read_ledger(round_dir: Path | str, findings: list[Finding] | None = None, *,
-                missing_ok: bool = False) -> list[LedgerLine]:
+                missing_ok: bool = False, positions: Mapping[str, Any] | None = None) -> list[LedgerLine]:
     """ledger.jsonl in file order. A recorded round always has one (empty when nothing
     was deferred), so a missing ledger is unreadable (G32), never "no dispositions";
     `missing_ok` is for a round that was not recorded yet. With `findings`, every line
-    is checked against the finding it names (design §7 and the auto-deferral rule)."""
+    is checked against the finding it names (design §7 and the auto-deferral rule).
+    With `positions` (round name -> place in series order, spar.series.positions), a
+    duplicate link into a later round is refused, as triage refuses to write one."""
     path = _join(round_dir, LEDGER_FILE)
     lines = jsonl.read(path, missing_ok=missing_ok)
     by_id = dict(zip(map(_ID, findings), findings, strict=True)) if findings is not None else None
     problem = record_rules.ledger_problem(lines, by_id)
+    if not problem and positions is not None:
+        problem = record_rules.ledger_link_problem(lines, os.path.basename(os.fspath(round_dir)), positions.get)
     if problem:
         raise _line_error(path, *problem)
     return cast(list[LedgerLine], lines)
@@ -205,6 +209,9 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 _NOT_SCANNED = ("workspace",)
 
 
+# a listed path with no folder behind it: most often a mistyped path, which the message says,
+# so that it reads apart from a round that exists but cannot be read
+NO_ROUND_FOLDER = "no such round folder (no folder at that path: a mistyped path?)"
 # what Path.is_dir() answers False to rather than raising
 _NOT_A_FOLDER = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EBADF)
 
@@ -219,9 +226,9 @@ def list_round(round_dir: Path | str) -> list[os.DirEntry[str]] | None:
             return sorted(listing, key=_name)
     except OSError as exc:
         if exc.errno in _NOT_A_FOLDER:
-            raise RecordError("no such round folder") from None
+            raise RecordError(NO_ROUND_FOLDER) from None
     if not Path(round_dir).is_dir():  # raises when the folder cannot even be looked at
-        raise RecordError("no such round folder")
+        raise RecordError(NO_ROUND_FOLDER)
     return None
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from spar.argparsing import SELECTION_VALUE_OPTIONS
 from spar.config.select import split_assignment
 from spar.errors import Refused, UsageError, quote
-from spar.judge.refs import is_blank
+from spar.whitespace import is_blank
 
 DECISION = "--decision"
 DECISION_QUOTE = "--decision-quote"

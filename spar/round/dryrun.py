@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from spar.presets import Preset, get_preset
+from spar.round.interface import Preset
 from spar.round.runner import ReviewerJob, command_line
 
 
@@ -16,7 +16,7 @@ def dry_run_lines(jobs: list[ReviewerJob], path_env: str | None) -> list[str]:
     lines = []
     for job in jobs:
         cfg = job.config
-        preset = get_preset(cfg.preset)
+        preset = job.preset
         if not preset.runs_process:
             lines.append(f"spar: dry run: {cfg.name} runs nothing: the host gives {job.reviewer_dir / 'prompt.md'} "
                          "to its subagent")

@@ -17,12 +17,12 @@ from spar.config.model import AppliedConfig
 from spar.config.select import apply_selection
 from spar.errors import Refused, WriteFailed, quote
 from spar.judge.context import RoundDoc
-from spar.presets import prepare_input
 from spar.records import atomic, readers
 from spar.records.clock import now
 from spar.records.model import Finding, RoundRecord
 from spar.round import reuse
 from spar.round.args import RunArgs, check_standpoints
+from spar.round.interface import Preset, reviewer_input
 from spar.round.memory import memory_sha256
 from spar.round.packet import DIFF_LIMIT, PacketInput, packet_sha256
 from spar.round.recording import new_round_json, reviewer_entry
@@ -45,7 +45,7 @@ class RoundCommits:
     uncommitted: git.Uncommitted | None = None  # None when --head named the commit
 
 
-def repository_of(cwd: str) -> Path:
+def work_tree_of(cwd: str) -> Path:
     """The root of the work tree holding `cwd`; refused outside one."""
     try:
         root = git.repo_root(cwd)
@@ -143,7 +143,7 @@ def packet_input(args: RunArgs, repo: Path, config: AppliedConfig, commits: Roun
 
 
 def write_inputs(config: AppliedConfig, out: Path, args: RunArgs, packet_text: str, memory_text: str,
-                 files: list[tuple[Path, bytes]]) -> list[ReviewerJob]:
+                 files: list[tuple[Path, bytes]], presets: Mapping[str, Preset]) -> list[ReviewerJob]:
     """Each reviewer's folder, its input files added to `files`; returns the runner's jobs."""
     standpoints = dict(args.standpoints)
     jobs = []
@@ -153,15 +153,16 @@ def write_inputs(config: AppliedConfig, out: Path, args: RunArgs, packet_text: s
             reviewer_dir.mkdir()
         except OSError as exc:  # the round folder exists already: exit 70, not a traceback
             raise WriteFailed(f"cannot create {reviewer_dir}: {exc.strerror or exc}") from exc
-        spec = prepare_input(
-            cfg, reviewer_dir=reviewer_dir, packet_text=packet_text, packet_path=out / "packet.md",
+        preset = presets[cfg.preset]
+        spec = reviewer_input(
+            preset, cfg, reviewer_dir=reviewer_dir, packet_text=packet_text, packet_path=out / "packet.md",
             standpoint=standpoints.get(cfg.name), standpoints_active=bool(standpoints), dry_run=args.dry_run,
             memory_text=memory_text,
         )
         for rel, content in spec.files.items():  # presets name files directly in the folder
             files.append((reviewer_dir / rel, content.encode("utf-8")))
         jobs.append(ReviewerJob(config=cfg, reviewer_dir=reviewer_dir, round_dir=out, workspace=out / "workspace",
-                                schema_path=out / "schema.json", input=spec))
+                                schema_path=out / "schema.json", input=spec, preset=preset))
     return jobs
 
 
@@ -176,6 +177,7 @@ class Round:
     out: Path  # absolute round folder; its parent is the series
     commits: RoundCommits
     documents: dict[str, list[RoundDoc]]
+    presets: dict[str, Preset]  # preset name -> the object; `spar run` asks the registry
     tree_plans: dict[str, TreePlan] = field(default_factory=dict)  # "head", "base": what the copies hold
     packet_text: str = ""
     memory_text: str = ""  # decided under the series lock (spar.round.memory)
@@ -208,7 +210,7 @@ def write_round_folder(r: Round, counted: bool) -> None:
     if r.memory_text:
         files.append((r.out / "memory.md", r.memory_text.encode("utf-8")))
     files.append((r.out / "schema.json", schema_text(bool(r.args.standpoints)).encode("utf-8")))
-    r.jobs = write_inputs(r.config, r.out, r.args, r.packet_text, r.memory_text, files)
+    r.jobs = write_inputs(r.config, r.out, r.args, r.packet_text, r.memory_text, files, r.presets)
     atomic.write_files(files)  # one batch: their fsyncs at once, before round.json names the round
     standpoints = dict(r.args.standpoints)
     r.record = new_round_json(

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from spar.judge.dispositions import standing
 from spar.judge.repeats import group_order
+from spar.records import usage
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
-from spar.round import usage
 from spar.textsafe import terminal_safe
 
 CLASS_ORDER = ("defect", "requirement-question", "hardening", "note")
@@ -268,6 +268,19 @@ def _findings(findings: list[Finding], standing: dict[str, LedgerLine]) -> list[
     return out + [""]
 
 
+def _class_changes(findings: list[Finding]) -> list[str]:
+    """Each finding whose class is not the one its reviewer proposed, with the classification
+    rule that set it (class_reason), so a reader need not look it up in findings.json."""
+    changed = [f for f in findings if f.get("proposed_class") and f.get("class") != f.get("proposed_class")]
+    if not changed:
+        return []
+    out = ["## Classes Spar changed", ""]
+    for f in changed:
+        out.append(f"- `{f.get('id')}`: proposed {_cell(f.get('proposed_class'))}, classed {_cell(f.get('class'))}, "
+                   f"by {_cell(f.get('class_reason'))}")
+    return out + [""]
+
+
 def _smallest_fixes(findings: list[Finding]) -> list[str]:
     out = ["## Smallest fixes", ""]
     fixes = [f for f in findings if isinstance(f.get("smallest_fix"), str) and f["smallest_fix"].strip()]
@@ -295,6 +308,7 @@ def render_summary(round_json: RoundRecord, findings: list[Finding], ledger: lis
     parts += _angles(round_json)
     parts += _groups(str(round_json.get("name") or "ROUND"), findings)
     parts += _findings(findings, lines)
+    parts += _class_changes(findings)
     parts += _smallest_fixes(findings)
     # read with `cat` as often as in an editor: a reviewer's control characters
     # (screen clear, OSC 52) are shown escaped; findings.json keeps the exact text

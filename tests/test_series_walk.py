@@ -167,7 +167,7 @@ def test_whole_series(tmp_path):
                 "counted": counted, "dry_run": dry, "recorded": not dry,
                 "reviewers": [{"name": "alpha", "preset": "command", "status": statuses[0]},
                               {"name": "codex", "preset": "codex", "status": statuses[1]}],
-                "findings": findings, "new_defects": new, "convergence": convergence}
+                "findings": findings, "new_defects": new, "convergence": convergence, "groups": []}
 
     # usage (what each attempt took) is checked against the attempts on record, then set aside
     attempts = {(n, r["name"]): r["attempts"] for n in started

@@ -55,10 +55,10 @@ usage errors (64) are only a missing --to or an unknown option. FINDING and
 trimming counts as not given. Each triage appends one line to
 ROUND/ledger.jsonl; the latest line per finding stands.
 
-spar triage ROUND G1 --to DISPOSITION [...]: a corroborated group (findings.json
-`group`) at once: its first member gets the disposition, every other member
-`duplicate --of` that first member, one ledger line each, all checked before
-any is written.
+spar triage ROUND GROUP --to DISPOSITION [...]: a corroborated group at once,
+named by its id in findings.json `group` (the letter G and its number): its
+first member gets the disposition, every other member `duplicate --of` that
+first member, one ledger line each, all checked before any is written.
 
 spar triage ROUND --repeats: every finding of ROUND with a `repeat_of` and no
 disposition of its own, whose earlier finding's standing disposition (traced
@@ -74,7 +74,7 @@ def _parser() -> Parser:
     p = command_parser("triage", "Give a finding a disposition; the history stays in ledger.jsonl.", EPILOG)
     p.add_argument("round", metavar="ROUND", help="the round folder")
     p.add_argument("finding", metavar="FINDING", nargs="?",
-                   help="a finding id of that round's findings.json, or a group id (G1, G2, ...)")
+                   help="a finding id of that round's findings.json, or a group id (findings.json `group`)")
     p.add_argument("--to", metavar="DISPOSITION",
                    help=", ".join(DISPOSITIONS) + " (literal; any other value is refused, exit 65)")
     p.add_argument("--repeats", action="store_true",

@@ -227,7 +227,7 @@ def _groups(round_name: str, findings: list[Finding]) -> list[str]:
         return []
     order = sorted(groups, key=lambda g: (-len(vendors[g]), int(g[1:]) if g[1:].isdigit() else 0, g))
     out = ["## Groups", "", f"Each group is one problem seen by more than one reviewer; "
-           f"`spar triage {round_name} G1 --to ...` disposes every member of G1 at once.", ""]
+           f"`spar triage {round_name} GROUP --to ...` with a group's id disposes every member at once.", ""]
     for gid in order:
         count = len(vendors[gid])
         out.append(f"- **{_cell(gid)}** ({count} vendor{'s' if count != 1 else ''}: "

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from spar.argparsing import Parser, command_parser
-from spar.errors import EXIT_OK, RecordError, Refused, quote
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, RecordError, Refused, quote
 from spar.export import codeclimate, rdjsonl, sarif
-from spar.export.collect import Item, Lookup, RoundRecords, collect, series_identity
+from spar.export.collect import Item, Lookup, RoundRecords, collect, series_identity, unfinished
 from spar.records import atomic, paths, readers
 from spar.series import read_series, round_folder
 from spar.textsafe import for_stream
@@ -54,7 +54,14 @@ equal names in two series are two alerts.
 --out never names a record of a series (a file inside a round folder, a
 series' extensions.jsonl): that is refused, as `spar gate --out` refuses it.
 
-Exit codes: 0 written; 64 usage error; 65 refused (a round unreadable or not
+A reviewer that did not complete a round (failed, timed out, unavailable, ...)
+is named on stderr; SARIF also carries it: each run's invocation has
+executionSuccessful false and one notification per round it did not complete
+(a waived reviewer is a note and leaves executionSuccessful true). A rerun of
+the same input in which it completed, given too, settles it, as for the gate.
+
+Exit codes: 0 written; 1 written, not clean (a reviewer did not complete and
+was not waived: the file does not cover the whole review); 64 usage error; 65 refused (a round unreadable or not
 recorded, a GitHub limit exceeded, --out a record; nothing written); 70 the
 write failed."""
 
@@ -84,7 +91,7 @@ def _read(folder: Path, series_ids: dict[Path, str]) -> RoundRecords:
     if series not in series_ids:
         series_ids[series] = _series_id(series)
     return RoundRecords(folder.name, r, findings, readers.read_ledger(folder, findings), str(series),
-                        series_ids[series])
+                        series_ids[series], readers.read_waivers(folder))
 
 
 def read_rounds(args: list[str]) -> tuple[list[RoundRecords], dict[str, Path]]:
@@ -141,4 +148,18 @@ def main(argv: list[str]) -> int:
     where = args.out or "standard output"
     print(f"spar: exported {len(items)} finding(s) as {args.format} to {where}"
           + (f"; kept with a note in the message: {', '.join(notes)}" if notes else ""), file=sys.stderr)
+    return _tell_unfinished(rounds)
+
+
+def _tell_unfinished(rounds: list[RoundRecords]) -> int:
+    """Say on stderr which reviewers did not complete (every format: Code Quality and
+    rdjsonl have no place for it in the file); 1 when one of them was not waived."""
+    missing = unfinished(rounds)
+    for u in missing:
+        print(f"spar: reviewer {quote(u.reviewer)} did not complete round {quote(u.round)}: "
+              f"{quote(u.status)}, {quote(u.reason)}" + (" (waived)" if u.waived else ""), file=sys.stderr)
+    if any(not u.waived for u in missing):
+        print("spar: written, not clean: a reviewer of these rounds did not complete and was not waived, "
+              "so the export does not cover all of the review", file=sys.stderr)
+        return EXIT_NOT_CLEAN
     return EXIT_OK

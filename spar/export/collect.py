@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from spar.errors import quote
 from spar.judge.refs import G7_PREFIXES, parse_ref
-from spar.records.model import Finding, LedgerLine, RoundRecord
+from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 
@@ -51,6 +51,19 @@ class RoundRecords:
     ledger: list[LedgerLine]
     series: str = ""  # the series folder, as given: rounds of two series never mix
     series_id: str = ""  # what identifies the series (`series_identity`), hashed into fingerprints
+    waivers: list[WaiverLine] = field(default_factory=list)  # waivers.jsonl
+
+
+@dataclass
+class Unfinished:
+    """A reviewer of an exported round that did not complete: the export is not clean
+    unless it was waived."""
+
+    round: str
+    reviewer: str
+    status: str
+    reason: str
+    waived: bool
 
 
 @dataclass
@@ -65,6 +78,7 @@ class ReviewerInfo:
     rounds: list[str] = field(default_factory=list)
     series_ids: set[str] = field(default_factory=set)  # of the rounds it reviewed
     cli_version: str | None = None  # the reviewer CLI's version check, latest round (attempts' cli_version)
+    unfinished: list[Unfinished] = field(default_factory=list)  # rounds it did not complete
 
 
 @dataclass
@@ -247,6 +261,36 @@ def _reviewer_infos(rounds: list[RoundRecords]) -> dict[str, ReviewerInfo]:
     return reviewers
 
 
+def _inputs(r: RoundRecords) -> tuple[str, ...] | None:
+    """What makes two rounds one review (design §8's rerun test, as the gate reads it)."""
+    packet = r.round.get("packet_sha256")
+    if not isinstance(packet, str):
+        return None
+    return (r.series, str(r.round.get("stage")), str(r.round.get("base")), str(r.round.get("head")), packet)
+
+
+def unfinished(rounds: list[RoundRecords]) -> list[Unfinished]:
+    """Each reviewer of the given rounds that did not complete, as the gate counts it: a
+    rerun of the same input among the rounds in which it completed settles it, and a
+    waiver in any of them waives it."""
+    done: dict[tuple[str, ...], set[str]] = {}
+    waived: dict[tuple[str, ...], set[str]] = {}
+    for r in rounds:
+        key = _inputs(r) or (r.series, r.name)
+        done.setdefault(key, set()).update(
+            e["name"] for e in r.round.get("reviewers", []) if e.get("status") == ReviewerStatus.COMPLETED)
+        waived.setdefault(key, set()).update(w.get("reviewer", "") for w in r.waivers)
+    out = []
+    for r in rounds:
+        key = _inputs(r) or (r.series, r.name)
+        for e in r.round.get("reviewers", []):
+            name = e["name"]
+            if e.get("status") != ReviewerStatus.COMPLETED and name not in done[key]:
+                out.append(Unfinished(r.name, name, str(e.get("status") or ""), str(e.get("reason") or ""),
+                                      name in waived[key]))
+    return out
+
+
 def collect(rounds: list[RoundRecords], lookup: Lookup | None = None) -> tuple[list[Item], dict[str, ReviewerInfo]]:
     """Every finding of `rounds` (in the order given, then findings.json order)
     and the reviewers that produced them (the latest round's entry wins).
@@ -260,6 +304,8 @@ def collect(rounds: list[RoundRecords], lookup: Lookup | None = None) -> tuple[l
             standing[(r.series, f"{r.name}/{line['finding']}")] = line
     chains = _Chains(rounds, lookup)
     reviewers = _reviewer_infos(rounds)
+    for u in unfinished(rounds):
+        reviewers[u.reviewer].unfinished.append(u)
     items: list[Item] = []
     for r in rounds:
         outside = _outside_documents(r.round)

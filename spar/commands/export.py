@@ -39,7 +39,13 @@ Write the findings of one or more recorded rounds in a standard format:
                fix is text in the message ("Smallest fix: ..."), never a code
                suggestion.
 
-Every finding is exported. A location that is not a line of a head file is
+Each finding chain (a finding and its repeats and duplicates in later
+rounds) is given once, as its newest round given has it (that round's head
+and lines; open when that finding is open, a duplicate followed to what it
+duplicates); a corroborated group (findings of several reviewers that match,
+in one round) is one result: SARIF relatedLocations, Code Climate
+other_locations and rdjsonl related_locations name each reviewer's finding.
+Fingerprints are unique within the file. A location that is not a line of a head file is
 kept and said in the message: `base/` locations carry the path without lines
 (they are base lines), round documents outside the repository their document
 name, and unreadable locations (G7) the repository root "." with the
@@ -49,7 +55,8 @@ and the message says why; stderr counts them. The fingerprint hashes what
 identifies the finding (its series, round, id, path and claim), or the earlier
 finding it is the same as (a triaged duplicate, else a recorded repeat_of),
 followed to the first, so a repeat in a later round is the same alert and
-equal names in two series are two alerts.
+equal names in two series are two alerts; a group's is that of its first
+finding's chain.
 
 --out never names a record of a series (a file inside a round folder, a
 series' extensions.jsonl): that is refused, as `spar gate --out` refuses it.
@@ -146,7 +153,8 @@ def main(argv: list[str]) -> int:
     kinds = {k: sum(i.kind == k for i in items) for k in ("unreadable", "unsafe", "document", "base")}
     notes = [f"{n} {k} location(s)" for k, n in kinds.items() if n]
     where = args.out or "standard output"
-    print(f"spar: exported {len(items)} finding(s) as {args.format} to {where}"
+    merged = sum(len(i.chain) for i in items)
+    print(f"spar: exported {len(items)} result(s) for {merged} finding(s) as {args.format} to {where}"
           + (f"; kept with a note in the message: {', '.join(notes)}" if notes else ""), file=sys.stderr)
     return _tell_unfinished(rounds)
 

@@ -3,7 +3,9 @@
 One run per reviewer (tool driver "Spar (<reviewer>)", Spar's version, the
 reviewer's preset, model and CLI version as driver properties, and an automation id of its
 own, naming the reviewer and the series, so GitHub keeps the runs apart). Rules are the four finding classes;
-level follows the class. Every finding is a result; one with a standing
+level follows the class. Every finding chain or corroborated group is one
+result (`spar.export.collect.merge`), in the run of its first reviewer, with
+`relatedLocations` naming each finding of a group; one with a standing
 disposition carries it as a suppression (`external`, `accepted`) whose
 justification says which and why. Each run has one invocation whose
 `executionSuccessful` is false when the reviewer did not complete a round
@@ -73,8 +75,14 @@ def _result(item: Item) -> dict[str, Any]:
             "location": f.get("location"), "location_kind": item.kind, "class_reason": f.get("class_reason"),
             "evidence": f.get("evidence"), "smallest_fix": f.get("smallest_fix") or None,
             "disposition": item.disposition.get("disposition") if item.disposition else None,
+            "chain": item.chain,
         },
     }
+    if item.related:  # a corroborated group: every reviewer's finding named, this one first
+        result["relatedLocations"] = [
+            dict(_location(member), id=n, message={"text": f"{member.ref} ({member.reviewer}): "
+                                                           f"{str(member.finding.get('claim', '')).strip()}"})
+            for n, member in enumerate([item, *item.related])]
     if item.disposition is not None:
         result["suppressions"] = [{"kind": "external", "status": "accepted",
                                    "justification": justification(item.disposition)}]

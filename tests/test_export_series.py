@@ -122,3 +122,16 @@ def test_a_duplicate_of_a_decided_finding_carries_that_decision(series_of_two, c
     results = [r for run in export(capsys, "sarif", r1, r2)["runs"] for r in run["results"]]
     note = next(r for r in results if r["properties"]["finding"] == "claude-F2")
     assert note["suppressions"][0]["justification"] == "rejected; evidence: naming is fine"
+
+
+def test_two_copies_of_one_series_still_give_unique_fingerprints(series_of_two, tmp_path, capsys):
+    """A series copied elsewhere has the same identity; exported together with the
+    original, every fingerprint of the file is still its own."""
+    import shutil
+
+    _repo, series, r1, r2, _head2 = series_of_two
+    copy = tmp_path / "copy" / series.name
+    shutil.copytree(series, copy)
+    doc = export(capsys, "sarif", r1, r2, copy / "code-1", copy / "code-2")
+    fingerprints = [r["partialFingerprints"]["sparFinding/v1"] for run in doc["runs"] for r in run["results"]]
+    assert len(fingerprints) == 6 and len(set(fingerprints)) == 6

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import signal
 import sys
@@ -61,7 +62,9 @@ def _dispatch(argv: list[str]) -> int:
     if first.startswith("-"):
         raise UsageError(f"unknown option {first!r} (see spar --help)")
     if first not in COMMANDS:
-        raise UsageError(f"unknown command {first!r} (see spar --help)")
+        close = difflib.get_close_matches(first, COMMANDS, n=1)
+        hint = f"did you mean `spar {close[0]}`? " if close else ""
+        raise UsageError(f"unknown command {first!r} ({hint}see spar --help)")
     module_name, _ = COMMANDS[first]
     module = importlib.import_module(f"spar.commands.{module_name}")
     code: int = module.main(argv[1:])

@@ -11,8 +11,9 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -35,6 +36,10 @@ _DROPPED_ENV = (
     "GIT_CONFIG_PARAMETERS",
     "GIT_CONFIG_COUNT",
 )
+
+# how long one git command may take: far more than any read Spar asks for, so that a git
+# stuck on a lock or a dead network file system ends the command instead of hanging it
+TIME_LIMIT = 600.0  # also a FIFO among the ignore files, which blocks git forever
 
 BLOB_MODES = {"100644": "file", "100755": "executable", "120000": "symlink"}
 
@@ -64,30 +69,29 @@ def _argv(repo: Path | str, args: Iterable[str]) -> list[str]:
             "-c", "core.quotepath=off", "-C", os.fspath(repo), *args]
 
 
-TIME_LIMIT = 600.0  # seconds any one git command may take (a FIFO among the ignore files blocks git forever)
-
-
-def run(repo: Path | str, *args: str, input: bytes | None = None,
-        ok: tuple[int, ...] = (0,), timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
-    """Run git in `repo`; raise GitError unless the exit status is in `ok`.
-
-    git leads a process group of its own, ended whole (SIGKILL) when it runs past
-    `timeout` (default TIME_LIMIT) or when Spar is interrupted meanwhile."""
-    limit = TIME_LIMIT if timeout is None else timeout
+def run(repo: Path | str, *args: str, input: bytes | None = None, ok: tuple[int, ...] = (0,),
+        env: Mapping[str, str] | None = None, timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run git in `repo`; raise GitError unless the exit status is in `ok`, or when it has not
+    finished within `timeout` seconds (default TIME_LIMIT; its process group is ended).
+    `env` adds variables."""
+    timeout = TIME_LIMIT if timeout is None else timeout
+    argv = _argv(repo, args)
     try:
-        proc = subprocess.Popen(_argv(repo, args), stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), process_group=0)
+        # a session of its own, so that ending it ends whatever it started too
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**_env(), **(env or {})},
+                                start_new_session=True)
     except OSError as exc:
         raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
     try:
-        stdout, stderr = proc.communicate(input, timeout=limit)
+        out, err = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
         _end_group(proc)
-        raise GitError(f"git {next(iter(args), '')} did not finish within {limit:g} s (ended)") from None
-    except BaseException:
+        raise GitError(f"git {next(iter(args), '')} did not finish within {timeout:g}s") from None
+    except BaseException:  # Ctrl-C or the like: git must not outlive it
         _end_group(proc)
         raise
-    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
     if done.returncode not in ok:
         raise GitError(_failure(args, done))
     return done
@@ -169,6 +173,67 @@ def head_commit(repo: Path | str) -> str:
     if proc.returncode != 0 or not out:
         raise Refused(f"{repo}: HEAD is not a commit")
     return out
+
+
+def unborn_head(repo: Path | str) -> bool:
+    """Whether HEAD names a branch that has no commit yet (a repository before its first commit)."""
+    if run(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok=(0, 1, 128)).returncode == 0:
+        return False
+    return run(repo, "symbolic-ref", "--quiet", "HEAD", ok=(0, 1, 128)).returncode == 0
+
+
+NO_COMMITS = "the repository has no commits yet"
+
+
+class Uncommitted(NamedTuple):
+    """What the working tree holds beyond its HEAD commit."""
+
+    modified: int  # tracked files changed (staged or not), deleted ones included
+    untracked: int  # files git neither tracks nor ignores
+
+
+def uncommitted(repo: Path | str) -> Uncommitted:
+    """Counts of the working tree's changes against HEAD (`git status`, which writes
+    nothing with optional locks off)."""
+    out = run(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames").stdout
+    entries = [entry for entry in out.split(b"\0") if entry]
+    untracked = sum(1 for entry in entries if entry.startswith(b"?? "))
+    return Uncommitted(modified=len(entries) - untracked, untracked=untracked)
+
+
+class Snapshot(NamedTuple):
+    """A commit object made from the working tree (no ref names it)."""
+
+    commit: str
+    tree: str
+
+
+# a fixed identity and date: the same working tree on the same HEAD gives the same commit,
+# so a rerun is a rerun, and the user's identity (maybe not configured) is not needed
+_SNAPSHOT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "spar", "GIT_AUTHOR_EMAIL": "spar@localhost", "GIT_AUTHOR_DATE": "@0 +0000",
+    "GIT_COMMITTER_NAME": "spar", "GIT_COMMITTER_EMAIL": "spar@localhost", "GIT_COMMITTER_DATE": "@0 +0000",
+}
+
+
+def snapshot_worktree(repo: Path | str, parent: str) -> Snapshot:
+    """The working tree as a commit on `parent`: tracked files as they are on disk and the
+    untracked files the ignore rules do not ignore. Built in an index file of its own, so the
+    user's index, files and refs stay as they are; only objects are added to the repository."""
+    with tempfile.TemporaryDirectory(prefix="spar-index-") as tmp:
+        index = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        run(repo, "read-tree", parent, env=index)
+        run(repo, "add", "--all", "--", ":/", env=index)
+        tree = run(repo, "write-tree", env=index).stdout.decode("ascii").strip()
+    message = f"spar: the working tree on {parent}\n"
+    commit = run(repo, "commit-tree", "--no-gpg-sign", "-p", parent, tree, input=message.encode(),
+                 env=_SNAPSHOT_IDENTITY).stdout.decode("ascii").strip()
+    return Snapshot(commit=commit, tree=tree)
+
+
+def tree_of(repo: Path | str, commit: str) -> str:
+    """The tree ID of `commit`."""
+    return run(repo, "rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}").stdout.decode("ascii").strip()
 
 
 def _ref_exists(repo: Path | str, ref: str) -> bool:

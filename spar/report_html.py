@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from spar.records import usage as usage_text
 from spar.records.model import ReviewerStatus
-from spar.round import usage as usage_text
 from spar.textsafe import html_safe
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")

@@ -15,9 +15,9 @@ from pathlib import Path
 from spar import git
 from spar.config.model import DEFAULT_CAPS, STAGES
 from spar.errors import Refused, quote
+from spar.judge.caps import stage_cap
 from spar.records import readers
 from spar.records.model import ExtensionLine, RoundRecord
-from spar.round.caps import stage_cap
 
 
 def round_folder(arg: str) -> tuple[Path, Path]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 
 from spar.config.model import ReviewerConfig
-from spar.presets import prepare_input
+from spar.presets import get_preset, prepare_input
 from spar.round.runner import ReviewerJob, run_reviewers
 from tests.proctools import HANG
 
@@ -55,7 +55,8 @@ class Round:
         for rel, text in spec.files.items():
             (reviewer_dir / rel).write_text(text, encoding="utf-8")
         return ReviewerJob(config=cfg, reviewer_dir=reviewer_dir, round_dir=self.dir,
-                           workspace=self.dir / "workspace", schema_path=self.dir / "schema.json", input=spec)
+                           workspace=self.dir / "workspace", schema_path=self.dir / "schema.json", input=spec,
+                           preset=get_preset(preset))
 
     async def run(self, jobs, **kw):
         (self.tmp / "scenario.json").write_text(json.dumps(self.scenarios), encoding="utf-8")

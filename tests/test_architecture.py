@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -14,15 +15,19 @@ SPAR = Path(__file__).resolve().parent.parent / "spar"
 # what a pure judgment may import: the standard library's pure parts and other pure modules
 PURE_IMPORTS = {
     "__future__", "collections", "collections.abc", "dataclasses", "enum", "functools", "json", "posixpath", "re",
-    "typing", "spar.errors", "spar.config.model", "spar.records.model", "math", "spar.round.usage", "operator",
+    "typing", "spar.errors", "spar.config.model", "spar.records.model", "math", "spar.records.usage", "operator",
+    "spar.records.record_rules", "spar.jsonvalue", "spar.globs", "spar.whitespace", "spar.pathtext",
 }
 # os only for os.path string handling; anything else of os is I/O
 IO_NAMES = {"open", "print", "input"}
 
 
 def _pure_modules() -> list[Path]:
-    """spar/judge/ and the record types and usage arithmetic it may use."""
-    return sorted((SPAR / "judge").glob("*.py")) + [SPAR / "records" / "model.py", SPAR / "round" / "usage.py"]
+    """spar/judge/ and what it may use: the record types, record rules and usage arithmetic,
+    the JSON, glob, whitespace and path text helpers."""
+    return sorted((SPAR / "judge").glob("*.py")) + [
+        SPAR / "records" / "model.py", SPAR / "records" / "record_rules.py", SPAR / "records" / "usage.py",
+        SPAR / "jsonvalue.py", SPAR / "globs.py", SPAR / "whitespace.py", SPAR / "pathtext.py"]
 
 
 def io_problems(path: Path) -> list[str]:
@@ -161,4 +166,144 @@ def test_the_guard_needs_only_the_standard_library():
 def test_the_package_says_it_is_typed():
     """PEP 561: the marker pyproject.toml ships, for a package mypy checks strictly."""
     assert (SPAR / "py.typed").is_file()
-    assert 'spar = ["py.typed"]' in (SPAR.parent / "pyproject.toml").read_text(encoding="utf-8")
+    config = tomllib.loads((SPAR.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "py.typed" in config["tool"]["setuptools"]["package-data"]["spar"]
+
+
+# ---------------------------------------------------------------- one direction of imports (issue 21, point 2)
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, root: Path) -> list[str]:
+    """The spar modules one import statement names (at any depth of the module: an
+    import inside a function or under TYPE_CHECKING is an import all the same)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = node.module or ""
+    if node.level:  # relative: from the module's package, one level up per dot after the first
+        package = module.split(".") if is_package else module.split(".")[:-1]
+        base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+    found = [base]
+    for alias in node.names:  # `from spar import git`: the module git, not only the package
+        sub = root.parent.joinpath(*f"{base}.{alias.name}".split("."))
+        if sub.with_suffix(".py").is_file() or sub.is_dir():
+            found.append(f"{base}.{alias.name}")
+    return found
+
+
+def module_imports(root: Path) -> dict[str, set[str]]:
+    """Every module under `root` (a package folder) -> the modules of that package it imports."""
+    top = root.name
+    out: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        module = _module_name(path, root)
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names |= {n for n in _imported(node, module, path.name == "__init__.py", root)
+                          if n.startswith(top + ".")}
+        out[module] = names
+    return out
+
+
+def package_of(module: str) -> str:
+    """The node of the package graph: a subpackage (`spar.round`) or a top-level module
+    (`spar.series`), each its own package."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(imports: dict[str, set[str]]) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {package_of(m): set() for m in imports}
+    for module, names in imports.items():
+        for name in names:
+            if package_of(name) != package_of(module):
+                graph[package_of(module)].add(package_of(name))
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle through each group of packages that reach each other (none: the graph
+    is acyclic). Depth-first search; a node met again on the current path closes a cycle."""
+    found: list[list[str]] = []
+    done: set[str] = set()
+    path: list[str] = []
+
+    def visit(node: str) -> None:
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt in path:
+                found.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in done:
+                visit(nxt)
+        path.pop()
+        done.add(node)
+
+    for node in sorted(graph):
+        if node not in done:
+            visit(node)
+    return found
+
+
+def command_imports(imports: dict[str, set[str]], top: str = "spar") -> list[str]:
+    """`a -> b` for each command module importing another command module, and each module
+    outside the command layer (and the entry point, which loads them by name) importing one."""
+    commands = f"{top}.commands"
+    out = []
+    for module, names in sorted(imports.items()):
+        for name in sorted(names):
+            if package_of(name) == commands and name != commands and module not in (name, f"{top}.cli"):
+                out.append(f"{module} -> {name}")
+    return out
+
+
+def test_no_two_packages_import_each_other_nor_any_circle():
+    """Issue 21 point 2: the package graph of spar/ has no cycle of any length."""
+    assert cycles(package_graph(module_imports(SPAR))) == []
+
+
+def test_no_command_imports_a_command():
+    """Issue 21 point 2: what two commands share lives one layer down, never in a command."""
+    assert command_imports(module_imports(SPAR)) == []
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def test_the_graph_check_catches_a_pair_a_circle_and_a_command_importing_a_command(tmp_path):
+    """Control: the checks above fail on a tree that breaks each rule, whatever the import's
+    spelling (a relative import, one inside a function, `from package import module`)."""
+    spar = _tree(tmp_path / "spar", {
+        "__init__.py": "", "errors.py": "",
+        "a/__init__.py": "", "a/x.py": "from spar.b import y\n",
+        "b/__init__.py": "", "b/y.py": "def f():\n    from ..c import z\n",
+        "c/__init__.py": "", "c/z.py": "from spar import a\n",
+        "d/__init__.py": "", "d/p.py": "from spar.e.q import v\n",
+        "e/__init__.py": "", "e/q.py": "import spar.d.p\nfrom spar import errors\n",
+        "commands/__init__.py": "", "commands/run.py": "from spar.commands import gate\n",
+        "commands/gate.py": "", "cli.py": "import spar.commands.run\n", "series.py": "from spar.commands.gate import x\n",
+    })
+    graph = package_graph(module_imports(spar))
+    assert graph["spar.e"] == {"spar.d", "spar.errors"}
+    assert sorted(cycles(graph)) == [["spar.a", "spar.b", "spar.c", "spar.a"], ["spar.d", "spar.e", "spar.d"]]
+    assert command_imports(module_imports(spar)) == ["spar.commands.run -> spar.commands.gate",
+                                                     "spar.series -> spar.commands.gate"]
+
+
+def test_an_acyclic_tree_passes_the_graph_check(tmp_path):
+    """Control: a chain of layers, each importing the ones below, is no cycle."""
+    spar = _tree(tmp_path / "spar", {
+        "__init__.py": "", "base.py": "", "low/__init__.py": "from spar import base\n",
+        "high/__init__.py": "", "high/m.py": "from spar.low import thing\nimport spar.base\n",
+    })
+    graph = package_graph(module_imports(spar))
+    assert graph == {"spar": set(), "spar.base": set(), "spar.low": {"spar.base"}, "spar.high": {"spar.low", "spar.base"}}
+    assert cycles(graph) == []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from spar.commands.run import BACKEND_ENV, async_backend
+from spar.backend import BACKEND_ENV, async_backend
 from spar.errors import Refused
 
 README = Path(__file__).resolve().parent.parent / "README.md"

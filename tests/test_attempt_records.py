@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from spar.presets.base import InputSpec, recorded_argv
-from spar.round import usage
+from spar.records import usage
+from spar.round.interface import InputSpec, recorded_argv
 from spar.round.summary import render_summary
 from tests.reviewerround import Round
 

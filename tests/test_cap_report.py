@@ -4,6 +4,9 @@ and a cap reached then extended."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +14,8 @@ from spar import __version__
 from spar.cli import main as spar_main
 from tests import roundfactory as rf
 from tests.gitrepo import git
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _report(capsys, *args):
@@ -248,6 +253,15 @@ def test_usage_errors(repo, capsys, args):
     code, captured = _report(capsys, *[str(series) if a == "SERIES" else a for a in args])
     assert code == 64, captured.err
     assert captured.out == ""
+
+
+def test_usage_line_shows_series_as_required():
+    """Issue 22 point 8: SERIES is required, and the usage line shows it so (not `[SERIES]`)."""
+    proc = subprocess.run([sys.executable, "-m", "spar", "cap-report", "--help"], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    usage = proc.stdout.split("\n\n", 1)[0]
+    assert proc.returncode == 0 and usage.startswith("usage: spar cap-report")
+    assert usage.rstrip().endswith(" SERIES") and "[SERIES]" not in usage
 
 
 def test_missing_or_not_a_folder(tmp_path, capsys):

@@ -131,6 +131,24 @@ def test_tool_failure_is_70_and_said_to_be_no_verdict(ci):
     assert "TOOL FAILURE in spar gate (exit 70)" in proc.stderr and "GATE BLOCKED" not in proc.stderr
 
 
+@pytest.mark.slow
+def test_gate_blocked_by_a_missing_round_is_not_said_to_be_findings(ci):
+    """Issue 22 point 8: a round path the gate cannot find still blocks (exit 1, as the contract
+    asks), but the script says the gate is blocked on a round it cannot read, not on findings."""
+    repo, env, answer, run, bin_dir = ci
+    answer([])
+    real = bin_dir / "spar"
+    (bin_dir / "real-spar").write_bytes(real.read_bytes())
+    (bin_dir / "real-spar").chmod(0o755)
+    real.write_text(f'#!/bin/sh\nif [ "$1" = gate ]; then shift; exec "{bin_dir / "real-spar"}" gate reviews/nope "$@"; fi\n'
+                    f'exec "{bin_dir / "real-spar"}" "$@"\n')
+    proc = run()
+    assert proc.returncode == 1, proc.stderr
+    assert "GATE BLOCKED ON A ROUND IT CANNOT READ" in proc.stderr
+    assert "has findings or reviewers to deal with" not in proc.stderr
+    assert "mistyped" in proc.stdout
+
+
 def test_script_usage_error_is_64(tmp_path):
     proc = subprocess.run(["bash", str(SCRIPT), "a"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 64 and "usage" in proc.stderr

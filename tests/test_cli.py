@@ -52,6 +52,21 @@ def test_usage_errors_exit_64(argv, capsys, tmp_path, monkeypatch):
     assert capsys.readouterr().err.startswith(("spar: ", "usage: spar"))
 
 
+@pytest.mark.parametrize(("typed", "meant"), [("rn", "run"), ("gat", "gate"), ("cap_report", "cap-report"),
+                                               ("trage", "triage")])
+def test_a_mistyped_command_is_told_the_close_one(typed, meant, capsys):
+    """Issue 22 point 8: `spar rn` is a usage error that says "did you mean `spar run`?"."""
+    assert cli.main([typed]) == 64
+    assert f"did you mean `spar {meant}`?" in capsys.readouterr().err
+
+
+def test_a_command_like_none_gets_no_guess(capsys):
+    """Issue 22 point 8: a word close to no command gets no guess, only the pointer to --help."""
+    assert cli.main(["zzz"]) == 64
+    err = capsys.readouterr().err
+    assert "did you mean" not in err and "see spar --help" in err
+
+
 def test_command_without_entry_point_is_70(monkeypatch, capsys):
     # a command whose module has no main() yet must never look like success
     monkeypatch.setitem(cli.COMMANDS, "gate", ("__init__", "placeholder"))

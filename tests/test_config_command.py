@@ -197,10 +197,10 @@ preset = "codex"
 
 
 def test_example_files(world, capsys):
-    """configs/*.example.toml load and mean what their comments say."""
-    world["mp"].setenv("SPAR_CONFIG", str(ROOT / "configs" / "user.example.toml"))
+    """spar/configs/*.example.toml load and mean what their comments say."""
+    world["mp"].setenv("SPAR_CONFIG", str(ROOT / "spar" / "configs" / "user.example.toml"))
     (world["repo"] / ".jaekit").mkdir()
-    shutil.copy(ROOT / "configs" / "project.example.toml", world["repo"] / ".jaekit" / "spar.toml")
+    shutil.copy(ROOT / "spar" / "configs" / "project.example.toml", world["repo"] / ".jaekit" / "spar.toml")
     (world["repo"] / "AGENTS.md").write_text("rules\n")
     (world["repo"] / "docs" / "rules").mkdir(parents=True)
     (world["repo"] / "docs" / "rules" / "api.md").write_text("api\n")

@@ -375,3 +375,14 @@ def test_a_cli_reviewer_beside_native_needs_no_warning(here, capsys):
     code, report = doctor_json(capsys)
     assert code == 0
     assert [c for c in report["checks"] if c["subject"] == "unattended"] == []
+
+
+def test_a_repository_without_commits_is_a_problem(tmp_path, monkeypatch, capsys):
+    """Issue 22 point 8: doctor does not call a repository before its first commit fine."""
+    repo = make_repo(tmp_path, name="fresh")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("SPAR_CONFIG", str(tmp_path / "none.toml"))
+    code, report = doctor_json(capsys)
+    check = by_check(report, "repository")[0]
+    assert code == 1 and check["status"] == "problem"
+    assert check["detail"] == "the repository has no commits yet" and "commit" in check["fix"]

@@ -249,7 +249,8 @@ def test_help_lists_formats_and_exit_codes(capsys):
     ("src/100%#1?.py", "src/100%25%231%3F.py"),  # % # ? would read as an escape, fragment, query
     ("src/\u00fcber.py", "src/%C3%BCber.py"),  # UTF-8 bytes, percent-encoded
     ("caf\\xe9.txt", "caf%E9.txt"),  # Spar's escaped form of the byte name caf<E9>.txt: that byte
-    ("back\\\\slash.py", "back%5Cslash.py"),  # an escaped backslash is one backslash
+    ("back\\slash.py", "back%5Cslash.py"),  # a backslash in a UTF-8 name is itself (issue 22 point 9)
+    ("caf\\\\xe9.txt", "caf%5Cxe9.txt"),  # the UTF-8 name caf\xe9.txt, escaped: \\ is one backslash
 ])
 def test_sarif_uri_is_the_percent_encoded_file_name(tmp_path, capsys, path, uri):
     """artifactLocation.uri is a URI reference (SARIF 3.10): the file's own bytes,

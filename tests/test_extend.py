@@ -12,9 +12,9 @@ import pytest
 
 from spar.cli import main as spar_main
 from spar.errors import Refused
+from spar.judge.caps import decide
 from spar.records import readers
 from spar.records.lock import series_lock, waiting_message
-from spar.round.caps import decide
 from spar.series import project_caps, read_series, stage_caps
 from tests import roundfactory as rf
 from tests.proctools import blocked_on_lock, wait_for

@@ -110,7 +110,8 @@ def test_scenarios(repo, capsys, scenario):
 
 def test_gate_file_field_by_field(repo, capsys):
     scenario = {"rounds": [
-        {"name": "r1", "findings": [{"id": "claude-F1", "class": "defect", "growth": True}, {"id": "codex-F1", "class": "hardening"}],
+        {"name": "r1", "reviewed": "base",  # r2 reviews a later head: the last fix
+         "findings": [{"id": "claude-F1", "class": "defect", "growth": True}, {"id": "codex-F1", "class": "hardening"}],
          "ledger": [{"finding": "claude-F1", "disposition": "rejected", "evidence": "e"}]},
         {"name": "r2", "reviewers": [["claude", "completed"], ["codex", "unavailable"]],
          "waivers": [{"reviewer": "codex", "preset": "codex", "user_quote": "go", "at": "2024-01-02T00:00:00.000Z"}],
@@ -133,7 +134,7 @@ def test_gate_file_field_by_field(repo, capsys):
         "base": base,
         "criteria_digest": r2["criteria_digest"],
         "rounds": [
-            {"path": str(series / "r1"), "name": "r1", "stage": "code", "head": head, "base": base,
+            {"path": str(series / "r1"), "name": "r1", "stage": "code", "head": base, "base": base,
              "packet_sha256": r1["packet_sha256"], "counted": True, "dry_run": False, "state": "ok"},
             {"path": str(series / "r2"), "name": "r2", "stage": "code", "head": head, "base": base,
              "packet_sha256": r2["packet_sha256"], "counted": True, "dry_run": False, "state": "ok"},
@@ -295,6 +296,22 @@ def test_a_folder_with_a_round_json_of_another_schema_is_not_a_series_round(repo
     code, _, out = run_gate(capsys, repo, series, ["r1"])
     assert code == 1
     assert json.loads(out.read_text())["reasons"][0].startswith(f"{series}: round notes of the series cannot be read (")
+
+
+def test_a_mistyped_round_path_reads_apart_from_a_round_it_cannot_read(repo, capsys):
+    """Issue 22 point 8: a path with nothing behind it still blocks the gate (G29: a listed
+    round that cannot be read is a blocked reason, and the gate file is always written), but
+    its reason says it is no folder at all, a mistyped path, unlike a folder without round.json."""
+    series = build_series(repo, {"rounds": [{"name": "r1"}]})
+    (series / "empty").mkdir()
+    code, captured, out = run_gate(capsys, repo, series, ["r1", "nope", "empty"])
+    assert code == 1
+    reasons = json.loads(out.read_text())["reasons"]
+    assert reasons[0] == f"round {series}/nope cannot be read: no such round folder (no folder at that path: a mistyped path?)"
+    assert "mistyped" not in reasons[1] and "empty was not finished" in reasons[1]
+    assert "a mistyped path?" in captured.out
+    rounds = {entry["name"]: entry["state"] for entry in json.loads(out.read_text())["rounds"]}
+    assert rounds["nope"] == "unreadable" and rounds["empty"] == "unfinished"
 
 
 def test_repository_moved_since_the_round(tmp_path, capsys, monkeypatch):

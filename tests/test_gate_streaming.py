@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from spar import gating
 from spar.cli import main as spar_main
-from spar.commands import gate as gate_command
 from spar.judge import gate as judgement
 from tests import roundfactory as rf
 from tests.spies import calls_to
@@ -84,7 +84,7 @@ def test_rounds_are_read_and_judged_one_at_a_time(repo, capsys, monkeypatch):
     next only then: no list of every round's records is ever built."""
     series, names = long_series(repo, 6)
     events: list[tuple[str, str]] = []
-    read, add = gate_command._read_listed, judgement.Judgement.add
+    read, add = gating._read_listed, judgement.Judgement.add
 
     def spy_read(arg, real):
         events.append(("read", os.path.basename(real)))
@@ -94,7 +94,7 @@ def test_rounds_are_read_and_judged_one_at_a_time(repo, capsys, monkeypatch):
         events.append(("judge", item.name))
         return add(self, item)
 
-    monkeypatch.setattr(gate_command, "_read_listed", spy_read)
+    monkeypatch.setattr(gating, "_read_listed", spy_read)
     monkeypatch.setattr(judgement.Judgement, "add", spy_add)
     document = _gate(capsys, repo, series, names)
     assert events == [(step, name) for name in names for step in ("read", "judge")]
@@ -135,7 +135,7 @@ def test_a_duplicate_of_a_round_no_longer_held_is_read_again(repo, capsys, monke
     lines += [line for line in _dispositions(findings, names[-2], duplicate_of=names[0])
               if line["disposition"] == "duplicate"]
     (last / "ledger.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    reloaded = calls_to(monkeypatch, gate_command, "_reload", lambda _series, name: name)
+    reloaded = calls_to(monkeypatch, gating, "_reload", lambda _series, name: name)
     document = _gate(capsys, repo, series, names)
     assert reloaded == [names[0]]  # once: then it is among the recent rounds again
     assert document["state"] == "passed", document["reasons"]

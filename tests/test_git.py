@@ -294,3 +294,43 @@ def test_diff_with_stat_stops_git_once_the_patch_is_longer_than_kept(two_commits
     assert (same.stat, same.patch, same.complete) == ("", b"", True)
     with pytest.raises(git.GitError):
         git.diff_with_stat(repo, base, "0" * 40, keep)
+
+
+def _ended(pid: int) -> bool:
+    """Gone, or a zombie waiting for init to reap it: either way it runs no more."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+def test_a_git_command_past_its_time_limit_is_ended_with_its_process_group(two_commits, tmp_path):
+    """Every git call has a time limit (issue 22 point 2's `every git call with a time limit`):
+    past it, git and what it started are killed and the caller gets a GitError."""
+    repo, _, _ = two_commits
+    pids = tmp_path / "pids"
+    # an alias that starts a shell which starts a child of its own, then waits on it
+    hang = f"alias.hang=!sleep 300 & echo $$ $! > {pids}; wait"
+    with pytest.raises(git.GitError, match=r"did not finish within 0\.5s"):
+        git.run(repo, "-c", hang, "hang", timeout=0.5)
+    shell, sleeper = (int(p) for p in pids.read_text().split())
+    assert _ended(shell) and _ended(sleeper)
+
+
+def test_snapshot_worktree_leaves_index_and_refs(two_commits):
+    """Issue 22 point 2: the working tree as a commit on HEAD, untracked files that are not
+    ignored included, ignored ones left out; the same working tree gives the same commit."""
+    repo, _, head = two_commits
+    (repo / ".gitignore").write_text("*.log\n")
+    (repo / "new.txt").write_text("new\n")
+    (repo / "debug.log").write_text("ignored\n")
+    index = (repo / ".git" / "index").read_bytes()
+    made = git.snapshot_worktree(repo, head)
+    assert (repo / ".git" / "index").read_bytes() == index
+    assert run_git(repo, "rev-parse", "HEAD").strip() == head
+    names = run_git(repo, "ls-tree", "-r", "--name-only", made.commit).split()
+    assert "new.txt" in names and ".gitignore" in names and "debug.log" not in names
+    assert run_git(repo, "rev-parse", f"{made.commit}^").strip() == head
+    assert git.tree_of(repo, made.commit) == made.tree
+    assert git.snapshot_worktree(repo, head) == made
+    assert git.uncommitted(repo) == git.Uncommitted(modified=0, untracked=2)

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spar.judge.globs import glob_problem, match_any, match_glob, normalize_glob
+from spar.globs import glob_problem, match_any, match_glob, normalize_glob
 
 DATA = json.loads((Path(__file__).parent / "data" / "config_globs.json").read_text(encoding="utf-8"))
 

@@ -132,7 +132,7 @@ def test_git_blocked_on_a_fifo_is_ended_at_its_time_limit(tmp_path, home, monkey
     monkeypatch.chdir(repo)
     assert main(["init"]) == 65
     err = capsys.readouterr().err
-    assert "did not finish within 1 s" in err
+    assert "did not finish within 1s" in err
     assert not user_file(home).exists() and not (repo / ".gitignore").exists()
     assert _processes_reading(repo) == []
 

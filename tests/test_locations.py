@@ -21,8 +21,9 @@ from spar.judge.context import RoundContext, RoundDoc
 from spar.judge.criteria import ids_of_documents
 from spar.judge.findings import build_finding
 from spar.judge.locate import locate
-from spar.judge.refs import G7_PREFIXES, G8_PREFIXES, WHITESPACE, parse_ref, split_prefix, trim
+from spar.judge.refs import G7_PREFIXES, G8_PREFIXES, parse_ref, split_prefix
 from spar.round.context import context_from_git
+from spar.whitespace import WHITESPACE, trim
 from tests.gitrepo import commit, git, make_repo
 
 DATA = Path(__file__).parent / "data"

@@ -12,8 +12,8 @@ import pytest
 
 from spar.config.model import ReviewerConfig
 from spar.presets import get_preset
-from spar.presets.base import InputSpec, RunPaths
 from spar.presets.command import substitute
+from spar.round.interface import InputSpec, RunPaths
 
 FAKES = Path(__file__).parent / "fakes"
 SCHEMA = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"],
@@ -123,7 +123,7 @@ def test_fake_accepts_preset_argv_and_reads_the_input(preset, paths, tmp_path):
     for line in proc.stdout.decode().splitlines():
         assert monitor.feed(line) is None
     (tmp_path / "out.log").write_bytes(proc.stdout)
-    from spar.presets.base import StreamInfo
+    from spar.round.interface import StreamInfo
 
     answer = monitor.finish(0, StreamInfo(tmp_path / "out.log"))
     assert answer.completed and isinstance(answer.result, dict)

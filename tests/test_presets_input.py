@@ -10,7 +10,7 @@ from spar.config.model import ReviewerConfig
 from spar.judge.agy_commands import PROGRAMS, check_command
 from spar.presets import prepare_input
 from spar.presets.agy import COMMAND_NOTE, MAX_PROMPT_BYTES
-from spar.presets.base import standpoint_instruction
+from spar.presets.input import standpoint_instruction
 
 PACKET = "# Review packet\n\nstage: code\n\n## How to report\n\nOne JSON object.\n"
 STANDPOINT = "Attack the cache invalidation: stale reads after a write."

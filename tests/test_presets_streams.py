@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from spar.presets import get_preset
-from spar.presets.base import StreamInfo
+from spar.round.interface import StreamInfo
 
 DATA = Path(__file__).parent / "data" / "preset_streams.json"
 CASES = json.loads(DATA.read_text(encoding="utf-8"))

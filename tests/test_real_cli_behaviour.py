@@ -190,7 +190,7 @@ def test_stderr_scan_finds_a_phrase_across_piece_boundaries_in_bounded_memory():
 
 def test_older_agy_print_timeout_result_is_a_timeout():
     from spar.presets import get_preset
-    from spar.presets.base import StreamInfo
+    from spar.round.interface import StreamInfo
 
     monitor = get_preset("agy").monitor()
     monitor.feed('{"event":"result","result":{"status":"ERROR","response":"","error":"timeout waiting for response"}}')

@@ -50,7 +50,7 @@ def real_clis() -> Path:
     """The npm prefix holding both CLIs (node_modules/.bin/claude, codex)."""
     npm = shutil.which("npm")
     if npm is None:
-        pytest.skip("npm is not installed: the real-CLI tests need it")
+        pytest.skip("npm is not installed: the real-CLI tests need it (.ci/run installs it with apt-get)")
     prefix = INSTALLS / f"{CLAUDE_VERSION}-{CODEX_VERSION}"
     prefix.mkdir(parents=True, exist_ok=True)
     with open(prefix / ".lock", "w") as lock:

@@ -10,9 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spar.errors import RecordError
-from spar.judge import record_rules
-from spar.judge.dispositions import OPTION_FLAGS, RULES
-from spar.records import jsonl
+from spar.records import jsonl, record_rules
+from spar.records.record_rules import OPTION_FLAGS, RULES
 
 NAMES = ["claude", "codex", "a-F1", "x\ny", "", "claude ", "é"]
 NUMBERS = ["1", "12", "0", "01", "\uff11", "1-F2", "", "x", "9" * 30]
@@ -242,4 +241,4 @@ def test_jsonl_never_joins_a_string_cut_by_a_newline():
     # two lines that are one object only if the newline were read as part of the string
     data = b'{"a":"x\ny"}\n{"b":1},{"c":2}\n'
     with pytest.raises(RecordError, match=r"f\.jsonl:1: not JSON"):
-        jsonl.parse(data, "f.jsonl")
+        jsonl.parse_records(data, "f.jsonl")

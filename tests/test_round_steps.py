@@ -23,7 +23,7 @@ def test_the_guard_starts_before_the_checks_and_stops_on_a_refusal(monkeypatch):
 
     monkeypatch.setattr(run, "start_guard", lambda: calls.append("start guard"))
     monkeypatch.setattr(run, "stop_guard", lambda: calls.append("stop guard"))
-    monkeypatch.setattr(run, "prepare", refuse)
+    monkeypatch.setattr(run, "plan_round", refuse)
     with pytest.raises(Refused):
         run.main(["--stage", "code", "--out", "r1"])
     assert calls == ["start guard", "checks", "stop guard"]

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from spar.commands.run import parse_run_args
 from spar.errors import EXIT_REFUSED, EXIT_USAGE, Refused, UsageError
-from spar.round.args import check_standpoints, parse_run_args, split_decision_options
+from spar.round.args import check_standpoints, split_decision_options
 
 DATA = Path(__file__).parent / "data"
 DECISIONS = json.loads((DATA / "run_decisions.json").read_text(encoding="utf-8"))

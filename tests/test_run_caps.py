@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from spar.errors import EXIT_REFUSED, Refused
-from spar.round.caps import decide
+from spar.judge.caps import decide
 
 DATA = json.loads((Path(__file__).parent / "data" / "run_caps.json").read_text(encoding="utf-8"))
 

@@ -172,3 +172,21 @@ def test_document_that_is_not_a_regular_file_is_refused_without_opening(setup, t
     finally:
         if sock is not None:
             sock.close()
+
+
+def test_a_repository_without_commits_says_so(setup, spar_here, tmp_path):
+    """Issue 22 point 8: with no --head, a repository before its first commit is named as
+    such, not as a --head the user never gave."""
+    from tests.gitrepo import make_repo
+
+    repo = make_repo(tmp_path, name="fresh")
+    (repo / ".gitignore").write_text("reviews/\n")
+    proc = spar_here("run", "--stage", "code", "--out", "reviews/r1", cwd=repo)
+    err = proc.stderr.decode()
+    assert proc.returncode == 65, err
+    assert "the repository has no commits yet; commit the change to review" in err
+    assert "--head" not in err
+    assert not (repo / "reviews").exists()
+    # a --head the user named is still judged as one
+    proc = spar_here("run", "--stage", "code", "--out", "reviews/r1", "--head", "HEAD", cwd=repo)
+    assert proc.returncode == 65 and '--head "HEAD" is not a commit' in proc.stderr.decode()

@@ -130,3 +130,22 @@ def test_reviewer_control_characters_are_escaped_in_the_summary():
     assert not any(ch in text for ch in "\x1b\x07\x9b\u202e")
     assert text.count("x \\e[2J\\e]52;c;SGVsbG8=\\a \\x9b1m \\u202e y") == 4
     assert "\n| alpha-F1 | defect |" in text  # newlines of the document itself stay
+
+
+def test_a_class_changed_from_the_proposed_one_names_the_rule():
+    """Issue 22 point 8: summary.md says why Spar's class differs from the reviewer's proposed
+    class (the rule in class_reason); a finding left as proposed is not listed."""
+    findings = [
+        finding("alpha-F1", "note", proposed_class="defect",
+                class_reason="rule 6: proposed defect without a confirmed link"),
+        finding("alpha-F2", "hardening", proposed_class="hardening", class_reason="rule 7: proposed hardening"),
+        finding("alpha-F3", "hardening", proposed_class="note", location="tests/t.py:1",
+                class_reason="rule 3: in check paths"),
+    ]
+    text = render_summary(round_json(), findings, [])
+    section = text.split("## Classes Spar changed\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert section == [
+        "- `alpha-F1`: proposed defect, classed note, by rule 6: proposed defect without a confirmed link",
+        "- `alpha-F3`: proposed note, classed hardening, by rule 3: in check paths",
+    ]
+    assert "## Classes Spar changed" not in render_summary(round_json(), findings[1:2], [])

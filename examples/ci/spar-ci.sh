@@ -12,7 +12,8 @@
 # `spar gate` on that round, `spar export` of its findings to REPORT.
 #
 # Exit code: 0 when the gate passed; 1 exactly when the gate is blocked (the
-# review found something that must be dealt with); anything else is a tool or
+# review found something that must be dealt with, or a listed round cannot be
+# read: the message tells the two apart); anything else is a tool or
 # set-up failure, said as such: 70 for Spar's internal or write failure, 65
 # for a refused configuration or argument, 64 for a usage error. The report is
 # written whenever the round was recorded, so it can be uploaded either way.
@@ -64,6 +65,14 @@ fi
 gate_code=$?
 case "$gate_code" in
     0) echo "spar-ci: gate passed ($round)" >&2; exit 0 ;;
-    1) echo "spar-ci: GATE BLOCKED: the review of $base..$head has findings or reviewers to deal with; see $round/summary.md and $series/gate.json" >&2; exit 1 ;;
+    1)
+        # a listed round the gate cannot read (a missing, mistyped or damaged folder) blocks it
+        # too, as the contract asks; say so, so that it never reads as the review's verdict
+        if grep -q '"state": "unreadable"' "$series/gate.json" 2>/dev/null; then
+            echo "spar-ci: GATE BLOCKED ON A ROUND IT CANNOT READ (a missing, mistyped or damaged round folder, not the review's findings); see the reasons above and $series/gate.json" >&2
+        else
+            echo "spar-ci: GATE BLOCKED: the review of $base..$head has findings or reviewers to deal with; see $round/summary.md and $series/gate.json" >&2
+        fi
+        exit 1 ;;
     *) fail "spar gate" "$gate_code" ;;
 esac

@@ -64,7 +64,7 @@ def _repository(directory: str | None) -> Path | None:
         raise Refused(f"cannot find the repository of {os.path.abspath(start)}: {err}") from None
 
 
-def build(args: argparse.Namespace) -> tuple[Path | None, AppliedConfig]:
+def applied_config(args: argparse.Namespace) -> tuple[Path | None, AppliedConfig]:
     root = _repository(args.directory)
     cfg = load_config(root)
     return root, apply_selection(cfg, args)
@@ -80,7 +80,7 @@ def as_json(root: Path | None, cfg: AppliedConfig) -> dict[str, Any]:
     }
 
 
-def as_text(root: Path | None, cfg: AppliedConfig) -> str:
+def config_text(root: Path | None, cfg: AppliedConfig) -> str:
     def show(value: object) -> str:
         if isinstance(value, list):
             return "[" + ", ".join(json.dumps(v, ensure_ascii=False) for v in value) + "]"
@@ -114,9 +114,9 @@ def as_text(root: Path | None, cfg: AppliedConfig) -> str:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    root, cfg = build(args)
+    root, cfg = applied_config(args)
     if args.format == "json":
         sys.stdout.write(json.dumps(as_json(root, cfg), indent=2, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(as_text(root, cfg) + "\n")
+        sys.stdout.write(config_text(root, cfg) + "\n")
     return EXIT_OK

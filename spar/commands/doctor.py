@@ -24,6 +24,7 @@ import anyio
 
 from spar import __version__, git
 from spar.argparsing import command_parser
+from spar.backend import async_backend
 from spar.config.load import load_config
 from spar.config.model import ReviewerConfig
 from spar.core_query import query_core
@@ -49,7 +50,8 @@ are logged in (agy has no harmless check), each CLI run with the environment
 its reviewer would get (env_passthrough), a warning when no configured
 reviewer runs unattended (only `native`, which needs a host agent to run
 `spar record`), and whether the series folder (--series, default reviews) is
-ignored as `spar run --out` requires (G28).
+ignored as `spar run --out` requires (every repository holding it ignores it
+and no tracked file is under it).
 
 It also asks the Jaekit Core that reads Spar's gate (`ha` on PATH, or
 --core PATH) `ha capabilities --format json` (at most 5 s, not retried) and
@@ -175,7 +177,7 @@ def unattended_warning(reviewers: list[ReviewerConfig]) -> Check:
                  f"no configured reviewer can run unattended ({names}: the host's own subagent, "
                  "which needs a host agent to run `spar record`)",
                  "install claude, codex or agy and run `spar init` again (it adds a reviewer for each "
-                 "found on PATH), or add a [[reviewers]] entry (configs/user.example.toml)")
+                 "found on PATH), or add a [[reviewers]] entry (spar/configs/user.example.toml)")
 
 
 async def _login(r: ReviewerConfig, exe: str, env: dict[str, str]) -> Check:
@@ -221,6 +223,9 @@ def repository_check(base: Path) -> tuple[Check, Path | None]:
     if root is None:
         return Check("repository", str(base), "problem", "not inside a git repository",
                      "run spar in the repository under review"), None
+    if git.unborn_head(root):  # nothing a round could review
+        return Check("repository", str(root), "problem", git.NO_COMMITS,
+                     "commit the change to review, then run spar doctor again"), Path(root)
     return Check("repository", str(root), "ok", "git repository"), Path(root)
 
 
@@ -326,8 +331,6 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"doctor: -C {quote(args.directory)}: not a folder")
     if not args.series:
         raise UsageError("doctor: --series needs a folder")
-    from spar.commands.run import async_backend
-
     env = dict(os.environ)
     checks, core = anyio.run(lambda: _all_checks(args, base.absolute(), env), backend=async_backend(env))
     ready = not any(c.status == "problem" for c in checks)

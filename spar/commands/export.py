@@ -14,7 +14,7 @@ from pathlib import Path
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, RecordError, Refused, quote
 from spar.export import codeclimate, rdjsonl, sarif
-from spar.export.collect import Item, Lookup, RoundRecords, collect, series_identity, unfinished
+from spar.export.collect import Item, RoundLookup, RoundRecords, collect, series_identity, unfinished
 from spar.records import atomic, paths, readers
 from spar.series import read_series, round_folder
 from spar.textsafe import for_stream
@@ -48,7 +48,8 @@ other_locations and rdjsonl related_locations name each reviewer's finding.
 Fingerprints are unique within the file. A location that is not a line of a head file is
 kept and said in the message: `base/` locations carry the path without lines
 (they are base lines), round documents outside the repository their document
-name, and unreadable locations (G7) the repository root "." with the
+name, and unreadable locations (outside the location grammar or naming
+nothing in either copy) the repository root "." with the
 reviewer's own text; a path that is not a plain repository path (absolute,
 or with a "..", "." or empty part) is never exported: the finding goes to "."
 and the message says why; stderr counts them. The fingerprint hashes what
@@ -101,7 +102,7 @@ def _read(folder: Path, series_ids: dict[Path, str]) -> RoundRecords:
                         series_ids[series], readers.read_waivers(folder))
 
 
-def read_rounds(args: list[str]) -> tuple[list[RoundRecords], dict[str, Path]]:
+def read_listed_rounds(args: list[str]) -> tuple[list[RoundRecords], dict[str, Path]]:
     out = []
     folders: dict[str, Path] = {}
     series_ids: dict[Path, str] = {}  # per series folder, read once
@@ -116,7 +117,7 @@ def read_rounds(args: list[str]) -> tuple[list[RoundRecords], dict[str, Path]]:
     return out, folders
 
 
-def _sibling_reader(rounds: list[RoundRecords]) -> Lookup:
+def _sibling_reader(rounds: list[RoundRecords]) -> RoundLookup:
     """Reads another round of a given round's series by name (for fingerprint chains);
     a round that cannot be read ends the chain (None)."""
     series_ids = {Path(r.series): r.series_id for r in rounds}
@@ -131,7 +132,7 @@ def _sibling_reader(rounds: list[RoundRecords]) -> Lookup:
     return read
 
 
-def render(fmt: str, rounds: list[RoundRecords]) -> tuple[str, list[Item]]:
+def render_export(fmt: str, rounds: list[RoundRecords]) -> tuple[str, list[Item]]:
     items, reviewers = collect(rounds, _sibling_reader(rounds))
     if fmt == "sarif":
         return json.dumps(sarif.build(items, reviewers), indent=2, ensure_ascii=False) + "\n", items
@@ -142,10 +143,10 @@ def render(fmt: str, rounds: list[RoundRecords]) -> tuple[str, list[Item]]:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    rounds, folders = read_rounds(args.rounds)
+    rounds, folders = read_listed_rounds(args.rounds)
     if args.out:  # never over a record: the series would be unreadable, its dispositions lost
         paths.check_not_record(args.out, folders.values(), {p.parent for p in folders.values()})
-    text, items = render(args.format, rounds)
+    text, items = render_export(args.format, rounds)
     if args.out:
         atomic.write_text(args.out, text)
     else:

@@ -14,10 +14,10 @@ from typing import Any
 from spar.argparsing import Parser, command_parser
 from spar.config.model import STAGES
 from spar.errors import EXIT_OK, Refused, UsageError, quote
-from spar.judge.record_rules import CAUSES
-from spar.judge.refs import trim
 from spar.records import clock, jsonl, lock, paths, readers
+from spar.records.record_rules import CAUSES
 from spar.series import series_folder
+from spar.whitespace import trim
 
 SUMMARY = "Raise a stage's round cap for a series, with a cause (one line in extensions.jsonl)."
 

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, cast
 
-from spar import __version__, git
+from spar import __version__
 from spar.argparsing import Parser, command_parser
-from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, RecordError, Refused, quote
-from spar.judge import gate as judgement
-from spar.judge.dispositions import Key, LookupResult
-from spar.records import atomic, clock, paths, readers
-from spar.records.model import RoundRecord
-from spar.series import repository_of
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, quote
+from spar.gating import build_gate, real_paths, series_round_folders
+from spar.records import atomic, clock, paths
 from spar.textsafe import terminal_safe
 
 EPILOG = """\
@@ -27,27 +23,31 @@ Blocked reasons, all that apply, in this order: an unreadable, unfinished,
 dry-run or unrecorded round in the list (or an unreadable waivers.jsonl).
 Unreadable: a record Spar could not have written, named with its file and
 line (torn, missing, another schema, or an impossible value such as a ledger
-line against the disposition rules; docs/records.md). Unfinished ("was not
+line against the disposition rules; docs/records.md); a path with no folder
+behind it says "no such round folder" (a mistyped path blocks the gate like
+any round it cannot read, and exits 1, not 64). Unfinished ("was not
 finished"): a folder without round.json, findings.json written but round.json
 never marked recorded, or NAME.tmp files a killed write left (while the series
 lock is held they are a write in progress instead). Then: a round of a
 listed round's series missing from the list (a round with neither finished_at
 nor findings.json is not required); the latest round's head differs
-from --expect-head (default: HEAD of the repository named in its round.json;
+from --expect-head (for a round of the working tree, spar run --worktree:
+its tree differs from that commit's tree) (default: HEAD of the repository named in its round.json;
 when that folder is gone, of the repository holding the current folder if it
 has the round's head commit); a required reviewer of the latest round of a
 stage of a series neither completed nor waived (with the listed rounds of the
 same input, reruns of unfinished reviewers: a reviewer of any of them is
 required, and done when it completed or was waived in any of them); a
 defect or requirement-question without a standing disposition (a duplicate
-counts only when the finding it traces to is disposed); a defect of the
-latest code round introduced by the last fix (introduced_by_change: yes)
-outside the check paths that is not disposed. Growth inside the check paths is
-counted in "growth" but does not add a reason of its own.
+counts only when the finding it traces to is disposed), each listed once: when
+it is a defect of the latest code round introduced by the last fix
+(introduced_by_change: yes; a fix only when an earlier code round of the series
+reviewed another head) outside the check paths, its reason says so. Growth
+inside the check paths is counted in "growth" but adds nothing to a reason.
 "Latest" is by started_at, ties by list order. --out is refused (65, nothing
 written) inside any round folder of a listed series, as the series'
 extensions.jsonl, or when it exists and is not a review-gate/v1 file.
-The file is review-gate/v1 (design §10) plus: expect_head, stages (required,
+The file has the review-gate/v1 keys (docs/records.md) plus: expect_head, stages (required,
 completed and waived reviewers of the latest round of each stage and series),
 growth_findings, rounds[].base/dry_run/state, generated_at."""
 
@@ -55,9 +55,6 @@ growth_findings, rounds[].base/dry_run/state, generated_at."""
 KEY_ORDER = ("schema", "state", "reasons", "head", "base", "criteria_digest", "rounds", "required_reviewers",
              "completed", "waived", "findings", "open", "auto_deferred", "growth", "previous_gate_digest",
              "spar_version")
-
-_READ_ERRORS = (RecordError, OSError, ValueError, TypeError, KeyError)
-
 
 def _parser() -> Parser:
     p = command_parser("gate", "Judge a list of rounds and write the review-gate/v1 file.", EPILOG)
@@ -67,194 +64,12 @@ def _parser() -> Parser:
     return p
 
 
-def _read_listed(arg: str, real: str) -> judgement.ListedRound:
-    """One listed round as read from disk (`real`: its real path)."""
-    shown = os.path.normpath(arg)
-    item = judgement.ListedRound(arg=shown, path=real, series_arg=_series_arg_of(arg),
-                                 series=os.path.dirname(real), name=os.path.basename(real))
-    try:
-        # one listing says which records exist and which *.tmp files are there
-        listing = readers.list_round(real)
-        names = {entry.name for entry in listing} if listing is not None else None
-        if not _has(real, names, readers.ROUND_FILE):
-            item.unfinished = "it has no round.json (a run stopped before writing it)"
-            return item
-        round_json = readers.read_round(real)
-        item.round = round_json
-        leftovers = readers.leftover_temporary_files(real, listing)
-        if leftovers:
-            item.unfinished = f"a write was interrupted, leaving {', '.join(leftovers)}"
-        if round_json.get("dry_run") is True:
-            return item
-        # findings.json is written before round.json is marked recorded: a listing made before
-        # reading round.json may have missed it, so ask again before calling it missing
-        has_findings = _has(real, names, readers.FINDINGS_FILE) or _has(real, None, readers.FINDINGS_FILE)
-        if not (round_json.get("finished_at") or round_json.get("recorded_at")):
-            if has_findings and item.unfinished is None:
-                # killed between findings.json and the final round.json: its reviewers still read pending
-                item.unfinished = "findings.json was written, but round.json was never marked recorded"
-            return item  # stopped before recording: never judged as a review
-        if not has_findings:
-            raise RecordError("round.json says the round was recorded but findings.json is missing")
-        findings = readers.read_findings(real, round_json=round_json)
-        item.findings, item.ledger = findings, readers.read_ledger(real, findings)
-    except _READ_ERRORS as exc:
-        item.round, item.findings, item.ledger, item.unfinished = None, None, None, None
-        item.error = _why(exc)
-        return item
-    try:
-        # none in the listing: no waiver was given when the gate looked
-        item.waivers = readers.read_waivers(real) if _has(real, names, readers.WAIVERS_FILE) else []
-    except _READ_ERRORS as exc:
-        item.waivers, item.waivers_error = [], _why(exc)
-    return item
-
-
-def _has(folder: str, names: set[str] | None, name: str) -> bool:
-    """Whether `folder` holds `name` (a link counts), from its listing when there is one."""
-    return name in names if names is not None else os.path.lexists(os.path.join(folder, name))
-
-
-def _real_paths(args: list[str]) -> list[str]:
-    """os.path.realpath of each argument, resolving each folder holding rounds once: a
-    round folder that is no link is its folder's real path plus its name."""
-    folders: dict[str, str] = {}
-    out = []
-    for arg in args:
-        folder, name = os.path.split(arg)
-        if name in ("", ".", "..") or os.path.islink(arg):
-            out.append(os.path.realpath(arg))
-            continue
-        if folder not in folders:
-            folders[folder] = os.path.realpath(folder or ".")
-        out.append(os.path.join(folders[folder], name))
-    return out
-
-
-def _series_arg_of(arg: str) -> str:
-    """The series as spelled from a round argument (`dirname`, `.` when none)."""
-    return os.path.dirname(os.path.normpath(arg)) or "."
-
-
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, OSError):
-        return exc.strerror or str(exc)
-    return str(exc)
-
-
-def _list_series(path: str, arg: str, names: list[str] | str, listed_names: set[str]) -> judgement.SeriesListing:
-    """The series' rounds that were not listed (`names`: every round folder of the
-    series, or why it cannot be listed)."""
-    listing = judgement.SeriesListing(path=path, arg=arg)
-    if isinstance(names, str):
-        listing.error = names
-        return listing
-    for name in names:
-        if name in listed_names:
-            continue  # read (and judged) as a listed round
-        folder = Path(path) / name
-        if _other_schema(folder):
-            continue  # G29 asks for every review-round/v1 round; this is something else
-        try:
-            round_json = readers.read_round(folder)
-            # what belongs_in_list reads, not the whole round.json of every round left out
-            kept = cast(RoundRecord, {key: round_json[key] for key in judgement.SERIES_ROUND_KEYS  # type: ignore[literal-required]
-                                      if key in round_json})
-            listing.rounds.append(judgement.SeriesRound(
-                folder.name, kept, has_findings=os.path.lexists(folder / readers.FINDINGS_FILE)))
-        except _READ_ERRORS as exc:
-            listing.rounds.append(judgement.SeriesRound(folder.name, None, _why(exc)))
-    return listing
-
-
-def _other_schema(folder: Path) -> bool:
-    """True when round.json is a readable JSON object of another schema. Anything
-    that cannot be read (a torn write included) is not known to be another schema."""
-    try:
-        value = readers.read_json(folder / readers.ROUND_FILE)
-    except _READ_ERRORS:
-        return False
-    return isinstance(value, dict) and isinstance(value.get("schema"), str) and value["schema"] != "review-round/v1"
-
-
-def _head_check(latest: judgement.ListedRound | None, expect: str | None) -> judgement.HeadCheck | None:
-    if latest is None:
-        return None
-    repo = repository_of(latest.record)
-    source = f"--expect-head {quote(expect)}" if expect is not None else f"HEAD of {repo}"
-    if not isinstance(repo, str) or not repo:
-        return judgement.HeadCheck(None, source, f"round {latest.arg} names no repository")
-    try:
-        if expect is not None:
-            return judgement.HeadCheck(git.resolve_commit(repo, expect, what="--expect-head"), source)
-        return judgement.HeadCheck(git.head_commit(repo), source)
-    except (Refused, git.GitError, OSError) as exc:
-        return judgement.HeadCheck(None, source, str(exc))
-
-
-def _extra_lookup(series: str, key: Key) -> LookupResult:
-    """Findings of a series round that was not listed, for duplicate tracing."""
-    folder = Path(series) / key[0]
-    if not os.path.lexists(folder / readers.ROUND_FILE):
-        return "missing", f"round {key[0]} does not exist in the series"
-    links = _reload(series, key[0])
-    if isinstance(links, str):
-        return "unreadable", f"round {key[0]} cannot be read: {links}"
-    if key[1] not in links:
-        return "missing", f"{key[0]}/{key[1]} does not exist"
-    return "ok", links[key[1]]
-
-
-def _reload(series: str, name: str) -> judgement.Links | str:
-    """A round's findings and standing dispositions, read (again) for duplicate tracing,
-    under the same rules as a listed round; or why they cannot be read."""
-    folder = Path(series) / name
-    try:
-        round_json = readers.read_round(folder)
-        findings = readers.read_findings(folder, round_json=round_json)
-        return judgement.links_of(findings, readers.read_ledger(folder, findings))
-    except _READ_ERRORS as exc:
-        return _why(exc)
-
-
-def build_gate(round_args: list[str], expect_head: str | None, *, real_args: list[str] | None = None,
-               series_folders: dict[str, list[str] | str] | None = None) -> dict[str, Any]:
-    """Read and judge, one round at a time; the document without previous_gate_digest.
-    `real_args` (the real path of each argument) and `series_folders` (each series'
-    round folders, or why it cannot be listed) when the caller has them already."""
-    reals = real_args if real_args is not None else [os.path.realpath(arg) for arg in round_args]
-    fold = judgement.Judgement(_reload, _extra_lookup)
-    seen: set[str] = set()
-    series_args: dict[str, str] = {}
-    for arg, real in zip(round_args, reals, strict=True):
-        if real in seen:  # the same round twice adds nothing
-            continue
-        seen.add(real)
-        item = _read_listed(arg, real)
-        series_args.setdefault(item.series, item.series_arg)
-        fold.add(item)  # then dropped: the judgment keeps what it needs
-    folders = series_folders if series_folders is not None else _series_folders(list(series_args))
-    series = [_list_series(path, arg, folders[path], fold.listed_names(path)) for path, arg in series_args.items()]
-    return fold.finish(series, _head_check(fold.latest, expect_head))
-
-
-def _series_folders(series_dirs: list[str]) -> dict[str, list[str] | str]:
-    """Each series' round folder names (listed or not), or why the series cannot be listed."""
-    out: dict[str, list[str] | str] = {}
-    for series in series_dirs:
-        try:
-            out[series] = readers.series_round_names(series)
-        except _READ_ERRORS as exc:
-            out[series] = _why(exc)
-    return out
-
-
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     out = Path(args.out)
-    round_dirs = _real_paths(args.rounds)
+    round_dirs = real_paths(args.rounds)
     series_dirs = sorted({os.path.dirname(r) for r in round_dirs})
-    folders = _series_folders(series_dirs)
+    folders = series_round_folders(series_dirs)
     # every round folder of those series, listed or not: a gate file never goes into a round
     in_series = [os.path.join(series, name) for series, names in folders.items() if not isinstance(names, str)
                  for name in names]

@@ -25,7 +25,6 @@ from spar.config.scaffold import (
     CannotEdit,
     Edit,
     add_reviewers,
-    append_line,
     caps_block,
     configured_presets,
     fit,
@@ -34,6 +33,7 @@ from spar.config.scaffold import (
     project_template,
     project_values,
     reviewer_blocks,
+    text_with_line,
     user_template,
 )
 from spar.config.sources import PROJECT_FILE, find_user_source, missing_why, user_candidates
@@ -47,7 +47,8 @@ Set Spar up: write the user configuration (reviewers for the CLIs found on
 PATH among claude, codex, agy; otherwise the host's native reviewer), with
 --project the repository's .jaekit/spar.toml, and add the series folder
 (--series, default reviews) to the repository's ignore rules so that
-`spar run --out reviews/ROUND` is accepted (G28).
+`spar run --out reviews/ROUND` is accepted (a record folder must be ignored
+by every repository holding it).
 
 The user file is the one Spar reads: the first existing of $SPAR_CONFIG,
 $XDG_CONFIG_HOME/jaekit/spar.toml, ~/.config/jaekit/spar.toml; when none
@@ -290,7 +291,7 @@ def plan_ignore(series: Path, repo: Path | None = None) -> Step:
         except CannotEdit as err:
             raise _refusal(str(target), err.why, err.lines) from None
     action = "edit" if os.path.lexists(target) else "create"
-    return Step(str(target), action, append_line(existing, pattern), pattern + "\n", f"ignores {series}")
+    return Step(str(target), action, text_with_line(existing, pattern), pattern + "\n", f"ignores {series}")
 
 
 # ---------------------------------------------------------------- running

@@ -48,7 +48,7 @@ unreadable --result or --transcript file, an unreadable round record (one
 Spar could not have written: docs/records.md), a round killed while recording
 (findings.json or ledger.jsonl there, round.json never marked recorded).
 A result that is not one JSON object is recorded as invalid_output, by
-the same rule as spar run (G1, spar/judge/answer.py): valid UTF-8, exactly one
+the same rule as spar run: valid UTF-8, exactly one
 JSON object with only whitespace around it (no code fence, no other text).
 finished_at is set once no reviewer awaits a record.
 Exit 0 when the reviewer completed, 1 when its result was recorded as not

@@ -18,11 +18,12 @@ from typing import Any
 from spar import __version__
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_OK, SparError
-from spar.records import atomic, clock, paths
+from spar.gating import build_gate
+from spar.records import atomic, clock, paths, usage
 from spar.records.model import Finding, LedgerLine
 from spar.report_html import render
-from spar.round import usage
 from spar.series import SeriesRound, series_folder
+from spar.series_report import build_report, read_rounds
 
 DETAIL_ROUNDS = 20  # rounds whose every finding the page shows; older ones show their counts
 
@@ -75,8 +76,6 @@ def _epoch(stamp: object) -> float | None:
 
 
 def _gate(series: Path, rounds: list[Path]) -> dict[str, Any]:
-    from spar.commands.gate import build_gate
-
     if not rounds:
         return {"state": None, "error": "no round yet", "reasons": []}
     try:
@@ -89,8 +88,6 @@ def gather(series: Path, detail_rounds: int = DETAIL_ROUNDS) -> dict[str, Any]:
     """The page's data, reading the series one round at a time: every round has its row
     and counts; the findings with their disposition history are kept for the latest
     `detail_rounds` rounds only, so memory stays flat however long the series is."""
-    from spar.commands.cap_report import build_report, read_rounds
-
     rounds = read_rounds(series)
     detailed = {item.name for item in rounds[max(len(rounds) - detail_rounds, 0):]}
     findings: dict[str, list[dict[str, Any]]] = {}

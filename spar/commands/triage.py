@@ -46,7 +46,7 @@ dispositions and what each needs (a text blank after trimming counts as not give
 An option the chosen disposition does not take is refused (65), so a ledger
 line never carries a claim nobody asked for. --to is read literally: a value
 that is not one of the five (other case or spaces included) is a disposition
-the rules do not have, refused (65) like any other breach of them (G30);
+the rules do not have, refused (65) like any other breach of them;
 usage errors (64) are only a missing --to or an unknown option. FINDING and
 --of are finding IDs compared literally (no trimming); a --of blank after
 trimming counts as not given. Each triage appends one line to

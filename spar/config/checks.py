@@ -19,7 +19,7 @@ from typing import Any, TypeGuard
 from spar.config.model import ANGLES, DEFAULT_CAPS, DEFAULT_REVIEWERS, DEFAULT_TIMEOUT, PRESETS, ReviewerConfig
 from spar.config.toml_positions import KeyPath, LocatedDoc
 from spar.errors import ConfigError, quote
-from spar.judge.globs import glob_problem, normalize_glob
+from spar.globs import glob_problem, normalize_glob
 
 # a reviewer entry's error for one of its keys; a project key's error
 KeyedError = Callable[[str, str], ConfigError]
@@ -177,19 +177,11 @@ def _check_reviewer(doc: LocatedDoc, index: int, entry: object, timeout: int) ->
     label = f"reviewer entry {index + 1}"
     if not isinstance(entry, dict):
         raise ConfigError(doc.file, doc.line(base), f"{label} must be a table, got {show(entry)}")
-
-    def err(key: str, message: str) -> ConfigError:
-        return ConfigError(doc.file, doc.line(base + (key,)), f"{label}: {message}")
-
-    if "preset" not in entry:
-        raise ConfigError(doc.file, doc.line(base), f"{label}: preset is required (one of {', '.join(PRESETS)})")
-    preset = entry["preset"]
-    if not isinstance(preset, str) or preset not in PRESETS:
-        raise err("preset", f"preset must be one of {', '.join(PRESETS)}, got {show(preset)}")
+    preset = _entry_preset(doc, base, label, entry)
     name = entry.get("name", preset)
     if isinstance(name, str) and name_problem(name) is None:
-        label = f"reviewer {quote(name)}"
-
+        label = f"reviewer {quote(name)}"  # messages about the other keys name the reviewer
+    err = _entry_error(doc, base, label)
     r = ReviewerConfig(name=preset, preset=preset, timeout_seconds=timeout,
                        source=f"{doc.file}:{doc.line(base)}")
     for key, value in entry.items():
@@ -197,38 +189,68 @@ def _check_reviewer(doc: LocatedDoc, index: int, entry: object, timeout: int) ->
             raise err(key, f"unknown key {quote(key)}")
         if key not in PRESET_KEYS[preset]:
             raise err(key, f"key {quote(key)} is not used by preset {quote(preset)}")
-        if key == "name":
-            if not isinstance(value, str):
-                raise err(key, f"name must be a string, got {show(value)}")
-            problem = name_problem(value)
-            if problem:
-                raise err(key, f"name {quote(value)} {problem}")
-            r.name = value
-        elif key == "timeout_seconds":
+        if key == "timeout_seconds":
             r.timeout_seconds = _positive_int(doc, base + (key,), value, f"{label}: timeout_seconds")
-        elif key == "model":
-            _string(err, key, value)
-            if value == "":
-                raise err(key, "model must not be empty (leave the key out for the CLI's default model)")
-            r.model, r.model_written = value, True
-        elif key == "effort":
-            r.effort, r.effort_written = _string(err, key, value), True
-        elif key in ("fallback_model", "binary"):
-            setattr(r, key, _string(err, key, value))
-        elif key == "argv":
-            r.argv = _argv(err, value)
-        elif key == "max_budget_usd":
-            r.max_budget_usd = _budget(err, value)
-        elif key in ("allowed_models", "allowed_efforts"):
-            setattr(r, key, _allowed(err, key, value))
+        else:
+            _set_reviewer_key(err, r, key, value)
+    _check_key_pairs(doc, base, label, entry)
+    return r
 
-    if preset == "command" and "argv" not in entry:
+
+def _entry_error(doc: LocatedDoc, base: KeyPath, label: str) -> KeyedError:
+    """Errors about one key of a reviewer entry, at that key's line."""
+    def err(key: str, message: str) -> ConfigError:
+        return ConfigError(doc.file, doc.line(base + (key,)), f"{label}: {message}")
+
+    return err
+
+
+def _entry_preset(doc: LocatedDoc, base: KeyPath, label: str, entry: dict[str, Any]) -> str:
+    """The entry's preset, which must be there and be one Spar knows."""
+    if "preset" not in entry:
+        raise ConfigError(doc.file, doc.line(base), f"{label}: preset is required (one of {', '.join(PRESETS)})")
+    preset = entry["preset"]
+    if not isinstance(preset, str) or preset not in PRESETS:
+        err = _entry_error(doc, base, label)
+        raise err("preset", f"preset must be one of {', '.join(PRESETS)}, got {show(preset)}")
+    return preset
+
+
+def _set_reviewer_key(err: KeyedError, r: ReviewerConfig, key: str, value: object) -> None:
+    """Check one key's value (not preset or timeout_seconds) and set it on `r`."""
+    if key == "name":
+        if not isinstance(value, str):
+            raise err(key, f"name must be a string, got {show(value)}")
+        problem = name_problem(value)
+        if problem:
+            raise err(key, f"name {quote(value)} {problem}")
+        r.name = value
+    elif key == "model":
+        model = _string(err, key, value)
+        if model == "":
+            raise err(key, "model must not be empty (leave the key out for the CLI's default model)")
+        r.model, r.model_written = model, True
+    elif key == "effort":
+        r.effort, r.effort_written = _string(err, key, value), True
+    elif key in ("fallback_model", "binary"):
+        setattr(r, key, _string(err, key, value))
+    elif key == "argv":
+        r.argv = _argv(err, value)
+    elif key == "max_budget_usd":
+        r.max_budget_usd = _budget(err, value)
+    elif key in ("allowed_models", "allowed_efforts"):
+        setattr(r, key, _allowed(err, key, value))
+
+
+def _check_key_pairs(doc: LocatedDoc, base: KeyPath, label: str, entry: dict[str, Any]) -> None:
+    """Keys that need or exclude each other within one entry."""
+    if entry["preset"] == "command" and "argv" not in entry:
         raise ConfigError(doc.file, doc.line(base), f"{label}: preset \"command\" needs argv")
     for one, many in (("model", "allowed_models"), ("effort", "allowed_efforts")):
         if one in entry and many in entry:
             later = max((one, many), key=lambda k: doc.line(base + (k,)))
-            raise err(later, f"{one} and {many} cannot both be set (the allowed list is for --{one})")
-    return r
+            raise _entry_error(doc, base, label)(
+                later, f"{one} and {many} cannot both be set (the allowed list is for --{one})")
 
 
 def _string(err: KeyedError, key: str, value: object) -> str:

@@ -13,7 +13,7 @@ import re
 from spar.config.checks import default_reviewers, show
 from spar.config.model import DEFAULT_TIMEOUT, ReviewerConfig
 from spar.errors import ConfigError, quote
-from spar.judge.refs import trim
+from spar.whitespace import trim
 
 CLEAN_REVIEW_NAMES = ("claude", "codex", "agy", "native")
 # Python refuses to turn more digits than this into an int (ValueError); Go reads

@@ -29,7 +29,8 @@ USER_HEADER = """\
 # $XDG_CONFIG_HOME/jaekit/spar.toml, ~/.config/jaekit/spar.toml, clean-review's
 # config.json. Only this file may choose programs and models; a repository
 # cannot. `spar config` prints what Spar would use, `spar doctor` whether a
-# round can run. Every key: configs/user.example.toml in Spar's source.
+# round can run. Every key, commented: spar/configs/user.example.toml, installed
+# with Spar (the folder configs/ beside Spar's cli.py).
 """
 
 TIMEOUT_BLOCK = f"""\
@@ -75,7 +76,8 @@ def reviewer_blocks(found: list[str]) -> str:
             "# None of claude, codex, agy was found on PATH, so the one reviewer is the\n"
             "# host's own subagent: `spar run` writes its prompt and waits for its answer,\n"
             "# recorded with `spar record ROUND --reviewer native --result FILE`.\n"
-            "# Once a reviewer CLI is installed, run `spar init` again: it adds an entry for it.\n"
+            "# Once a reviewer CLI is installed, run `spar init` again: it adds an entry for it\n"
+            "# (every key of an entry: spar/configs/user.example.toml).\n"
             "[[reviewers]]\n"
             'preset = "native"\n'
         )
@@ -275,7 +277,7 @@ def ignore_pattern(rel: str) -> str:
     return f"/{escaped}/"
 
 
-def append_line(existing: str, line: str) -> str:
+def text_with_line(existing: str, line: str) -> str:
     """`existing` with `line` appended as a line of its own."""
     if existing and not existing.endswith("\n"):
         existing += "\n"

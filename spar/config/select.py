@@ -9,8 +9,8 @@ from typing import Protocol
 from spar.config.checks import name_problem, value_problem
 from spar.config.model import PRESETS, AppliedConfig, ReviewerConfig
 from spar.errors import ConfigError, Refused, UsageError, quote
-from spar.judge.globs import glob_problem, normalize_glob
-from spar.judge.refs import trim
+from spar.globs import glob_problem, normalize_glob
+from spar.whitespace import trim
 
 # which presets take --model / --effort, and the allowed-list attribute for each
 _KEY_PRESETS = {"model": ("claude", "codex", "agy"), "effort": ("claude", "codex")}
@@ -59,7 +59,8 @@ def select_reviewers(cfg: AppliedConfig, reviewers_arg: str | None, models: list
             r = reviewers[index]
             if r.preset not in _KEY_PRESETS[key]:
                 raise Refused(f"{where}: preset {quote(r.preset)} has no {key}")
-            if getattr(r, f"{key}_written"):
+            written, allowed = _user_settings(r, key)
+            if written:
                 raise Refused(f"{where}: the user configuration already sets {key} for reviewer {quote(name)}")
             if name in done:
                 raise Refused(f"{where}: --{key} given twice for reviewer {quote(name)}")
@@ -67,11 +68,17 @@ def select_reviewers(cfg: AppliedConfig, reviewers_arg: str | None, models: list
             problem = value_problem(value)
             if problem:
                 raise Refused(f"{where}: the value {problem}")
-            allowed = getattr(r, f"allowed_{key}s")
             if allowed is not None and value not in allowed:
                 raise Refused(f"{where}: not in allowed_{key}s ({', '.join(quote(a) for a in allowed)})")
             reviewers[index] = r.with_changes(**{key: value})
     return replace(cfg, reviewers=reviewers)
+
+
+def _user_settings(r: ReviewerConfig, key: str) -> tuple[bool, list[str] | None]:
+    """Whether the user file wrote `key` (model or effort) for the reviewer, and the values it allows."""
+    if key == "model":
+        return r.model_written, r.allowed_models
+    return r.effort_written, r.allowed_efforts
 
 
 def _pick(cfg: AppliedConfig, names: list[str]) -> list[ReviewerConfig]:

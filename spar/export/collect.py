@@ -208,14 +208,14 @@ def same_as(r: RoundRecords) -> dict[str, str]:
     return out
 
 
-Lookup = Callable[[str, str], "RoundRecords | None"]
+RoundLookup = Callable[[str, str], "RoundRecords | None"]
 
 
 class _Chains:
     """Follows each finding to the first of its chain, within its own series, reading other
     rounds of the series through `lookup(series, name)` when a link leads there."""
 
-    def __init__(self, rounds: list[RoundRecords], lookup: Lookup | None):
+    def __init__(self, rounds: list[RoundRecords], lookup: RoundLookup | None):
         self.lookup = lookup
         self.rounds: dict[tuple[str, str], RoundRecords | None] = {}
         self.links: dict[tuple[str, str], str] = {}
@@ -318,7 +318,8 @@ def unfinished(rounds: list[RoundRecords]) -> list[Unfinished]:
     return out
 
 
-def collect(rounds: list[RoundRecords], lookup: Lookup | None = None) -> tuple[list[Item], dict[str, ReviewerInfo]]:
+def collect(rounds: list[RoundRecords],
+            lookup: RoundLookup | None = None) -> tuple[list[Item], dict[str, ReviewerInfo]]:
     """One item per finding chain or corroborated group of `rounds` (`merge`), in the
     order of their newest round as given, then findings.json order, and the reviewers
     of the rounds (the latest round's entry wins).

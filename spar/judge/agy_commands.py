@@ -79,7 +79,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from spar.errors import quote
-from spar.judge.agy_options import TABLES, Parsed, parse
+from spar.judge.agy_options import TABLES, Parsed, parse_options
 
 ALLOWED_DIRS = ("/bin", "/usr/bin", "/usr/local/bin", "/opt/homebrew/bin")
 
@@ -263,78 +263,101 @@ def _scan_word(line: str, i: int, constructs: list[tuple[int, str]]) -> tuple[_W
     glob: str | None = None
     while i < n and line[i] not in _METACHARS:
         c = line[i]
-        if c == "\\":
+        if c in "'\"":
             plain = False
-            if i + 1 < n:
-                value.append(line[i + 1])
-                i += 2
-            else:
-                value.append("\\")
-                i += 1
-        elif c == "'":
-            plain = False
-            end = line.find("'", i + 1)
-            if end < 0:
-                constructs.append((i, "'"))
+            quoted = _quoted(line, i, constructs)
+            if quoted is None:  # unterminated: the rest of the line is this word
                 return _Word("".join(value), line[start:], start, False), n, True
-            value.append(line[i + 1:end])
-            if "," in line[i + 1:end] or ".." in line[i + 1:end]:
-                sep_positions.append(i)
-            i = end + 1
-        elif c == '"':
-            plain = False
-            j = i + 1
-            chunk: list[str] = []
-            while j < n and line[j] != '"':
-                d = line[j]
-                if d == "\\" and j + 1 < n and line[j + 1] in '$`"\\':
-                    chunk.append(line[j + 1])
-                    j += 2
-                    continue
-                if d == "$":
-                    problem = _dollar_problem(line, j, in_double=True)
-                    if problem:
-                        constructs.append((j, problem))
-                elif d == "`":
-                    constructs.append((j, "`"))
-                chunk.append(d)
-                j += 1
-            if j >= n:
-                constructs.append((i, '"'))
-                return _Word("".join(value), line[start:], start, False), n, True
-            text = "".join(chunk)
+            text, after = quoted
             value.append(text)
             if "," in text or ".." in text:
                 sep_positions.append(i)
-            i = j + 1
+            i = after
+            continue
+        if c == "\\":
+            plain = False
+            text, i = _escaped(line, i)
         elif c == "$":
-            problem = _dollar_problem(line, i, in_double=False)
-            if problem:
-                constructs.append((i, problem))
-                if line[i + 1:i + 2] == "{":
-                    value.append("${")  # `${` opens a parameter, not a brace expansion
-                    i += 2
-                    continue
-            value.append(c)
-            i += 1
-        elif c == "`":
-            constructs.append((i, "`"))
-            value.append(c)
-            i += 1
+            text, i = _unquoted_dollar(line, i, constructs)
         else:
-            if c in "*?[" and glob is None:
+            if c == "`":
+                constructs.append((i, "`"))
+            elif c in "*?[" and glob is None:
                 glob = "".join(value)
-            if c in "{},":
-                braces.append((i, c))
-            elif c == "." and line[i + 1:i + 2] == ".":
-                braces.append((i, ","))  # `..` of {1..3}
-            value.append(c)
-            i += 1
-    raw = line[start:i]
+            mark = _brace_mark(line, i)
+            if mark:
+                braces.append((i, mark))
+            text, i = c, i + 1
+        value.append(text)
     brace = _brace_expansion(braces, sep_positions)
     if brace is not None:
         constructs.append((brace, "{"))
-    return _Word("".join(value), raw, start, plain, glob), i, False
+    return _Word("".join(value), line[start:i], start, plain, glob), i, False
+
+
+def _escaped(line: str, i: int) -> tuple[str, int]:
+    """The character a `\\` at line[i] stands for, and the index after it (a `\\` ending the line is itself)."""
+    if i + 1 < len(line):
+        return line[i + 1], i + 2
+    return "\\", i + 1
+
+
+def _unquoted_dollar(line: str, i: int, constructs: list[tuple[int, str]]) -> tuple[str, int]:
+    """The text a `$` outside quotes at line[i] adds to its word, and the index after it;
+    the construct it starts, if any, goes to `constructs`."""
+    problem = _dollar_problem(line, i, in_double=False)
+    if problem:
+        constructs.append((i, problem))
+        if line[i + 1:i + 2] == "{":
+            return "${", i + 2  # `${` opens a parameter, not a brace expansion
+    return "$", i + 1
+
+
+def _brace_mark(line: str, i: int) -> str | None:
+    """What an unquoted character counts as in a brace expansion: `{`, `}` or `,` (a `..` counts as `,`)."""
+    c = line[i]
+    if c in "{},":
+        return c
+    if c == "." and line[i + 1:i + 2] == ".":
+        return ","  # `..` of {1..3}
+    return None
+
+
+def _quoted(line: str, i: int, constructs: list[tuple[int, str]]) -> tuple[str, int] | None:
+    """The text of the quoted part opening at line[i] and the index after its closing quote;
+    None when the quote is never closed (the quote goes to `constructs`)."""
+    if line[i] == "'":
+        end = line.find("'", i + 1)
+        if end < 0:
+            constructs.append((i, "'"))
+            return None
+        return line[i + 1:end], end + 1
+    return _double_quoted(line, i, constructs)
+
+
+def _double_quoted(line: str, i: int, constructs: list[tuple[int, str]]) -> tuple[str, int] | None:
+    """`"…"` opening at line[i]: inside, `\\` escapes only $ ` " \\, and `$`/`` ` `` still start constructs."""
+    n = len(line)
+    j = i + 1
+    chunk: list[str] = []
+    while j < n and line[j] != '"':
+        d = line[j]
+        if d == "\\" and j + 1 < n and line[j + 1] in '$`"\\':
+            chunk.append(line[j + 1])
+            j += 2
+            continue
+        if d == "$":
+            problem = _dollar_problem(line, j, in_double=True)
+            if problem:
+                constructs.append((j, problem))
+        elif d == "`":
+            constructs.append((j, "`"))
+        chunk.append(d)
+        j += 1
+    if j >= n:
+        constructs.append((i, '"'))
+        return None
+    return "".join(chunk), j + 1
 
 
 def _brace_expansion(braces: list[tuple[int, str]], quoted_seps: list[int]) -> int | None:
@@ -429,7 +452,7 @@ def _generic_problem(name: str, rule: ProgramRule, args: list[_Word]) -> str | N
     if not rule.guards_options:
         return None
     table = TABLES.get(name)
-    parsed = parse(table, [w.value for w in args]) if table is not None else None
+    parsed = parse_options(table, [w.value for w in args]) if table is not None else None
     for i, word in enumerate(args[:_options_end(rule, args, parsed)]):
         if _may_become_option(word) or _forbidden_spelling(rule, word.value):
             return _shown(word)
@@ -442,7 +465,7 @@ def _uniq_problem(args: list[_Word]) -> str | None:
     """uniq INPUT OUTPUT writes OUTPUT: one operand at most, and nothing after it
     (with POSIXLY_CORRECT set uniq reads every word after its first operand as one,
     `uniq a -c` writes `-c`)."""
-    parsed = parse(TABLES["uniq"], [w.value for w in args])
+    parsed = parse_options(TABLES["uniq"], [w.value for w in args])
     first = parsed.operands[0] if parsed.operands else None
     for i, word in enumerate(args):
         if word.glob is not None:
@@ -473,79 +496,95 @@ def _resolve_long(name: str, table: dict[str, str]) -> str | None:
 
 
 def _sed_problem(prog: _Word, args: list[_Word]) -> str | None:
-    quiet = False
-    scripts: list[tuple[str, bool]] = []  # (script, from a word with an unquoted glob)
-    operands: list[_Word] = []
-    options_done = False
-    k = 0
-
-    def take(letter: str, inline: str | None) -> bool:
-        """The value of -e/-l (given inline, else the next word); False when it is missing
-        or, for -l, not a number (BSD sed's -l takes no value: the next word would be the script)."""
-        nonlocal k
-        if inline is not None:
-            value, globbed = inline, False
-        elif k < len(args):
-            value, globbed = args[k].value, args[k].glob is not None
-            k += 1
-        else:
-            return False
-        if letter == "e":
-            scripts.append((value, globbed))
-            return True
-        return value.isdigit()
-
-    while k < len(args):
-        word = args[k]
-        v = word.value
-        k += 1
-        if options_done or v == "-":
-            operands.append(word)
-            continue
-        if _may_become_option(word):
-            return _shown(word)  # a glob bash may turn into options (`*` next to a file named -i)
-        if not v.startswith("-"):
-            operands.append(word)
-            continue
-        if v == "--":
-            options_done = True
-            continue
-        if operands:
-            return _shown(word)  # an option after the first operand
-        if v.startswith("--"):
-            name, eq, val = v[2:].partition("=")
-            full = _resolve_long(name, _SED_LONG)
-            if full is None:
-                return _shown(word)
-            letter = _SED_LONG[full]
-            if letter in _SED_FORBIDDEN:
-                return _shown(word)
-            if letter == "n":
-                quiet = True
-            elif letter in ("e", "l") and not take(letter, val if eq else None):
-                return _shown(word)
-            continue
-        cluster = v[1:]
-        for pos, ch in enumerate(cluster):
-            if ch in _SED_FORBIDDEN or (ch not in _SED_FLAGS and ch not in "el"):
-                return _shown(word)
-            if ch == "n":
-                quiet = True
-            elif ch in "el":
-                if not take(ch, cluster[pos + 1:] or None):
-                    return _shown(word)
-                break
-    if not quiet:
+    call = _SedArguments(args)
+    bad = call.read()
+    if bad is not None:
+        return _shown(bad)
+    if not call.quiet:
         return _shown(prog)
+    scripts = call.scripts
     if not scripts:
-        if not operands:
+        if not call.operands:
             return _shown(prog)
-        scripts.append((operands[0].value, operands[0].glob is not None))
+        scripts = [(call.operands[0].value, call.operands[0].glob is not None)]
     for script, globbed in scripts:
         # an unquoted glob would let bash replace the script by a file name
         if globbed or not sed_script_prints_only(script):
             return script
     return None
+
+
+class _SedArguments:
+    """sed's words read as GNU sed reads them: whether -n was given, the scripts, the operands."""
+
+    def __init__(self, args: list[_Word]):
+        self.args = args
+        self.k = 0  # the next word to read
+        self.quiet = False
+        self.scripts: list[tuple[str, bool]] = []  # (script, from a word with an unquoted glob)
+        self.operands: list[_Word] = []
+
+    def read(self) -> _Word | None:
+        """Read every word; the first one that is a problem, or None."""
+        options_done = False
+        while self.k < len(self.args):
+            word = self.args[self.k]
+            v = word.value
+            self.k += 1
+            if options_done or v == "-":
+                self.operands.append(word)
+            elif _may_become_option(word):
+                return word  # a glob bash may turn into options (`*` next to a file named -i)
+            elif not v.startswith("-"):
+                self.operands.append(word)
+            elif v == "--":
+                options_done = True
+            elif self.operands:
+                return word  # an option after the first operand
+            elif not (self.long_option(v[2:]) if v.startswith("--") else self.short_options(v[1:])):
+                return word
+        return None
+
+    def long_option(self, text: str) -> bool:
+        """`--name[=value]`; False when unknown, ambiguous, forbidden or missing its value."""
+        name, eq, val = text.partition("=")
+        full = _resolve_long(name, _SED_LONG)
+        if full is None:
+            return False
+        letter = _SED_LONG[full]
+        if letter in _SED_FORBIDDEN:
+            return False
+        if letter == "n":
+            self.quiet = True
+        elif letter in ("e", "l"):
+            return self.take(letter, val if eq else None)
+        return True
+
+    def short_options(self, cluster: str) -> bool:
+        """A `-…` cluster of letters; -e and -l take the rest of it, else the next word."""
+        for pos, ch in enumerate(cluster):
+            if ch in _SED_FORBIDDEN or (ch not in _SED_FLAGS and ch not in "el"):
+                return False
+            if ch == "n":
+                self.quiet = True
+            elif ch in "el":
+                return self.take(ch, cluster[pos + 1:] or None)
+        return True
+
+    def take(self, letter: str, inline: str | None) -> bool:
+        """The value of -e/-l (given inline, else the next word); False when it is missing
+        or, for -l, not a number (BSD sed's -l takes no value: the next word would be the script)."""
+        if inline is not None:
+            value, globbed = inline, False
+        elif self.k < len(self.args):
+            value, globbed = self.args[self.k].value, self.args[self.k].glob is not None
+            self.k += 1
+        else:
+            return False
+        if letter == "e":
+            self.scripts.append((value, globbed))
+            return True
+        return value.isdigit()
 
 
 _SED_SIMPLE = set("pPl=dDnNqQgGhHxzF")
@@ -580,21 +619,8 @@ class _SedParser:
 
     def parse(self) -> None:
         depth = 0
-        while True:
-            while self.peek() and self.peek() in " \t;":
-                self.i += 1
-            if not self.peek():
-                break
-            if self.peek() == "#":
-                break  # a comment runs to the end (scripts here have no newline)
-            if self.peek() != ":":
-                self.address()
-            self.skip_blanks()
-            while self.peek() == "!":
-                self.i += 1
-                self.skip_blanks()
-            cmd = self.peek()
-            self.i += 1
+        while self.another_command():
+            cmd = self.command_letter()
             if cmd == "{":
                 depth += 1
                 continue
@@ -602,27 +628,51 @@ class _SedParser:
                 depth -= 1
                 if depth < 0:
                     raise _SedSyntax
-            elif cmd == ":":
-                self.label()
-            elif cmd and cmd in "btT":
-                self.skip_blanks()
-                self.label()
-            elif cmd == "s":
-                self.substitute()
-            elif cmd == "y":
-                delim = self.delimiter()
-                self.regex(delim, brackets=False)
-                self.regex(delim, brackets=False)
-            elif cmd and cmd in _SED_SIMPLE:
-                if cmd in _SED_NUMBER_ARG:
-                    self.skip_blanks()
-                    while self.peek().isdigit():
-                        self.i += 1
             else:
-                raise _SedSyntax  # e w W r R a i c v and anything unknown
+                self.command_rest(cmd)
             self.end_of_command()
         if depth != 0:
             raise _SedSyntax
+
+    def another_command(self) -> bool:
+        """Skip blanks and `;` before a command; False at the end of the script or at a
+        comment (it runs to the end: scripts here have no newline)."""
+        while self.peek() and self.peek() in " \t;":
+            self.i += 1
+        return self.peek() not in ("", "#")
+
+    def command_letter(self) -> str:
+        """Skip the command's address and any `!`; read its letter ("" at the end)."""
+        if self.peek() != ":":
+            self.address()
+        self.skip_blanks()
+        while self.peek() == "!":
+            self.i += 1
+            self.skip_blanks()
+        cmd = self.peek()
+        self.i += 1
+        return cmd
+
+    def command_rest(self, cmd: str) -> None:
+        """What follows a command letter; a command that is not print-only is refused."""
+        if cmd == ":":
+            self.label()
+        elif cmd and cmd in "btT":
+            self.skip_blanks()
+            self.label()
+        elif cmd == "s":
+            self.substitute()
+        elif cmd == "y":
+            delim = self.delimiter()
+            self.regex(delim, brackets=False)
+            self.regex(delim, brackets=False)
+        elif cmd and cmd in _SED_SIMPLE:
+            if cmd in _SED_NUMBER_ARG:
+                self.skip_blanks()
+                while self.peek().isdigit():
+                    self.i += 1
+        else:
+            raise _SedSyntax  # e w W r R a i c v and anything unknown
 
     def end_of_command(self) -> None:
         self.skip_blanks()

@@ -72,7 +72,7 @@ class Parsed:
     operands: list[int] = field(default_factory=list)
 
 
-def parse(table: OptionTable, words: list[str]) -> Parsed:
+def parse_options(table: OptionTable, words: list[str]) -> Parsed:
     out = Parsed()
     k = 0
     while k < len(words):
@@ -186,4 +186,4 @@ TABLES: dict[str, OptionTable] = {
 }
 
 
-__all__ = ["TABLES", "OptionTable", "Parsed", "parse"]
+__all__ = ["TABLES", "OptionTable", "Parsed", "parse_options"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from spar.judge.jsonvalue import NotJSON, no_constants
+from spar.jsonvalue import NotJSON, no_constants
 from spar.judge.result import json_type
 
 

@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from spar.judge.jsonvalue import no_constants
+from spar.jsonvalue import no_constants
 
 SCHEMA = "ha-capabilities/v1"
 QUERY_ARGS = ("capabilities", "--format", "json")
@@ -93,7 +93,7 @@ def _string_list(value: object, where: str) -> list[str]:
     return list(value)
 
 
-def parse(stdout: bytes) -> dict[str, Any]:
+def parse_capabilities(stdout: bytes) -> dict[str, Any]:
     """One JSON object, then only whitespace; duplicate keys and NaN refused."""
     try:
         text = stdout.decode("utf-8")
@@ -120,7 +120,7 @@ def interpret(exit_code: int | None, stdout: bytes, *, timed_out: bool = False) 
         shown = "killed" if exit_code is None else f"exit {exit_code}"
         return Capabilities("failed", f"the query failed ({shown})")
     try:
-        return _fields(parse(stdout))
+        return _fields(parse_capabilities(stdout))
     except _Invalid as err:
         return Capabilities("invalid", f"cannot be interpreted: {err}")
 

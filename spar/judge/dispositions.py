@@ -10,29 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from spar.errors import Refused
-from spar.judge.refs import is_blank
 from spar.records.model import LedgerLine
+from spar.records.record_rules import OPTION_FLAGS, RULES
+from spar.whitespace import is_blank
 
 DISPOSITIONS = ("fixed", "duplicate", "rejected", "deferred", "answered")
-
-# ledger key -> command line flag, in the order messages list them
-OPTION_FLAGS = {
-    "commit": "--commit",
-    "failed_before": "--failed-before",
-    "passed_after": "--passed-after",
-    "of": "--of",
-    "evidence": "--evidence",
-    "user_quote": "--user-quote",
-}
-
-# disposition -> (classes it applies to, or None for any; options it needs)
-RULES: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...]]] = {
-    "fixed": (("defect",), ("commit", "failed_before", "passed_after")),
-    "duplicate": (None, ("of",)),
-    "rejected": (None, ("evidence",)),
-    "deferred": (("defect", "requirement-question"), ("user_quote",)),
-    "answered": (("requirement-question",), ("user_quote",)),
-}
 
 # classes that block the gate until disposed (design §3)
 BLOCKING_CLASSES = ("defect", "requirement-question")
@@ -120,12 +102,12 @@ class Trace:
 
 # lookup(key) -> ("ok", standing line or None) | ("missing", why) | ("unreadable", why)
 LookupResult = tuple[str, "LedgerLine | str | None"]
-Lookup = Callable[[Key], LookupResult]
+DispositionLookup = Callable[[Key], LookupResult]
 # known(key) -> the trace from that finding when already known (never a cycle), else None
-Known = Callable[[Key], "Trace | None"]
+KnownTrace = Callable[[Key], "Trace | None"]
 
 
-def trace(start: Key, lookup: Lookup, known: Known | None = None) -> Trace:
+def trace(start: Key, lookup: DispositionLookup, known: KnownTrace | None = None) -> Trace:
     """Follow `duplicate` links from `start` until a finding that is not a
     duplicate; never loops (a visited finding ends the walk as a cycle). With
     `known`, a finding whose trace is known ends the walk there: the chain
@@ -160,7 +142,7 @@ def trace(start: Key, lookup: Lookup, known: Known | None = None) -> Trace:
             return Trace("missing", chain, str(err), len(chain))
 
 
-def would_cycle(finding: Key, target: Key, lookup: Lookup) -> bool:
+def would_cycle(finding: Key, target: Key, lookup: DispositionLookup) -> bool:
     """True when marking `finding` a duplicate of `target` closes a loop."""
     if finding == target:
         return True

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from spar.globs import match_any
 from spar.judge.classify import classify
 from spar.judge.context import RoundContext
-from spar.judge.globs import match_any
 from spar.judge.locate import confirm_link, locate
 from spar.judge.result import FINDING_KEYS, FINDING_OPTIONAL
 from spar.records.model import Finding

@@ -12,9 +12,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spar.config.model import STAGES
-from spar.judge.dispositions import BLOCKING_CLASSES, Key, Known, Lookup, LookupResult, Trace, standing, trace
-from spar.judge.record_rules import CLASSES
+from spar.judge.dispositions import (
+    BLOCKING_CLASSES,
+    DispositionLookup,
+    Key,
+    KnownTrace,
+    LookupResult,
+    Trace,
+    standing,
+    trace,
+)
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
+from spar.records.record_rules import CLASSES
 
 SCHEMA = "review-gate/v1"
 
@@ -60,12 +69,12 @@ class ListedRound:
         return self.round
 
 
-# what `SeriesRound.belongs_in_list` reads of a round.json
+# what `ListingRound.belongs_in_list` reads of a round.json
 SERIES_ROUND_KEYS = ("dry_run", "finished_at", "recorded_at")
 
 
 @dataclass
-class SeriesRound:
+class ListingRound:
     """A round folder found by listing a series (listed or not)."""
 
     name: str
@@ -94,7 +103,7 @@ class SeriesListing:
 
     path: str  # real absolute path
     arg: str  # as first spelled on the command line
-    rounds: list[SeriesRound] = field(default_factory=list)
+    rounds: list[ListingRound] = field(default_factory=list)
     error: str | None = None
 
 
@@ -105,21 +114,22 @@ class HeadCheck:
     expected: str | None
     source: str  # e.g. `--expect-head "main"` or `HEAD of /repo`
     error: str | None = None
+    expected_tree: str | None = None  # the expected commit's tree, read for a worktree round
 
 
-# lookup for findings of rounds that were not listed: (series path, key) -> see dispositions.Lookup
+# lookup for findings of rounds that were not listed: (series path, key) -> see dispositions.DispositionLookup
 ExtraLookup = Callable[[str, Key], LookupResult]
 
 # every finding id of a round -> its standing ledger line (None: no line): what a duplicate
 # trace reads of a round
-Links = dict[str, LedgerLine | None]
+DuplicateLinks = dict[str, LedgerLine | None]
 # the links of a listed round read again (series path, round name), or why it cannot be read
-Reload = Callable[[str, str], "Links | str"]
+Reload = Callable[[str, str], "DuplicateLinks | str"]
 RoundKey = tuple[str, str]  # (series path, round name)
 
 
-def links_of(findings: list[Finding], ledger: list[LedgerLine]) -> Links:
-    links: Links = {finding["id"]: None for finding in findings}
+def links_of(findings: list[Finding], ledger: list[LedgerLine]) -> DuplicateLinks:
+    links: DuplicateLinks = {finding["id"]: None for finding in findings}
     for fid, line in standing(ledger).items():
         if fid in links:  # lines about findings that are not there are left out
             links[fid] = line
@@ -261,6 +271,10 @@ def head_reasons(latest: ListedRound | None, head: HeadCheck | None) -> list[str
         return []
     if head.error is not None:
         return [f"the expected head ({head.source}) cannot be resolved: {head.error}"]
+    # a round of the working tree reviewed its tree: committing that tree keeps it current
+    worktree = latest.record.get("head_source") == "worktree"
+    if worktree and head.expected_tree is not None and head.expected_tree == latest.record.get("head_tree"):
+        return []
     if head.expected != latest.record["head"]:
         return [f"round {latest.arg} reviewed head {latest.record['head']}, but {head.source} is {head.expected}"]
     return []
@@ -275,6 +289,10 @@ def reviewer_reasons(by_key: dict[tuple[str, str], StageReviewers]) -> list[str]
                 why += f": {reason}"
             reasons.append(f"round {arg}: required reviewer {name} neither completed nor was waived ({why})")
     return reasons
+
+
+# a finding of a listed round: (series path, round name, finding id)
+FindingKey = tuple[str, str, str]
 
 
 @dataclass(slots=True)
@@ -328,13 +346,14 @@ class Judgement:
         self._counts = dict.fromkeys(CLASSES, 0)
         self._auto_deferred = 0
         self._open: list[_Open] = []
-        self._recent: dict[RoundKey, Links] = {}  # insertion order is recency
-        self._code_rounds: dict[str, int] = {}  # series -> usable code rounds
+        self._recent: dict[RoundKey, DuplicateLinks] = {}  # insertion order is recency
+        self._code_heads: dict[str, set[str]] = {}  # series -> heads its usable code rounds reviewed
         self._growth: _GrowthCandidate | None = None
         self._resolved: dict[RoundKey, dict[str, Trace]] = {}  # where findings of recent rounds lead
         self._finishing = False
         self._shared: dict[Any, Any] = {}
-        self._walkers: dict[tuple[str, bool], tuple[Lookup, Known]] = {}  # (series, final) -> lookup, known
+        # (series, final) -> lookup, known
+        self._walkers: dict[tuple[str, bool], tuple[DispositionLookup, KnownTrace]] = {}
 
     def add(self, item: ListedRound) -> None:
         """Judge one listed round; nothing of `item` is kept but what the document needs."""
@@ -360,7 +379,7 @@ class Judgement:
         self._remember(key, links)
         undecided = self._tally(item, findings, links)
         if stage == "code":
-            self._code_rounds[item.series] = self._code_rounds.get(item.series, 0) + 1
+            self._code_heads.setdefault(item.series, set()).add(item.record["head"])
             if self._growth is None or started >= self._growth.started:
                 grown = [(f["id"], f.get("in_check_paths") is True, f.get("path")) for f in findings
                          if f["class"] == "defect" and f.get("introduced_by_change") == "yes"]
@@ -374,7 +393,7 @@ class Judgement:
         except TypeError:  # unhashable (an odd reason): kept as it is
             return value
 
-    def _tally(self, item: ListedRound, findings: list[Finding], links: Links) -> dict[str, _Open]:
+    def _tally(self, item: ListedRound, findings: list[Finding], links: DuplicateLinks) -> dict[str, _Open]:
         """Step 5 for one round: count its findings and trace the blocking ones; returns
         those not disposed (or not traceable yet) by id."""
         for finding in findings:
@@ -426,7 +445,7 @@ class Judgement:
         self._remember(where, links)  # as the walk's lookup would
         return True
 
-    def _remember(self, key: RoundKey, links: Links) -> None:
+    def _remember(self, key: RoundKey, links: DuplicateLinks) -> None:
         if next(reversed(self._recent), None) == key:
             return  # already the most recent
         self._recent.pop(key, None)
@@ -460,7 +479,7 @@ class Judgement:
                 resolved.setdefault(where, {})[chain[index][1]] = Trace(result.state, own, result.detail)
         return Trace(result.state, [*dict.fromkeys([*chain[:2], end])], result.detail)
 
-    def _lookup(self, series: str, *, final: bool) -> Lookup:
+    def _lookup(self, series: str, *, final: bool) -> DispositionLookup:
         """Finding lookup for duplicate tracing inside one series: listed usable rounds
         (recent ones at hand, older ones read again), then `extra_lookup` for the rest.
         Before `finish` a round not handed in yet may still come: _NotReadYet."""
@@ -500,10 +519,10 @@ class Judgement:
                 found = stage_reviewers(self._reviewed.get((series_path, stage), []), stage)
                 if found is not None:
                     by_key[(series_path, stage)] = found
-        open_ids, open_reasons = self._open_findings()
-        grown, growth_ids, growth_reasons = self._grown()
+        grown, growth_ids, grown_outside = self._grown()
+        open_ids, open_reasons = self._open_findings(grown_outside)
         reasons = (self._listed_reasons + unlisted_round_reasons(self.listed, series) + head_reasons(latest, head)
-                   + reviewer_reasons(by_key) + open_reasons + growth_reasons)
+                   + reviewer_reasons(by_key) + open_reasons)
         top = by_key.get((latest.series, latest.record["stage"])) if latest is not None else None
         required, completed, waived = (top.required, top.completed, top.waived) if top else ([], [], [])
         return {
@@ -526,9 +545,11 @@ class Judgement:
             "growth_findings": growth_ids,
         }
 
-    def _open_findings(self) -> tuple[list[str], list[str]]:
+    def _open_findings(self, grown_outside: dict[FindingKey, str]) -> tuple[list[str], list[str]]:
         """Step 5's outcome: ROUND/ID of blocking findings without a standing disposition,
-        and their reasons; chains into rounds read after theirs are traced now."""
+        and their reasons; chains into rounds read after theirs are traced now. One reason
+        per finding: step 6 (growth outside the check paths, `grown_outside`: where it is)
+        only adds to the reason of a finding that is open anyway."""
         ids: list[str] = []
         reasons: list[str] = []
         for row in self._open:
@@ -537,32 +558,30 @@ class Judgement:
             if row.trace.state == "disposed":
                 continue
             ids.append(f"{row.round}/{row.id}")
-            reasons.append(f"round {row.arg}: finding {row.id} ({row.cls}) {_open_why(row.trace)}")
+            grown = grown_outside.get((row.series, row.round, row.id))
+            growth = f"; it was introduced by the last fix, outside the check paths ({grown})" if grown else ""
+            reasons.append(f"round {row.arg}: finding {row.id} ({row.cls}) {_open_why(row.trace)}{growth}")
         return ids, reasons
 
-    def _grown(self) -> tuple[dict[str, int], list[str], list[str]]:
+    def _grown(self) -> tuple[dict[str, int], list[str], dict[FindingKey, str]]:
         """Step 6: defects of the latest code round introduced by the last fix. Reading of
         "reported, not blocking when disposed": growth is always counted; growth outside
-        the check paths blocks until disposed. "The last fix" exists only when an earlier
-        code round of its series was reviewed: the first code round's defects are the
-        change itself and already block as open findings."""
+        the check paths that is not disposed is an open defect, and its reason says so
+        (returned: each such finding, with where it is). "The last fix" exists only when
+        an earlier code round of its series reviewed another head: the first code round's
+        defects are the change itself, and a round of the same head again fixed nothing."""
         counts = {"in_check_paths": 0, "outside_check_paths": 0}
         ids: list[str] = []
-        reasons: list[str] = []
+        outside: dict[FindingKey, str] = {}
         code = self._growth
-        if code is None or self._code_rounds.get(code.item.series, 0) < 2:
-            return counts, ids, reasons
+        if code is None or len(self._code_heads.get(code.item.series, ())) < 2:
+            return counts, ids, outside
         for fid, inside, path in code.grown:
             counts["in_check_paths" if inside else "outside_check_paths"] += 1
             ids.append(f"{code.item.name}/{fid}")
-            row = code.undecided.get(fid)
-            if not inside and row is not None and (row.trace is None or row.trace.state != "disposed"):
-                where = path or "unreadable location"
-                reasons.append(
-                    f"round {code.item.arg}: finding {fid} (defect) was introduced by the last fix "
-                    f"outside the check paths ({where}) and is not disposed"
-                )
-        return counts, ids, reasons
+            if not inside and fid in code.undecided:
+                outside[(code.item.series, code.item.name, fid)] = path or "unreadable location"
+        return counts, ids, outside
 
 
 def round_entry(item: ListedRound) -> dict[str, Any]:
@@ -582,7 +601,7 @@ def judge(
     any round again)."""
     at_hand = {(item.series, item.name): item for item in listed if item.state == "ok"}
 
-    def reload(series_path: str, name: str) -> Links | str:
+    def reload(series_path: str, name: str) -> DuplicateLinks | str:
         item = at_hand[(series_path, name)]
         return links_of(item.findings or [], item.ledger or [])
 

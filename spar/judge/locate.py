@@ -13,6 +13,7 @@ from spar.errors import quote
 from spar.judge.context import REGULAR_MODES, RoundContext, RoundDoc, count_lines
 from spar.judge.criteria import find_ids
 from spar.judge.refs import G7_PREFIXES, G8_PREFIXES, ParsedRef, parse_ref
+from spar.pathtext import literal_key
 
 # G7 target order by prefix: which copies, then whether round documents are looked at.
 _COPIES = {"": ("head", "base"), "head/": ("head",), "./": ("head",), "base/": ("base",)}
@@ -55,9 +56,11 @@ def _location_target(prefix: str, path: str, ctx: RoundContext) -> tuple[str, st
         return (_COPIES[prefix][0], "") if prefix else None
     norm = path[:-1] if path.endswith("/") else path  # a trailing "/" is removed
     if norm:
-        for copy in _COPIES[prefix]:
-            if ctx.in_copy(copy, norm):
-                return copy, norm
+        # the path's text form first, then the name read literally (spar.pathtext)
+        for key in (norm, literal_key(norm)):
+            for copy in _COPIES[prefix]:
+                if key is not None and ctx.in_copy(copy, key):
+                    return copy, key
     if _DOCUMENTS_TOO[prefix]:
         doc = match_document(path, ctx.documents)
         if doc is not None:
@@ -98,8 +101,10 @@ def _link_target(kind: str, path: str, ctx: RoundContext) -> tuple[str, int | No
     doc = match_document(path, ctx.rule_documents)  # rule documents come first
     if doc is not None:
         return doc.name, doc.lines
-    if kind == "contract" and ctx.head_files.get(path) in REGULAR_MODES:
-        return path, None
+    if kind == "contract":
+        for key in (path, literal_key(path)):  # as for locations: the text form, then the literal name
+            if key is not None and ctx.head_files.get(key) in REGULAR_MODES:
+                return key, None
     return None
 
 

@@ -21,14 +21,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from spar.errors import quote
+from spar.whitespace import WHITESPACE, trim
 
-# Unicode White_Space property (what Go's unicode.IsSpace reports). Python's
-# str.isspace() would also accept U+001C..U+001F, which are not whitespace here.
-WHITESPACE = frozenset(
-    "\t\n\v\f\r \x85\xa0\u1680"
-    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000"
-)
 END_CHARS = WHITESPACE | {",", ";"}
 
 G7_PREFIXES = ("head/", "base/", "./")
@@ -36,20 +30,6 @@ G8_PREFIXES = ("head/", "./")
 
 # ":" line (dash line)? — ASCII digits only ([0-9], never \d, which takes any Unicode digit).
 _LINE = re.compile(r":([0-9]+)(?:[-\u2013]([0-9]+))?")
-
-
-def trim(text: str) -> str:
-    """Remove leading and trailing Unicode whitespace."""
-    start, end = 0, len(text)
-    while start < end and text[start] in WHITESPACE:
-        start += 1
-    while end > start and text[end - 1] in WHITESPACE:
-        end -= 1
-    return text[start:end]
-
-
-def is_blank(text: str) -> bool:
-    return trim(text) == ""
 
 
 def split_prefix(text: str, prefixes: tuple[str, ...]) -> tuple[str, str]:

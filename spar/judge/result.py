@@ -19,7 +19,7 @@ from typing import Any
 
 from spar.config.model import ANGLES
 from spar.errors import quote
-from spar.judge.refs import is_blank
+from spar.whitespace import is_blank
 
 RESULT_KEYS = ("reviewed_head", "verdict", "angles_checked", "angles_unchecked", "findings", "limits")
 VERDICTS = ("no_blocking_findings", "blocking_findings", "could_not_review")

@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spar.errors import Refused
+from spar.jsonvalue import object_at
 from spar.judge.answer import parse_answer
-from spar.judge.jsonvalue import object_at
 
 DEFAULT_ALLOWED = ("Read", "Grep", "Glob", "StructuredOutput")
 SYNTHETIC_MODEL = "<synthetic>"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from spar.config.model import PRESETS, ReviewerConfig
 from spar.errors import Refused
-from spar.presets.base import InputContext, InputSpec, Preset, join_parts
+from spar.round.interface import InputSpec, Preset, reviewer_input
 
 __all__ = ["InputSpec", "Preset", "get_preset", "prepare_input"]
 
@@ -26,20 +26,7 @@ def get_preset(name: str) -> Preset:
 def prepare_input(cfg: ReviewerConfig, *, reviewer_dir: Path, packet_text: str, packet_path: Path,
                   standpoint: str | None, standpoints_active: bool, dry_run: bool,
                   memory_text: str = "") -> InputSpec:
-    """Decide what this reviewer receives and which files go into its folder.
-
-    The caller writes `spec.files` (reviewer-folder-relative) before the run.
-    `reviewer_dir` and `packet_path` should be absolute: some inputs name them.
-    `memory_text` (the series memory, spar.round.memory) follows the packet in
-    every reviewer's input; it is never part of packet.md.
-    """
-    ctx = InputContext(
-        reviewer_dir=Path(reviewer_dir),
-        packet_text=join_parts(packet_text, memory_text) if memory_text else packet_text,
-        packet_path=Path(packet_path),
-        standpoint=standpoint,
-        standpoints_active=standpoints_active,
-        dry_run=dry_run,
-        has_memory=bool(memory_text),
-    )
-    return get_preset(cfg.preset).prepare_input(cfg, ctx)
+    """`reviewer_input` (spar.round.interface) with the preset the registry names for `cfg`."""
+    return reviewer_input(get_preset(cfg.preset), cfg, reviewer_dir=reviewer_dir, packet_text=packet_text,
+                          packet_path=packet_path, standpoint=standpoint, standpoints_active=standpoints_active,
+                          dry_run=dry_run, memory_text=memory_text)

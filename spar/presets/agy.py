@@ -6,10 +6,12 @@ import re
 from typing import Any
 
 from spar.config.model import ReviewerConfig
+from spar.jsonvalue import object_at
 from spar.judge import agy_commands  # G11 checker
 from spar.judge.answer import parse_answer
-from spar.judge.jsonvalue import object_at
-from spar.presets.base import (
+from spar.presets.input import standpoint_instruction
+from spar.records.usage import add_counts, count, reported
+from spar.round.interface import (
     Answer,
     InputContext,
     InputSpec,
@@ -19,9 +21,7 @@ from spar.presets.base import (
     StreamInfo,
     as_text,
     join_parts,
-    standpoint_instruction,
 )
-from spar.round.usage import add_counts, count, reported
 
 READ_TOOLS = ("view_file", "read_file", "grep_search", "list_dir")
 SUCCESS_STATUSES = ("SUCCESS", "OK")  # OK: older versions

@@ -8,10 +8,11 @@ import re
 from typing import Any
 
 from spar.config.model import ReviewerConfig
+from spar.jsonvalue import array_at, object_at
 from spar.judge.answer import parse_answer
-from spar.judge.jsonvalue import array_at, object_at
-from spar.presets.base import Answer, InputSpec, Monitor, RunPaths, StdinPreset, StreamInfo, as_text
-from spar.round.usage import add_counts, amount, count, reported
+from spar.presets.input import StdinPreset
+from spar.records.usage import add_counts, amount, count, reported
+from spar.round.interface import Answer, InputSpec, Monitor, RunPaths, StreamInfo, as_text
 
 ALLOWED_TOOLS = ("Read", "Grep", "Glob", "StructuredOutput")
 SYNTHETIC_MODEL = "<synthetic>"  # locally made error message, not a model

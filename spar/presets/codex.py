@@ -6,11 +6,12 @@ import re
 from typing import Any
 
 from spar.config.model import ReviewerConfig
+from spar.jsonvalue import object_at
 from spar.judge.answer import parse_answer
-from spar.judge.jsonvalue import object_at
 from spar.judge.refusal import RefusalScan
-from spar.presets.base import Answer, InputSpec, Monitor, RunPaths, StdinPreset, StreamInfo, as_text
-from spar.round.usage import add_counts, count, reported
+from spar.presets.input import StdinPreset
+from spar.records.usage import add_counts, count, reported
+from spar.round.interface import Answer, InputSpec, Monitor, RunPaths, StreamInfo, as_text
 
 ALLOWED_ITEMS = ("agent_message", "reasoning", "command_execution", "todo_list", "error")
 _REROUTED = re.compile(r"model rerouted:\s*(\S+)\s*->\s*(\S+)", re.IGNORECASE)

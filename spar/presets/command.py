@@ -7,7 +7,8 @@ from pathlib import Path
 
 from spar.config.model import ReviewerConfig
 from spar.judge.answer import parse_answer
-from spar.presets.base import Answer, InputContext, InputSpec, Monitor, Preset, RunPaths, StreamInfo, instructed_packet
+from spar.presets.input import instructed_packet
+from spar.round.interface import Answer, InputContext, InputSpec, Monitor, Preset, RunPaths, StreamInfo
 
 _PLACEHOLDER = re.compile(r"\{(prompt|workspace|schema)\}")
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from spar.config.model import ReviewerConfig
-from spar.presets.base import InputContext, InputSpec, Preset, join_parts, standpoint_instruction
+from spar.presets.input import standpoint_instruction
+from spar.round.interface import InputContext, InputSpec, Preset, join_parts
 
 
 def fixed_instructions(cfg: ReviewerConfig, ctx: InputContext) -> str:

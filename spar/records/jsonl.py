@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from spar.errors import RecordError
-from spar.judge.jsonvalue import no_constants
+from spar.jsonvalue import no_constants
 from spar.records import atomic
 
 
@@ -30,7 +30,7 @@ def append(path: Path | str, obj: Mapping[str, object], *, create: bool = True) 
 DECODER = json.JSONDecoder(parse_constant=no_constants)
 
 
-def parse(data: bytes, path: Path | str) -> list[dict[str, Any]]:
+def parse_records(data: bytes, path: Path | str) -> list[dict[str, Any]]:
     """Lines of `data` as JSON objects; RecordError names `path:line` of the first bad one."""
     pieces = data.split(b"\n")
     if pieces and pieces[-1] == b"":
@@ -67,4 +67,4 @@ def read(path: Path | str, *, missing_ok: bool = False) -> list[dict[str, Any]]:
         raise RecordError(f"{path}: missing") from None
     except OSError as exc:
         raise RecordError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    return parse(data, path)
+    return parse_records(data, path)

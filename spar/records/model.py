@@ -130,6 +130,11 @@ class Decision(TypedDict):
     quote: str
 
 
+class UncommittedCounts(TypedDict):
+    modified: int  # tracked files changed beyond HEAD, staged or not
+    untracked: int  # files neither tracked nor ignored
+
+
 class RoundRecord(TypedDict):
     """round.json (`review-round/v1`)."""
 
@@ -141,6 +146,12 @@ class RoundRecord(TypedDict):
     base: str
     head: str
     expect_head: str | None
+    # where the head came from (absent in rounds written before): "commit", or "worktree", a
+    # commit Spar made of the working tree, with its tree (what the gate compares) and parent
+    head_source: NotRequired[str]
+    head_tree: NotRequired[str]
+    head_parent: NotRequired[str]
+    uncommitted: NotRequired[UncommittedCounts | None]  # the working tree beyond HEAD; None when --head named it
     packet_sha256: str
     memory_sha256: NotRequired[str]  # absent when the round has no series memory
     documents: dict[str, list[DocumentEntry]]

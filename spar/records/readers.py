@@ -17,10 +17,9 @@ from typing import Any, TypeGuard, cast
 
 from spar.config.model import STAGES
 from spar.errors import RecordError, quote
-from spar.judge import record_rules
-from spar.judge.refs import trim
-from spar.records import jsonl, lock
+from spar.records import jsonl, lock, record_rules
 from spar.records.model import ExtensionLine, Finding, LedgerLine, RoundRecord, WaiverLine
+from spar.whitespace import trim
 
 ROUND_SCHEMA = "review-round/v1"
 
@@ -205,6 +204,9 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 _NOT_SCANNED = ("workspace",)
 
 
+# a listed path with no folder behind it: most often a mistyped path, which the message says,
+# so that it reads apart from a round that exists but cannot be read
+NO_ROUND_FOLDER = "no such round folder (no folder at that path: a mistyped path?)"
 # what Path.is_dir() answers False to rather than raising
 _NOT_A_FOLDER = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EBADF)
 
@@ -219,9 +221,9 @@ def list_round(round_dir: Path | str) -> list[os.DirEntry[str]] | None:
             return sorted(listing, key=_name)
     except OSError as exc:
         if exc.errno in _NOT_A_FOLDER:
-            raise RecordError("no such round folder") from None
+            raise RecordError(NO_ROUND_FOLDER) from None
     if not Path(round_dir).is_dir():  # raises when the folder cannot even be looked at
-        raise RecordError("no such round folder")
+        raise RecordError(NO_ROUND_FOLDER)
     return None
 
 

@@ -1,4 +1,6 @@
-"""`spar run` arguments: shape (usage errors, 64) and the argument-only refusals (65).
+"""`spar run`'s arguments once parsed, and the checks that are not argparse's: the decision
+pairs, the standpoints (usage errors, 64, and argument-only refusals, 65). The parser
+itself is with the command (spar.commands.run).
 
 `--decision` and `--decision-quote` are taken out of argv before argparse sees
 it: their texts may start with `-` (G35), which argparse would read as an
@@ -8,13 +10,13 @@ stays a usage error.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
 
-from spar.argparsing import SELECTION_VALUE_OPTIONS, Parser, add_selection_options, command_parser
-from spar.config.model import STAGES
+from spar.argparsing import SELECTION_VALUE_OPTIONS
 from spar.config.select import split_assignment
 from spar.errors import Refused, UsageError, quote
-from spar.judge.refs import is_blank
+from spar.whitespace import is_blank
 
 DECISION = "--decision"
 DECISION_QUOTE = "--decision-quote"
@@ -24,29 +26,6 @@ _VALUE_OPTIONS = (
     "--stage", "--out", "--base", "--head", "--expect-head", "--criteria", "--rules", "--subject", "--standpoint",
     *SELECTION_VALUE_OPTIONS,
 )
-
-DESCRIPTION = """\
-Run one review round: every configured reviewer at once on one packet, then
-validate, classify and record their findings in the round folder --out.
-
-Standard output holds one line, the round folder's path, once the folder exists
-(also for --dry-run). Progress and the final summary line go to standard error.
-Exit codes: 0 recorded and every reviewer completed (or a dry run written);
-1 recorded with a reviewer that did not complete (awaiting_record included);
-64 usage error; 65 refused or configuration error (nothing written);
-70 internal error or a write that may have been applied; 130 (SIGINT, Ctrl-C)
-or 143 (SIGTERM) while reviewers run: every reviewer's process group is
-killed, the lock is released and the round folder stays unrecorded (its
-round.json has no finished_at; a rerun of the same input is not counted).
-
-The workspace copies are read-only by file modes, which stop any reviewer
-not running as root; a change made anyway (root) is noticed and recorded as a
-round warning.
-
---decision TEXT --decision-quote TEXT: a decision the user made and the user's
-words, as a pair (repeatable, in order). Their texts may start with '-' and are
-kept byte for byte."""
-
 
 @dataclass
 class RunArgs:
@@ -67,31 +46,7 @@ class RunArgs:
     standpoints: list[tuple[str, str]] = field(default_factory=list)
     decisions: list[tuple[str, str]] = field(default_factory=list)
     dry_run: bool = False
-
-
-def _parser() -> Parser:
-    p = command_parser("run", DESCRIPTION)
-    p.add_argument("--stage", required=True, choices=STAGES, help="plan, plan-delta or code")
-    p.add_argument("--out", required=True, metavar="SERIES/ROUND", help="round folder to create (must not exist)")
-    p.add_argument("--base", metavar="REV", help="default: merge-base with the default branch, else HEAD~1")
-    p.add_argument("--head", metavar="REV", help="default: HEAD")
-    p.add_argument("--expect-head", metavar="REV", help="refuse unless head is this commit")
-    p.add_argument("--criteria", action="append", default=[], metavar="FILE",
-                   help="acceptance criteria document (AC-n IDs); repeatable")
-    p.add_argument("--rules", action="append", default=[], metavar="FILE",
-                   help="rule document, after the configured rules; repeatable")
-    p.add_argument("--subject", action="append", default=[], metavar="FILE",
-                   help="document under review (the plan); repeatable")
-    add_selection_options(p)
-    p.add_argument("--standpoint", dest="standpoints", action="append", default=[], metavar="NAME=TEXT",
-                   help="a risk for one reviewer to attack in this round; repeatable")
-    # listed for --help only: the pre-scan removes them before parsing
-    p.add_argument(DECISION, dest="_decision_help", action="append", metavar="TEXT",
-                   help="what a user decision settles (pair with --decision-quote)")
-    p.add_argument(DECISION_QUOTE, dest="_decision_quote_help", action="append", metavar="TEXT",
-                   help="the user's words for the decision before it")
-    p.add_argument("--dry-run", action="store_true", help="write the round's inputs, start no reviewer")
-    return p
+    worktree: bool = False  # review the working tree as a commit Spar makes (git.snapshot_worktree)
 
 
 def split_decision_options(argv: list[str]) -> tuple[list[str], list[tuple[str, str | None]]]:
@@ -190,20 +145,16 @@ def check_standpoints(standpoints: list[tuple[str, str]], accepted: list[str]) -
             raise Refused(f"--standpoint: the text for {quote(name)} is empty: {quote(text)}")
 
 
-def parse_run_args(argv: list[str]) -> RunArgs:
-    """Usage errors (64) first, then the decision refusals (65); nothing else is checked here."""
-    rest, items = split_decision_options(argv)
-    ns = _parser().parse_args(rest)
+def run_args_from(ns: argparse.Namespace, decision_items: list[tuple[str, str | None]]) -> RunArgs:
+    """RunArgs from argparse's answer and the decision options taken out before it: the
+    standpoints' and --model/--effort's shape (usage errors) first, then the decision pairs."""
     standpoints = [split_standpoint(raw) for raw in ns.standpoints]
-    # the shape of --model/--effort is a usage error too: judge it before any refusal
-
     for option, values in (("--model", ns.models), ("--effort", ns.efforts)):
         for raw in values:
             split_assignment(option, raw)
-    decisions = pair_decisions(items)
     return RunArgs(
         stage=ns.stage, out=ns.out, base=ns.base, head=ns.head, expect_head=ns.expect_head,
         criteria=ns.criteria, rules=ns.rules, subject=ns.subject, check_paths=ns.check_paths,
-        reviewers=ns.reviewers, models=ns.models, efforts=ns.efforts,
-        standpoints=standpoints, decisions=decisions, dry_run=ns.dry_run,
+        reviewers=ns.reviewers, models=ns.models, efforts=ns.efforts, standpoints=standpoints,
+        decisions=pair_decisions(decision_items), dry_run=ns.dry_run, worktree=ns.worktree,
     )

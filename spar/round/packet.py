@@ -177,7 +177,8 @@ def _workspace(p: PacketInput) -> list[str]:
         out += ["", "Findings about them are judged against the commits as usual.", ""]
     if p.escaped_names:
         out += ["## File names that are not plain text", "",
-                "These names are not UTF-8 or hold control characters or backslashes. Spar writes "
+                "These names are not UTF-8, or hold control characters or a backslash followed by x and "
+                "two hex digits (other names, backslashes included, are written as they are). Spar writes "
                 "them (here and in its records) with each byte that is not UTF-8 or is a "
                 "control character as `\\xNN` and each backslash as `\\\\`; write them the same way "
                 "in locations and links:", ""]

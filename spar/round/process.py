@@ -23,8 +23,8 @@ from typing import Protocol
 
 import anyio
 
-from spar.presets.base import StreamInfo
 from spar.round import guard
+from spar.round.interface import StreamInfo
 from spar.round.reaper import process_table
 
 OUTPUT_CAP = 64 * 1024 * 1024  # bytes kept per log file
@@ -466,7 +466,7 @@ async def _start(argv: Sequence[str], cwd: str, env: Mapping[str, str],
     return reviewer, stdin_w_fd, stdout_fd, stderr_fd
 
 
-async def run_process(
+async def run_process(  # noqa: C901  temporary: split on the process-runner branch (issue 21)
     argv: Sequence[str],
     *,
     cwd: Path | str,

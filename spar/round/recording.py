@@ -266,8 +266,8 @@ def context_for_round(round_json: RoundRecord) -> RoundContext:
 
 
 def new_round_json(*, name: str, stage: str, repository: str, base: str, head: str, expect_head: str | None,
-                   packet_sha256: str, documents: dict[str, list[RoundDoc]], config: AppliedConfig,
-                   reviewers: list[ReviewerEntry],
+                   packet_sha256: str,
+                   documents: dict[str, list[RoundDoc]], config: AppliedConfig, reviewers: list[ReviewerEntry],
                    standpoints: list[tuple[str, str]], decisions: list[tuple[str, str]], counted: bool,
                    dry_run: bool, started_at: str) -> RoundRecord:
     """round.json as written before any reviewer runs (no finished_at, reviewers pending)."""

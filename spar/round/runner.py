@@ -20,15 +20,14 @@ import anyio
 from spar.config.model import ReviewerConfig
 from spar.errors import quote
 from spar.judge.refusal import RefusalScan, reason_for
-from spar.presets import get_preset
-from spar.presets.base import InputSpec, Monitor, Preset, RunPaths, recorded_argv
 from spar.records.clock import now
 from spar.records.model import Attempt
 from spar.records.model import ReviewerStatus as S
+from spar.records.usage import attempt_usage
 from spar.round.environment import reviewer_env
-from spar.round.executable import Lookup, find_executable
+from spar.round.executable import ExecutableLookup, find_executable
+from spar.round.interface import InputSpec, Monitor, Preset, RunPaths, recorded_argv
 from spar.round.process import KILL_GRACE, OUTPUT_CAP, ProcessResult, run_process
-from spar.round.usage import attempt_usage
 
 if TYPE_CHECKING:
     from spar.progress import Progress
@@ -46,6 +45,7 @@ class ReviewerJob:
     workspace: Path  # ROUND/workspace (cwd of the reviewer)
     schema_path: Path  # ROUND/schema.json
     input: InputSpec
+    preset: Preset  # the reviewer's preset, looked up by the caller (`spar run` asks the registry)
 
 
 @dataclass
@@ -124,7 +124,7 @@ async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = 
 
 async def _run_reviewer(job: ReviewerJob, st: _Settings) -> ReviewerOutcome:
     cfg = job.config
-    preset = get_preset(cfg.preset)
+    preset = job.preset
     if not preset.runs_process:
         _status(st, cfg.name, S.AWAITING_RECORD, "awaiting spar record")
         return ReviewerOutcome(cfg.name, S.AWAITING_RECORD, "awaiting spar record", None, None, [], None,
@@ -161,11 +161,11 @@ async def _run_reviewer(job: ReviewerJob, st: _Settings) -> ReviewerOutcome:
     return outcome
 
 
-def command_line(job: ReviewerJob, model: str, path_env: str | None) -> tuple[Lookup, list[str]]:
+def command_line(job: ReviewerJob, model: str, path_env: str | None) -> tuple[ExecutableLookup, list[str]]:
     """The executable lookup (G14) and the argv of one attempt of `job` with `model`: what
     runs, or what would run when the lookup fails (then argv[0] is the name looked up).
     Raises OSError when an input of the argv (claude: schema.json) cannot be read."""
-    preset = get_preset(job.config.preset)
+    preset = job.preset
     paths = run_paths(job)
     name = preset.executable_name(job.config, paths, job.input)
     lookup = find_executable(name, path_env)
@@ -178,7 +178,7 @@ def run_paths(job: ReviewerJob) -> RunPaths:
                     workspace=Path(job.workspace).absolute(), schema_path=Path(job.schema_path).absolute())
 
 
-async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: _Settings) -> _Attempt:
+async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: _Settings) -> _Attempt:  # noqa: C901  temporary (issue 21)
     cfg = job.config
     paths = run_paths(job)
     started_at = now()

@@ -1,4 +1,5 @@
-"""`summary.md`: the round for people, rendered from records already read (pure).
+"""`summary.md`: the round for people, rendered from records already read (pure), and the
+lines `spar run` ends with.
 
 Standpoint parts appear only in rounds with standpoints, so a round without
 them renders exactly as before standpoints existed.
@@ -7,11 +8,12 @@ them renders exactly as before standpoints existed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from spar.judge.dispositions import standing
 from spar.judge.repeats import group_order
+from spar.records import usage
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
-from spar.round import usage
 from spar.textsafe import terminal_safe
 
 CLASS_ORDER = ("defect", "requirement-question", "hardening", "note")
@@ -58,6 +60,42 @@ def _disposition(finding: Finding, standing: dict[str, LedgerLine]) -> str:
     return text
 
 
+def _files(count: int, kind: str) -> str:
+    return f"{count} {kind} file{'' if count == 1 else 's'}"
+
+
+def uncommitted_text(rj: RoundRecord) -> str | None:
+    """What a round says of the working tree beyond HEAD: the changes it reviews as a commit
+    Spar made (--worktree), or those it does not review; None when there is nothing to say."""
+    counts = rj.get("uncommitted")
+    if rj.get("head_source") == "worktree":
+        held = "" if not counts else (
+            f" ({_files(counts['modified'], 'changed tracked')}, {_files(counts['untracked'], 'untracked')})")
+        return f"the head {rj.get('head', '')} is the working tree{held}, made a commit on {rj.get('head_parent', '?')}"
+    if not counts or not (counts["modified"] or counts["untracked"]):
+        return None
+    return (f"the working tree has {_files(counts['modified'], 'changed tracked')} and "
+            f"{_files(counts['untracked'], 'untracked')} that this round does not review: it reviews "
+            "the commit; commit them, or run spar run --worktree")
+
+
+def closing_lines(rj: RoundRecord, out: Path, findings: list[Finding]) -> list[str]:
+    """What `spar run` says last: the round's warnings, what the host does with a native
+    reviewer, and the counts with each reviewer that did not complete."""
+    lines = [f"spar: warning: {terminal_safe(warning)}" for warning in rj["warnings"]]
+    for entry in rj["reviewers"]:
+        if entry["status"] == ReviewerStatus.AWAITING_RECORD:
+            folder = out / entry["name"]
+            lines.append(f"spar: {entry['name']}: give {folder / 'prompt.md'} to the host's subagent, save its "
+                         f"answer and run: spar record {out} --reviewer {entry['name']} --result "
+                         f"{folder / 'result.json'}")
+    not_completed = [e for e in rj["reviewers"] if e["status"] != ReviewerStatus.COMPLETED]
+    line = f"spar: round {out} recorded: {counts_text(findings)}"
+    if not_completed:
+        line += "; not completed: " + ", ".join(f"{e['name']} ({e['status']})" for e in not_completed)
+    return lines + [line]
+
+
 def _header(rj: RoundRecord) -> list[str]:
     out = [
         f"# Review round {rj.get('name', '')}",
@@ -72,6 +110,9 @@ def _header(rj: RoundRecord) -> list[str]:
         out.append(f"- Recorded: {rj['recorded_at']}")
     finished = rj.get("finished_at") or "not yet (a reviewer awaits a record)"
     out.append(f"- Finished: {finished}")
+    uncommitted = uncommitted_text(rj)
+    if uncommitted:
+        out.append(f"- Working tree: {uncommitted}")
     for w in rj.get("warnings") or []:
         out.append(f"- Warning: {w}")
     return out + [""]
@@ -203,6 +244,19 @@ def _findings(findings: list[Finding], standing: dict[str, LedgerLine]) -> list[
     return out + [""]
 
 
+def _class_changes(findings: list[Finding]) -> list[str]:
+    """Each finding whose class is not the one its reviewer proposed, with the classification
+    rule that set it (class_reason), so a reader need not look it up in findings.json."""
+    changed = [f for f in findings if f.get("proposed_class") and f.get("class") != f.get("proposed_class")]
+    if not changed:
+        return []
+    out = ["## Classes Spar changed", ""]
+    for f in changed:
+        out.append(f"- `{f.get('id')}`: proposed {_cell(f.get('proposed_class'))}, classed {_cell(f.get('class'))}, "
+                   f"by {_cell(f.get('class_reason'))}")
+    return out + [""]
+
+
 def _smallest_fixes(findings: list[Finding]) -> list[str]:
     out = ["## Smallest fixes", ""]
     fixes = [f for f in findings if isinstance(f.get("smallest_fix"), str) and f["smallest_fix"].strip()]
@@ -229,6 +283,7 @@ def render_summary(round_json: RoundRecord, findings: list[Finding], ledger: lis
     parts += _standpoints(round_json)
     parts += _angles(round_json)
     parts += _findings(findings, lines)
+    parts += _class_changes(findings)
     parts += _smallest_fixes(findings)
     # read with `cat` as often as in an editor: a reviewer's control characters
     # (screen clear, OSC 52) are shown escaped; findings.json keeps the exact text

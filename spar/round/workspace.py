@@ -163,7 +163,7 @@ def _link_note(target: bytes) -> bytes:
             + b"\nIt points outside this copy of the commit, so spar wrote this file instead of the link.\n")
 
 
-Known = dict[tuple[str, str], tuple[str, Entry]]  # (blob, mode) -> a regular file already written
+WrittenBlobs = dict[tuple[str, str], tuple[str, Entry]]  # (blob, mode) -> a regular file already written
 
 
 Pending = dict[str, list[tuple[git.TreeEntry, str]]]  # blob id -> (entry, target) git is to fill
@@ -173,9 +173,9 @@ class _Copy:
     """One commit's copy in the making: what it has written ((blob, mode) -> file, with
     `known`: another copy's files to link to), and where its `workspace_state` entries go."""
 
-    def __init__(self, known: Known | None, state: dict[str, Entry], prefix: str,
+    def __init__(self, known: WrittenBlobs | None, state: dict[str, Entry], prefix: str,
                  coming: frozenset[tuple[str, str]] = frozenset()) -> None:
-        self.written: Known = {}
+        self.written: WrittenBlobs = {}
         self.known = known if known is not None else {}
         self.coming = coming  # (blob, mode) of files git is yet to give the copy of `known`
         self.state = state

@@ -1,9 +1,11 @@
-"""What every preset shares: the input a reviewer receives, run paths, output monitors.
+"""The interface through which a round runs a reviewer; each preset implements it.
 
 A preset turns a reviewer configuration into an input (text + files, decided
 before anything runs, dry runs too), an argv, a version argv and a line-by-line
 output monitor that watches tool use (G10/G11), the observed model (G12) and
-the final answer. Nothing here starts a process.
+the final answer. The round owns these shapes (the process layer fills
+`StreamInfo`, the runner asks a `Preset` and its `Monitor`); `spar.presets`
+implements them. Nothing here starts a process.
 """
 
 from __future__ import annotations
@@ -66,38 +68,6 @@ class RunPaths:
     schema_path: Path
 
 
-def standpoint_instruction(standpoint: str | None, standpoints_active: bool) -> str:
-    """The per-reviewer instruction of a standpoint round ("" outside standpoint rounds)."""
-    if not standpoints_active:
-        return ""
-    if standpoint is not None:
-        return (
-            "Your standpoint for this round (also listed under \"Standpoints for this round\" "
-            "in the packet):\n\n"
-            f"{standpoint}\n\n"
-            "Attack this risk in particular, while still checking every angle the packet asks for. "
-            "Report on it in `standpoint_report`: `checked: true` with what you checked, or "
-            "`checked: false` with why you could not check it.\n"
-        )
-    return (
-        "This round assigns standpoints to other reviewers (see \"Standpoints for this round\" "
-        "in the packet); you have none. Review the whole change, checking every angle the "
-        "packet asks for. You need not give a `standpoint_report`.\n"
-    )
-
-
-def join_parts(*parts: str) -> str:
-    """Join non-empty parts with one blank line between them."""
-    kept = [p if p.endswith("\n") else p + "\n" for p in parts if p]
-    return "\n".join(kept)
-
-
-def instructed_packet(ctx: InputContext) -> str:
-    """The packet, preceded by the standpoint instruction when there is one."""
-    instruction = standpoint_instruction(ctx.standpoint, ctx.standpoints_active)
-    return join_parts(instruction, ctx.packet_text) if instruction else ctx.packet_text
-
-
 # ---------------------------------------------------------------- monitors
 
 
@@ -140,7 +110,7 @@ class Monitor(ABC):
         # the latest error messages of the output; every one also went through `refusals`
         self.error_texts: list[str] = []
         self.refusals = RefusalScan()
-        # what the CLI reported it used (spar.round.usage.reported keys); empty: nothing
+        # what the CLI reported it used (spar.records.usage.reported keys); empty: nothing
         self.usage: dict[str, Any] = {}
         # the final answer's line could not be read: the run's answer is invalid_output
         self.unreadable_answer: str | None = None
@@ -276,14 +246,29 @@ class Preset(ABC):
         return self.monitor_class()
 
 
-class StdinPreset(Preset):
-    """claude and codex: the packet on stdin, preceded by the standpoint instruction
-    (input.md holds the same text in standpoint rounds and dry runs)."""
+def join_parts(*parts: str) -> str:
+    """Join non-empty parts with one blank line between them."""
+    kept = [p if p.endswith("\n") else p + "\n" for p in parts if p]
+    return "\n".join(kept)
 
-    def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
-        text = instructed_packet(ctx)
-        files = {"input.md": text} if ctx.writes_input_md else {}
-        return InputSpec(text=text, files=files)
 
-    def stdin_text(self, spec: InputSpec) -> str | None:
-        return spec.text
+def reviewer_input(preset: Preset, cfg: ReviewerConfig, *, reviewer_dir: Path, packet_text: str, packet_path: Path,
+                  standpoint: str | None, standpoints_active: bool, dry_run: bool,
+                  memory_text: str = "") -> InputSpec:
+    """Decide what this reviewer (of `preset`) receives and which files go into its folder.
+
+    The caller writes `spec.files` (reviewer-folder-relative) before the run.
+    `reviewer_dir` and `packet_path` should be absolute: some inputs name them.
+    `memory_text` (the series memory, spar.round.memory) follows the packet in
+    every reviewer's input; it is never part of packet.md.
+    """
+    ctx = InputContext(
+        reviewer_dir=Path(reviewer_dir),
+        packet_text=join_parts(packet_text, memory_text) if memory_text else packet_text,
+        packet_path=Path(packet_path),
+        standpoint=standpoint,
+        standpoints_active=standpoints_active,
+        dry_run=dry_run,
+        has_memory=bool(memory_text),
+    )
+    return preset.prepare_input(cfg, ctx)

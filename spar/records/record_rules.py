@@ -18,10 +18,28 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spar.config.model import STAGES
-from spar.judge.dispositions import OPTION_FLAGS, RULES
-from spar.judge.refs import WHITESPACE, is_blank, trim
 from spar.records.model import RECORDED, UNFINISHED, ReviewerStatus
-from spar.round.usage import TOKEN_KEYS, USAGE_KEYS, amount, count
+from spar.records.usage import TOKEN_KEYS, USAGE_KEYS, amount, count
+from spar.whitespace import WHITESPACE, is_blank, trim
+
+# ledger key -> command line flag, in the order messages list them
+OPTION_FLAGS = {
+    "commit": "--commit",
+    "failed_before": "--failed-before",
+    "passed_after": "--passed-after",
+    "of": "--of",
+    "evidence": "--evidence",
+    "user_quote": "--user-quote",
+}
+
+# disposition -> (classes it applies to, or None for any; options it needs)
+RULES: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...]]] = {
+    "fixed": (("defect",), ("commit", "failed_before", "passed_after")),
+    "duplicate": (None, ("of",)),
+    "rejected": (None, ("evidence",)),
+    "deferred": (("defect", "requirement-question"), ("user_quote",)),
+    "answered": (("requirement-question",), ("user_quote",)),
+}
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 CAUSES = ("churn", "recurring", "unrelated", "hardening", "other")
@@ -46,31 +64,44 @@ def round_problem(round_json: Mapping[str, Any]) -> str | None:
         return "reviewers is empty (a round has at least one required reviewer)"
     names: set[str] = set()
     for number, entry in enumerate(reviewers, start=1):
-        if not isinstance(entry, dict) or not _str(entry.get("name")) or not entry["name"]:
-            return f"reviewer {number} has no name"
-        name = entry["name"]
-        if name in names:
-            return f"reviewer {name} is listed twice"
-        names.add(name)
-        status = entry.get("status")
-        if status not in RECORDED:
-            return f"reviewer {name} has status {status!r}, not one Spar writes"
-        if not _str(entry.get("preset")) or not entry["preset"]:
-            return f"reviewer {name} has no preset"
-        if status == ReviewerStatus.COMPLETED and entry.get("verdict") not in COMPLETED_VERDICTS:
-            return f"reviewer {name} completed without a verdict Spar records ({entry.get('verdict')!r})"
-        if not isinstance(entry.get("attempts", []), list):
-            return f"reviewer {name}: attempts is not a list"
-        for attempt_number, attempt in enumerate(entry.get("attempts", []), start=1):
-            problem = attempt_problem(attempt)
-            if problem:
-                return f"reviewer {name}, attempt {attempt_number}: {problem}"
+        problem = _reviewer_problem(number, entry, names)
+        if problem:
+            return problem
     for key in ("dry_run", "counted"):
         if not _bool_if_present(round_json, key):
             return f"{key} is not true or false"
     for key in ("started_at", "recorded_at", "finished_at"):
         if key in round_json and not _str(round_json[key]):
             return f"{key} is not a time"
+    return _end_problem(round_json, reviewers)
+
+
+def _reviewer_problem(number: int, entry: Any, names: set[str]) -> str | None:
+    """One entry of round.json's reviewers; `names` holds the names before it (this one is added)."""
+    if not isinstance(entry, dict) or not _str(entry.get("name")) or not entry["name"]:
+        return f"reviewer {number} has no name"
+    name = entry["name"]
+    if name in names:
+        return f"reviewer {name} is listed twice"
+    names.add(name)
+    status = entry.get("status")
+    if status not in RECORDED:
+        return f"reviewer {name} has status {status!r}, not one Spar writes"
+    if not _str(entry.get("preset")) or not entry["preset"]:
+        return f"reviewer {name} has no preset"
+    if status == ReviewerStatus.COMPLETED and entry.get("verdict") not in COMPLETED_VERDICTS:
+        return f"reviewer {name} completed without a verdict Spar records ({entry.get('verdict')!r})"
+    if not isinstance(entry.get("attempts", []), list):
+        return f"reviewer {name}: attempts is not a list"
+    for attempt_number, attempt in enumerate(entry.get("attempts", []), start=1):
+        problem = attempt_problem(attempt)
+        if problem:
+            return f"reviewer {name}, attempt {attempt_number}: {problem}"
+    return None
+
+
+def _end_problem(round_json: Mapping[str, Any], reviewers: list[Any]) -> str | None:
+    """finished_at and recorded_at against the reviewers' statuses and dry_run."""
     if "finished_at" in round_json:
         if round_json.get("dry_run") is True:
             return "a dry run with finished_at (a dry run is never recorded)"
@@ -215,17 +246,29 @@ def ledger_line_problem(line: Mapping[str, Any], findings: Mapping[str, Mapping[
             return f"finding {fid} is not in findings.json"
     options = [key for key in OPTION_FLAGS if key in line]
     if line["auto"]:
-        if disposition != "deferred" or options:
-            given = ", ".join(options) or "no options"
-            return f"an automatic line must be a bare deferral, not {disposition} with {given}"
-        if finding is not None and not auto_deferrable(finding):
-            unreadable = ", location unreadable" if finding.get("location_unreadable") else ""
-            return (f"{fid} is deferred automatically, but only hardening findings with a readable location are "
-                    f"(it is {finding.get('class')}{unreadable})")
-        return None
+        return _auto_line_problem(fid, disposition, options, finding)
+    return _triage_line_problem(line, disposition, options, finding)
+
+
+def _auto_line_problem(fid: str, disposition: str, options: list[str],
+                       finding: Mapping[str, Any] | None) -> str | None:
+    """A line written by automatic deferral: a bare deferral of a finding that allows it."""
+    if disposition != "deferred" or options:
+        given = ", ".join(options) or "no options"
+        return f"an automatic line must be a bare deferral, not {disposition} with {given}"
+    if finding is not None and not auto_deferrable(finding):
+        unreadable = ", location unreadable" if finding.get("location_unreadable") else ""
+        return (f"{fid} is deferred automatically, but only hardening findings with a readable location are "
+                f"(it is {finding.get('class')}{unreadable})")
+    return None
+
+
+def _triage_line_problem(line: Mapping[str, Any], disposition: str, options: list[str],
+                         finding: Mapping[str, Any] | None) -> str | None:
+    """A line written by `spar triage`: the disposition's classes, and exactly the options it needs."""
     classes, needs = RULES[disposition]
     if finding is not None and classes is not None and finding.get("class") not in classes:
-        return f"{disposition} is only for {' or '.join(classes)} findings; {fid} is {finding.get('class')}"
+        return f"{disposition} is only for {' or '.join(classes)} findings; {line['finding']} is {finding.get('class')}"
     for key in needs:
         value = line.get(key)
         if not isinstance(value, str) or is_blank(value):
@@ -268,48 +311,51 @@ def _first_not_plain(lines: Sequence[Mapping[str, Any]], findings: Mapping[str, 
                      start: int = 0) -> int | None:
     """The index of the first line from `start` that the cheap pass cannot clear, or None.
     A line it clears has no `ledger_line_problem` (never the reverse guarantee: a line
-    it stops at is only to be looked at closer). One loop, not a call per line: a long
-    series has tens of thousands of lines."""
-    shapes, auto_size, hex_digits, whitespace = _TRIAGE_SHAPES, len(_LINE_KEYS), _HEX, WHITESPACE
+    it stops at is only to be looked at closer)."""
     for index in range(start, len(lines)):
-        line = lines[index]
         try:  # a key missing (KeyError), a value that does not hash (TypeError)
-            fid, disposition, auto = line["finding"], line["disposition"], line["auto"]
-            if type(fid) is not str or not fid or type(line["at"]) is not str:
+            if not _plain_line(lines[index], findings):
                 return index
-            finding = None
-            if findings is not None:
-                finding = findings.get(fid)
-                if finding is None:
-                    return index
-            if auto is True:
-                if (disposition == "deferred" and len(line) == auto_size
-                        and (finding is None or auto_deferrable(finding))):
-                    continue
-                return index
-            # exactly the keys triage writes: as many as those, and each of them there
-            classes, needs, size = shapes[disposition]
-            if auto is not False or len(line) != size:
-                return index
-            if finding is not None and classes is not None and finding.get("class") not in classes:
-                return index
-            for key in needs:
-                value = line[key]
-                # not blank: its first character is not whitespace (the rule itself trims)
-                if type(value) is not str or not value or value[0] in whitespace:
-                    return index
-            if disposition == "fixed":
-                commit = line["commit"]
-                if len(commit) in (40, 64) and not commit.strip(hex_digits):
-                    continue
-                return index
-            if disposition == "duplicate":
-                target, _, target_id = line["of"].partition("/")
-                if not target or not target_id or "/" in target_id:
-                    return index
         except (KeyError, TypeError):
             return index
     return None
+
+
+def _plain_line(line: Mapping[str, Any], findings: Mapping[str, Mapping[str, Any]] | None) -> bool:
+    """Whether a line has exactly the shape Spar writes (may raise KeyError or TypeError: not plain)."""
+    fid, disposition, auto = line["finding"], line["disposition"], line["auto"]
+    if type(fid) is not str or not fid or type(line["at"]) is not str:
+        return False
+    finding = None
+    if findings is not None:
+        finding = findings.get(fid)
+        if finding is None:
+            return False
+    if auto is True:
+        return (disposition == "deferred" and len(line) == len(_LINE_KEYS)
+                and (finding is None or auto_deferrable(finding)))
+    return auto is False and _plain_triage_line(line, disposition, finding)
+
+
+def _plain_triage_line(line: Mapping[str, Any], disposition: str, finding: Mapping[str, Any] | None) -> bool:
+    """A triage line with exactly the keys triage writes for its disposition, each as triage writes it."""
+    classes, needs, size = _TRIAGE_SHAPES[disposition]
+    if len(line) != size:
+        return False
+    if finding is not None and classes is not None and finding.get("class") not in classes:
+        return False
+    for key in needs:
+        value = line[key]
+        # not blank: its first character is not whitespace (the rule itself trims)
+        if type(value) is not str or not value or value[0] in WHITESPACE:
+            return False
+    if disposition == "fixed":
+        commit = line["commit"]
+        return len(commit) in (40, 64) and not commit.strip(_HEX)
+    if disposition == "duplicate":
+        target, _, target_id = line["of"].partition("/")
+        return bool(target and target_id and "/" not in target_id)
+    return True
 
 
 def extension_problem(line: Mapping[str, Any]) -> str | None:

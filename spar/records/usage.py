@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from spar.judge.jsonvalue import array_at
+from spar.jsonvalue import array_at
 
 TOKEN_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens")
 USAGE_KEYS = ("duration_seconds", *TOKEN_KEYS, "cost_usd")

@@ -1,0 +1,58 @@
+"""The reviewers of a round, stopped as a whole by SIGINT or SIGTERM.
+
+The reviewers run in sessions of their own, so a terminal's Ctrl-C never reaches them
+itself: while they run, either signal cancels the task group, and the runner kills each
+reviewer's whole process group.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import anyio
+from anyio.abc import TaskStatus
+
+from spar.progress import Progress
+from spar.round.runner import ReviewerJob, ReviewerOutcome, run_reviewers
+
+INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+Outcomes = tuple[list[ReviewerOutcome] | None, int | None]
+
+
+async def _reviewers_or_signal(jobs: list[ReviewerJob], progress: Progress, env: dict[str, str],
+                               passthrough: list[str] | None) -> Outcomes:
+    caught: list[int] = []
+    outcomes = None
+    async with anyio.create_task_group() as tg:
+        # a signal ignored when spar started (a background job in a script) stays ignored
+        wanted = [s for s in INTERRUPT_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
+
+        async def watch(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            with anyio.open_signal_receiver(*wanted) as signals:
+                task_status.started()  # installed before any reviewer starts
+                async for signum in signals:
+                    caught.append(int(signum))
+                    tg.cancel_scope.cancel()
+                    return
+
+        if wanted and threading.current_thread() is threading.main_thread():  # signals reach the main thread only
+            await tg.start(watch)
+        outcomes = await run_reviewers(jobs, progress=progress, env=env, env_passthrough=passthrough)
+        tg.cancel_scope.cancel()  # stop the watcher
+    return (None, caught[0]) if caught else (outcomes, None)
+
+
+def run_until_signal(jobs: list[ReviewerJob], progress: Progress, env: dict[str, str],
+                     passthrough: list[str] | None, backend: str) -> Outcomes:
+    """(outcomes, None), or (None, signal number) when SIGINT or SIGTERM came first.
+    `passthrough`: what each reviewer inherits of `env` (spar.round.environment)."""
+    try:
+        return anyio.run(lambda: _reviewers_or_signal(jobs, progress, env, passthrough), backend=backend)
+    except BaseExceptionGroup as group:
+        # a Ctrl-C before the watcher was in place comes wrapped by trio: keep it a plain one
+        interrupt, rest = group.split(KeyboardInterrupt)
+        if interrupt is not None and rest is None:
+            raise KeyboardInterrupt from None
+        raise

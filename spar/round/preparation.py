@@ -1,0 +1,233 @@
+"""The data of one `spar run` (`Round`) and the work of its first two steps: the commits it
+reviews (HEAD, a named one, or the working tree made a commit), what packet.md is built
+from, and the round folder the reviewers read (docs/records.md)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spar import git
+from spar import series as series_mod
+from spar.config.load import load_config
+from spar.config.model import AppliedConfig
+from spar.config.select import apply_selection
+from spar.errors import Refused, WriteFailed, quote
+from spar.judge.context import RoundDoc
+from spar.records import atomic, readers
+from spar.records.clock import now
+from spar.records.model import Finding, RoundRecord
+from spar.round import reuse
+from spar.round.args import RunArgs, check_standpoints
+from spar.round.interface import Preset, reviewer_input
+from spar.round.memory import memory_sha256
+from spar.round.packet import DIFF_LIMIT, PacketInput, packet_sha256
+from spar.round.recording import new_round_json, reviewer_entry
+from spar.round.runner import ReviewerJob, ReviewerOutcome
+from spar.round.schema import schema_text
+from spar.round.treeplan import TreePlan, escaped_names, workspace_warnings
+from spar.round.workspace import build_workspace
+
+
+@dataclass(frozen=True)
+class RoundCommits:
+    """The commits a round reviews, and where its head came from (docs/records.md)."""
+
+    base: str
+    head: str
+    expect_head: str | None
+    source: str = "commit"  # "worktree": `head` is a commit Spar made of the working tree
+    head_tree: str | None = None  # the worktree commit's tree: what the gate compares
+    parent: str | None = None  # the worktree commit's parent, HEAD when it was made
+    uncommitted: git.Uncommitted | None = None  # None when --head named the commit
+
+
+def work_tree_of(cwd: str) -> Path:
+    """The root of the work tree holding `cwd`; refused outside one."""
+    try:
+        root = git.repo_root(cwd)
+    except git.GitError as exc:
+        raise Refused(f"cannot tell which git repository holds {cwd}: {exc}") from None
+    if root is None:
+        raise Refused(f"{cwd} is not inside a git repository")
+    return root
+
+
+def run_config(args: RunArgs, repo: Path, env: Mapping[str, str]) -> AppliedConfig:
+    """The configuration with this run's selection applied; refused when a standpoint names no reviewer."""
+    cfg = load_config(repo, env=env)
+    named = env.get("SPAR_CONFIG")
+    for skipped in cfg.skipped:
+        if named and skipped["path"] == named:
+            # G16 skips a missing SPAR_CONFIG; a file the user named by hand deserves a word
+            print(f"spar: warning: SPAR_CONFIG {named} was skipped ({skipped['why']}); "
+                  "using the next configuration source", file=sys.stderr)
+    configured = [r.name for r in cfg.reviewers]
+    cfg = apply_selection(cfg, args)
+    # standpoints may name a configured reviewer left out of this run (contract)
+    check_standpoints(args.standpoints, configured + [r.name for r in cfg.reviewers if r.name not in configured])
+    return cfg
+
+
+def _head(args: RunArgs, repo: Path) -> str:
+    try:
+        return git.resolve_commit(repo, args.head if args.head is not None else "HEAD", what="--head")
+    except Refused:
+        if args.head is None and git.unborn_head(repo):  # no --head to blame
+            raise Refused(f"{git.NO_COMMITS}; commit the change to review") from None
+        raise
+
+
+def choose_commits(args: RunArgs, repo: Path) -> RoundCommits:
+    """--head (default HEAD, or the working tree with --worktree), --base and --expect-head as
+    commit IDs; refused when one does not name a commit."""
+    head = _head(args, repo)
+    # only the checked-out HEAD has a working tree whose changes this round could miss
+    uncommitted = git.uncommitted(repo) if args.head is None else None
+    tree = parent = None
+    if args.worktree:
+        try:
+            made = git.snapshot_worktree(repo, head)
+        except git.GitError as exc:
+            raise Refused(f"--worktree: cannot make a commit of the working tree: {exc}") from None
+        head, tree, parent = made.commit, made.tree, head
+    if args.base is None:
+        base = git.default_base(repo, head)
+    else:
+        base = git.resolve_commit(repo, args.base, what="--base")
+    expect = None
+    if args.expect_head is not None:
+        expect = git.resolve_commit(repo, args.expect_head, what="--expect-head")
+        if expect != head:
+            raise Refused(f"--expect-head {quote(args.expect_head)} is {expect}, but the head to review is {head}")
+    return RoundCommits(base=base, head=head, expect_head=expect, source="worktree" if args.worktree else "commit",
+                        head_tree=tree, parent=parent, uncommitted=uncommitted)
+
+
+def last_round_elsewhere(series: Path, stage: str, head: str) -> series_mod.SeriesRound | None:
+    """The series' last non-dry round of `stage` at another head, or None: its diff to
+    `head` is in the packet. A rerun at the same head finds the same round, so it keeps
+    the same packet."""
+    rounds = [r for r in series_mod.read_series(series)
+              if r.round.get("stage") == stage and r.round.get("dry_run") is not True and r.round["head"] != head]
+    return rounds[-1] if rounds else None
+
+
+def packet_input(args: RunArgs, repo: Path, config: AppliedConfig, commits: RoundCommits,
+                 documents: dict[str, list[RoundDoc]], plans: dict[str, TreePlan], series: Path) -> PacketInput:
+    """Everything packet.md is built from: the arguments, the configuration, the diff (code
+    stage) and the change since the series' last round at another head."""
+    base, head = commits.base, commits.head
+    packet = PacketInput(
+        stage=args.stage, series=series.name, base=base, head=head, angles=list(config.angles),
+        check_paths=list(config.check_paths), documents=documents,
+        standpoints=list(args.standpoints), decisions=list(args.decisions),
+        workspace_notes=[n for copy, tree in plans.items() for n in tree.notes(copy)],
+        escaped_names=escaped_names(plans.values()),
+    )
+    if args.stage == "code":
+        diff = git.diff_with_stat(repo, base, head, DIFF_LIMIT)  # the packet keeps no more than DIFF_LIMIT
+        packet.diff_stat, packet.diff, packet.diff_complete = diff.stat, diff.patch, diff.complete
+    since = last_round_elsewhere(series, args.stage, head)
+    if since is not None:
+        packet.since_round, packet.since_head = since.name, since.round["head"]
+        try:
+            moved = git.diff_with_stat(repo, packet.since_head, head, DIFF_LIMIT)
+            packet.since_stat, packet.since_diff, packet.since_diff_complete = moved.stat, moved.patch, moved.complete
+        except git.GitError:  # that head is gone (rebased and pruned): the packet says so
+            packet.since_diff = None
+    return packet
+
+
+def write_inputs(config: AppliedConfig, out: Path, args: RunArgs, packet_text: str, memory_text: str,
+                 files: list[tuple[Path, bytes]], presets: Mapping[str, Preset]) -> list[ReviewerJob]:
+    """Each reviewer's folder, its input files added to `files`; returns the runner's jobs."""
+    standpoints = dict(args.standpoints)
+    jobs = []
+    for cfg in config.reviewers:
+        reviewer_dir = out / cfg.name
+        try:
+            reviewer_dir.mkdir()
+        except OSError as exc:  # the round folder exists already: exit 70, not a traceback
+            raise WriteFailed(f"cannot create {reviewer_dir}: {exc.strerror or exc}") from exc
+        preset = presets[cfg.preset]
+        spec = reviewer_input(
+            preset, cfg, reviewer_dir=reviewer_dir, packet_text=packet_text, packet_path=out / "packet.md",
+            standpoint=standpoints.get(cfg.name), standpoints_active=bool(standpoints), dry_run=args.dry_run,
+            memory_text=memory_text,
+        )
+        for rel, content in spec.files.items():  # presets name files directly in the folder
+            files.append((reviewer_dir / rel, content.encode("utf-8")))
+        jobs.append(ReviewerJob(config=cfg, reviewer_dir=reviewer_dir, round_dir=out, workspace=out / "workspace",
+                                schema_path=out / "schema.json", input=spec, preset=preset))
+    return jobs
+
+
+@dataclass
+class Round:
+    """One `spar run` from its plan to its record: each step fills in its part."""
+
+    args: RunArgs
+    repo: Path
+    config: AppliedConfig
+    backend: str
+    out: Path  # absolute round folder; its parent is the series
+    commits: RoundCommits
+    documents: dict[str, list[RoundDoc]]
+    presets: dict[str, Preset]  # preset name -> the object; `spar run` asks the registry
+    tree_plans: dict[str, TreePlan] = field(default_factory=dict)  # "head", "base": what the copies hold
+    packet_text: str = ""
+    memory_text: str = ""  # decided under the series lock (spar.round.memory)
+    record: RoundRecord | None = None  # round.json, from step 2 on
+    jobs: list[ReviewerJob] = field(default_factory=list)
+    workspace_before: dict[str, Any] = field(default_factory=dict)  # the copies' state as built
+    outcomes: list[ReviewerOutcome] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def _add_head_source(record: RoundRecord, commits: RoundCommits) -> RoundRecord:
+    """Where the head came from, and what the working tree held beyond HEAD."""
+    record["head_source"] = commits.source
+    if commits.head_tree is not None and commits.parent is not None:
+        record["head_tree"], record["head_parent"] = commits.head_tree, commits.parent
+    counts = commits.uncommitted
+    record["uncommitted"] = None if counts is None else {"modified": counts.modified, "untracked": counts.untracked}
+    return record
+
+
+def write_round_folder(r: Round, counted: bool) -> None:
+    """The round folder, its inputs, round.json (not finished) and the read-only workspace."""
+    c = r.commits
+    started = now()
+    try:
+        r.out.mkdir()
+    except OSError as exc:
+        raise Refused(f"--out {quote(str(r.args.out))}: cannot create it: {exc.strerror or exc}") from None
+    files = [(r.out / "packet.md", r.packet_text.encode("utf-8"))]
+    if r.memory_text:
+        files.append((r.out / "memory.md", r.memory_text.encode("utf-8")))
+    files.append((r.out / "schema.json", schema_text(bool(r.args.standpoints)).encode("utf-8")))
+    r.jobs = write_inputs(r.config, r.out, r.args, r.packet_text, r.memory_text, files, r.presets)
+    atomic.write_files(files)  # one batch: their fsyncs at once, before round.json names the round
+    standpoints = dict(r.args.standpoints)
+    r.record = new_round_json(
+        name=r.out.name, stage=r.args.stage, repository=str(r.repo), base=c.base, head=c.head,
+        expect_head=c.expect_head,
+        packet_sha256=packet_sha256(r.packet_text), documents=r.documents, config=r.config,
+        reviewers=[reviewer_entry(cfg, standpoints.get(cfg.name)) for cfg in r.config.reviewers],
+        standpoints=list(r.args.standpoints), decisions=list(r.args.decisions),
+        counted=counted, dry_run=r.args.dry_run, started_at=started,
+    )
+    _add_head_source(r.record, c)
+    r.record["warnings"] += workspace_warnings(r.tree_plans)
+    if r.memory_text:  # its own digest: never part of packet_sha256 (a rerun stays a rerun)
+        r.record["memory_sha256"] = memory_sha256(r.memory_text)
+    atomic.write_json(r.out / "round.json", r.record)
+    # files' bytes from the work tree (at the checked-out head) and the series' last copy, each
+    # checked against its blob id; git inflates only the rest
+    earlier = reuse.earlier_copy(readers.series_rounds(r.out.parent), r.out)
+    sources = reuse.sources(r.repo if r.args.head is None else None, earlier)
+    r.workspace_before = build_workspace(r.repo, c.base, c.head, r.out / "workspace", r.tree_plans, sources)

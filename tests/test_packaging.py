@@ -1,0 +1,58 @@
+"""Issue 22 point 8: a wheel built from the repository holds the commented configuration
+example that the user configuration `spar init` writes points to."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from spar.config.scaffold import user_template
+
+ROOT = Path(__file__).resolve().parent.parent
+# a path inside the spar package, as the written configuration names one
+_NAMED = re.compile(r"spar/[\w/]+\.example\.toml")
+
+
+def named_examples() -> set[str]:
+    """The example files the written user configuration points to, with or without CLIs found."""
+    return set(_NAMED.findall(user_template(["claude", "codex"]) + user_template([])))
+
+
+def test_the_written_configuration_points_to_package_data():
+    """Issue 22 point 8: each example the user configuration names is a file of the spar package
+    matched by its package data, so an installed Spar has it."""
+    names = named_examples()
+    assert names == {"spar/configs/user.example.toml"}
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
+    for name in names:
+        assert (ROOT / name).is_file(), name
+        inside = name.removeprefix("spar/")
+        assert any(fnmatch.fnmatch(inside, glob) for glob in globs["spar"]), (name, globs)
+
+
+@pytest.mark.slow
+def test_a_wheel_built_from_the_repository_holds_the_examples(tmp_path):
+    """Issue 22 point 8: `pip wheel` of the sources (copied, so the build writes nothing into
+    the repository) gives a wheel whose files include every example the configuration names."""
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "spar", source / "spar", ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "wheel"
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                           "-q", "-w", str(out), str(source)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    [wheel] = out.glob("spar-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        files = set(archive.namelist())
+    assert named_examples() <= files
+    assert "spar/configs/project.example.toml" in files

@@ -219,11 +219,13 @@ class _Chains:
         self.lookup = lookup
         self.rounds: dict[tuple[str, str], RoundRecords | None] = {}
         self.links: dict[tuple[str, str], str] = {}
+        self.ledgers: dict[tuple[str, str], dict[str, LedgerLine]] = {}  # the standing line per finding
         for r in rounds:
             self._add(r.series, r.name, r)
 
     def _add(self, series: str, name: str, r: RoundRecords | None) -> None:
         self.rounds[(series, name)] = r
+        self.ledgers[(series, name)] = {line["finding"]: line for line in r.ledger} if r is not None else {}
         if r is not None:
             self.links.update({(series, ref): target for ref, target in same_as(r).items()})
 
@@ -245,9 +247,8 @@ class _Chains:
     def line(self, series: str, ref: str) -> LedgerLine | None:
         """The standing ledger line of ROUND/ID (None: open, or its round unreadable)."""
         name, _, fid = ref.partition("/")
-        r = self._round(series, name)
-        standing = [line for line in r.ledger if line.get("finding") == fid] if r is not None else []
-        return standing[-1] if standing else None
+        self._round(series, name)
+        return self.ledgers[(series, name)].get(fid)
 
     def disposition(self, series: str, ref: str) -> LedgerLine | None:
         """The standing line of ROUND/ID, a duplicate's followed to what its chain ends in:

@@ -14,7 +14,7 @@ from pathlib import Path
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, RecordError, Refused, quote
 from spar.export import codeclimate, rdjsonl, sarif
-from spar.export.collect import Item, RoundLookup, RoundRecords, collect, series_identity, unfinished
+from spar.export.collect import Item, RoundLookup, RoundRecords, collect, series_identity, unfinished_reviewers
 from spar.records import atomic, paths, readers
 from spar.series import read_series, round_folder
 from spar.textsafe import for_stream
@@ -163,7 +163,7 @@ def main(argv: list[str]) -> int:
 def _tell_unfinished(rounds: list[RoundRecords]) -> int:
     """Say on stderr which reviewers did not complete (every format: Code Quality and
     rdjsonl have no place for it in the file); 1 when one of them was not waived."""
-    missing = unfinished(rounds)
+    missing = unfinished_reviewers(rounds)
     for u in missing:
         print(f"spar: reviewer {quote(u.reviewer)} did not complete round {quote(u.round)}: "
               f"{quote(u.status)}, {quote(u.reason)}" + (" (waived)" if u.waived else ""), file=sys.stderr)

@@ -297,7 +297,7 @@ def _inputs(r: RoundRecords) -> tuple[str, ...] | None:
     return (r.series, str(r.round.get("stage")), str(r.round.get("base")), str(r.round.get("head")), packet)
 
 
-def unfinished(rounds: list[RoundRecords]) -> list[Unfinished]:
+def unfinished_reviewers(rounds: list[RoundRecords]) -> list[Unfinished]:
     """Each reviewer of the given rounds that did not complete, as the gate counts it: a
     rerun of the same input among the rounds in which it completed settles it, and a
     waiver in any of them waives it."""
@@ -330,7 +330,7 @@ def collect(rounds: list[RoundRecords],
     were given; None (or a round it cannot read) ends the chain there."""
     chains = _Chains(rounds, lookup)
     reviewers = _reviewer_infos(rounds)
-    for u in unfinished(rounds):
+    for u in unfinished_reviewers(rounds):
         reviewers[u.reviewer].unfinished.append(u)
     found: list[_Found] = []
     for index, r in enumerate(rounds):

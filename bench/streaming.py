@@ -3,7 +3,7 @@
 Three measurements per size, in the same run and alternating order:
 - baseline: the fake alone with its output going to /dev/null (how fast the
   producer can go on this machine: no reader can see lines faster);
-- monitor: spar's process layer (`spar.round.process.run_process`) with the agy
+- monitor: spar's process layer (`spar.round.process.GuardedProcess`) with the agy
   preset's line monitor, in a child that reports its own time and peak RSS
   (RUSAGE_SELF, so the producer is not counted);
 - spar run: a whole round with that one agy reviewer (peak RSS is the largest
@@ -46,7 +46,7 @@ import json, resource, sys, time
 from pathlib import Path
 import anyio
 from spar.presets.agy import AgyMonitor
-from spar.round.process import run_process
+from spar.round.process import GuardedProcess, OutputHandling
 argv, log_dir = json.loads(sys.argv[1]), Path(sys.argv[2])
 monitor = AgyMonitor()
 count = 0
@@ -55,9 +55,12 @@ def feed(line):
     count += 1
     return monitor.feed(line)
 async def main():
-    return await run_process(argv, cwd=log_dir, deadline=anyio.current_time() + 600,
-                             stdout_path=log_dir / "stdout.log", stderr_path=log_dir / "stderr.log",
-                             on_stdout_line=feed)
+    output = OutputHandling(stdout_path=log_dir / "stdout.log", stderr_path=log_dir / "stderr.log",
+                            on_stdout_line=feed)
+    async with GuardedProcess(argv, cwd=log_dir, output=output) as proc:
+        with anyio.move_on_after(600):
+            await proc.wait()
+    return proc.result
 t = time.perf_counter()
 result = anyio.run(main)
 print(json.dumps({"seconds": time.perf_counter() - t, "lines": count, "exit_code": result.exit_code,

@@ -19,7 +19,7 @@ import anyio
 
 from spar.judge.core_caps import QUERY_ARGS, Capabilities, interpret
 from spar.round.executable import find_executable
-from spar.round.process import run_process
+from spar.round.process import GuardedProcess, OutputHandling
 
 QUERY_TIMEOUT = 5.0
 OUTPUT_CAP = 1024 * 1024  # a capability object is a few KiB; more is not an answer
@@ -53,9 +53,11 @@ async def query_core(requested: str, path_env: str | None, env: dict[str, str],
     with tempfile.TemporaryDirectory(prefix="spar-core-") as tmp:
         out = Path(tmp) / "stdout"
         try:
-            proc = await run_process([exe, *QUERY_ARGS], cwd=tmp, deadline=anyio.current_time() + timeout,
-                                     env=env, stdout_path=out, stderr_path=Path(tmp) / "stderr",
-                                     output_cap=OUTPUT_CAP)
+            output = OutputHandling(stdout_path=out, stderr_path=Path(tmp) / "stderr", cap=OUTPUT_CAP)
+            async with GuardedProcess([exe, *QUERY_ARGS], cwd=tmp, env=env, output=output) as running:
+                with anyio.move_on_after(timeout):
+                    await running.wait()
+            proc = running.result
         except OSError as err:
             return CoreCheck(requested, exe, before,
                              Capabilities("failed", f"could not start: {err.strerror or err}"))

@@ -417,6 +417,13 @@ def tracked_under(repo: Path | str, path: Path | str) -> bool:
     return bool(out.strip(b"\0"))
 
 
+def tracks(repo: Path | str, path: Path | str) -> bool:
+    """Whether the index holds `path` itself as an entry (a file, a link or a submodule)."""
+    rel = _relative(repo, path)
+    out = run(repo, "ls-files", "-z", "--full-name", "--", f":(literal){rel}").stdout
+    return rel.encode("utf-8", "surrogateescape") in out.split(b"\0")
+
+
 def _diff_args(base: str, head: str) -> list[str]:
     # fixed prefixes and no external programs, whatever the user's diff settings
     return ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",

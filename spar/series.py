@@ -102,9 +102,19 @@ def read_series(series: Path | str) -> list[SeriesRound]:
     return rounds
 
 
+def position(round_json: RoundRecord, name: str) -> tuple[str, str]:
+    """A round's place in series order (compare two with `<`)."""
+    return order_key(round_json)[0], name
+
+
+def positions(rounds: list[SeriesRound]) -> dict[str, tuple[str, str]]:
+    """Round name -> place in series order, for readers.read_ledger's link rule."""
+    return {item.name: position(item.round, item.name) for item in rounds}
+
+
 def is_earlier(a: RoundRecord, a_name: str, b: RoundRecord, b_name: str) -> bool:
     """True when round `a` comes before round `b` in the series."""
-    return (order_key(a)[0], a_name) < (order_key(b)[0], b_name)
+    return position(a, a_name) < position(b, b_name)
 
 
 def project_caps(rounds: list[SeriesRound]) -> tuple[dict[str, int], str | None]:

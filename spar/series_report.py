@@ -18,7 +18,7 @@ from spar.judge.dispositions import standing
 from spar.records import readers, usage
 from spar.records.model import ExtensionLine, Finding, LedgerLine, RoundRecord
 from spar.records.record_rules import CAUSES, CLASSES
-from spar.series import SeriesRound, order_key, project_caps, stage_caps
+from spar.series import SeriesRound, order_key, positions, project_caps, stage_caps
 
 NO_CAUSE = "no_recorded_cause"
 SCHEMA = "cap-report/v1"
@@ -151,9 +151,10 @@ def _with_findings(rounds: list[SeriesRound], rows: list[dict[str, Any]],
     """One round at a time, in series order: its findings and ledger are read, its row gets
     the counts, `seen` (if any) is shown them, and the scoreboard gets what it tallies.
     Nothing of a round's findings is kept once the next round is read."""
+    order = positions(rounds)  # a duplicate link into a later round is refused, as triage refuses it
     for item, row in zip(rounds, rows, strict=True):
         findings = _recorded_findings(item)
-        ledger = readers.read_ledger(item.path, findings) if findings is not None else []
+        ledger = readers.read_ledger(item.path, findings, positions=order) if findings is not None else []
         _count(row, findings)
         if seen is not None and findings is not None:
             seen(item, findings, ledger)

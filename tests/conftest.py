@@ -6,6 +6,8 @@
   ignored (see `roundfactory.series_repo`); tests share it by giving each
   series its own folder, which is cheaper than a repository per test.
 - `series`: a fresh series in that repository with one round, `r1`.
+- `_guard_started_alone` (every test): the reviewer guard is running before each test
+  starts, forked while the process ran one thread (spar.round.guard refuses otherwise).
 A module that needs a different repository defines its own `repo`.
 
 Every in-process async test runs under `anyio.fail_after(ASYNC_TEST_BOUND)`, so a
@@ -79,6 +81,19 @@ def pytest_pyfunc_call(pyfuncitem):
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request):
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def _guard_started_alone():
+    """Spar forks its reviewer guard only while it runs one thread, and this process runs
+    anyio's trio test runner, whose thread outlives a trio test by a few seconds: so the guard
+    is started here when it is not running (first test, or one that stopped it), before the
+    test, at a moment with no other thread. Spar's own code then finds it running."""
+    from spar.round.process import guard_running
+    from tests.proctools import start_guard_alone
+
+    if not guard_running():
+        start_guard_alone()
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,15 @@ so it is generous: on a loaded machine an event may take seconds.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
+from typing import Any
+
+import anyio
+
+from spar.round import process
+from spar.round.process import KILL_GRACE, GuardedProcess, OutputHandling, ProcessResult
 
 HANG = 120.0  # seconds: a wait this long means the event will not happen
 
@@ -17,6 +24,17 @@ HANG = 120.0  # seconds: a wait this long means the event will not happen
 # can pass first; the scenario then did not take place, and the test runs it again with
 # the next limit instead of failing or asserting on wall time. Multiply by the base limit.
 LIMITS = (1, 2, 4, 8, 16, 32)
+
+
+async def run_for(argv: list[str], *, seconds: float, cwd: Path | str, env: dict[str, str] | None = None,
+                  stdin_text: str | None = None, kill_grace: float = KILL_GRACE, **output: Any) -> ProcessResult:
+    """Run `argv` as Spar runs a reviewer, its time limit `seconds` (the caller's cancel
+    scope); `output` are OutputHandling's fields."""
+    async with GuardedProcess(argv, cwd=cwd, env=env, stdin_text=stdin_text, output=OutputHandling(**output),
+                              kill_grace=kill_grace) as proc:
+        with anyio.move_on_after(seconds):
+            await proc.wait()
+    return proc.result
 
 
 def wait_for(condition, timeout: float = HANG, poll: float = 0.02) -> bool:
@@ -69,3 +87,11 @@ def blocked_on_lock(pid: int) -> bool:
         if "->" in parts and parts[parts.index("->") + 4] == str(pid):
             return True
     return False
+
+
+def start_guard_alone() -> None:
+    """Start this test process's reviewer guard once it runs no other thread: the guard is
+    forked only then (spar.round.guard), and anyio's trio test runner keeps a thread of trio's
+    for a few seconds after a trio test."""
+    assert wait_for(lambda: threading.active_count() == 1, poll=0.05), threading.enumerate()
+    process.start_guard()

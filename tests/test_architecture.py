@@ -17,6 +17,7 @@ PURE_IMPORTS = {
     "__future__", "collections", "collections.abc", "dataclasses", "enum", "functools", "json", "posixpath", "re",
     "typing", "spar.errors", "spar.config.model", "spar.records.model", "math", "spar.records.usage", "operator",
     "spar.records.record_rules", "spar.jsonvalue", "spar.globs", "spar.whitespace", "spar.pathtext",
+    "datetime",  # Unix times shown as UTC (spar/judge/refusal.py); never now()
 }
 # os only for os.path string handling; anything else of os is I/O
 IO_NAMES = {"open", "print", "input"}
@@ -147,7 +148,7 @@ def spar_imports(path: Path) -> set[str]:
 
 
 def test_the_guard_needs_only_the_standard_library():
-    """The guard is a fork of spar that must import nothing after the fork (but ctypes): it
+    """The guard is a fork of spar that must import nothing after the fork: it
     and every spar module it imports, transitively, import nothing but the standard
     library, so it stays small and all it runs is loaded with spar.round.process."""
     seen, todo, outside = set(), ["spar.round.guard"], set()

@@ -10,14 +10,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MAX_LINES = 80
 
-# TEMPORARY: these two are split on other branches of issue 21 (the process runner and the
-# reviewer runner). Remove each entry, and the C901 waiver on its line, once that branch is merged.
-NOT_YET_SPLIT = frozenset({
-    ("spar/round/process.py", "run_process"),
-    ("spar/round/runner.py", "_attempt"),
-})
-
-
 def long_functions(source: str, max_lines: int = MAX_LINES) -> list[tuple[str, int]]:
     """(name, lines) of every function or method in `source` longer than `max_lines`,
     counted from its `def` line to its last line (decorators not counted)."""
@@ -32,13 +24,12 @@ def long_functions(source: str, max_lines: int = MAX_LINES) -> list[tuple[str, i
 
 
 def test_no_function_in_spar_is_over_80_lines() -> None:
-    """Issue 21 point 3: every function in spar/ fits in 80 lines (the temporary set aside)."""
+    """Issue 21 point 3: every function in spar/ fits in 80 lines."""
     over = []
     for path in sorted((ROOT / "spar").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
         for name, lines in long_functions(path.read_text(encoding="utf-8")):
-            if (rel, name) not in NOT_YET_SPLIT:
-                over.append(f"{rel}: {name} has {lines} lines")
+            over.append(f"{rel}: {name} has {lines} lines")
     assert over == []
 
 
@@ -63,8 +54,8 @@ def test_ruff_checks_complexity_at_15() -> None:
     assert not any("C901" in rules or "C90" in rules for rules in spar_ignores)
 
 
-def test_no_complexity_waiver_outside_the_temporary_set() -> None:
-    """Issue 21 point 3: a C901 waiver appears only on the functions of the temporary set."""
+def test_no_complexity_waiver() -> None:
+    """Issue 21 point 3: no function in spar/ waives the complexity check."""
     waived = []
     for path in sorted((ROOT / "spar").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
@@ -72,4 +63,4 @@ def test_no_complexity_waiver_outside_the_temporary_set() -> None:
             if "noqa" in line and "C901" in line:
                 name = line.split("def ", 1)[-1].split("(", 1)[0].strip()
                 waived.append((rel, name))
-    assert set(waived) <= NOT_YET_SPLIT
+    assert waived == []

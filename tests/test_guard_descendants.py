@@ -13,8 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from spar.round.process import run_process
-from tests.proctools import LIMITS, pid_gone, wait_for, written
+from tests.proctools import LIMITS, pid_gone, run_for, start_guard_alone, wait_for, written
 
 PY = sys.executable
 BOUND = 30  # seconds: a hang guard, never the measure
@@ -76,8 +75,8 @@ def wait_file(path: Path, proc: subprocess.Popen | None = None) -> None:
 async def _review(tmp_path, keep: str, then: str, seconds: float):
     pid_file = tmp_path / "grandchild.pid"
     with anyio.fail_after(BOUND + seconds):
-        res = await run_process([PY, "-c", REVIEWER, str(pid_file), keep, then], cwd=tmp_path,
-                                deadline=anyio.current_time() + seconds, kill_grace=0.3)
+        res = await run_for([PY, "-c", REVIEWER, str(pid_file), keep, then], cwd=tmp_path, seconds=seconds,
+                            kill_grace=0.3)
     return res, pid_file
 
 
@@ -86,7 +85,7 @@ async def _review(tmp_path, keep: str, then: str, seconds: float):
 async def test_setsid_grandchild_ends_with_a_normal_end(tmp_path, keep):
     res, pid_file = await _review(tmp_path, keep, "exit", BOUND)
     assert res.exit_code == 0 and not res.timed_out
-    assert not _alive(int(pid_file.read_text()))  # ended before run_process returned, not later
+    assert not _alive(int(pid_file.read_text()))  # ended before the process block ended, not later
 
 
 @pytest.mark.slow
@@ -101,13 +100,15 @@ async def test_setsid_grandchild_ends_with_a_timeout(tmp_path, keep):
     assert not _alive(int(pid_file.read_text()))
 
 
-# spar stand-in: one run_process, killed with SIGKILL while the reviewer runs
+# spar stand-in: one reviewer process, killed with SIGKILL while the reviewer runs
 SPAR = r'''
 import sys, anyio
-from spar.round.process import run_process
+from spar.round.process import GuardedProcess
 async def main():
-    await run_process([sys.executable, "-c", sys.argv[1], sys.argv[2], sys.argv[3], "wait"], cwd=sys.argv[4],
-                      deadline=anyio.current_time() + 600)
+    argv = [sys.executable, "-c", sys.argv[1], sys.argv[2], sys.argv[3], "wait"]
+    async with GuardedProcess(argv, cwd=sys.argv[4]) as proc:
+        with anyio.move_on_after(600):
+            await proc.wait()
 anyio.run(main, backend=sys.argv[5])
 '''
 
@@ -229,7 +230,7 @@ async def test_one_guard_starts_every_reviewer(tmp_path):
     seen = []
     for _ in range(3):
         with anyio.fail_after(BOUND):
-            res = await run_process([PY, "-c", code], cwd=tmp_path, deadline=anyio.current_time() + BOUND)
+            res = await run_for([PY, "-c", code], cwd=tmp_path, seconds=BOUND)
         assert res.exit_code == 0, res.stderr_tail
         seen.append([int(x) for x in res.last_stdout_line.split()])
     keepers, guards, groups = zip(*seen, strict=True)
@@ -237,19 +238,18 @@ async def test_one_guard_starts_every_reviewer(tmp_path):
     assert len(set(guards)) == 1 and guards[0] not in (os.getpid(), *keepers)  # one guard for all
 
 
-@pytest.mark.anyio
-async def test_the_guard_keeps_no_descriptor_of_spar(tmp_path):
+def test_the_guard_keeps_no_descriptor_of_spar(tmp_path):
     """The guard is a fork of spar: of spar's descriptors it keeps only its end of the
     control socket (a pipe end of spar's left open in it could hold a reviewer's stdin or
     a status pipe open), and its stdin, stdout and stderr are /dev/null."""
     from spar.round import process
 
-    process.stop_guard()  # the next reviewer forks a new guard, while this pipe is open
+    process.stop_guard()
     read_end, write_end = os.pipe()
     ours = os.readlink(f"/proc/self/fd/{read_end}")
     try:
-        with anyio.fail_after(BOUND):
-            res = await run_process([PY, "-c", "pass"], cwd=tmp_path, deadline=anyio.current_time() + BOUND)
+        start_guard_alone()  # a new guard, forked while this pipe is open
+        res = anyio.run(lambda: run_for([PY, "-c", "pass"], cwd=tmp_path, seconds=BOUND))
         assert res.exit_code == 0, res.stderr_tail
         guard = process._GUARD._pid
         fds = {int(fd): os.readlink(f"/proc/{guard}/fd/{fd}") for fd in os.listdir(f"/proc/{guard}/fd")}

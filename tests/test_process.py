@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from spar.round.process import run_process
-from tests.proctools import HANG, LIMITS, gone, written
+from spar.round.process import GuardedProcess, OutputHandling
+from tests.proctools import HANG, LIMITS, gone, run_for, written
 
 PY = sys.executable
 
@@ -21,8 +21,8 @@ def py(code: str) -> list[str]:
 
 async def _run(tmp_path, argv, *, seconds=30.0, **kw):
     with anyio.fail_after(HANG):
-        return await run_process(argv, cwd=tmp_path, deadline=anyio.current_time() + seconds,
-                                 stdout_path=tmp_path / "stdout.log", stderr_path=tmp_path / "stderr.log", **kw)
+        return await run_for(argv, cwd=tmp_path, seconds=seconds,
+                             stdout_path=tmp_path / "stdout.log", stderr_path=tmp_path / "stderr.log", **kw)
 
 
 @pytest.mark.anyio
@@ -60,7 +60,7 @@ async def test_child_that_ignores_stdin_does_not_block(tmp_path):
 async def test_output_above_the_cap_is_truncated_but_drained_and_monitored(tmp_path):
     seen = []
     code = "import sys\nfor i in range(2000): sys.stdout.write('%05d' % i + 'x' * 94 + '\\n')\nsys.stderr.write('e' * 50000)"
-    res = await _run(tmp_path, py(code), on_stdout_line=lambda l: seen.append(l) and None, output_cap=1000)
+    res = await _run(tmp_path, py(code), on_stdout_line=lambda l: seen.append(l) and None, cap=1000)
     assert res.exit_code == 0
     assert res.stdout.truncated and res.stdout.bytes_seen == 200_000 and res.stdout.bytes_kept == 1000
     assert (tmp_path / "stdout.log").stat().st_size == 1000
@@ -176,8 +176,7 @@ async def test_unstartable_program_says_why(tmp_path):
 async def test_the_reviewer_starts_in_its_folder_with_sigpipe_at_its_default(tmp_path, shell):
     # the keeper is Python, which ignores SIGPIPE; the reviewer must not inherit that
     (tmp_path / "here").mkdir()
-    res = await run_process([shell, "-c", "pwd; grep SigIgn /proc/self/status"], cwd=tmp_path / "here",
-                            deadline=anyio.current_time() + 30)
+    res = await run_for([shell, "-c", "pwd; grep SigIgn /proc/self/status"], cwd=tmp_path / "here", seconds=30)
     assert res.exit_code == 0
     folder, ignored = res.stdout_tail.splitlines()
     assert folder == str(tmp_path / "here")
@@ -186,8 +185,7 @@ async def test_the_reviewer_starts_in_its_folder_with_sigpipe_at_its_default(tmp
 
 @pytest.mark.anyio
 async def test_memory_only_streams_keep_a_tail(tmp_path):
-    res = await run_process(py("print('v' * 100000); print('1.2.3')"), cwd=tmp_path,
-                            deadline=anyio.current_time() + 10)
+    res = await run_for(py("print('v' * 100000); print('1.2.3')"), cwd=tmp_path, seconds=10)
     assert res.last_stdout_line == "1.2.3" and res.stdout.path is None
     assert len(res.stdout_tail) <= 64 * 1024
 
@@ -225,9 +223,56 @@ async def test_a_log_that_cannot_be_written_is_reported_and_the_stream_still_dra
     # /dev/full answers every write with ENOSPC, like a full disk
     seen = []
     code = f"for i in range({lines}): print('x' * 40, i, flush=True)"
-    res = await run_process(py(code), cwd=tmp_path, deadline=anyio.current_time() + 10,
+    res = await run_for(py(code), cwd=tmp_path, seconds=10,
                             stdout_path=Path("/dev/full"), stderr_path=tmp_path / "stderr.log",
                             on_stdout_line=seen.append)
     assert res.exit_code == 0 and not res.timed_out
     assert len(seen) == lines  # the monitor saw every line although the log failed
     assert res.log_error == "cannot write /dev/full: No space left on device"
+
+
+# ---------------------------------------------------------------- the handle (issue 21 point 3)
+
+
+@pytest.mark.anyio
+async def test_the_handle_reads_as_it_streams_and_says_how_it_ended(tmp_path):
+    """Issue 21 point 3: a process handle used as an async context manager; its result is
+    there once the block has ended, not before."""
+    seen = []
+    output = OutputHandling(on_stdout_line=lambda line: seen.append(line) and None)
+    with anyio.fail_after(HANG):
+        async with GuardedProcess(py("import sys; print('a'); print('b'); sys.exit(4)"), cwd=tmp_path,
+                                  output=output) as proc:
+            with pytest.raises(RuntimeError, match="not ended yet"):
+                proc.result  # noqa: B018 (the property is what raises)
+            await proc.wait()
+    assert proc.result.exit_code == 4 and not proc.result.timed_out
+    assert seen == ["a", "b"]
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_callers_fail_after_ends_the_group_and_goes_on(tmp_path):
+    """Issue 21 point 3: the time limit is the caller's cancel scope. A `fail_after` that runs
+    out raises in the caller as anyio says, and the program's whole group is ended by then."""
+    pid_file = tmp_path / "pid"
+    for k in LIMITS:  # until the grandchild is up before the limit
+        with pytest.raises(TimeoutError), anyio.fail_after(1.0 * k):
+            async with GuardedProcess([*py(GRANDCHILD + "time.sleep(600)"), str(pid_file)], cwd=tmp_path,
+                                      kill_grace=0.5) as proc:
+                await proc.wait()
+        if written(pid_file):
+            break
+    assert gone(int(pid_file.read_text()))
+    assert proc.result.exit_code is None  # killed
+
+
+@pytest.mark.anyio
+async def test_leaving_the_block_without_waiting_ends_the_program(tmp_path):
+    """Issue 21 point 3: the caller may stop waiting for a reason of its own; the block's end
+    ends the program as a time limit would (`timed_out`, killed)."""
+    with anyio.fail_after(HANG):
+        async with GuardedProcess(py("import time; print('up', flush=True); time.sleep(600)"), cwd=tmp_path,
+                                  kill_grace=0.3) as proc:
+            pass
+    assert proc.result.timed_out and proc.result.exit_code is None

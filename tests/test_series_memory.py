@@ -48,10 +48,10 @@ def test_memory_lists_decided_findings_with_what_decided_them():
     assert f"Fixed by commit `{'c' * 40}`" in text and "t1 failed" in text and "t1 passes" in text
     assert "it is checked on line 3" in text and "later, says Ann" in text and "half-even" in text
     assert "Deferred automatically" in text and "A duplicate of `r1/r-F1`." in text
-    assert "- Location: `head/a.py:5` (in round r2: `head/a.py:2`)" in text
-    assert "- Location: `head/a.py:2` in round r1; those lines are gone at this head" in text
+    assert "- Location: `head/a.py:5` (in round `r2`: `head/a.py:2`)" in text
+    assert "- Location: `head/a.py:2` in round `r1`; those lines are gone at this head" in text
     assert "- Location: `head/a.py:2`\n" in text  # did not move
-    assert "- Location: `head/a.py:2` in round r1 (spar cannot place it at this head)" in text
+    assert "- Location: `head/a.py:2` in round `r1` (spar cannot place it at this head)" in text
     assert render_memory([past("r1", 1, None)]) == ""
 
 
@@ -245,7 +245,7 @@ def test_an_earlier_head_that_is_gone_leaves_a_note_not_a_failure(tmp_path):
     packet_text = (series / "r2" / "packet.md").read_text()
     assert f"`old`, reviewed head `{gone}`, which this repository no longer has" in packet_text
     memory = (series / "r2" / "memory.md").read_text()
-    assert "`head/calc.py:1` in round old (spar cannot place it at this head)" in memory
+    assert "`head/calc.py:1` in round `old` (spar cannot place it at this head)" in memory
     (f,) = json.loads((series / "r2" / "findings.json").read_text())
     assert f["repeat_of"] is None
 

@@ -106,8 +106,8 @@ def test_a_series_converges(tmp_path):
     assert claude_input.decode().startswith(packet) and claude_input.decode().endswith(memory)
     (call,) = [c for c in s.fake_calls() if c["prog"] == "claude" and c["argv"] != ["--version"]][-1:]
     assert call["stdin_sha256"] == hashlib.sha256(claude_input).hexdigest()
-    assert "`head/shop.py:23` (in round r1: `head/shop.py:20`)" in memory
-    assert "`head/shop.py:10` in round r1; those lines are gone at this head" in memory
+    assert "`head/shop.py:23` (in round `r1`: `head/shop.py:20`)" in memory
+    assert "`head/shop.py:10` in round `r1`; those lines are gone at this head" in memory
     assert "half-even, like the bank" in memory and "Do not raise one of them again" in memory
     assert memory.index("r1/claude-F1") < memory.index("r1/house-F3")
 

@@ -34,7 +34,7 @@ from spar.presets import get_preset
 from spar.records import paths
 from spar.round.environment import reviewer_env
 from spar.round.executable import find_executable
-from spar.round.process import run_process
+from spar.round.process import GuardedProcess, OutputHandling
 from spar.textsafe import bounded, for_stream, terminal_safe
 
 SCHEMA = "spar-doctor/v1"
@@ -94,8 +94,11 @@ async def _run(argv: list[str], env: dict[str, str], timeout: float) -> tuple[in
     """(exit code, stdout, stderr, timed out) of a short read-only command."""
     with tempfile.TemporaryDirectory(prefix="spar-doctor-") as tmp:
         out, err = Path(tmp) / "out", Path(tmp) / "err"
-        proc = await run_process(argv, cwd=tmp, deadline=anyio.current_time() + timeout, env=env,
-                                 stdout_path=out, stderr_path=err, output_cap=64 * 1024)
+        output = OutputHandling(stdout_path=out, stderr_path=err, cap=64 * 1024)
+        async with GuardedProcess(argv, cwd=tmp, env=env, output=output) as running:
+            with anyio.move_on_after(timeout):
+                await running.wait()
+        proc = running.result
         return (proc.exit_code, out.read_bytes().decode("utf-8", "replace"),
                 err.read_bytes().decode("utf-8", "replace"), proc.timed_out)
 

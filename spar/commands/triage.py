@@ -28,10 +28,12 @@ from spar.judge.dispositions import (
     trace,
     would_cycle,
 )
+from spar.judge.repeats import held_back
 from spar.records import atomic, clock, jsonl, lock, readers
 from spar.records.model import Finding, LedgerLine, RoundRecord
+from spar.records.record_rules import link_problem
 from spar.round.summary import render_summary
-from spar.series import is_earlier, repository_of, round_folder
+from spar.series import position, repository_of, round_folder
 
 EPILOG = """\
 dispositions and what each needs (a text blank after trimming counts as not given):
@@ -56,7 +58,10 @@ spar triage ROUND --repeats: every finding of ROUND with a `repeat_of` and no
 disposition of its own, whose earlier finding's standing disposition (traced
 through duplicates) is rejected, fixed, answered or deferred, gets
 `duplicate --of` that earlier finding: one ledger line each, as by hand. It
-prints each line it wrote and each repeat it left alone, with why."""
+prints each line it wrote and each repeat it left alone, with why. A repeat
+whose proposed class is more severe than the earlier finding's, or whose claim
+names code (a code span or an identifier) the earlier claim does not, is only
+listed as a possible repeat; --force marks it too."""
 
 
 def _parser() -> Parser:
@@ -67,6 +72,8 @@ def _parser() -> Parser:
                    help=", ".join(DISPOSITIONS) + " (literal; any other value is refused, exit 65)")
     p.add_argument("--repeats", action="store_true",
                    help="mark every repeat of a decided earlier finding a duplicate of it (no FINDING, no --to)")
+    p.add_argument("--force", action="store_true",
+                   help="with --repeats: mark also the possible repeats (more severe, or naming other code)")
     p.add_argument("--commit", metavar="REV")
     p.add_argument("--of", metavar="FINDING")
     p.add_argument("--evidence", metavar="TEXT")
@@ -94,6 +101,13 @@ class _RoundCache:
             ledger = standing(readers.read_ledger(folder, findings))
             self.rounds[name] = (round_json, {f["id"]: f for f in findings}, ledger)
         return self.rounds[name]
+
+    def position(self, name: str) -> tuple[str, str] | None:
+        """A readable round's place in series order, for the link rule; None otherwise."""
+        try:
+            return position(self.get(name)[0], name)
+        except (RecordError, Refused):
+            return None
 
     def lookup(self, key: Key) -> LookupResult:
         """For following a chain already in the ledgers: a link to a round that is
@@ -149,9 +163,10 @@ def triage_line(round_dir: Path, series: Path, finding_id: str, disposition: str
         if target == (here, finding_id):
             raise Refused(f"--of {quote(given_options['of'])}: a finding cannot be a duplicate of itself")
         target_json, target_ids, _ = cache.get(target_round)
-        if target_round != here and not is_earlier(target_json, target_round, round_json, here):
-            raise Refused(f"--of {quote(given_options['of'])}: round {target_round} is not an earlier round "
-                          f"of the series than {here}")
+        places = {here: position(round_json, here), target_round: position(target_json, target_round)}
+        problem = link_problem(here, target_round, places.get)
+        if problem:
+            raise Refused(f"--of {quote(given_options['of'])}: {problem}")
         if target_id not in target_ids:
             raise Refused(f"--of {quote(given_options['of'])}: round {target_round} has no finding {quote(target_id)}")
         if would_cycle((here, finding_id), target, cache.lookup):
@@ -180,9 +195,19 @@ def summary_after(round_dir: Path, ledger: list[LedgerLine]) -> str:
 SETTLED_BY_REPEAT = ("rejected", "fixed", "answered", "deferred")
 
 
-def repeat_lines(round_dir: Path, series: Path) -> tuple[list[tuple[dict[str, Any], str]], list[str]]:
+def _held_back(f: Finding, target: Key, cache: _RoundCache) -> str | None:
+    """spar.judge.repeats.held_back for `f` and the earlier finding it repeats."""
+    earlier = cache.get(target[0])[1].get(target[1])
+    if earlier is None:
+        return None  # traced already: a missing target never settles anything
+    return held_back(str(f.get("proposed_class")), str(f.get("claim") or ""),
+                     str(earlier.get("proposed_class")), str(earlier.get("claim") or ""))
+
+
+def repeat_lines(round_dir: Path, series: Path, *, force: bool = False
+                 ) -> tuple[list[tuple[dict[str, Any], str]], list[str]]:
     """([(ledger line without `at`, the earlier decision)] for --repeats, notes on repeats
-    left alone), reading only."""
+    left alone), reading only. Without `force`, a repeat the repeat rule holds back is a note."""
     cache = _RoundCache(series)
     here = round_dir.name
     _, findings, own = cache.get(here)
@@ -195,12 +220,17 @@ def repeat_lines(round_dir: Path, series: Path) -> tuple[list[tuple[dict[str, An
         if fid in own:
             notes.append(f"{fid}: left alone, it is {own[fid].get('disposition')} already (repeat of {target})")
             continue
-        traced = trace((rep["round"], rep["finding"]), cache.lookup)
+        traced = trace((rep["round"], rep["finding"]), cache.lookup, position=cache.position)
         end = cache.lookup(traced.end)[1] if traced.state == "disposed" else None
         decided = end.get("disposition") if isinstance(end, dict) else None
         if decided not in SETTLED_BY_REPEAT:
             why = f"{target} has no standing decision" if traced.state in ("open", "disposed") else traced.detail
             notes.append(f"{fid}: left alone, {why}")
+            continue
+        why_not = None if force else _held_back(f, (rep["round"], rep["finding"]), cache)
+        if why_not:
+            notes.append(f"{fid}: possible repeat of {target} ({decided}), not marked: {why_not} "
+                         "(triage it by hand, or --repeats --force)")
             continue
         lines.append((triage_line(round_dir, series, fid, "duplicate", {"of": target}), decided))
     return lines, notes
@@ -219,7 +249,7 @@ def _main_repeats(args: argparse.Namespace) -> int:
         raise UsageError("triage: --repeats takes the ROUND alone (no FINDING, --to or disposition options)")
     round_dir, series = round_folder(args.round)
     with lock.series_lock(series):
-        lines, notes = repeat_lines(round_dir, series)
+        lines, notes = repeat_lines(round_dir, series, force=args.force)
         ledger = readers.read_ledger(round_dir, readers.read_findings(round_dir))
         at = clock.now()
         stamped = [_stamp(line, at) for line, _ in lines]
@@ -241,6 +271,8 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.repeats:
         return _main_repeats(args)
+    if args.force:
+        raise UsageError("triage: --force goes with --repeats only")
     if args.finding is None or args.to is None:
         raise UsageError("triage: give FINDING and --to DISPOSITION, or --repeats")
     options = {"commit": args.commit, "of": args.of, "evidence": args.evidence, "user_quote": args.user_quote,

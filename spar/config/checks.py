@@ -16,7 +16,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from spar.config.model import ANGLES, DEFAULT_CAPS, DEFAULT_REVIEWERS, DEFAULT_TIMEOUT, PRESETS, ReviewerConfig
+from spar.config.model import (
+    ANGLES,
+    DEFAULT_CAPS,
+    DEFAULT_MAX_FINDINGS,
+    DEFAULT_REVIEWERS,
+    DEFAULT_TIMEOUT,
+    PRESETS,
+    ReviewerConfig,
+)
 from spar.config.toml_positions import KeyPath, LocatedDoc
 from spar.errors import ConfigError, quote
 from spar.globs import glob_problem, normalize_glob
@@ -60,19 +68,20 @@ def value_problem(value: str) -> str | None:
 
 # --- keys ---------------------------------------------------------------------
 
-USER_KEYS = ("timeout_seconds", "reviewers", "env_passthrough")
+USER_KEYS = ("timeout_seconds", "max_findings", "reviewers", "env_passthrough")
 ENV_ITEM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")  # a variable name, or a prefix ending in *
 PROJECT_KEYS = ("rules", "check_paths", "angles", "caps")
 CAP_NAMES = tuple(DEFAULT_CAPS)  # plan, plan_delta, code
 FORBIDDEN_PROJECT_KEYS = frozenset({
     "reviewers", "preset", "name", "binary", "argv", "model", "fallback_model", "effort",
-    "allowed_models", "allowed_efforts", "timeout_seconds", "max_budget_usd",
+    "allowed_models", "allowed_efforts", "timeout_seconds", "max_budget_usd", "max_findings",
+    "unreachable_seconds",
 })
-_COMMON = frozenset({"name", "preset", "timeout_seconds"})
+_COMMON = frozenset({"name", "preset", "timeout_seconds", "max_findings"})
 _CLI = _COMMON | {"model", "fallback_model", "binary", "allowed_models"}
 PRESET_KEYS: dict[str, frozenset[str]] = {
-    "claude": _CLI | {"effort", "allowed_efforts", "max_budget_usd"},
-    "codex": _CLI | {"effort", "allowed_efforts"},
+    "claude": _CLI | {"effort", "allowed_efforts", "max_budget_usd", "unreachable_seconds"},
+    "codex": _CLI | {"effort", "allowed_efforts", "unreachable_seconds"},
     "agy": _CLI,  # agy has no effort
     "native": _COMMON,
     "command": _COMMON | {"argv"},
@@ -110,6 +119,7 @@ class UserPart:
     timeout_seconds: int
     reviewers: list[ReviewerConfig]
     env_passthrough: list[str] | None = None  # None: reviewers inherit everything
+    max_findings: int = DEFAULT_MAX_FINDINGS
 
 
 def default_reviewers(timeout: int, names: Iterable[str] = DEFAULT_REVIEWERS,
@@ -127,8 +137,14 @@ def check_user(doc: LocatedDoc) -> UserPart:
     if "timeout_seconds" in data:
         timeout = _positive_int(doc, ("timeout_seconds",), data["timeout_seconds"], "timeout_seconds")
     passthrough = _env_passthrough(doc, data["env_passthrough"]) if "env_passthrough" in data else None
+    cap = DEFAULT_MAX_FINDINGS
+    if "max_findings" in data:
+        cap = _positive_int(doc, ("max_findings",), data["max_findings"], "max_findings")
     part = _user_reviewers(doc, data, timeout)
-    part.env_passthrough = passthrough
+    part.env_passthrough, part.max_findings = passthrough, cap
+    for r in part.reviewers:  # the top-level cap, for every reviewer that sets none of its own
+        if not r.max_findings_written:
+            r.max_findings = cap
     return part
 
 
@@ -191,6 +207,11 @@ def _check_reviewer(doc: LocatedDoc, index: int, entry: object, timeout: int) ->
             raise err(key, f"key {quote(key)} is not used by preset {quote(preset)}")
         if key == "timeout_seconds":
             r.timeout_seconds = _positive_int(doc, base + (key,), value, f"{label}: timeout_seconds")
+        elif key == "unreachable_seconds":
+            r.unreachable_seconds = _positive_int(doc, base + (key,), value, f"{label}: unreachable_seconds")
+        elif key == "max_findings":
+            r.max_findings = _positive_int(doc, base + (key,), value, f"{label}: max_findings")
+            r.max_findings_written = True
         else:
             _set_reviewer_key(err, r, key, value)
     _check_key_pairs(doc, base, label, entry)

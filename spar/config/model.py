@@ -13,6 +13,9 @@ STAGES = ("plan", "plan-delta", "code")  # CLI / record spelling
 CAP_KEYS = {"plan": "plan", "plan-delta": "plan_delta", "code": "code"}  # stage -> config key
 DEFAULT_REVIEWERS = ("claude", "codex")
 DEFAULT_TIMEOUT = 900
+DEFAULT_UNREACHABLE = 60  # seconds a CLI may say it cannot reach its service before Spar gives up
+# findings one answer may hold; an answer with more is invalid_output before any is built
+DEFAULT_MAX_FINDINGS = 500
 DEFAULT_CAPS = {"plan": 2, "plan_delta": 2, "code": 3}
 
 
@@ -28,11 +31,16 @@ class ReviewerConfig:
     binary: str = ""  # "" = look up the preset name on PATH
     argv: list[str] = field(default_factory=list)  # command preset only
     timeout_seconds: int = DEFAULT_TIMEOUT
+    max_findings: int = DEFAULT_MAX_FINDINGS
     max_budget_usd: int | float | None = None  # claude only: passed as --max-budget-usd
+    # claude and codex: seconds of notices saying the CLI cannot reach its service or cannot
+    # authenticate, with no model output, after which the attempt ends unavailable
+    unreachable_seconds: int = DEFAULT_UNREACHABLE
     allowed_models: list[str] | None = None
     allowed_efforts: list[str] | None = None
     model_written: bool = False  # the user file wrote `model` (so --model is refused)
     effort_written: bool = False
+    max_findings_written: bool = False  # the entry set its own max_findings
     source: str = "default"  # "<file>:<line>" of the [[reviewers]] entry, or "default"
 
     def applied(self) -> dict[str, Any]:
@@ -48,8 +56,12 @@ class ReviewerConfig:
                 out["effort"] = self.effort
         if self.preset == "command":
             out["argv"] = list(self.argv)
+        if self.max_findings != DEFAULT_MAX_FINDINGS:  # only when set: older configurations keep their digest
+            out["max_findings"] = self.max_findings
         if self.max_budget_usd is not None:  # only when set: configurations without it keep their digest
             out["max_budget_usd"] = self.max_budget_usd
+        if self.unreachable_seconds != DEFAULT_UNREACHABLE:  # likewise: the default keeps every digest
+            out["unreachable_seconds"] = self.unreachable_seconds
         if self.allowed_models is not None:
             out["allowed_models"] = list(self.allowed_models)
         if self.allowed_efforts is not None:
@@ -66,6 +78,7 @@ class AppliedConfig:
 
     reviewers: list[ReviewerConfig]
     timeout_seconds: int = DEFAULT_TIMEOUT
+    max_findings: int = DEFAULT_MAX_FINDINGS  # the user file's default for every reviewer
     rules: list[str] = field(default_factory=list)  # repository-relative paths
     check_paths: list[str] = field(default_factory=list)
     angles: list[str] = field(default_factory=lambda: list(ANGLES))
@@ -83,6 +96,8 @@ class AppliedConfig:
             "angles": list(self.angles),
             "caps": dict(self.caps),
         }
+        if self.max_findings != DEFAULT_MAX_FINDINGS:
+            out["max_findings"] = self.max_findings
         if self.env_passthrough is not None:  # only when set: configurations without it keep their digest
             out["env_passthrough"] = list(self.env_passthrough)
         return out

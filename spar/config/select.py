@@ -97,7 +97,7 @@ def _pick(cfg: AppliedConfig, names: list[str]) -> list[ReviewerConfig]:
         elif name in PRESETS and name != "command":
             # a preset by name, with the user file's top-level timeout (G19)
             picked.append(ReviewerConfig(name=name, preset=name, timeout_seconds=cfg.timeout_seconds,
-                                         source="--reviewers"))
+                                         max_findings=cfg.max_findings, source="--reviewers"))
         else:
             raise ConfigError("--reviewers", None,
                               f"{quote(name)} is neither a configured reviewer nor a preset "

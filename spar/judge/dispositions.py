@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from spar.errors import Refused
 from spar.records.model import LedgerLine
-from spar.records.record_rules import OPTION_FLAGS, RULES
+from spar.records.record_rules import OPTION_FLAGS, RULES, Position, link_problem
 from spar.whitespace import is_blank
 
 DISPOSITIONS = ("fixed", "duplicate", "rejected", "deferred", "answered")
@@ -66,6 +66,7 @@ def parse_of(text: str, current_round: str) -> tuple[str, str]:
     return round_name, finding_id
 
 
+# a round's place in series order (comparable; see spar.series.position), None when not known
 def standing(ledger: list[LedgerLine]) -> dict[str, LedgerLine]:
     """The latest ledger line per finding stands (history stays on disk). A line
     without a finding ID (a ledger nobody checked) names nothing."""
@@ -87,7 +88,7 @@ class Trace:
     state: `disposed` (the chain ends in a non-duplicate disposition),
     `open` (ends in a finding without disposition), `cycle`, `missing` (a link
     points at a finding that does not exist), `unreadable` (its round could
-    not be read).
+    not be read), `refused` (a link `link_problem` refuses).
     """
 
     state: str
@@ -107,12 +108,14 @@ DispositionLookup = Callable[[Key], LookupResult]
 KnownTrace = Callable[[Key], "Trace | None"]
 
 
-def trace(start: Key, lookup: DispositionLookup, known: KnownTrace | None = None) -> Trace:
+def trace(start: Key, lookup: DispositionLookup, known: KnownTrace | None = None,
+          position: Position | None = None) -> Trace:
     """Follow `duplicate` links from `start` until a finding that is not a
     duplicate; never loops (a visited finding ends the walk as a cycle). With
     `known`, a finding whose trace is known ends the walk there: the chain
     goes on with that trace's (nothing on a chain that does not loop leads
-    back to a finding before it, so the walk could not have looped either)."""
+    back to a finding before it, so the walk could not have looped either).
+    With `position`, a link `link_problem` refuses ends the walk as `refused`."""
     chain: list[Key] = []
     seen: set[Key] = set()
     key = start
@@ -137,9 +140,14 @@ def trace(start: Key, lookup: DispositionLookup, known: KnownTrace | None = None
         if not isinstance(of, str) or not of:
             return Trace("missing", chain, "a duplicate line without `of`", len(chain))
         try:
-            key = parse_of(of, key[0])
+            target = parse_of(of, key[0])
         except Refused as err:
             return Trace("missing", chain, str(err), len(chain))
+        problem = link_problem(key[0], target[0], position) if position is not None else None
+        if problem:
+            return Trace("refused", chain, f"its link to {'/'.join(target)} is one triage refuses: {problem}",
+                         len(chain))
+        key = target
 
 
 def would_cycle(finding: Key, target: Key, lookup: DispositionLookup) -> bool:

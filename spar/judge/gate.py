@@ -23,7 +23,7 @@ from spar.judge.dispositions import (
     trace,
 )
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
-from spar.records.record_rules import CLASSES
+from spar.records.record_rules import CLASSES, Position, link_problem
 
 SCHEMA = "review-gate/v1"
 
@@ -352,8 +352,12 @@ class Judgement:
         self._resolved: dict[RoundKey, dict[str, Trace]] = {}  # where findings of recent rounds lead
         self._finishing = False
         self._shared: dict[Any, Any] = {}
-        # (series, final) -> lookup, known
-        self._walkers: dict[tuple[str, bool], tuple[DispositionLookup, KnownTrace]] = {}
+        # (series, final) -> lookup, known, position
+        self._walkers: dict[tuple[str, bool], tuple[DispositionLookup, KnownTrace, Position]] = {}
+        # each usable listed round's place in series order (started_at, name), for the rule on
+        # duplicate links that triage applies (record_rules.link_problem)
+        self._places: dict[RoundKey, tuple[str, str]] = {}
+        self._position_of: dict[str, Position] = {}
 
     def add(self, item: ListedRound) -> None:
         """Judge one listed round; nothing of `item` is kept but what the document needs."""
@@ -370,6 +374,7 @@ class Judgement:
             return
         self._usable.add(key)
         started = _started(item)
+        self._places[key] = (started, item.name)
         if self.latest is None or started >= _started(self.latest):  # ties: the later in the list
             self.latest = item  # one round's records at most, until a later round replaces it
         stage = item.record["stage"]
@@ -437,7 +442,7 @@ class Judgement:
             return False  # `parse_of` refuses it: the walk says why
         where = (item.series, target)
         links = self._recent.get(where)
-        if links is None:
+        if links is None or link_problem(item.name, target, self._position(item.series)):
             return False
         standing_line = links.get(target_id)
         if not standing_line or standing_line.get("disposition") == "duplicate":
@@ -467,7 +472,8 @@ class Judgement:
         walkers = self._walkers.get((series, final))
         if walkers is None:
             walkers = self._walkers[(series, final)] = (
-                self._lookup(series, final=final), lambda key: resolved.get((series, key[0]), {}).get(key[1]))
+                self._lookup(series, final=final), lambda key: resolved.get((series, key[0]), {}).get(key[1]),
+                self._position(series))
         result = trace(start, *walkers)
         if result.state == "cycle":
             return result
@@ -478,6 +484,14 @@ class Judgement:
                 own = [*dict.fromkeys([*chain[index:index + 2], end])]
                 resolved.setdefault(where, {})[chain[index][1]] = Trace(result.state, own, result.detail)
         return Trace(result.state, [*dict.fromkeys([*chain[:2], end])], result.detail)
+
+    def _position(self, series: str) -> Position:
+        """A round's place in `series` (None: not a usable listed round), one function per series."""
+        found = self._position_of.get(series)
+        if found is None:
+            places = self._places
+            found = self._position_of[series] = lambda name: places.get((series, name))
+        return found
 
     def _lookup(self, series: str, *, final: bool) -> DispositionLookup:
         """Finding lookup for duplicate tracing inside one series: listed usable rounds

@@ -2,11 +2,14 @@
 
 The caller locates every finding (spar.judge.locate), maps earlier places to
 the new commits (spar.judge.linemap) and hands in plain data. Matching is
-spar.judge.similar's: same path, lines near, claims similar.
+spar.judge.similar's: same path, lines near, claims similar. Shared words are
+not enough to settle a later finding by an earlier decision: `held_back` says
+when `spar triage --repeats` may only list it as a possible repeat.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -40,6 +43,41 @@ def find_repeat(place: Place | None, claim: str, earlier: list[Earlier]) -> Earl
         if best is None or key > best[0]:
             best = (key, e)
     return best[1] if best else None
+
+
+# proposed classes from the least to the most severe
+SEVERITY = {"note": 0, "hardening": 1, "requirement-question": 2, "defect": 3}
+
+_SPAN = re.compile(r"`+([^`]+?)`+")
+# a token that reads as code: dotted (`os.remove`), snake_case or with digits after a
+# letter and an underscore, camelCase, or called (`divide(`)
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|\w*_\w+|\w+_|[a-z]+[A-Z]\w*|[A-Za-z_]\w*(?=\()")
+
+
+def identifiers(claim: str) -> set[str]:
+    """What a claim names as code: the text of each code span and each identifier-looking token."""
+    named = {m.strip() for m in _SPAN.findall(claim)}
+    named.update(_IDENTIFIER.findall(_SPAN.sub(" ", claim)))
+    # "e.g", "i.e": dotted single letters are prose
+    return {n for n in named if n and not all(len(part) <= 1 for part in n.split("."))}
+
+
+def _names(claim: str, name: str) -> bool:
+    return name in identifiers(claim) or re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", claim) is not None
+
+
+def held_back(later_class: str, later_claim: str, earlier_class: str, earlier_claim: str) -> str | None:
+    """Why a later finding that matches an earlier one may still be a different problem, so
+    that no earlier decision settles it without a person (or `--force`); None when nothing
+    says so. A class the table does not know counts as the most severe for the later
+    finding and the least for the earlier one."""
+    later_rank, earlier_rank = SEVERITY.get(later_class, len(SEVERITY)), SEVERITY.get(earlier_class, -1)
+    if later_rank > earlier_rank:
+        return f"it is proposed as {later_class}, more severe than the earlier {earlier_class}"
+    new = sorted(n for n in identifiers(later_claim) if not _names(earlier_claim, n))
+    if new:
+        return "its claim names " + ", ".join(f"`{n}`" for n in new[:3]) + ", which the earlier claim does not"
+    return None
 
 
 def repeat_record(e: Earlier | None) -> RepeatOf | None:

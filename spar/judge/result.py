@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spar.config.model import ANGLES
+from spar.config.model import ANGLES, DEFAULT_MAX_FINDINGS
 from spar.errors import quote
 from spar.whitespace import is_blank
 
@@ -187,12 +187,14 @@ def _clean(value: Any) -> Any:
 
 
 def validate_result(obj: object, *, packet_head: str, requested_angles: list[str],
-                    standpoints_active: bool, assigned: bool) -> dict[str, Any]:
+                    standpoints_active: bool, assigned: bool,
+                    max_findings: int = DEFAULT_MAX_FINDINGS) -> dict[str, Any]:
     """The accepted result (a new dict in the fixed key order) or InvalidOutput.
 
     `standpoint_report` is always present in the returned dict: the validated report
     of an assigned reviewer, else None (an unassigned reviewer's report is not
-    checked; without standpoints the key is unknown in the input)."""
+    checked; without standpoints the key is unknown in the input). More findings than
+    `max_findings` is invalid_output, counted before any finding is looked at."""
     if not isinstance(obj, dict):
         raise InvalidOutput(f"result: {json_type(obj)}, not a JSON object")
     optional = ("standpoint_report",) if standpoints_active else ()
@@ -203,7 +205,11 @@ def validate_result(obj: object, *, packet_head: str, requested_angles: list[str
     head = _reviewed_head(obj["reviewed_head"], packet_head)
     verdict = _enum(obj["verdict"], "verdict", VERDICTS)
     angles = _angle_items(obj, requested_angles)
-    findings = [_finding(raw, i) for i, raw in enumerate(_list(obj["findings"], "findings"))]
+    raw_findings = _list(obj["findings"], "findings")
+    if len(raw_findings) > max_findings:
+        raise InvalidOutput(f"findings: {len(raw_findings)} findings, more than the {max_findings} this reviewer "
+                            "may report (max_findings); none is recorded")
+    findings = [_finding(raw, i) for i, raw in enumerate(raw_findings)]
     limits = _string(obj["limits"], "limits")
     report = None
     if standpoints_active and assigned:

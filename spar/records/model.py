@@ -88,6 +88,7 @@ class ReviewerEntry(TypedDict):
     model: str
     effort: str
     timeout_seconds: int
+    max_findings: NotRequired[int]  # absent in rounds written before the cap: 500
     observed_model: str | None
     attempts: list[Attempt]
     warnings: list[TranscriptWarning]

@@ -3,7 +3,10 @@
 One rule for run --out, the series of extend and gate --out: every git
 repository containing the path (the innermost and each one around it) must
 ignore it, none may track a file under it, and when a `.git` sits above it git
-must be able to decide.
+must be able to decide. The path as given must not pass through a symbolic
+link below a repository's top folder (a committed `reviews -> elsewhere` would
+send records outside every repository and past its ignore rules), and a
+series folder is never a path the repository tracks.
 """
 
 from __future__ import annotations
@@ -64,10 +67,45 @@ def containing_repos(path: Path | str, *, kind: str = "path") -> list[Path]:
     return roots
 
 
+def check_no_link_in_repository(path: Path | str, *, kind: str) -> None:
+    """Refused when a folder of `path` (as given, made absolute) below the top of a
+    repository is a symbolic link: what the user named is not where it would land.
+    Links above the top (`/tmp` on some systems, a link to the repository itself)
+    are the user's own and stay allowed."""
+    given = Path(os.path.abspath(path))
+    top: Path | None = None
+    for folder in (*reversed(given.parents), given):
+        if top is not None and os.path.islink(folder):
+            raise Refused(f"{kind} {quote(str(path))} goes through the symbolic link {quote(str(folder))} inside "
+                          f"the git repository {quote(str(top))}; records are written only where they are named "
+                          "(give a folder that is no link)")
+        if os.path.lexists(folder / ".git"):
+            top = folder
+
+
+def check_series_folder(series: Path | str, *, kind: str) -> None:
+    """A series folder is where it is named: no symbolic link on its way inside a
+    repository (check_no_link_in_repository), and never a path the repository holding
+    it tracks (a file, link or submodule of the index, whatever the disk holds now)."""
+    check_no_link_in_repository(series, kind=kind)
+    roots = containing_repos(series, kind=kind)
+    if not roots:
+        return
+    try:
+        tracked = git.tracks(roots[0], _real(series))
+    except git.GitError as exc:
+        raise Refused(f"{kind} {quote(str(series))}: git cannot decide whether the repository "
+                      f"{quote(str(roots[0]))} tracks it ({exc})") from None
+    if tracked:
+        raise Refused(f"{kind}: the series folder {quote(str(series))} is a path the git repository "
+                      f"{quote(str(roots[0]))} tracks; a series folder is never a tracked path")
+
+
 def check_record_path(path: Path | str, *, kind: str, directory: bool | None = None) -> None:
     """G28 for one record path. `kind` names the argument in messages (e.g. "--out");
     `directory` says whether the path is (or will be) a folder, which decides
     whether `name/` ignore patterns apply (default: a folder unless kind is "file")."""
+    check_no_link_in_repository(path, kind=kind)
     real = _real(path)
     shown = quote(str(path))
     if real.exists():
@@ -110,6 +148,7 @@ def check_run_out(path: Path | str, *, repository: bool = True) -> None:
                       f"put the round next to it, in {quote(str(series.parent))}")
     if repository:
         check_record_path(path, kind="--out", directory=True)
+        check_series_folder(series, kind="--out")
 
 
 def _inside(child: Path, parent: Path) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
-from operator import itemgetter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeGuard, cast
 
@@ -101,19 +101,15 @@ def read_findings(round_dir: Path | str, *, missing_ok: bool = False,
     data = read_json(path)
     if not isinstance(data, list):
         raise RecordError(f"{path}: not a JSON array")
-    if not record_rules.findings_possible(data, round_json):  # else the rules one by one, to name the problem
-        for number, finding in enumerate(data, start=1):
-            if not isinstance(finding, dict) or not _is_str(finding.get("id")):
-                raise RecordError(f"{path}: finding {number} is not an object with an id")
-        problem = record_rules.findings_problem(data, round_json)
-        if problem:
-            raise RecordError(f"{path}: {problem}")
+    for number, finding in enumerate(data, start=1):
+        if not isinstance(finding, dict) or not _is_str(finding.get("id")):
+            raise RecordError(f"{path}: finding {number} is not an object with an id")
+    problem = record_rules.findings_problem(data, round_json)
+    if problem:
+        raise RecordError(f"{path}: {problem}")
     for finding in data:
         finding.setdefault("location_unreadable", False)
     return cast(list[Finding], data)
-
-
-_ID = itemgetter("id")
 
 
 def _line_error(path: str, number: int, what: str) -> RecordError:
@@ -121,15 +117,19 @@ def _line_error(path: str, number: int, what: str) -> RecordError:
 
 
 def read_ledger(round_dir: Path | str, findings: list[Finding] | None = None, *,
-                missing_ok: bool = False) -> list[LedgerLine]:
+                missing_ok: bool = False, positions: Mapping[str, Any] | None = None) -> list[LedgerLine]:
     """ledger.jsonl in file order. A recorded round always has one (empty when nothing
     was deferred), so a missing ledger is unreadable (G32), never "no dispositions";
     `missing_ok` is for a round that was not recorded yet. With `findings`, every line
-    is checked against the finding it names (design §7 and the auto-deferral rule)."""
+    is checked against the finding it names (design §7 and the auto-deferral rule).
+    With `positions` (round name -> place in series order, spar.series.positions), a
+    duplicate link into a later round is refused, as triage refuses to write one."""
     path = _join(round_dir, LEDGER_FILE)
     lines = jsonl.read(path, missing_ok=missing_ok)
-    by_id = dict(zip(map(_ID, findings), findings, strict=True)) if findings is not None else None
+    by_id = {finding["id"]: finding for finding in findings} if findings is not None else None
     problem = record_rules.ledger_problem(lines, by_id)
+    if not problem and positions is not None:
+        problem = record_rules.ledger_link_problem(lines, os.path.basename(os.fspath(round_dir)), positions.get)
     if problem:
         raise _line_error(path, *problem)
     return cast(list[LedgerLine], lines)

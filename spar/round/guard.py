@@ -1,8 +1,11 @@
 """One guard per spar process: it starts every reviewer, and no descendant outlives spar.
 
 `spar.round.process` forks the guard (`fork_guard`: a copy of spar, no interpreter start)
-once (for `spar run`: first thing, before any thread starts), in a session of its own, with
-one end of a Unix socket pair: the *control socket*, and no other descriptor of spar's.
+once (for `spar run`: first thing, before any thread starts; `fork_guard` refuses while
+another thread runs), in a session of its own, with one end of a Unix socket pair: the
+*control socket*, and no other descriptor of spar's. Spar has made itself not dumpable by
+then (`spar.round.prctl`), and the guard and its keepers inherit it: a reviewer of the same
+user cannot open their descriptors (spar's terminal, a status pipe) through /proc.
 The guard is a child subreaper (`spar.round.reaper`). For each reviewer spar
 sends a request (argv, cwd, environment) with four file descriptors (the
 reviewer's stdin, stdout, stderr and a *status pipe*); the guard forks a
@@ -11,9 +14,9 @@ reviewer's stdin, stdout, stderr and a *status pipe*); the guard forks a
 - starts a new session, so it leads the reviewer's process group as spar's
   kill expects, and becomes a child subreaper of its own: every orphan of the
   reviewer's subtree comes to it, a grandchild that called `setsid()` too;
-- writes `P<pid>` to the status pipe, starts the reviewer as its child and,
-  when it finishes, writes `X<exit code>` (negative: the signal that ended the
-  reviewer) and exits;
+- writes its pid to the status pipe, starts the reviewer as its child and,
+  when it finishes, writes the reviewer's exit code (negative: the signal that
+  ended it) and exits (the messages: `spar.round.guard_protocol`);
 - whenever it finishes, first ends every descendant (SIGTERM, GRACE seconds,
   SIGKILL) and reaps it: when the reviewer exits (what it left running is
   ended), and on SIGTERM, SIGINT or SIGHUP (spar's timeout or interrupt).
@@ -24,9 +27,10 @@ and reviewer of the round. When spar ends normally the same EOF lets the
 guard exit. The status pipe reaches EOF when the keeper is gone, so spar
 needs no wait on a process that is not its child.
 
-Standard library only, besides `spar.round.reaper` and `spar.errors` (the exit codes), which
-need nothing else either (`tests/test_architecture.py` checks it): everything it runs is
-imported before the fork, but ctypes. What it cannot do: survive
+Standard library only, besides `spar.round.reaper`, `spar.round.prctl`,
+`spar.round.guard_protocol` and `spar.errors` (the exit codes), which need nothing else
+either (`tests/test_architecture.py` checks it): everything it runs is imported before the
+fork. What it cannot do: survive
 SIGKILL itself (then the keepers' descendants go to init); spar sends SIGKILL to a reviewer's
 group only after GRACE + SETTLE seconds without its keeper ending.
 """
@@ -35,29 +39,22 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import marshal
 import os
 import select
 import signal
 import socket
-import struct
+import threading
 from types import FrameType
 
-from spar.errors import EXIT_INTERNAL, EXIT_NOT_STARTED, EXIT_OK
+from spar.errors import EXIT_INTERNAL, EXIT_NOT_STARTED, EXIT_OK, SparError
+from spar.round.guard_protocol import FDS_PER_REQUEST, Kind, Request, encode_status, take_requests
 from spar.round.reaper import become_subreaper, end_descendants, reap
 
 GRACE = 1.0  # SIGTERM to SIGKILL for the descendants, as spar's own kill
 SETTLE = 1.0  # spar waits GRACE + SETTLE for a keeper to finish before it SIGKILLs the group
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-HEADER = struct.Struct(">I")  # request length; the request is marshal((argv, cwd, env))
-FDS_PER_REQUEST = 4  # stdin, stdout, stderr, status pipe
 _STATUS_FD = 3  # in a keeper
 _CONTROL_FD = 3  # in the guard (a keeper puts its status pipe there, closing it)
-
-
-def encode_request(argv: list[str], cwd: str, env: dict[str, str]) -> bytes:
-    payload = marshal.dumps((argv, cwd, env))
-    return HEADER.pack(len(payload)) + payload
 
 
 def _end_group() -> None:
@@ -93,16 +90,16 @@ class _Watch:
             os.read(self.fd, 512)
 
 
-def _status(line: str) -> None:
+def _status(kind: Kind, value: int) -> None:
     with contextlib.suppress(OSError):  # spar is gone: nobody reads it
-        os.write(_STATUS_FD, line.encode("ascii") + b"\n")
+        os.write(_STATUS_FD, encode_status(kind, value))
 
 
 def keep(command: list[str], cwd: str, env: dict[str, str]) -> int:
     """In a keeper: run the reviewer to its end; the exit code (negative: a signal)."""
     reaper = become_subreaper()
     watch = _Watch()
-    _status(f"P{os.getpid()}")
+    _status(Kind.STARTED, os.getpid())
     try:
         child = _spawn(command, cwd, env)  # inherits stdin, stdout, stderr
     except OSError as exc:
@@ -153,9 +150,8 @@ def _spawn(command: list[str], cwd: str, env: dict[str, str]) -> int:
     raise first or last
 
 
-def _start_keeper(request: bytes, fds: list[int], control: socket.socket) -> int:
+def _start_keeper(request: Request, fds: list[int], control: socket.socket) -> int:
     """Fork a keeper for one request; its pid."""
-    argv, cwd, env = marshal.loads(request)
     pid = os.fork()
     if pid:
         return pid
@@ -168,7 +164,7 @@ def _start_keeper(request: bytes, fds: list[int], control: socket.socket) -> int
             os.dup2(fd, target)
         os.dup2(fds[3], _STATUS_FD, inheritable=False)
         _close_fds_above(_STATUS_FD, max([*fds, control.fileno()]))
-        _status(f"X{keep(argv, cwd, env)}")
+        _status(Kind.EXITED, keep(request.argv, request.cwd, request.env))
     finally:
         os._exit(EXIT_OK)
 
@@ -208,10 +204,8 @@ def serve(control: socket.socket) -> int:
             if not data:
                 break  # spar is gone (or done): nothing may outlive it
             buf += data
-            while len(buf) >= HEADER.size and len(buf) >= HEADER.size + HEADER.unpack_from(buf)[0]:
-                size = HEADER.unpack_from(buf)[0]
-                request, mine = bytes(buf[HEADER.size:HEADER.size + size]), fds[:FDS_PER_REQUEST]
-                del buf[:HEADER.size + size]
+            for request in take_requests(buf):
+                mine = fds[:FDS_PER_REQUEST]
                 del fds[:FDS_PER_REQUEST]
                 try:
                     _start_keeper(request, mine, control)
@@ -228,14 +222,30 @@ def serve(control: socket.socket) -> int:
     return EXIT_OK
 
 
+class ThreadsRunning(SparError):
+    """The guard would be forked while another thread runs: refused (an internal error)."""
+
+
+def running_threads() -> int:
+    """Python threads of this process (those that run Python code and may hold its locks;
+    a helper thread of C code such as faulthandler's watchdog is not counted)."""
+    return threading.active_count()
+
+
 def fork_guard(control: socket.socket) -> int:
     """Fork the guard, serving `control` (the other end is spar's); its pid. A fork, not a
     new interpreter: no start-up or imports (~25 ms of CPU a round), and the guard runs the
-    very code spar loaded. The child imports nothing but ctypes (for the subreaper; no other
-    part of spar imports it, so no thread of spar can have been importing it at the fork),
-    starts a session of its own (a terminal's Ctrl-C is spar's
-    to handle) and keeps none of spar's descriptors but the socket: no pipe end or lock of
-    spar's may live on in it, and its stdin, stdout and stderr are /dev/null."""
+    very code spar loaded. Refused (ThreadsRunning) unless this is the only thread: a fork
+    copies every lock as it stands, and one another thread held (an import lock, a buffer's
+    lock) would stay held in the guard for good. The child imports nothing, starts a session
+    of its own (a terminal's Ctrl-C is spar's to handle) and keeps none of spar's descriptors
+    but the socket: no pipe end or lock of spar's may live on in it, and its stdin, stdout
+    and stderr are /dev/null."""
+    threads = running_threads()
+    if threads > 1:
+        names = ", ".join(thread.name for thread in threading.enumerate())
+        raise ThreadsRunning(f"internal error: the reviewer guard must be forked before any thread starts, "
+                             f"and {threads} threads run ({names})")
     pid = os.fork()
     if pid:
         return pid

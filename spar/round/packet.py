@@ -9,6 +9,7 @@ whether a rerun is counted (design §8).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -122,6 +123,22 @@ def fence(text: str, info: str = "", *, exact: bool = True) -> str:
     ticks = "`" * max(3, longest + 1)
     body = text if not exact and text.endswith("\n") else text + "\n"
     return f"{ticks}{info}\n{body}{ticks}\n"
+
+
+# what an inline code span cannot hold: a backtick ends it, a line break ends the line
+# (CommonMark's are LF and CR; NEL and the Unicode separators read as breaks elsewhere),
+# and other control characters are shown escaped rather than raw
+_NOT_IN_SPAN = re.compile("[`\x00-\x1f\x7f\x85\u2028\u2029]")
+_BREAKS = str.maketrans({c: f"\\u{ord(c):04x}" for c in "`\x7f\x85\u2028\u2029"})
+
+
+def code_span(text: str) -> str:
+    """An inline code span showing `text` on one line. Text a span cannot hold (a backtick
+    or a line break, or nothing at all) is shown as a JSON string whose backticks are
+    written `\\u0060`: nothing in it can end the span or start a line of its own."""
+    if text and not _NOT_IN_SPAN.search(text):
+        return f"`{text}`"
+    return "`" + json.dumps(text, ensure_ascii=False).translate(_BREAKS) + "`"
 
 
 def cut_diff(diff: bytes, limit: int = DIFF_LIMIT) -> tuple[bytes, bool]:

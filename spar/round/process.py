@@ -1,11 +1,13 @@
-"""One reviewer subprocess in its own process group: streaming, output cap, kill.
+"""One program in its own process group, started by the guard: streaming, output cap, kill.
 
-The child starts with `start_new_session=True`, so it leads a new process
-group and everything it spawns can be killed with one `os.killpg`. stdout and
-stderr are read concurrently as they stream: each goes to its log file up to
-the cap (the rest is drained and counted, so the child never blocks on a full
-pipe), and stdout lines go to a monitor one at a time, so memory stays bounded
-however much the reviewer prints.
+`GuardedProcess` is the handle: an async context manager whose time limit is the caller's
+cancel scope (`anyio.move_on_after` around `wait()`), and whose exit ends the program's
+process group. The guard (`spar.round.guard`) starts the program under a *keeper* that
+leads a new process group, so everything the program spawns is ended with one
+`os.killpg`. stdout and stderr are read concurrently as they stream (`OutputHandling` says
+where they go): each goes to its log file up to the cap (the rest is drained and counted,
+so the child never blocks on a full pipe), and stdout lines go to a monitor one at a time,
+so memory stays bounded however much the program prints.
 """
 
 from __future__ import annotations
@@ -16,15 +18,18 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 
 from spar.round import guard
+from spar.round.guard_protocol import Kind, Request, StatusReader, encode_request
 from spar.round.interface import StreamInfo
+from spar.round.prctl import make_undumpable
 from spar.round.reaper import process_table
 
 OUTPUT_CAP = 64 * 1024 * 1024  # bytes kept per log file
@@ -126,6 +131,7 @@ class _Sink:
             room = self._cap - self.info.bytes_kept
             try:
                 self._file.write(chunk[:room])
+                self._file.flush()  # on disk as it arrives: `tail -f` follows a running reviewer
             except OSError as exc:
                 # keep draining and monitoring: the reviewer must never block on a full pipe
                 self._lose_log(exc)
@@ -307,6 +313,7 @@ class _GuardClient:
         self.close()
         ours, theirs = socket.socketpair()
         try:
+            make_undumpable()  # before any reviewer: none may open spar's descriptors through /proc
             self._pid = guard.fork_guard(theirs)
         except BaseException:
             ours.close()
@@ -314,6 +321,9 @@ class _GuardClient:
         finally:
             theirs.close()
         self._sock = ours
+
+    def running(self) -> bool:
+        return self._pid is not None and self._sock is not None and not self._ended()
 
     def _ended(self) -> bool:
         assert self._pid is not None
@@ -338,7 +348,7 @@ class _GuardClient:
 
     def send(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], fds: list[int]) -> None:
         """One request with its four descriptors; starts (or restarts) the guard as needed."""
-        data = guard.encode_request(list(argv), cwd, dict(env))
+        data = encode_request(Request(list(argv), cwd, dict(env)))
         for last_try in (False, True):
             self.start()
             assert self._sock is not None
@@ -369,6 +379,11 @@ def stop_guard(wait: float = 0.0) -> None:
     _GUARD.close(wait)
 
 
+def guard_running() -> bool:
+    """This process has a live guard (the next reviewer starts without forking one)."""
+    return _GUARD.running()
+
+
 def start_guard() -> None:
     """Start this process's reviewer guard now (it otherwise starts with the first reviewer):
     `spar run` calls it before the workspace copy, so its start-up is off the critical path."""
@@ -380,7 +395,8 @@ class _Reviewer:
 
     def __init__(self, status_fd: int) -> None:
         self._status = status_fd
-        self._text = b""
+        self._reader = StatusReader()
+        self._exit_code: int | None = None  # the last exit code the keeper wrote
         self.pid = 0
         self.returncode: int | None = None
 
@@ -397,10 +413,11 @@ class _Reviewer:
                 os.close(self._status)
                 self._status = -1
                 break
-            self._text += chunk
-            for line in self._text.split(b"\n")[:-1]:
-                if line.startswith(b"P") and not self.pid:
-                    self.pid = int(line[1:])
+            for status in self._reader.feed(chunk):
+                if status.kind is Kind.STARTED and not self.pid:
+                    self.pid = status.value
+                elif status.kind is Kind.EXITED:
+                    self._exit_code = status.value
 
     async def started(self) -> None:
         await self._read_status(until_pid=True)
@@ -411,8 +428,8 @@ class _Reviewer:
         """Until the keeper has gone (the status pipe's EOF); its last word is the exit code."""
         await self._read_status(until_pid=False)
         if self.returncode is None:
-            codes = [line for line in self._text.split(b"\n") if line.startswith(b"X")]
-            self.returncode = int(codes[-1][1:]) if codes else -signal.SIGKILL
+            # no word from a keeper that is gone: it was killed (SIGKILL is the one it cannot handle)
+            self.returncode = -signal.SIGKILL if self._exit_code is None else self._exit_code
         return self.returncode
 
     def close(self) -> None:
@@ -466,135 +483,201 @@ async def _start(argv: Sequence[str], cwd: str, env: Mapping[str, str],
     return reviewer, stdin_w_fd, stdout_fd, stderr_fd
 
 
-async def run_process(  # noqa: C901  temporary: split on the process-runner branch (issue 21)
-    argv: Sequence[str],
-    *,
-    cwd: Path | str,
-    deadline: float,
-    env: Mapping[str, str] | None = None,
-    stdin_text: str | None = None,
-    stdout_path: Path | None = None,
-    stderr_path: Path | None = None,
-    on_stdout_line: Callable[[str], str | None] | None = None,
-    on_long_stdout_line: LongLine | None = None,
-    on_stderr_text: Callable[[str], None] | None = None,
-    output_cap: int = OUTPUT_CAP,
-    line_limit: int = LINE_LIMIT,
-    kill_grace: float = KILL_GRACE,
-) -> ProcessResult:
-    """Run one program until it exits, the deadline (anyio clock) passes, or the monitor objects.
+@dataclass
+class OutputHandling:
+    """Where a program's output goes and what reads it as it streams (all optional).
 
-    `on_stdout_line` gets each stdout line; `on_long_stdout_line` is told about a line
-    longer than `line_limit` (not given to `on_stdout_line`) when it passes the limit and
-    again when it ends; either may return a violation reason, which stops the program.
-    `on_stderr_text` gets all of stderr, line by line in bounded pieces.
-    Raises OSError when the program cannot be started at all.
-    """
-    wake = anyio.Event()
-    exited = anyio.Event()
-    out = _Sink(stdout_path, output_cap, line_limit, on_stdout_line, wake.set, on_long_line=on_long_stdout_line)
-    err = _Sink(stderr_path, output_cap, line_limit, None, wake.set, on_text=on_stderr_text)
-    try:
-        proc, stdin_fd, stdout_fd, stderr_fd = await _start(
-            argv, str(cwd), os.environ if env is None else env, stdin_text is not None)
-    except BaseException:
-        out.close()
-        err.close()
-        raise
-    pgid = proc.pid  # the keeper leads the group: one killpg reaches every descendant
-    killed = False
-    timed_out = False
-    settled = False  # the body ran to its end: the group was already dealt with
-    open_fds = [fd for fd in (stdin_fd, stdout_fd, stderr_fd) if fd is not None]
-    try:
-        async with anyio.create_task_group() as tg:
-            out_done = anyio.Event()
-            err_done = anyio.Event()
+    `on_stdout_line` gets each stdout line; `on_long_stdout_line` is told about a line longer
+    than `line_limit` (not given to `on_stdout_line`) when it passes the limit and again when
+    it ends; either may return a violation reason, which ends the program. `on_stderr_text`
+    gets all of stderr, line by line in bounded pieces. Each log file keeps the first `cap`
+    bytes of its stream; without a path only the tail is kept (`ProcessResult`)."""
 
-            async def feed_stdin(fd: int, data: bytes) -> None:
-                view = memoryview(data)
-                try:
-                    while view:
-                        await anyio.wait_writable(fd)
-                        try:
-                            view = view[os.write(fd, view[:_CHUNK]):]
-                        except BlockingIOError:
-                            continue
-                except OSError:
-                    pass  # the child closed its stdin or exited; its output tells the rest
-                finally:
-                    open_fds.remove(fd)
-                    os.close(fd)  # EOF, so programs that read to the end (codex) go on
+    stdout_path: Path | None = None
+    stderr_path: Path | None = None
+    on_stdout_line: Callable[[str], str | None] | None = None
+    on_long_stdout_line: LongLine | None = None
+    on_stderr_text: Callable[[str], None] | None = None
+    cap: int = OUTPUT_CAP
+    line_limit: int = LINE_LIMIT
 
-            async def pump(fd: int, sink: _Sink, done: anyio.Event) -> None:
-                try:
-                    while True:
-                        await anyio.wait_readable(fd)
-                        try:
-                            chunk = os.read(fd, _CHUNK)
-                        except BlockingIOError:
-                            continue
-                        except OSError:
-                            break
-                        if not chunk:
-                            break
-                        sink.write(chunk)
-                finally:
-                    sink.eof()
-                    done.set()
 
-            async def wait_exit() -> None:
+class GuardedProcess:
+    """One program started by the guard, in a process group of its own: an async context
+    manager whose time limit is the caller's cancel scope.
+
+        async with GuardedProcess(argv, cwd=folder, output=OutputHandling(...)) as proc:
+            with anyio.move_on_after(seconds):
                 await proc.wait()
-                exited.set()
-                wake.set()
+        proc.result
 
-            if stdin_fd is not None and stdin_text is not None:
-                tg.start_soon(feed_stdin, stdin_fd, stdin_text.encode("utf-8"))
-            tg.start_soon(pump, stdout_fd, out, out_done)
-            tg.start_soon(pump, stderr_fd, err, err_done)
-            tg.start_soon(wait_exit)
+    Entering starts the program (OSError when it cannot be started) and reads its output as
+    it streams. `wait()` returns once the program has exited or the stdout monitor objected.
+    Leaving the block ends the program's process group: the program itself when it still
+    runs (its time ran out, the monitor objected, or the caller stopped waiting for a reason
+    of its own; `result.timed_out` is then true unless the monitor objected), else whatever
+    it left running; the rest of the output is read, and `result` says how it ended.
+    Cancelled from outside (spar interrupted), the block still ends the group (SIGTERM, then
+    SIGKILL) before the cancellation goes on. An exception other than a cancellation raised
+    in the block comes out in an exception group, as from any anyio task group.
+    """
 
-            with anyio.move_on_at(deadline):
-                await wake.wait()
-            if out.violation is not None or not exited.is_set():
-                if not exited.is_set():
-                    killed = True
-                    timed_out = out.violation is None
-                await terminate_group(pgid, exited, kill_grace)
-            elif await _group_outlives_keeper(pgid):
-                # the leader is done; descendants left behind would hold the pipes open
-                await terminate_group(pgid, exited, kill_grace)
-            with anyio.move_on_after(DRAIN_GRACE):
-                await out_done.wait()
-                await err_done.wait()
-            tg.cancel_scope.cancel()
-        settled = True
-    finally:
-        with anyio.CancelScope(shield=True):
-            if not settled or proc.returncode is None:
-                # cancelled from outside (spar interrupted) or a bug: never leave the group
-                # running. The keeper ends every descendant on SIGTERM; SIGKILL is the last resort
-                _signal_group(pgid, signal.SIGTERM)
-                if proc.returncode is None:
-                    with anyio.move_on_after(guard.GRACE + guard.SETTLE):
-                        await proc.wait()
-                _signal_group(pgid, signal.SIGKILL)
-            if proc.returncode is None:
-                killed = True
-                with anyio.move_on_after(5):
-                    await proc.wait()
-            proc.close()
-            for fd in open_fds:
-                os.close(fd)
+    def __init__(self, argv: Sequence[str], *, cwd: Path | str, env: Mapping[str, str] | None = None,
+                 stdin_text: str | None = None, output: OutputHandling | None = None,
+                 kill_grace: float = KILL_GRACE) -> None:
+        self._argv = list(argv)
+        self._cwd = str(cwd)
+        self._env = os.environ if env is None else env
+        self._stdin_text = stdin_text
+        self._output = output if output is not None else OutputHandling()
+        self._kill_grace = kill_grace
+        self._wake = anyio.Event()  # the program exited, or the monitor objected
+        self._exited = anyio.Event()
+        self._out_done = anyio.Event()
+        self._err_done = anyio.Event()
+        self._open_fds: list[int] = []
+        self._killed = False  # spar ended the program before it exited
+        self._timed_out = False
+        self._result: ProcessResult | None = None
+        self._context: AbstractAsyncContextManager[GuardedProcess] | None = None
+
+    async def __aenter__(self) -> GuardedProcess:
+        self._context = self._lifetime()
+        return await self._context.__aenter__()
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        assert self._context is not None, "not entered"
+        return await self._context.__aexit__(*exc_info)
+
+    async def wait(self) -> None:
+        """Until the program has exited or the stdout monitor reported a violation."""
+        await self._wake.wait()
+
+    @property
+    def result(self) -> ProcessResult:
+        """How the program ended; there once the block has ended."""
+        if self._result is None:
+            raise RuntimeError("the process block has not ended yet")
+        return self._result
+
+    @asynccontextmanager
+    async def _lifetime(self) -> AsyncIterator[GuardedProcess]:
+        out = self._out = _Sink(self._output.stdout_path, self._output.cap, self._output.line_limit,
+                                self._output.on_stdout_line, self._wake.set,
+                                on_long_line=self._output.on_long_stdout_line)
+        err = self._err = _Sink(self._output.stderr_path, self._output.cap, self._output.line_limit, None,
+                                self._wake.set, on_text=self._output.on_stderr_text)
+        try:
+            self._proc, stdin_fd, stdout_fd, stderr_fd = await _start(
+                self._argv, self._cwd, self._env, self._stdin_text is not None)
+        except BaseException:
             out.close()
             err.close()
-    return ProcessResult(
-        exit_code=None if killed else proc.returncode,
-        timed_out=timed_out,
-        violation=out.violation,
-        stdout=out.info,
-        stderr=err.info,
-        stdout_tail=out.tail_text(),
-        stderr_tail=err.tail_text(),
-        log_error=out.log_error or err.log_error,
-    )
+            raise
+        self._open_fds = [fd for fd in (stdin_fd, stdout_fd, stderr_fd) if fd is not None]
+        settled = False  # the block and the group's end ran to their end
+        try:
+            async with anyio.create_task_group() as tg:
+                if stdin_fd is not None and self._stdin_text is not None:
+                    tg.start_soon(self._feed_stdin, stdin_fd, self._stdin_text.encode("utf-8"))
+                tg.start_soon(_pump, stdout_fd, out, self._out_done)
+                tg.start_soon(_pump, stderr_fd, err, self._err_done)
+                tg.start_soon(self._wait_exit)
+                yield self
+                await self._end_group()
+                tg.cancel_scope.cancel()
+            settled = True
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._make_sure_ended(settled)
+            self._close()
+
+    async def _feed_stdin(self, fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                await anyio.wait_writable(fd)
+                try:
+                    view = view[os.write(fd, view[:_CHUNK]):]
+                except BlockingIOError:
+                    continue
+        except OSError:
+            pass  # the child closed its stdin or exited; its output tells the rest
+        finally:
+            self._open_fds.remove(fd)
+            os.close(fd)  # EOF, so programs that read to the end (codex) go on
+
+    async def _wait_exit(self) -> None:
+        await self._proc.wait()
+        self._exited.set()
+        self._wake.set()
+
+    async def _end_group(self) -> None:
+        """The block has ended: end the group (the program if it still runs, else what it left
+        behind, which would hold the pipes open), then read the pipes to their end."""
+        pgid = self._proc.pid  # the keeper leads the group: one killpg reaches every descendant
+        if self._out.violation is not None or not self._exited.is_set():
+            if not self._exited.is_set():
+                self._killed = True
+                self._timed_out = self._out.violation is None
+            await terminate_group(pgid, self._exited, self._kill_grace)
+        elif await _group_outlives_keeper(pgid):
+            await terminate_group(pgid, self._exited, self._kill_grace)
+        with anyio.move_on_after(DRAIN_GRACE):
+            await self._out_done.wait()
+            await self._err_done.wait()
+
+    async def _make_sure_ended(self, settled: bool) -> None:
+        """Shielded, whatever happened: cancelled from outside (spar interrupted) or a bug must
+        never leave the group running. The keeper ends every descendant on SIGTERM; SIGKILL
+        is the last resort."""
+        proc, pgid = self._proc, self._proc.pid
+        if not settled or proc.returncode is None:
+            if not self._exited.is_set():
+                self._killed = True
+            _signal_group(pgid, signal.SIGTERM)
+            if proc.returncode is None:
+                with anyio.move_on_after(guard.GRACE + guard.SETTLE):
+                    await proc.wait()
+            _signal_group(pgid, signal.SIGKILL)
+        if proc.returncode is None:
+            self._killed = True
+            with anyio.move_on_after(5):
+                await proc.wait()
+
+    def _close(self) -> None:
+        self._proc.close()
+        for fd in self._open_fds:
+            os.close(fd)
+        self._out.close()
+        self._err.close()
+        out, err = self._out, self._err
+        self._result = ProcessResult(
+            exit_code=None if self._killed else self._proc.returncode,
+            timed_out=self._timed_out,
+            violation=out.violation,
+            stdout=out.info,
+            stderr=err.info,
+            stdout_tail=out.tail_text(),
+            stderr_tail=err.tail_text(),
+            log_error=out.log_error or err.log_error,
+        )
+
+
+async def _pump(fd: int, sink: _Sink, done: anyio.Event) -> None:
+    """Read one output pipe to its end into `sink`."""
+    try:
+        while True:
+            await anyio.wait_readable(fd)
+            try:
+                chunk = os.read(fd, _CHUNK)
+            except BlockingIOError:
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break
+            sink.write(chunk)
+    finally:
+        sink.eof()
+        done.set()

@@ -9,7 +9,7 @@ finds the whole subtree through `/proc` (parent links) and ends it: SIGTERM,
 
 Used by `spar.round.guard`: by the guard of the round and by each reviewer's
 keeper. Standard library only, as the guard. Without `/proc` or `prctl` (not Linux) `become_subreaper()`
-returns False and only the process group is ended by the caller.
+(`spar.round.prctl`) returns False and only the process group is ended by the caller.
 """
 
 from __future__ import annotations
@@ -20,19 +20,9 @@ import signal
 import time
 from collections.abc import Callable
 
-PR_SET_CHILD_SUBREAPER = 36
+from spar.round.prctl import become_subreaper
+
 _POLL = 0.02
-
-
-def become_subreaper() -> bool:
-    """Make this process the reaper of its orphaned descendants; False where unsupported."""
-    import ctypes  # here: only the guard and its keepers need it, not every spar start
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)  # this process's own symbols hold libc's prctl
-        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
-    except (OSError, AttributeError):
-        return False
 
 
 def process_table() -> dict[int, tuple[int, int, str]] | None:

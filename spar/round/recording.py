@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal, cast, get_args
 
 from spar import __version__
-from spar.config.model import AppliedConfig, ReviewerConfig, sha256_canonical
+from spar.config.model import DEFAULT_MAX_FINDINGS, AppliedConfig, ReviewerConfig, sha256_canonical
 from spar.errors import RecordError
 from spar.judge.context import RoundContext, RoundDoc
 from spar.judge.criteria import ids_of_documents
@@ -55,6 +55,7 @@ def reviewer_entry(cfg: ReviewerConfig, standpoint: str | None) -> ReviewerEntry
         "model": cfg.model,
         "effort": cfg.effort,
         "timeout_seconds": cfg.timeout_seconds,
+        "max_findings": cfg.max_findings,
         "observed_model": None,
         "attempts": [],
         "warnings": [],
@@ -110,6 +111,7 @@ def record_reviewer_result(round_json: RoundRecord, name: str, result: object, c
             requested_angles=list(round_json["config"]["angles"]),
             standpoints_active=standpoints_active,
             assigned=entry.get("standpoint") is not None,
+            max_findings=_max_findings(entry),
         )
     except InvalidOutput as exc:
         entry["status"] = ReviewerStatus.INVALID_OUTPUT
@@ -130,6 +132,11 @@ def record_reviewer_result(round_json: RoundRecord, name: str, result: object, c
     entry["limits"] = accepted["limits"]
     entry["finding_count"] = len(findings)
     return findings
+
+
+def _max_findings(entry: ReviewerEntry) -> int:
+    cap = entry.get("max_findings")
+    return cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else DEFAULT_MAX_FINDINGS
 
 
 def record_invalid(round_json: RoundRecord, name: str, reason: str) -> None:

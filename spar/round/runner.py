@@ -27,7 +27,8 @@ from spar.records.usage import attempt_usage
 from spar.round.environment import reviewer_env
 from spar.round.executable import ExecutableLookup, find_executable
 from spar.round.interface import InputSpec, Monitor, Preset, RunPaths, recorded_argv
-from spar.round.process import KILL_GRACE, OUTPUT_CAP, ProcessResult, run_process
+from spar.round.liveness import watch_liveness
+from spar.round.process import KILL_GRACE, OUTPUT_CAP, GuardedProcess, OutputHandling, ProcessResult
 
 if TYPE_CHECKING:
     from spar.progress import Progress
@@ -178,54 +179,69 @@ def run_paths(job: ReviewerJob) -> RunPaths:
                     workspace=Path(job.workspace).absolute(), schema_path=Path(job.schema_path).absolute())
 
 
-async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: _Settings) -> _Attempt:  # noqa: C901  temporary (issue 21)
-    cfg = job.config
-    paths = run_paths(job)
-    started_at = now()
-    clock_start = anyio.current_time()
+@dataclass
+class _Facts:
+    """What one attempt has learned so far; `done()` turns it into the attempt's record."""
+
+    model: str
+    input: InputSpec
+    started_at: str = field(default_factory=now)
+    clock_start: float = field(default_factory=anyio.current_time)
+    argv: list[str] = field(default_factory=list)  # what ran, or would have run had the attempt got that far
     exit_code: int | None = None
-    argv: list[str] = []
     monitor: Monitor | None = None
-    warnings: list[str] = []
     cli_version: str | None = None  # what the version check printed, once it answered
+    warnings: list[str] = field(default_factory=list)
+
+    def done(self, status: S, reason: str = "", *, resets: str | None = None, observed_model: str | None = None,
+             **kw: Any) -> _Attempt:
+        record: dict[str, Any] = {"model": self.model}
+        if observed_model:
+            record["observed_model"] = observed_model  # G12: absent from the attempt when unknown
+        usage = self.monitor.usage if self.monitor is not None else None
+        record.update(started_at=self.started_at, finished_at=now(), exit_code=self.exit_code, status=status,
+                      reason=reason, resets=resets, argv=recorded_argv(self.argv, self.input),
+                      usage=attempt_usage(anyio.current_time() - self.clock_start, usage))
+        if self.cli_version is not None:
+            record["cli_version"] = self.cli_version  # absent when no version check answered
+        return _Attempt(record=cast(Attempt, record), status=status, reason=reason, resets=resets,
+                        observed_model=observed_model, warnings=self.warnings, **kw)
+
+
+async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: _Settings) -> _Attempt:
+    """One attempt: find the executable, check its version, run it, judge how it ended; all
+    within the reviewer's time limit (G19), which runs from here."""
+    cfg = job.config
+    facts = _Facts(model=model, input=job.input)
     env = reviewer_env(st.env, st.passthrough, preset.vendor_env)  # what this reviewer inherits
     if st.progress is not None:
         st.progress.reviewer_started(cfg.name, number, model)
-
-    def done(status: S, reason: str = "", *, resets: str | None = None, observed_model: str | None = None,
-             **kw: Any) -> _Attempt:
-        record: dict[str, Any] = {"model": model}
-        if observed_model:
-            record["observed_model"] = observed_model  # G12: absent from the attempt when unknown
-        record.update(started_at=started_at, finished_at=now(), exit_code=exit_code, status=status,
-                      reason=reason, resets=resets, argv=recorded_argv(argv, job.input),
-                      usage=attempt_usage(anyio.current_time() - clock_start,
-                                          monitor.usage if monitor is not None else None))
-        if cli_version is not None:
-            record["cli_version"] = cli_version  # absent when no version check answered
-        return _Attempt(record=cast(Attempt, record), status=status, reason=reason, resets=resets,
-                        observed_model=observed_model, warnings=warnings, **kw)
-
     try:
-        # what ran, or would have run had the attempt got that far
-        lookup, argv = command_line(job, model, env.get("PATH"))
+        lookup, facts.argv = command_line(job, model, env.get("PATH"))
     except OSError as exc:
-        return done(S.FAILED, f"cannot build the command line: {exc.strerror or exc}")
+        return facts.done(S.FAILED, f"cannot build the command line: {exc.strerror or exc}")
     if lookup.status != "ok" or lookup.path is None:
-        return done(S(lookup.status), lookup.reason)
-    exe = lookup.path
-    deadline = anyio.current_time() + cfg.timeout_seconds
-    suffix = "" if number == 1 else f".{number}"
-
+        return facts.done(S(lookup.status), lookup.reason)
+    deadline = anyio.current_time() + cfg.timeout_seconds  # the attempt's cancel scopes end here
     if preset.version_args is not None:
-        checked = await _version_check(exe, preset.version_args, paths, deadline, env, st)
+        checked = await _version_check(lookup.path, preset.version_args, run_paths(job), deadline, env, st)
         if isinstance(checked, tuple):
-            status, reason = checked
-            return done(status, reason)
-        cli_version = checked
+            return facts.done(*checked)
+        facts.cli_version = checked
+    return await _run_and_judge(job, preset, lookup.path, _log_suffix(number), deadline, env, st, facts)
 
+
+def _log_suffix(number: int) -> str:
+    return "" if number == 1 else f".{number}"
+
+
+async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str, deadline: float,
+                         env: Mapping[str, str], st: _Settings, facts: _Facts) -> _Attempt:
+    """Run the reviewer until it answers, the monitor objects or `deadline` passes; then judge."""
+    cfg = job.config
+    paths = run_paths(job)
     _status(st, cfg.name, S.RUNNING, "")
-    monitor = preset.monitor()
+    monitor = facts.monitor = preset.monitor()
     monitor.on_notice = lambda text: _notice(st, cfg.name, text)
     stderr_refusals = RefusalScan()  # the whole stderr, searched as it streams
 
@@ -234,47 +250,56 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
         for line in text.splitlines():
             monitor.stderr_line(line)
 
+    output = OutputHandling(stdout_path=paths.reviewer_dir / f"stdout{suffix}.log",
+                            stderr_path=paths.reviewer_dir / f"stderr{suffix}.log",
+                            on_stdout_line=monitor.feed, on_long_stdout_line=monitor.long_line,
+                            on_stderr_text=stderr_text, cap=st.output_cap)
+    liveness = watch_liveness(cfg, monitor, st.progress)
     try:
-        proc = await run_process(
-            argv, cwd=paths.workspace, deadline=deadline, env=env,
-            stdin_text=preset.stdin_text(job.input),
-            stdout_path=paths.reviewer_dir / f"stdout{suffix}.log",
-            stderr_path=paths.reviewer_dir / f"stderr{suffix}.log",
-            on_stdout_line=monitor.feed, on_long_stdout_line=monitor.long_line, on_stderr_text=stderr_text,
-            output_cap=st.output_cap, kill_grace=st.kill_grace,
-        )
+        async with GuardedProcess(facts.argv, cwd=paths.workspace, env=env, stdin_text=preset.stdin_text(job.input),
+                                  output=output, kill_grace=st.kill_grace) as proc:
+            with anyio.move_on_at(deadline):
+                async with liveness.watching():  # stops waiting when the CLI cannot reach its service
+                    await proc.wait()
     except OSError as exc:
-        return done(S.FAILED, f"could not start {quote(exe)}: {exc.strerror or exc}")
-    exit_code = proc.exit_code
-    observed = monitor.observed_model
-    warnings.extend(monitor.warnings)
+        return facts.done(S.FAILED, f"could not start {quote(exe)}: {exc.strerror or exc}")
+    facts.exit_code = proc.result.exit_code
+    facts.warnings.extend(monitor.warnings)
+    if liveness.gave_up is not None:  # its process group is ended like a timed-out one's
+        return facts.done(S.UNAVAILABLE, liveness.reason(preset.name), observed_model=monitor.observed_model)
+    return _judge(cfg, proc.result, monitor, stderr_refusals, facts)
 
+
+def _judge(cfg: ReviewerConfig, proc: ProcessResult, monitor: Monitor, stderr_refusals: RefusalScan,
+           facts: _Facts) -> _Attempt:
+    """How an attempt whose process ran ended: its status from the process and the monitor."""
+    observed = monitor.observed_model
     if proc.violation is not None:
-        return done(S.TOOL_VIOLATION, proc.violation, observed_model=observed)
+        return facts.done(S.TOOL_VIOLATION, proc.violation, observed_model=observed)
     if proc.timed_out:
-        return done(S.TIMEOUT, f"no answer within {cfg.timeout_seconds}s (timeout_seconds); process group killed",
-                    observed_model=observed)
+        return facts.done(S.TIMEOUT, f"no answer within {cfg.timeout_seconds}s (timeout_seconds); process group killed",
+                          observed_model=observed)
     if proc.log_error is not None:
         # the raw output is part of the record; an answer whose log was lost is not kept
-        return done(S.FAILED, proc.log_error, observed_model=observed)
+        return facts.done(S.FAILED, proc.log_error, observed_model=observed)
     answer = monitor.finish(proc.exit_code, proc.stdout)
     observed = monitor.observed_model
     if monitor.unreadable_answer is not None:
-        return done(S.COMPLETED, "", observed_model=observed, output_error=monitor.unreadable_answer)
+        return facts.done(S.COMPLETED, "", observed_model=observed, output_error=monitor.unreadable_answer)
     if answer.timed_out:
-        return done(S.TIMEOUT, answer.failure, observed_model=observed)
+        return facts.done(S.TIMEOUT, answer.failure, observed_model=observed)
     if answer.completed:
-        return done(S.COMPLETED, "", observed_model=observed, result=answer.result,
-                    output_error=answer.output_error)
+        return facts.done(S.COMPLETED, "", observed_model=observed, result=answer.result,
+                          output_error=answer.output_error)
     # not completed: a refusal (G13, contract §5) decides unavailable (and maybe a fallback), else
     # failed. The whole stderr first, then every error message of the output.
     late = RefusalScan()
     late.feed("\n".join(answer.error_texts))
     refusal = stderr_refusals.then(monitor.refusals).then(late).result()
     if refusal is not None:
-        return done(S.UNAVAILABLE, reason_for(refusal), resets=refusal.resets, observed_model=observed,
-                    quota=refusal.kind == "quota")
-    return done(S.FAILED, failure_reason(proc, answer.failure), observed_model=observed)
+        return facts.done(S.UNAVAILABLE, reason_for(refusal), resets=refusal.resets, observed_model=observed,
+                          quota=refusal.kind == "quota")
+    return facts.done(S.FAILED, failure_reason(proc, answer.failure), observed_model=observed)
 
 
 def failure_reason(proc: ProcessResult, failure: str) -> str:
@@ -303,10 +328,13 @@ async def _version_check(exe: str, version_args: tuple[str, ...], paths: RunPath
     shown = " ".join(args)
     own_limit = anyio.current_time() + st.version_timeout
     try:
-        proc = await run_process(args, cwd=paths.workspace, deadline=min(deadline, own_limit), env=env,
-                                 output_cap=64 * 1024, kill_grace=st.kill_grace)
+        async with GuardedProcess(args, cwd=paths.workspace, env=env, output=OutputHandling(cap=64 * 1024),
+                                  kill_grace=st.kill_grace) as running:
+            with anyio.move_on_at(min(deadline, own_limit)):
+                await running.wait()
     except OSError as exc:
         return S.FAILED, f"version check failed: could not start {quote(exe)}: {exc.strerror or exc}"
+    proc = running.result
     if proc.timed_out:
         if deadline <= own_limit:
             # the attempt's own limit ran out first: that is the reviewer's timeout (G19)

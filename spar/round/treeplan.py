@@ -19,6 +19,10 @@ Pure logic over tree entries (no I/O); `spar.round.workspace` does the copying.
   climbs above the root, a chain through such a link, a loop (more than 40
   links), an empty target or one holding NUL is written as a small regular
   file that says what the link pointed to.
+- **One entry per path.** A tree git itself never writes (fsck's
+  `duplicateEntries`: two entries of one name, such as a link `a` beside a
+  folder `a`) cannot be copied as it is: `clashes` names the paths, and the
+  round is refused before it is counted.
 """
 
 from __future__ import annotations
@@ -142,6 +146,7 @@ class TreePlan:
     copied: list[Any] = field(default_factory=list)  # entries copied as they are
     refused: list[str] = field(default_factory=list)  # paths git refuses: not copied
     outward: dict[str, bytes] = field(default_factory=dict)  # link path -> target: written as a file
+    clashes: list[str] = field(default_factory=list)  # paths held twice, or a file where a folder must be
 
     def notes(self, copy: str) -> list[str]:
         """One line per path left out or changed, in `path_text` form, prefixed by the copy."""
@@ -181,6 +186,28 @@ def listed(items: list[str], shown: int) -> str:
     return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
 
 
+def clashes(paths: Iterable[str]) -> list[str]:
+    """Paths that cannot all be in one copy: a path given twice, or a file (or link)
+    where another path needs a folder. Each folder is looked at once."""
+    files: set[str] = set()
+    found: set[str] = set()
+    ordered = []
+    for path in paths:
+        if path in files:
+            found.add(path)
+        files.add(path)
+        ordered.append(path)
+    folders: set[str] = set()
+    for path in ordered:
+        folder = path.rpartition("/")[0]
+        while folder and folder not in folders:
+            folders.add(folder)
+            if folder in files:
+                found.add(folder)
+            folder = folder.rpartition("/")[0]
+    return sorted(found)
+
+
 def plan_tree(entries: Iterable[Any], link_targets: dict[str, bytes]) -> TreePlan:
     """Sort `entries` (blob entries with .path, .mode, .sha) into a TreePlan;
     `link_targets` maps each symlink blob's sha to its bytes."""
@@ -202,8 +229,9 @@ def plan_tree(entries: Iterable[Any], link_targets: dict[str, bytes]) -> TreePla
                 plan.outward[entry.path] = link_targets[entry.sha]
                 continue
         plan.copied.append(entry)
+    plan.clashes = clashes(entry.path for entry in kept)
     return plan
 
 
-__all__ = ["TreePlan", "component_refused", "escaped_names", "link_stays_inside", "path_refused",
+__all__ = ["TreePlan", "clashes", "component_refused", "escaped_names", "link_stays_inside", "path_refused",
            "plan_tree", "workspace_warnings"]

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from spar import git
-from spar.errors import WriteFailed
+from spar.errors import Refused, WriteFailed
 from spar.pathtext import path_text
 from spar.round.reuse import read_verified
 from spar.round.treeplan import TreePlan, listed, plan_tree
@@ -155,7 +155,14 @@ def plan_commit(repo: str | Path, commit: str) -> TreePlan:
     file saying where a link pointed (spar.round.treeplan); reads only the links' blobs."""
     entries = [e for e in git.ls_tree(repo, commit) if e.mode in (MODE_FILE, MODE_EXEC, MODE_LINK)]
     links = git.read_blobs(repo, [e.sha for e in entries if e.mode == MODE_LINK])
-    return plan_tree(entries, links)
+    plan = plan_tree(entries, links)
+    if plan.clashes:
+        # refused here, before the round exists: a copy that fails part-way would leave a
+        # counted round with reviewers pending
+        shown = listed([path_text(p) for p in plan.clashes], 5)
+        raise Refused(f"commit {commit} cannot be copied into a workspace: its tree holds two entries for one "
+                      f"path (a tree git itself never writes; git fsck: duplicateEntries): {shown}")
+    return plan
 
 
 def _link_note(target: bytes) -> bytes:

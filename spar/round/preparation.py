@@ -274,4 +274,5 @@ def write_round_folder(r: Round, counted: bool) -> None:
     earlier = reuse.earlier_copy(readers.series_rounds(r.out.parent), r.out)
     sources = reuse.sources(r.repo if r.args.head is None else None, earlier)
     extra = {"change.diff": r.change_diff} if r.change_diff is not None else {}
-    r.workspace_before = build_workspace(r.repo, c.base, c.head, r.out / "workspace", r.tree_plans, sources, extra)
+    r.workspace_before = build_workspace(r.repo, c.base, c.head, r.out / "workspace", r.tree_plans, sources,
+                                         extra=extra)

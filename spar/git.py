@@ -492,6 +492,32 @@ def diff_with_stat(repo: Path | str, base: str, head: str, keep: int) -> Change:
         return Change(_decode(stat_out.read()), bytes(patch), complete)
 
 
+class ChangedFile(NamedTuple):
+    """One file of `git diff --numstat`: its path (the new one of a rename) and lines added
+    and removed (None for a binary file)."""
+
+    path: str  # non-UTF-8 bytes as surrogateescape
+    added: int | None
+    removed: int | None
+
+
+def changed_files(repo: Path | str, base: str, head: str) -> list[ChangedFile]:
+    """Every file `diff(repo, base, head)` holds, in the order its patch lists them."""
+    args = _diff_args(base, head)
+    args[1:1] = ["--numstat", "-z"]
+    fields = _decode(run(repo, *args).stdout).split("\0")
+    out = []
+    i = 0
+    while i < len(fields) and fields[i]:
+        added, removed, path = fields[i].split("\t", 2)
+        i += 1
+        if path == "":  # a rename or copy: the old path, then the new one, each on its own
+            path = fields[i + 1]
+            i += 2
+        out.append(ChangedFile(path, None if added == "-" else int(added), None if removed == "-" else int(removed)))
+    return out
+
+
 def line_diff(repo: Path | str, old: str, new: str) -> str:
     """`git diff -U0 -M` from one commit to another, for following lines (spar.judge.linemap)."""
     args = _diff_args(old, new)

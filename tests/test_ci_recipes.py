@@ -112,7 +112,9 @@ def test_blocked_gate_fails_with_1_and_the_report_is_still_written(ci):
     assert proc.returncode == 1, proc.stderr
     assert "GATE BLOCKED" in proc.stderr and "TOOL FAILURE" not in proc.stderr
     issues = json.loads((repo / "gl-code-quality-report.json").read_text())
-    assert len(issues) == 2 and {i["location"]["path"] for i in issues} == {"app.py"}
+    # claude and codex report the same defect: one corroborated group, one issue (issue 22 point 4)
+    assert len(issues) == 1 and issues[0]["location"]["path"] == "app.py"
+    assert issues[0]["other_locations"] == [{"path": "app.py", "lines": {"begin": 2}}]
 
 
 @pytest.mark.slow
@@ -150,3 +152,21 @@ def test_gate_blocked_by_a_missing_round_is_not_said_to_be_findings(ci):
 def test_script_usage_error_is_64(tmp_path):
     proc = subprocess.run(["bash", str(SCRIPT), "a"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 64 and "usage" in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_reviewer_that_failed_is_a_blocked_gate_and_a_sarif_that_says_so(ci, tmp_path):
+    """issue 22 point 3: export exits 1 (written, not clean) when a reviewer did not
+    complete; the script takes that as written and lets the gate judge, not as a tool failure."""
+    repo, env, _answer, run, _ = ci
+    head = git(repo, "rev-parse", "HEAD").strip()
+    scenario = tmp_path / "failing.json"
+    scenario.write_text(json.dumps({"claude": {"result": result(head, findings=[], verdict="no_blocking_findings")},
+                                    "codex": {"turn_failed": "stream disconnected before completion"}}))
+    env["SPAR_FAKE_SCENARIO"] = str(scenario)
+    proc = run()
+    assert proc.returncode == 1, proc.stderr
+    assert "GATE BLOCKED" in proc.stderr and "spar export failed" not in proc.stderr
+    report = json.loads((repo / "spar.sarif").read_text())
+    codex = next(r for r in report["runs"] if r["tool"]["driver"]["name"] == "Spar (codex)")
+    assert codex["invocations"][0]["executionSuccessful"] is False

@@ -353,6 +353,30 @@ def test_codex_api_key_in_the_environment_counts_as_logged_in(here, capsys, monk
     assert doctor_json(capsys)[0] == 0
 
 
+def test_only_native_reviewers_is_a_warning_saying_how_to_add_one(here, capsys):
+    """issue 22 point 7: doctor said "a round can run here" with `native` alone, which
+    needs a host agent to run `spar record`."""
+    _repo, _bin_dir, config = here
+    config.write_text('[[reviewers]]\npreset = "native"\n')
+    code, report = doctor_json(capsys)
+    assert code == 0 and report["ready"] is True
+    (warning,) = [c for c in by_check(report, "reviewer") if c["subject"] == "unattended"]
+    assert warning["status"] == "warning" and "spar record" in warning["detail"]
+    assert "spar init" in warning["fix"] and "claude, codex or agy" in warning["fix"]
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "no reviewer runs unattended" in out.splitlines()[0] and "-> install claude, codex or agy" in out
+
+
+def test_a_cli_reviewer_beside_native_needs_no_warning(here, capsys):
+    _repo, bin_dir, config = here
+    program(bin_dir, "claude", CLAUDE.replace("LOGGED", "True"))
+    config.write_text('[[reviewers]]\npreset = "native"\n[[reviewers]]\npreset = "claude"\n')
+    code, report = doctor_json(capsys)
+    assert code == 0
+    assert [c for c in report["checks"] if c["subject"] == "unattended"] == []
+
+
 def test_a_repository_without_commits_is_a_problem(tmp_path, monkeypatch, capsys):
     """Issue 22 point 8: doctor does not call a repository before its first commit fine."""
     repo = make_repo(tmp_path, name="fresh")

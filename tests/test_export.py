@@ -82,12 +82,13 @@ def test_one_run_per_reviewer_with_tool_version_and_model(two_rounds, capsys):
     assert drivers[0]["properties"]["cli_version"] is None  # rounds recorded before Spar kept it
     ids = [run["automationDetails"]["id"] for run in doc["runs"]]
     assert len(set(ids)) == len(ids)  # GitHub keeps runs of one file apart by category
-    assert [len(run["results"]) for run in doc["runs"]] == [3, 3]
+    # code-2's duplicate and code-1's finding it duplicates are one chain: one result, code-2's
+    assert [len(run["results"]) for run in doc["runs"]] == [2, 3]
 
 
 def test_rule_level_location_and_suppressions(two_rounds, capsys):
     repo, series, r1, r2 = two_rounds
-    results = results_by_ref(json.loads(export(capsys, "sarif", r1, r2)[1]))
+    results = results_by_ref(json.loads(export(capsys, "sarif", r1)[1]))
     defect = results["code-1/claude-F1"]
     assert defect["ruleId"] == "spar/defect" and defect["level"] == "error"
     assert defect["locations"][0]["physicalLocation"] == {
@@ -118,11 +119,17 @@ def test_document_outside_the_repository(two_rounds, capsys):
 
 
 def test_duplicate_in_a_later_round_is_the_same_alert(two_rounds, capsys):
+    """The chain is given once, as code-2 has it; its fingerprint is code-1's, whichever
+    rounds are exported (issue 22 point 4: a repeat was a second issue with the same one)."""
     repo, series, r1, r2 = two_rounds
+    first = results_by_ref(json.loads(export(capsys, "sarif", r1)[1]))["code-1/claude-F1"]
     results = results_by_ref(json.loads(export(capsys, "sarif", r1, r2)[1]))
-    first, repeat = results["code-1/claude-F1"], results["code-2/claude-F1"]
+    assert "code-1/claude-F1" not in results
+    repeat = results["code-2/claude-F1"]
+    assert repeat["properties"]["chain"] == ["code-1/claude-F1", "code-2/claude-F1"]
     assert first["partialFingerprints"] == repeat["partialFingerprints"]
-    assert repeat["suppressions"][0]["justification"] == "duplicate; of code-1/claude-F1"
+    # a duplicate of a finding that is still open is open: no suppression hides it
+    assert "suppressions" not in repeat
     assert first["partialFingerprints"] != results["code-1/claude-F2"]["partialFingerprints"]
     # stable: exporting the later round alone gives the same fingerprint
     alone = results_by_ref(json.loads(export(capsys, "sarif", r2)[1]))["code-2/claude-F1"]
@@ -190,7 +197,7 @@ def test_codeclimate_has_what_gitlab_reads(two_rounds, capsys):
     repo, series, r1, r2 = two_rounds
     code, out, _ = export(capsys, "codeclimate", r1, r2)
     issues = json.loads(out)
-    assert code == 0 and len(issues) == 6
+    assert code == 0 and len(issues) == 5  # code-2's duplicate and its original are one issue
     for issue in issues:
         assert isinstance(issue["description"], str) and issue["description"]
         assert issue["check_name"].startswith("spar/")

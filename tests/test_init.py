@@ -98,13 +98,63 @@ def test_xdg_config_home_and_spar_config_are_where_the_loader_looks(world, tmp_p
 
 def test_existing_user_file_with_reviewers_is_left_byte_for_byte(world, capsys):
     _repo, home, with_clis = world
-    with_clis("claude")
+    with_clis("codex")  # nothing on PATH that the file does not name already
     user_file(home).parent.mkdir(parents=True)
     original = b"# mine\n[[reviewers]]\npreset = 'codex'   # keep me\n"
     user_file(home).write_bytes(original)
     assert run() == 0
     assert user_file(home).read_bytes() == original
     assert "already has reviewers" in capsys.readouterr().out
+
+
+def test_run_again_adds_a_cli_installed_since_and_keeps_the_comments(world, capsys):
+    """issue 22 point 7: `spar init` said "already has reviewers; left as it is" when a
+    CLI was installed after the file was written."""
+    repo, home, with_clis = world
+    with_clis("claude")
+    assert run() == 0
+    edited = user_file(home).read_text() + "# my own note, keep it\n"
+    user_file(home).write_text(edited)
+    with_clis("codex", "agy")
+    capsys.readouterr()
+    assert run() == 0
+    text = user_file(home).read_text()
+    assert text.startswith(edited)  # every byte the user had stays where it was
+    assert reviewers_of(user_file(home)) == ["claude", "codex", "agy"]
+    assert [r.name for r in load_config(repo).reviewers] == ["claude", "codex", "agy"]
+    assert "added reviewers codex, agy" in capsys.readouterr().out
+    assert run() == 0  # nothing new on PATH: the file stays as it is
+    assert user_file(home).read_text() == text
+    assert "left as it is" in capsys.readouterr().out
+
+
+def test_run_again_dry_run_shows_the_reviewers_it_would_add(world, capsys):
+    """issue 22 point 7: --dry-run shows the entries and writes nothing."""
+    _repo, home, with_clis = world
+    user_file(home).parent.mkdir(parents=True)
+    original = '# mine\n[[reviewers]]\npreset = "native"  # the host agent\n'
+    user_file(home).write_text(original)
+    with_clis("codex")
+    assert run("--dry-run") == 0
+    out = capsys.readouterr().out
+    assert f"would add to {user_file(home)}" in out and "added reviewers codex" in out
+    assert '[[reviewers]]\n    preset = "codex"' in out
+    assert user_file(home).read_text() == original
+    assert run() == 0
+    assert reviewers_of(user_file(home)) == ["native", "codex"]
+
+
+def test_reviewers_as_an_inline_array_are_refused_with_the_lines_to_add(world, capsys):
+    """An edit that cannot be appended safely writes nothing and prints the entries."""
+    _repo, home, with_clis = world
+    user_file(home).parent.mkdir(parents=True)
+    original = 'reviewers = [{preset = "claude"}]\n'
+    user_file(home).write_text(original)
+    with_clis("claude", "codex")
+    assert run() == 65
+    err = capsys.readouterr().err
+    assert "nothing was written" in err and 'preset = "codex"' in err
+    assert user_file(home).read_text() == original
 
 
 def test_existing_user_file_gets_only_the_missing_keys(world):

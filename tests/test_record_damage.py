@@ -150,6 +150,9 @@ def test_damage_matrix(repo, tmp_path, capsys, spar_env, row, command):
         text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
         says = row["says"] if reaction == "page_block" else "required reviewer codex neither completed nor was waived"
         assert "Gate: blocked" in text and says in text, text
+    elif reaction == "not_clean":  # spar export: written, but codex did not complete and is not waived
+        assert code == 1, captured.err
+        assert 'reviewer "codex" did not complete' in captured.err and "not clean" in captured.err
     elif reaction == "unfinished":
         assert code == 0, captured.err
         assert [u["name"] for u in json.loads(captured.out)["unfinished"]] == ["r1"]

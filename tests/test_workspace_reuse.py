@@ -166,13 +166,13 @@ def test_spar_run_builds_a_later_round_from_the_last_copy(tmp_path, monkeypatch)
     seen = []
     real = preparation.build_workspace
 
-    def recording(repo, base, head, workspace, plans=None, reuse=None):
+    def recording(repo, base, head, workspace, plans=None, reuse=None, extra=None):
         seen.append(reuse)
         asked = []
         real_stream = spar_git.stream_blobs
         monkeypatch.setattr(spar_git, "stream_blobs", lambda r, shas: (asked.extend(shas), real_stream(r, shas))[1])
         seen.append(asked)
-        return real(repo, base, head, workspace, plans, reuse)
+        return real(repo, base, head, workspace, plans, reuse, extra)
 
     monkeypatch.setattr(preparation, "build_workspace", recording)
     for key in list(os.environ):

@@ -101,6 +101,7 @@ def config_text(root: Path | None, cfg: AppliedConfig) -> str:
         f"check_paths      {', '.join(cfg.check_paths) or '-'}",
         f"angles           {', '.join(cfg.angles)}",
         "caps             " + "  ".join(f"{k}={v}" for k, v in cfg.caps.items()),
+        "packet           " + "  ".join(f"{k}={v}" for k, v in cfg.packet.items()),
         "env_passthrough  " + ("(not set: reviewers inherit the whole environment)" if cfg.env_passthrough is None
                                else ", ".join(cfg.env_passthrough)
                                or "(only the variables always passed and each CLI's vendor's)"),

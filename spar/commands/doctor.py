@@ -46,10 +46,12 @@ Say in one screen whether a review round can run here: git, the repository,
 the configuration (errors name <file>:<line>), each configured reviewer's
 executable and version (its version check, at most 10 s), whether claude
 (`claude auth status`) and codex (`codex login status`, or CODEX_API_KEY set)
-are logged in (agy has no harmless check), each CLI run with the environment its reviewer would
-get (env_passthrough), and whether the series folder (--series, default
-reviews) is ignored as `spar run --out` requires (every repository holding
-it ignores it and no tracked file is under it).
+are logged in (agy has no harmless check), each CLI run with the environment
+its reviewer would get (env_passthrough), a warning when no configured
+reviewer runs unattended (only `native`, which needs a host agent to run
+`spar record`), and whether the series folder (--series, default reviews) is
+ignored as `spar run --out` requires (every repository holding it ignores it
+and no tracked file is under it).
 
 It also asks the Jaekit Core that reads Spar's gate (`ha` on PATH, or
 --core PATH) `ha capabilities --format json` (at most 5 s, not retried) and
@@ -167,6 +169,20 @@ async def reviewer_checks(r: ReviewerConfig, env: dict[str, str], passthrough: l
     return checks
 
 
+UNATTENDED = "unattended"  # the subject of the warning below
+
+
+def unattended_warning(reviewers: list[ReviewerConfig]) -> Check:
+    """No configured reviewer runs a program: a round only ends when a host agent
+    records each answer with `spar record` (nothing does that in CI or a cron job)."""
+    names = ", ".join(r.name for r in reviewers)
+    return Check("reviewer", UNATTENDED, "warning",
+                 f"no configured reviewer can run unattended ({names}: the host's own subagent, "
+                 "which needs a host agent to run `spar record`)",
+                 "install claude, codex or agy and run `spar init` again (it adds a reviewer for each "
+                 "found on PATH), or add a [[reviewers]] entry (spar/configs/user.example.toml)")
+
+
 async def _login(r: ReviewerConfig, exe: str, env: dict[str, str]) -> Check:
     subject = f"{r.name} ({r.preset})"
     if r.preset not in LOGIN_CHECKS:
@@ -271,6 +287,8 @@ MARK = {"ok": "ok", "problem": "FAIL", "warning": "warn", "info": "--"}
 def render_text(checks: list[Check], ready: bool) -> str:
     head = "a round can run here" if ready else \
         f"a round cannot run here: {sum(c.status == 'problem' for c in checks)} problem(s)"
+    if ready and any(c.subject == UNATTENDED and c.status == "warning" for c in checks):
+        head += ", but only with a host agent to record each answer (no reviewer runs unattended)"
     lines = [f"spar doctor ({__version__}): {head}"]
     width = max(len(c.check) for c in checks)
     # subjects and details hold what tools printed (a Core's version, a CLI's answer): escaped
@@ -299,6 +317,8 @@ async def _all_checks(args: argparse.Namespace, base: Path, env: dict[str, str])
             tg.start_soon(one, i, r)
     for i in range(len(reviewers)):
         checks += results[i]
+    if reviewers and not any(get_preset(r.preset).runs_process for r in reviewers):
+        checks.append(unattended_warning(reviewers))
     series = Path(args.series) if os.path.isabs(args.series) else base / args.series
     if root is not None:
         checks.append(series_check(series, args.series))

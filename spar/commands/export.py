@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from spar.argparsing import Parser, command_parser
-from spar.errors import EXIT_OK, RecordError, Refused, quote
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, RecordError, Refused, quote
 from spar.export import codeclimate, rdjsonl, sarif
-from spar.export.collect import Item, RoundLookup, RoundRecords, collect, series_identity
+from spar.export.collect import Item, RoundLookup, RoundRecords, collect, series_identity, unfinished_reviewers
 from spar.records import atomic, paths, readers
 from spar.series import read_series, round_folder
 from spar.textsafe import for_stream
@@ -39,7 +39,13 @@ Write the findings of one or more recorded rounds in a standard format:
                fix is text in the message ("Smallest fix: ..."), never a code
                suggestion.
 
-Every finding is exported. A location that is not a line of a head file is
+Each finding chain (a finding and its repeats and duplicates in later
+rounds) is given once, as its newest round given has it (that round's head
+and lines; open when that finding is open, a duplicate followed to what it
+duplicates); a corroborated group (findings of several reviewers that match,
+in one round) is one result: SARIF relatedLocations, Code Climate
+other_locations and rdjsonl related_locations name each reviewer's finding.
+Fingerprints are unique within the file. A location that is not a line of a head file is
 kept and said in the message: `base/` locations carry the path without lines
 (they are base lines), round documents outside the repository their document
 name, and unreadable locations (outside the location grammar or naming
@@ -50,12 +56,20 @@ and the message says why; stderr counts them. The fingerprint hashes what
 identifies the finding (its series, round, id, path and claim), or the earlier
 finding it is the same as (a triaged duplicate, else a recorded repeat_of),
 followed to the first, so a repeat in a later round is the same alert and
-equal names in two series are two alerts.
+equal names in two series are two alerts; a group's is that of its first
+finding's chain.
 
 --out never names a record of a series (a file inside a round folder, a
 series' extensions.jsonl): that is refused, as `spar gate --out` refuses it.
 
-Exit codes: 0 written; 64 usage error; 65 refused (a round unreadable or not
+A reviewer that did not complete a round (failed, timed out, unavailable, ...)
+is named on stderr; SARIF also carries it: each run's invocation has
+executionSuccessful false and one notification per round it did not complete
+(a waived reviewer is a note and leaves executionSuccessful true). A rerun of
+the same input in which it completed, given too, settles it, as for the gate.
+
+Exit codes: 0 written; 1 written, not clean (a reviewer did not complete and
+was not waived: the file does not cover the whole review); 64 usage error; 65 refused (a round unreadable or not
 recorded, a GitHub limit exceeded, --out a record; nothing written); 70 the
 write failed."""
 
@@ -85,7 +99,7 @@ def _read(folder: Path, series_ids: dict[Path, str]) -> RoundRecords:
     if series not in series_ids:
         series_ids[series] = _series_id(series)
     return RoundRecords(folder.name, r, findings, readers.read_ledger(folder, findings), str(series),
-                        series_ids[series])
+                        series_ids[series], readers.read_waivers(folder))
 
 
 def read_listed_rounds(args: list[str]) -> tuple[list[RoundRecords], dict[str, Path]]:
@@ -140,6 +154,21 @@ def main(argv: list[str]) -> int:
     kinds = {k: sum(i.kind == k for i in items) for k in ("unreadable", "unsafe", "document", "base")}
     notes = [f"{n} {k} location(s)" for k, n in kinds.items() if n]
     where = args.out or "standard output"
-    print(f"spar: exported {len(items)} finding(s) as {args.format} to {where}"
+    merged = sum(len(i.chain) for i in items)
+    print(f"spar: exported {len(items)} result(s) for {merged} finding(s) as {args.format} to {where}"
           + (f"; kept with a note in the message: {', '.join(notes)}" if notes else ""), file=sys.stderr)
+    return _tell_unfinished(rounds)
+
+
+def _tell_unfinished(rounds: list[RoundRecords]) -> int:
+    """Say on stderr which reviewers did not complete (every format: Code Quality and
+    rdjsonl have no place for it in the file); 1 when one of them was not waived."""
+    missing = unfinished_reviewers(rounds)
+    for u in missing:
+        print(f"spar: reviewer {quote(u.reviewer)} did not complete round {quote(u.round)}: "
+              f"{quote(u.status)}, {quote(u.reason)}" + (" (waived)" if u.waived else ""), file=sys.stderr)
+    if any(not u.waived for u in missing):
+        print("spar: written, not clean: a reviewer of these rounds did not complete and was not waived, "
+              "so the export does not cover all of the review", file=sys.stderr)
+        return EXIT_NOT_CLEAN
     return EXIT_OK

@@ -24,7 +24,9 @@ from spar.config.scaffold import (
     TIMEOUT_BLOCK,
     CannotEdit,
     Edit,
+    add_reviewers,
     caps_block,
+    configured_presets,
     fit,
     ignore_pattern,
     project_key_block,
@@ -51,7 +53,9 @@ by every repository holding it).
 The user file is the one Spar reads: the first existing of $SPAR_CONFIG,
 $XDG_CONFIG_HOME/jaekit/spar.toml, ~/.config/jaekit/spar.toml; when none
 exists, the first of those paths (a variable that is unset or empty is
-skipped). Existing files are never rewritten: keys they lack are added
+skipped). Run again, init adds a [[reviewers]] entry to the user file for
+each of claude, codex, agy found on PATH that no entry names yet (--dry-run
+shows the entries). Existing files are never rewritten: keys they lack are added
 (top-level keys after the leading comments, tables at the end) and every
 other byte stays. The ignore line (/NAME/) goes at the end of the .gitignore
 in the folder holding the series, where no other rule can override it. When
@@ -141,8 +145,27 @@ def plan_user(env: Mapping[str, str], home: Path, found: list[str]) -> Step:
     head = [("timeout_seconds", TIMEOUT_BLOCK)]
     tail = [("reviewers", reviewer_blocks(found))]
     lines = Edit("", head_lines=TIMEOUT_BLOCK + "\n", tail_lines="\n" + reviewer_blocks(found)).lines_to_add()
-    # a file that already names its reviewers is the user's choice: left alone entirely
-    return _plan_edit(source.path, head, tail, lines, check_user, "reviewers", needs="reviewers")
+    step = _plan_edit(source.path, head, tail, lines, check_user, "reviewers", needs="reviewers")
+    if step.action != "keep":
+        return step
+    # the file names its reviewers (the user's choice, kept); a CLI installed since is added
+    return _plan_new_clis(source.path, found)
+
+
+def _plan_new_clis(path: str, found: list[str]) -> Step:
+    real = os.path.realpath(path)
+    lines = Edit("", tail_lines="\n" + reviewer_blocks(found)).lines_to_add()
+    try:
+        existing = _read_existing(real, lines)
+        missing = [p for p in found if p not in configured_presets(existing)]
+        edit = add_reviewers(existing, missing)
+    except CannotEdit as err:
+        raise _refusal(path, err.why, err.lines) from None
+    if not missing:
+        return Step(real, "keep", note="already has reviewers for every CLI found on PATH; left as it is")
+    _validated(path, edit.text, check_user)
+    return Step(real, "edit", edit.text, edit.lines_to_add(),
+                f"added reviewers {', '.join(missing)} (found on PATH, not configured yet)")
 
 
 def _plan_edit(path: str, head: list[tuple[str, str]], tail: list[tuple[str, str]], lines: str,

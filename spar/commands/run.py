@@ -40,7 +40,15 @@ from spar.round.dryrun import dry_run_lines
 from spar.round.interrupt import run_until_signal
 from spar.round.memory import render_memory
 from spar.round.packet import build_packet, packet_sha256
-from spar.round.preparation import Round, choose_commits, packet_input, run_config, work_tree_of, write_round_folder
+from spar.round.preparation import (
+    Round,
+    choose_commits,
+    choose_packet,
+    packet_input,
+    run_config,
+    work_tree_of,
+    write_round_folder,
+)
 from spar.round.process import start_guard, stop_guard
 from spar.round.recording import apply_outcome, reviewer_of, write_round_outputs
 from spar.round.summary import closing_lines, uncommitted_text
@@ -125,7 +133,9 @@ def plan_round(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> Round:
     r = Round(args=args, repo=repo, config=config, backend=backend, out=out, commits=commits, documents=documents,
               presets={c.preset: get_preset(c.preset) for c in config.reviewers})
     r.tree_plans = {"head": plan_commit(repo, commits.head), "base": plan_commit(repo, commits.base)}
-    r.packet_text = build_packet(packet_input(args, repo, config, commits, documents, r.tree_plans, out.parent))
+    packet = packet_input(args, repo, config, commits, documents, r.tree_plans, out.parent)
+    r.packet_kind, r.change_diff = choose_packet(repo, config, packet)
+    r.packet_text = build_packet(packet)
     return r
 
 

@@ -13,15 +13,17 @@ import posixpath
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from spar.config.model import (
     ANGLES,
     DEFAULT_CAPS,
     DEFAULT_MAX_FINDINGS,
+    DEFAULT_PACKET,
     DEFAULT_REVIEWERS,
     DEFAULT_TIMEOUT,
+    PACKET_KINDS,
     PRESETS,
     ReviewerConfig,
 )
@@ -70,7 +72,7 @@ def value_problem(value: str) -> str | None:
 
 USER_KEYS = ("timeout_seconds", "max_findings", "reviewers", "env_passthrough")
 ENV_ITEM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")  # a variable name, or a prefix ending in *
-PROJECT_KEYS = ("rules", "check_paths", "angles", "caps")
+PROJECT_KEYS = ("rules", "check_paths", "angles", "caps", "packet")
 CAP_NAMES = tuple(DEFAULT_CAPS)  # plan, plan_delta, code
 FORBIDDEN_PROJECT_KEYS = frozenset({
     "reviewers", "preset", "name", "binary", "argv", "model", "fallback_model", "effort",
@@ -333,6 +335,7 @@ class ProjectPart:
     check_paths: list[str]
     angles: list[str]
     caps: dict[str, int]
+    packet: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PACKET))
 
 
 def check_project(doc: LocatedDoc) -> ProjectPart:
@@ -364,6 +367,8 @@ def check_project(doc: LocatedDoc) -> ProjectPart:
             part.angles = _angles(err, _str_list(err, key, value))
         elif key == "caps":
             part.caps = _caps(doc, value)
+        elif key == "packet":
+            part.packet = _packet(doc, value)
     return part
 
 
@@ -428,6 +433,23 @@ def _caps(doc: LocatedDoc, value: object) -> dict[str, int]:
             raise ConfigError(doc.file, line, f"caps.{key} must be an integer of 0 or more, got {show(item)}")
         caps[key] = item
     return caps
+
+
+def _packet(doc: LocatedDoc, value: object) -> dict[str, str]:
+    """`[packet]`: per stage (the keys of `[caps]`), `full` or `incremental`."""
+    if not isinstance(value, dict):
+        raise ConfigError(doc.file, doc.line(("packet",)), f"packet must be a table, got {show(value)}")
+    kinds = dict(DEFAULT_PACKET)
+    for key, item in value.items():
+        line = doc.line(("packet", key))
+        if key not in CAP_NAMES:
+            raise ConfigError(doc.file, line,
+                              f"unknown key {quote('packet.' + key)} (the stages are {', '.join(CAP_NAMES)})")
+        if item not in PACKET_KINDS:
+            raise ConfigError(doc.file, line,
+                              f"packet.{key} must be one of {', '.join(PACKET_KINDS)}, got {show(item)}")
+        kinds[key] = item
+    return kinds
 
 
 __all__ = [

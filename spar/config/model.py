@@ -17,6 +17,11 @@ DEFAULT_UNREACHABLE = 60  # seconds a CLI may say it cannot reach its service be
 # findings one answer may hold; an answer with more is invalid_output before any is built
 DEFAULT_MAX_FINDINGS = 500
 DEFAULT_CAPS = {"plan": 2, "plan_delta": 2, "code": 3}
+# what a later round's packet carries per stage ([packet] of the project configuration):
+# "full" the whole diff every round, "incremental" the diff since the last round inline
+# and the whole diff as workspace/change.diff (spar.round.preparation)
+PACKET_KINDS = ("full", "incremental")
+DEFAULT_PACKET = {"plan": "full", "plan_delta": "full", "code": "full"}
 
 
 @dataclass
@@ -83,6 +88,7 @@ class AppliedConfig:
     check_paths: list[str] = field(default_factory=list)
     angles: list[str] = field(default_factory=lambda: list(ANGLES))
     caps: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_CAPS))
+    packet: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PACKET))
     env_passthrough: list[str] | None = None  # None: reviewers inherit spar's whole environment
     files: list[dict[str, Any]] = field(default_factory=list)  # {"path", "sha256", "role": "user"|"project"}
     skipped: list[dict[str, Any]] = field(default_factory=list)  # {"path", "why"}
@@ -98,6 +104,8 @@ class AppliedConfig:
         }
         if self.max_findings != DEFAULT_MAX_FINDINGS:
             out["max_findings"] = self.max_findings
+        if self.packet != DEFAULT_PACKET:  # only when set: configurations without it keep their digest
+            out["packet"] = dict(self.packet)
         if self.env_passthrough is not None:  # only when set: configurations without it keep their digest
             out["env_passthrough"] = list(self.env_passthrough)
         return out

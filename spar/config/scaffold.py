@@ -76,7 +76,8 @@ def reviewer_blocks(found: list[str]) -> str:
             "# None of claude, codex, agy was found on PATH, so the one reviewer is the\n"
             "# host's own subagent: `spar run` writes its prompt and waits for its answer,\n"
             "# recorded with `spar record ROUND --reviewer native --result FILE`.\n"
-            "# Once a reviewer CLI is installed, add an entry for it (spar/configs/user.example.toml).\n"
+            "# Once a reviewer CLI is installed, run `spar init` again: it adds an entry for it\n"
+            "# (every key of an entry: spar/configs/user.example.toml).\n"
             "[[reviewers]]\n"
             'preset = "native"\n'
         )
@@ -84,7 +85,12 @@ def reviewer_blocks(found: list[str]) -> str:
         "# Each [[reviewers]] entry is one reviewer of every round, in this order.",
         f"# Found on PATH when this file was written: {', '.join(found)}.",
     ]
-    for preset in found:
+    return "\n".join(out + _entries(found)) + "\n"
+
+
+def _entries(presets: list[str]) -> list[str]:
+    out = []
+    for preset in presets:
         out += [
             "",
             "[[reviewers]]",
@@ -94,7 +100,13 @@ def reviewer_blocks(found: list[str]) -> str:
             '# fallback_model = ""       # one more attempt with this model after a quota refusal',
             "# timeout_seconds = 1200    # this reviewer only",
         ]
-    return "\n".join(out) + "\n"
+    return out
+
+
+def added_reviewer_blocks(presets: list[str]) -> str:
+    """[[reviewers]] entries for CLIs found on PATH after the file was written."""
+    head = [f"# Added by `spar init`: {', '.join(presets)} found on PATH (delete an entry to stop using it)."]
+    return "\n".join(head + _entries(presets)) + "\n"
 
 
 def user_template(found: list[str]) -> str:
@@ -201,6 +213,38 @@ def fit(existing: str, head: list[tuple[str, str]], tail: list[tuple[str, str]])
         new += edit.tail_lines[1:] if (not new or new.endswith("\n\n")) else edit.tail_lines
     edit.text = new
     _check_only_added(existing, new, edit)
+    return edit
+
+
+def configured_presets(existing: str) -> set[str]:
+    """The presets the file's [[reviewers]] entries name (none when it has no such list)."""
+    try:
+        entries = tomllib.loads(existing).get("reviewers")
+    except tomllib.TOMLDecodeError:
+        return set()
+    if not isinstance(entries, list):
+        return set()
+    return {str(e.get("preset")) for e in entries if isinstance(e, dict)}
+
+
+def add_reviewers(existing: str, presets: list[str]) -> Edit:
+    """`existing` with a [[reviewers]] entry appended for each of `presets`. Raises
+    CannotEdit when the result would change anything but those entries (the file's
+    reviewers are an inline array, say: then the user adds them by hand)."""
+    block = added_reviewer_blocks(presets)
+    edit = Edit(existing, added=[f"reviewers ({p})" for p in presets], tail_lines="\n" + block)
+    if not presets:
+        return edit
+    new = existing if not existing or existing.endswith("\n") else existing + "\n"
+    new += block if new.endswith("\n\n") or not new else "\n" + block
+    try:
+        before, after = tomllib.loads(existing), tomllib.loads(new)
+    except tomllib.TOMLDecodeError as err:
+        raise CannotEdit(f"the edited text would not be valid TOML ({err})", edit.lines_to_add()) from None
+    expected = dict(before, reviewers=list(before.get("reviewers", [])) + [{"preset": p} for p in presets])
+    if after != expected:
+        raise CannotEdit("adding the entries would change values already there", edit.lines_to_add())
+    edit.text = new
     return edit
 
 

@@ -5,7 +5,9 @@ An array of issues with `description`, `check_name`, `fingerprint`,
 suppressions: a finding with a standing disposition keeps its issue with
 severity `info` and the disposition at the start of its description, so
 nothing disappears from the report. Locations that are not head file lines
-use line 1 and say where they are in the description.
+use line 1 and say where they are in the description. A finding chain or a
+corroborated group is one issue (`other_locations` holds the group's other
+findings; the description names them).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ def issue(item: Item) -> dict[str, Any]:
     description = item.message()
     if item.disposition is not None:
         description = f"[{justification(item.disposition)}] {description}"
-    begin = item.start if item.kind == "head" and item.start else 1
-    return {
+    begin = _begin(item)
+    out: dict[str, Any] = {
         "type": "issue",
         "description": description,
         "check_name": f"spar/{item.cls}",
@@ -31,6 +33,13 @@ def issue(item: Item) -> dict[str, Any]:
         "severity": "info" if item.disposition is not None else SEVERITY[item.cls],
         "location": {"path": item.path, "lines": {"begin": begin}},
     }
+    if item.related:  # a corroborated group is one issue; the others' places as Code Climate has them
+        out["other_locations"] = [{"path": r.path, "lines": {"begin": _begin(r)}} for r in item.related]
+    return out
+
+
+def _begin(item: Item) -> int:
+    return item.start if item.kind == "head" and item.start else 1
 
 
 def build(items: list[Item]) -> list[dict[str, Any]]:

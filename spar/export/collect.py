@@ -16,7 +16,10 @@ round document. Four kinds come out:
   findings.json); exported like `unreadable`, at the root, with the message
   saying why the path was left out. No other path leaves Spar.
 
-Nothing is left out: every finding of every round given is exported once.
+Nothing is left out: every finding of every round given is in exactly one item. An
+item is a finding chain (below) or a corroborated group (`corroborated_by`, one
+round) with everything they join: shown as its newest round given has it, the
+older findings named in `chain` (`merge`).
 
 Fingerprint: the sha256 of what identifies the finding's chain: the series
 (`series_identity`: its folder's name, and the head commit and start time of
@@ -36,7 +39,7 @@ from dataclasses import dataclass, field
 
 from spar.errors import quote
 from spar.judge.refs import G7_PREFIXES, parse_ref
-from spar.records.model import Finding, LedgerLine, RoundRecord
+from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 
@@ -51,6 +54,19 @@ class RoundRecords:
     ledger: list[LedgerLine]
     series: str = ""  # the series folder, as given: rounds of two series never mix
     series_id: str = ""  # what identifies the series (`series_identity`), hashed into fingerprints
+    waivers: list[WaiverLine] = field(default_factory=list)  # waivers.jsonl
+
+
+@dataclass
+class Unfinished:
+    """A reviewer of an exported round that did not complete: the export is not clean
+    unless it was waived."""
+
+    round: str
+    reviewer: str
+    status: str
+    reason: str
+    waived: bool
 
 
 @dataclass
@@ -65,6 +81,7 @@ class ReviewerInfo:
     rounds: list[str] = field(default_factory=list)
     series_ids: set[str] = field(default_factory=set)  # of the rounds it reviewed
     cli_version: str | None = None  # the reviewer CLI's version check, latest round (attempts' cli_version)
+    unfinished: list[Unfinished] = field(default_factory=list)  # rounds it did not complete
 
 
 @dataclass
@@ -79,8 +96,10 @@ class Item:
     path: str  # "." for unreadable and unsafe
     start: int | None
     end: int | None
-    disposition: LedgerLine | None  # the standing ledger line, None when open
+    disposition: LedgerLine | None  # the standing ledger line (a duplicate's traced to its end), None when open
     fingerprint: str
+    related: list[Item] = field(default_factory=list)  # the other findings of its round this result stands for
+    chain: list[str] = field(default_factory=list)  # ROUND/ID of every finding given that it stands for
 
     @property
     def ref(self) -> str:
@@ -116,6 +135,8 @@ class Item:
         note = self.location_note()
         if note:
             parts.append(f"({note})")
+        if self.related:
+            parts.append("Also found by: " + ", ".join(f"{r.reviewer} ({r.ref})" for r in self.related))
         return "\n\n".join(p for p in parts if p)
 
 
@@ -198,11 +219,13 @@ class _Chains:
         self.lookup = lookup
         self.rounds: dict[tuple[str, str], RoundRecords | None] = {}
         self.links: dict[tuple[str, str], str] = {}
+        self.ledgers: dict[tuple[str, str], dict[str, LedgerLine]] = {}  # the standing line per finding
         for r in rounds:
             self._add(r.series, r.name, r)
 
     def _add(self, series: str, name: str, r: RoundRecords | None) -> None:
         self.rounds[(series, name)] = r
+        self.ledgers[(series, name)] = {line["finding"]: line for line in r.ledger} if r is not None else {}
         if r is not None:
             self.links.update({(series, ref): target for ref, target in same_as(r).items()})
 
@@ -220,6 +243,25 @@ class _Chains:
                 return ref
             ref = target
             seen.add(ref)
+
+    def line(self, series: str, ref: str) -> LedgerLine | None:
+        """The standing ledger line of ROUND/ID (None: open, or its round unreadable)."""
+        name, _, fid = ref.partition("/")
+        self._round(series, name)
+        return self.ledgers[(series, name)].get(fid)
+
+    def disposition(self, series: str, ref: str) -> LedgerLine | None:
+        """The standing line of ROUND/ID, a duplicate's followed to what its chain ends in:
+        a duplicate of an open finding is open (as the gate traces it)."""
+        line = self.line(series, ref)
+        seen = {ref}
+        while line is not None and line.get("disposition") == "duplicate":
+            target = line.get("of")
+            if not isinstance(target, str) or target in seen or self._round(series, target.split("/", 1)[0]) is None:
+                return line  # cannot be followed: the line as it stands
+            seen.add(target)
+            line = self.line(series, target)
+        return line
 
     def fingerprint(self, series: str, series_id: str, ref: str) -> str:
         first = self.first(series, ref)
@@ -247,32 +289,126 @@ def _reviewer_infos(rounds: list[RoundRecords]) -> dict[str, ReviewerInfo]:
     return reviewers
 
 
+def _inputs(r: RoundRecords) -> tuple[str, ...] | None:
+    """What makes two rounds one review (design §8's rerun test, as the gate reads it)."""
+    packet = r.round.get("packet_sha256")
+    if not isinstance(packet, str):
+        return None
+    return (r.series, str(r.round.get("stage")), str(r.round.get("base")), str(r.round.get("head")), packet)
+
+
+def unfinished_reviewers(rounds: list[RoundRecords]) -> list[Unfinished]:
+    """Each reviewer of the given rounds that did not complete, as the gate counts it: a
+    rerun of the same input among the rounds in which it completed settles it, and a
+    waiver in any of them waives it."""
+    done: dict[tuple[str, ...], set[str]] = {}
+    waived: dict[tuple[str, ...], set[str]] = {}
+    for r in rounds:
+        key = _inputs(r) or (r.series, r.name)
+        done.setdefault(key, set()).update(
+            e["name"] for e in r.round.get("reviewers", []) if e.get("status") == ReviewerStatus.COMPLETED)
+        waived.setdefault(key, set()).update(w.get("reviewer", "") for w in r.waivers)
+    out = []
+    for r in rounds:
+        key = _inputs(r) or (r.series, r.name)
+        for e in r.round.get("reviewers", []):
+            name = e["name"]
+            if e.get("status") != ReviewerStatus.COMPLETED and name not in done[key]:
+                out.append(Unfinished(r.name, name, str(e.get("status") or ""), str(e.get("reason") or ""),
+                                      name in waived[key]))
+    return out
+
+
 def collect(rounds: list[RoundRecords],
             lookup: RoundLookup | None = None) -> tuple[list[Item], dict[str, ReviewerInfo]]:
-    """Every finding of `rounds` (in the order given, then findings.json order)
-    and the reviewers that produced them (the latest round's entry wins).
+    """One item per finding chain or corroborated group of `rounds` (`merge`), in the
+    order of their newest round as given, then findings.json order, and the reviewers
+    of the rounds (the latest round's entry wins).
 
     `lookup(series, name)` reads another round of that series when a chain of repeats
     or duplicates leads there, so a fingerprint does not depend on which rounds
     were given; None (or a round it cannot read) ends the chain there."""
-    standing: dict[tuple[str, str], LedgerLine] = {}
-    for r in rounds:
-        for line in r.ledger:
-            standing[(r.series, f"{r.name}/{line['finding']}")] = line
     chains = _Chains(rounds, lookup)
     reviewers = _reviewer_infos(rounds)
-    items: list[Item] = []
-    for r in rounds:
+    for u in unfinished_reviewers(rounds):
+        reviewers[u.reviewer].unfinished.append(u)
+    found: list[_Found] = []
+    for index, r in enumerate(rounds):
         outside = _outside_documents(r.round)
+        started = str(r.round.get("started_at") or "")
         for f in r.findings:
             ref = f"{r.name}/{f['id']}"
             kind, path, start, end = _location(f, outside)
             name = str(f.get("reviewer", ""))
             if name not in reviewers:  # a finding always has its reviewer in round.json; be safe
                 reviewers[name] = ReviewerInfo(name, "", "", None, str(r.round.get("spar_version") or ""), [r.name])
-            items.append(Item(r.name, name, f["id"], f, kind, path, start, end, standing.get((r.series, ref)),
-                              chains.fingerprint(r.series, r.series_id, ref)))
-    return items, reviewers
+            item = Item(r.name, name, f["id"], f, kind, path, start, end, chains.disposition(r.series, ref),
+                        chains.fingerprint(r.series, r.series_id, ref))
+            others = [f"{r.name}/{o}" for o in f.get("corroborated_by") or [] if isinstance(o, str)]
+            found.append(_Found(item, r.series, (started, index), chains.first(r.series, ref), others))
+    return merge(found), reviewers
+
+
+@dataclass
+class _Found:
+    item: Item
+    series: str
+    newness: tuple[str, int]  # its round's started_at, then its place in the list given
+    first: str  # ROUND/ID of its chain's first finding
+    corroborated: list[str]  # ROUND/ID of the others of its group
+
+
+def _components(found: list[_Found]) -> list[list[int]]:
+    """Indexes of `found` joined by one chain or one corroboration group, each list in order."""
+    parent = list(range(len(found)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first_of: dict[tuple[str, str], int] = {}
+    by_ref = {(f.series, f.item.ref): i for i, f in enumerate(found)}
+    for i, f in enumerate(found):
+        j = first_of.setdefault((f.series, f.first), i)
+        parent[root(i)] = root(j)
+        for other in f.corroborated:
+            k = by_ref.get((f.series, other))
+            if k is not None:
+                parent[root(k)] = root(i)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(found)):
+        groups.setdefault(root(i), []).append(i)
+    return list(groups.values())
+
+
+def merge(found: list[_Found]) -> list[Item]:
+    """One item per chain or corroborated group: its findings of the newest round given
+    (their head and lines), the first of them the result and the others `related`;
+    the fingerprint is that first one's chain's. A finding of an older round is the
+    same problem seen before and is only named in `chain`. Open when any finding shown
+    is open. Fingerprints are made unique within the export (two copies of one series
+    given together would otherwise share them)."""
+    out: list[tuple[int, int, Item]] = []  # (newest round's place in the list, finding's place, item)
+    for members in _components(found):
+        newest = max(found[i].newness for i in members)
+        shown = [i for i in members if found[i].newness == newest]
+        head = found[shown[0]].item
+        head.related = [found[i].item for i in shown[1:]]
+        head.chain = [found[i].item.ref for i in sorted(members, key=lambda i: (found[i].newness, i))]
+        if any(found[i].item.disposition is None for i in shown):
+            head.disposition = None
+        out.append((newest[1], shown[0], head))
+    out.sort(key=lambda entry: entry[:2])
+    seen: set[str] = set()
+    items = []
+    for _newest, _index, item in out:
+        if item.fingerprint in seen:
+            item.fingerprint = hashlib.sha256(f"{item.fingerprint}\0{len(seen)}".encode()).hexdigest()
+        seen.add(item.fingerprint)
+        items.append(item)
+    return items
 
 
 def justification(line: LedgerLine) -> str:

@@ -6,7 +6,8 @@ would replace the code in its range with that text, and a smallest fix is a
 direction in words, not code. Severity follows the class; a finding with a
 standing disposition is INFO with the disposition in front. `location.range`
 holds the lines of head file locations; other locations use the path alone
-(reviewdog reports them on the file, or at the root for ".").
+(reviewdog reports them on the file, or at the root for "."). A finding chain or
+a corroborated group is one diagnostic, the group's others in `related_locations`.
 """
 
 from __future__ import annotations
@@ -26,17 +27,25 @@ def diagnostic(item: Item) -> dict[str, Any]:
         message += f"\n\nSmallest fix: {fix}"
     if item.disposition is not None:
         message = f"[{justification(item.disposition)}] {message}"
-    location: dict[str, Any] = {"path": item.path}
-    if item.kind == "head" and item.start:
-        location["range"] = {"start": {"line": item.start}, "end": {"line": max(item.end or item.start, item.start)}}
-    return {
+    out: dict[str, Any] = {
         "message": message,
-        "location": location,
+        "location": _location(item),
         "severity": "INFO" if item.disposition is not None else SEVERITY[item.cls],
         "source": {"name": f"spar/{item.reviewer}"},
         "code": {"value": item.cls},
         "original_output": json.dumps({"round": item.round, "finding": item.id}),
     }
+    if item.related:  # a corroborated group is one diagnostic
+        out["related_locations"] = [{"message": f"{r.ref} ({r.reviewer})", "location": _location(r)}
+                                    for r in item.related]
+    return out
+
+
+def _location(item: Item) -> dict[str, Any]:
+    location: dict[str, Any] = {"path": item.path}
+    if item.kind == "head" and item.start:
+        location["range"] = {"start": {"line": item.start}, "end": {"line": max(item.end or item.start, item.start)}}
+    return location
 
 
 def build(items: list[Item]) -> str:

@@ -3,9 +3,14 @@
 One run per reviewer (tool driver "Spar (<reviewer>)", Spar's version, the
 reviewer's preset, model and CLI version as driver properties, and an automation id of its
 own, naming the reviewer and the series, so GitHub keeps the runs apart). Rules are the four finding classes;
-level follows the class. Every finding is a result; one with a standing
+level follows the class. Every finding chain or corroborated group is one
+result (`spar.export.collect.merge`), in the run of its first reviewer, with
+`relatedLocations` naming each finding of a group; one with a standing
 disposition carries it as a suppression (`external`, `accepted`) whose
-justification says which and why. GitHub's documented hard limits (20 runs
+justification says which and why. Each run has one invocation whose
+`executionSuccessful` is false when the reviewer did not complete a round
+exported and was not waived; every round it did not complete is a
+notification (error, or note when waived). GitHub's documented hard limits (20 runs
 per file, 25,000 results per run) are checked before anything is written.
 """
 
@@ -15,8 +20,8 @@ import hashlib
 import urllib.parse
 from typing import Any
 
-from spar.errors import Refused
-from spar.export.collect import CLASSES, Item, ReviewerInfo, justification
+from spar.errors import Refused, quote
+from spar.export.collect import CLASSES, Item, ReviewerInfo, Unfinished, justification
 from spar.pathtext import text_bytes
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -70,12 +75,34 @@ def _result(item: Item) -> dict[str, Any]:
             "location": f.get("location"), "location_kind": item.kind, "class_reason": f.get("class_reason"),
             "evidence": f.get("evidence"), "smallest_fix": f.get("smallest_fix") or None,
             "disposition": item.disposition.get("disposition") if item.disposition else None,
+            "chain": item.chain,
         },
     }
+    if item.related:  # a corroborated group: every reviewer's finding named, this one first
+        result["relatedLocations"] = [
+            dict(_location(member), id=n, message={"text": f"{member.ref} ({member.reviewer}): "
+                                                           f"{str(member.finding.get('claim', '')).strip()}"})
+            for n, member in enumerate([item, *item.related])]
     if item.disposition is not None:
         result["suppressions"] = [{"kind": "external", "status": "accepted",
                                    "justification": justification(item.disposition)}]
     return result
+
+
+def _notification(u: Unfinished) -> dict[str, Any]:
+    # status and reason come from the reviewer's CLI: quoted in the text, raw only as JSON data
+    text = f"reviewer {quote(u.reviewer)} did not complete round {quote(u.round)}: {quote(u.status)}, {quote(u.reason)}"
+    return {"level": "note" if u.waived else "error",
+            "message": {"text": text + (" (waived)" if u.waived else "")},
+            "properties": {"reviewer": u.reviewer, "round": u.round, "status": u.status, "reason": u.reason,
+                           "waived": u.waived}}
+
+
+def invocation(info: ReviewerInfo) -> dict[str, Any]:
+    """Whether the reviewer's analysis ran: not when, in a round exported, it did not
+    complete and nobody waived it (code scanning must not read that as "no problems")."""
+    return {"executionSuccessful": all(u.waived for u in info.unfinished),
+            "toolExecutionNotifications": [_notification(u) for u in info.unfinished]}
 
 
 def automation_id(name: str, info: ReviewerInfo) -> str:
@@ -106,6 +133,7 @@ def build(items: list[Item], reviewers: dict[str, ReviewerInfo]) -> dict[str, An
                                "observed_model": info.observed_model, "cli_version": info.cli_version},
             }},
             "automationDetails": {"id": automation_id(name, info)},
+            "invocations": [invocation(info)],
             "results": results,
             "properties": {"rounds": info.rounds},
         })

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import cache
 from typing import Literal, NamedTuple
 
 MAX_MESSAGE = 300
@@ -68,22 +67,15 @@ def _phrase_pattern(phrases: tuple[str, ...], number: str) -> re.Pattern[str]:
     return re.compile(f"{literal}|{status}", re.IGNORECASE)
 
 
-@cache
-def _body_resets_pattern() -> re.Pattern[str]:
-    """`"resets_at":1777936568`, `\\"resets_in_seconds\\": 13872`: the key, up to four symbols, digits."""
-    return re.compile(r"\bresets_(at|in_seconds)\W{0,4}?(\d{1,12})(?![0-9])")
-
-
-@cache
-def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    """(authentication, quota, reset) patterns, compiled at the first line searched: a round
-    whose reviewers print nothing to search never pays for them (~1.5 ms at import)."""
-    # `in`/`at` must be whole words so `resets instantly` is not `resets in stantly`
-    reset = re.compile(
-        r"(?:\bresets?(?:\s+(?:in|at)\b)?|\btry again (?:in|at)\b)\s+[^.\n\d]*?(?<=\s)([^\s.]*\d[^.\n]*)",
-        re.IGNORECASE,
-    )
-    return _phrase_pattern(AUTH_PHRASES, "401"), _phrase_pattern(QUOTA_PHRASES + SERVICE_QUOTA_TYPES, "429"), reset
+# `"resets_at":1777936568`, `\\"resets_in_seconds\\": 13872`: the key, up to four symbols, digits
+BODY_RESETS = re.compile(r"\bresets_(at|in_seconds)\W{0,4}?(\d{1,12})(?![0-9])")
+AUTH_PATTERN = _phrase_pattern(AUTH_PHRASES, "401")
+QUOTA_PATTERN = _phrase_pattern(QUOTA_PHRASES + SERVICE_QUOTA_TYPES, "429")
+# `in`/`at` must be whole words so `resets instantly` is not `resets in stantly`
+RESET_PATTERN = re.compile(
+    r"(?:\bresets?(?:\s+(?:in|at)\b)?|\btry again (?:in|at)\b)\s+[^.\n\d]*?(?<=\s)([^\s.]*\d[^.\n]*)",
+    re.IGNORECASE,
+)
 
 
 class Refusal(NamedTuple):
@@ -111,7 +103,7 @@ def _trim(line: str, match_start: int) -> str:
 def find_resets(text: str) -> str | None:
     """The reset time a message names (§5 reset phrases, else a service error body's), or None."""
     for line in text.splitlines():
-        for m in _patterns()[2].finditer(line):
+        for m in RESET_PATTERN.finditer(line):
             value = m.group(1).strip()
             if value:
                 return value
@@ -125,7 +117,7 @@ def _status_429_with_reset(line: str) -> re.Match[str] | None:
     """HTTP 429 (the number on its own) in a line whose error body names its reset time."""
     if _body_resets(line) is None:
         return None
-    values = [m.span(2) for m in _body_resets_pattern().finditer(line)]
+    values = [m.span(2) for m in BODY_RESETS.finditer(line)]
     for m in re.finditer(r"(?<![0-9])429(?![0-9])", line):
         if m.span() not in values:  # `"resets_in_seconds":429` is a delay, not a status
             return m
@@ -136,7 +128,7 @@ def _body_resets(line: str) -> str | None:
     """`resets_at` as a UTC time, else `resets_in_seconds` as hours, minutes and seconds."""
     if "resets_" not in line:
         return None
-    found = {m.group(1): int(m.group(2)) for m in reversed(list(_body_resets_pattern().finditer(line)))}
+    found = {m.group(1): int(m.group(2)) for m in reversed(list(BODY_RESETS.finditer(line)))}
     if "at" in found:
         import datetime  # only here: most texts hold no such body
 
@@ -170,7 +162,7 @@ class RefusalScan:
     def line(self, line: str) -> None:
         if self.resets is None:
             self.resets = find_resets(line)
-        auth_re, quota_re, _ = _patterns()
+        auth_re, quota_re = AUTH_PATTERN, QUOTA_PATTERN
         if self.auth is None:
             m = auth_re.search(line)
             if m:

@@ -21,7 +21,7 @@ from typing import Literal
 
 from spar.judge.refusal import RefusalScan
 
-Kind = Literal["network", "authentication"]
+StallKind = Literal["network", "authentication"]
 
 NETWORK_PHRASES = (
     "waiting for network", "name does not resolve", "failed to lookup address",
@@ -38,7 +38,7 @@ def _network() -> re.Pattern[str]:
     return re.compile("|".join(re.escape(p) for p in NETWORK_PHRASES), re.IGNORECASE)
 
 
-def notice_kind(text: str) -> Kind | None:
+def notice_kind(text: str) -> StallKind | None:
     """`authentication` or `network` when the notice says the CLI cannot work, else None."""
     if not text:
         return None
@@ -57,4 +57,4 @@ def short_message(text: str) -> str:
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 
 
-__all__ = ["NETWORK_PHRASES", "Kind", "notice_kind", "short_message"]
+__all__ = ["NETWORK_PHRASES", "StallKind", "notice_kind", "short_message"]

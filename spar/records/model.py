@@ -79,6 +79,13 @@ class TranscriptWarning(TypedDict):
     tool: str
 
 
+class InputBytes(TypedDict):
+    """What one reviewer was handed, in bytes."""
+
+    prompt: int  # the text it reads (stdin, argument or the file its {prompt} names)
+    files: int  # the files Spar wrote into its folder for it (input.md, ...)
+
+
 class ReviewerEntry(TypedDict):
     name: str
     preset: str
@@ -94,6 +101,7 @@ class ReviewerEntry(TypedDict):
     warnings: list[TranscriptWarning]
     standpoint: str | None
     standpoint_report: dict[str, Any] | None
+    input_bytes: NotRequired[InputBytes]  # absent in rounds written before it was kept
     # when completed
     verdict: NotRequired[str]
     reviewed_head: NotRequired[str]
@@ -136,6 +144,16 @@ class UncommittedCounts(TypedDict):
     untracked: int  # files neither tracked nor ignored
 
 
+class PacketKind(TypedDict):
+    """What packet a round's reviewers got, and why it is not the configured one."""
+
+    configured: str  # "full" or "incremental" ([packet] of the project configuration)
+    kind: str  # what the packet is
+    reason: str | None  # why `kind` differs from `configured`; None when it does not
+    since_round: str | None  # the last round of the stage at another head, if any
+    change_diff_bytes: int | None  # workspace/change.diff's size; None when not written
+
+
 class RoundRecord(TypedDict):
     """round.json (`review-round/v1`)."""
 
@@ -155,6 +173,7 @@ class RoundRecord(TypedDict):
     uncommitted: NotRequired[UncommittedCounts | None]  # the working tree beyond HEAD; None when --head named it
     packet_sha256: str
     memory_sha256: NotRequired[str]  # absent when the round has no series memory
+    packet: NotRequired[PacketKind]  # absent in rounds written before [packet]
     documents: dict[str, list[DocumentEntry]]
     criteria_digest: str
     links: Links

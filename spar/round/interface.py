@@ -21,7 +21,7 @@ from typing import Any
 
 from spar.config.model import ReviewerConfig
 from spar.judge.refusal import RefusalScan
-from spar.judge.unreachable import Kind, notice_kind
+from spar.judge.unreachable import StallKind, notice_kind
 
 
 @dataclass
@@ -99,7 +99,7 @@ class Answer:
 class Stall:
     """The CLI's latest notice says it cannot reach its service or cannot authenticate."""
 
-    kind: Kind  # "network" or "authentication"
+    kind: StallKind  # "network" or "authentication"
     message: str  # the CLI's own words (data: quoted wherever shown)
 
 
@@ -181,7 +181,7 @@ class Monitor(ABC):
         if self.on_notice is not None:
             self.on_notice(text)
 
-    def stalled(self, kind: Kind, message: str) -> None:
+    def stalled(self, kind: StallKind, message: str) -> None:
         """The CLI says it cannot reach its service or cannot authenticate (it may retry)."""
         if self.on_stall is not None:
             self.on_stall(Stall(kind, message))

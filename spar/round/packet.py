@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from spar.judge.context import RoundDoc
+from spar.pathtext import path_text
 
 DIFF_LIMIT = 512 * 1024  # bytes of diff text kept in the packet
 
@@ -112,6 +113,40 @@ class PacketInput:
     since_stat: str = ""
     since_diff: bytes | None = b""  # None: that head is not in the repository any more
     since_diff_complete: bool = True  # as diff_complete
+    # "incremental" (a later round of a stage configured so, its last head still there): the
+    # subject's diff is replaced by `changed` and workspace/change.diff holds it whole
+    kind: str = "full"
+    changed: list[DiffPart] = field(default_factory=list)
+    change_size: int = 0  # bytes of change.diff
+
+
+@dataclass(frozen=True)
+class DiffPart:
+    """One file's part of the whole diff (`change.diff`): where it is and how big."""
+
+    path: str
+    added: int | None  # lines; None for a binary file
+    removed: int | None
+    first_line: int  # 1-based line of change.diff where its part starts
+    lines: int
+    size: int  # bytes
+
+
+def diff_parts(diff: bytes, files: list[tuple[str, int | None, int | None]]) -> list[DiffPart]:
+    """`files` (path, added, removed, in the diff's order) with where each one's part of
+    `diff` is: a part starts at each line beginning `diff --git ` (a line of a hunk never
+    does: it starts with a space, `+`, `-` or a backslash). [] when the two disagree."""
+    starts = [0] if diff.startswith(b"diff --git ") else []
+    starts += [m.start() + 1 for m in re.finditer(rb"\ndiff --git ", diff)]
+    if len(starts) != len(files):
+        return []
+    out = []
+    line = 1
+    for (path, added, removed), start, end in zip(files, starts, starts[1:] + [len(diff)], strict=True):
+        count = diff.count(b"\n", start, end)
+        out.append(DiffPart(path, added, removed, line, count, end - start))
+        line += count
+    return out
 
 
 def fence(text: str, info: str = "", *, exact: bool = True) -> str:
@@ -225,10 +260,35 @@ def _subject(p: PacketInput) -> list[str]:
         out += _documents(p.documents["subject"], "")
     elif p.stage != "code":
         out += ["No subject documents were given.", ""]
-    if p.stage == "code":
+    if p.stage == "code" and p.kind == "incremental":
+        out += _changed_files(p)
+    elif p.stage == "code":
         out += ["### Change summary (`git diff --stat base head`)", "", fence(_stat_text(p.diff_stat))]
         out += ["### Diff", ""] + _diff_block(p.diff, complete=p.diff_complete)
     return out
+
+
+def _changed_files(p: PacketInput) -> list[str]:
+    """An incremental packet's subject: every changed file and where its diff is in change.diff."""
+    files = "file" if len(p.changed) == 1 else "files"
+    out = [
+        "### The whole change",
+        "",
+        f"The whole diff from the base commit to the head commit ({p.change_size} bytes, {len(p.changed)} "
+        f"changed {files}) is not in this packet: it is `change.diff` in your working folder (the round's "
+        "`workspace/change.diff`). This packet shows the changes since the last round in full (below), and "
+        "what the series already decided follows it. Read a file's part of `change.diff` (its lines are "
+        "listed below), or the file in `head/` and `base/`, whenever you need more than the changes since "
+        "the last round.",
+        "",
+        f"### Changed files ({len(p.changed)})",
+        "",
+    ]
+    for part in p.changed:
+        lines = "binary" if part.added is None or part.removed is None else f"+{part.added} -{part.removed}"
+        out.append(f"- {code_span(path_text(part.path))}: {lines}; `change.diff` lines {part.first_line}-"
+                   f"{part.first_line + part.lines - 1} ({part.size} bytes)")
+    return out + [""]
 
 
 REST_IN_WORKSPACE = "Read the rest in `head/` and `base/` of your working folder (the round's `workspace/`)."

@@ -13,18 +13,18 @@ from typing import Any
 from spar import git
 from spar import series as series_mod
 from spar.config.load import load_config
-from spar.config.model import AppliedConfig
+from spar.config.model import CAP_KEYS, AppliedConfig
 from spar.config.select import apply_selection
 from spar.errors import Refused, WriteFailed, quote
 from spar.judge.context import RoundDoc
 from spar.records import atomic, readers
 from spar.records.clock import now
-from spar.records.model import Finding, RoundRecord
+from spar.records.model import Finding, InputBytes, PacketKind, RoundRecord
 from spar.round import reuse
 from spar.round.args import RunArgs, check_standpoints
 from spar.round.interface import Preset, reviewer_input
 from spar.round.memory import memory_sha256
-from spar.round.packet import DIFF_LIMIT, PacketInput, packet_sha256
+from spar.round.packet import DIFF_LIMIT, PacketInput, diff_parts, packet_sha256
 from spar.round.recording import new_round_json, reviewer_entry
 from spar.round.runner import ReviewerJob, ReviewerOutcome
 from spar.round.schema import schema_text
@@ -142,6 +142,43 @@ def packet_input(args: RunArgs, repo: Path, config: AppliedConfig, commits: Roun
     return packet
 
 
+def choose_packet(repo: Path, config: AppliedConfig, packet: PacketInput) -> tuple[PacketKind, bytes | None]:
+    """The packet kind this round gets (round.json `packet`) and, for an incremental packet, the
+    whole diff for workspace/change.diff; `packet` is made incremental when it can be."""
+    configured = config.packet[CAP_KEYS[packet.stage]]
+    kind: PacketKind = {"configured": configured, "kind": "full", "reason": None,
+                        "since_round": packet.since_round or None, "change_diff_bytes": None}
+    if configured != "incremental":
+        return kind, None
+    reason = _no_incremental(packet)
+    if reason is None:
+        whole = git.diff(repo, packet.base, packet.head)
+        packet.changed = diff_parts(whole, list(git.changed_files(repo, packet.base, packet.head)))
+        if packet.changed or not whole:
+            packet.kind, packet.change_size = "incremental", len(whole)
+            kind["kind"], kind["change_diff_bytes"] = "incremental", len(whole)
+            return kind, whole
+        reason = "spar could not tell the files of the diff apart; the packet holds the whole diff"
+    kind["reason"] = reason
+    return kind, None
+
+
+def _no_incremental(packet: PacketInput) -> str | None:
+    """Why this round's packet cannot be incremental, or None when it can."""
+    if packet.stage != "code":
+        return f"a {packet.stage} packet holds no diff of the change to leave out"
+    if not packet.since_round:
+        return "no earlier round of this stage reviewed another head: the first round gets the whole diff"
+    if packet.since_diff is None:
+        return (f"the last round of this stage, {packet.since_round}, reviewed head {packet.since_head}, which "
+                "this repository no longer has: the packet holds the whole diff")
+    return None
+
+
+def input_bytes(text: str, files: Mapping[str, str]) -> InputBytes:
+    return {"prompt": len(text.encode("utf-8")), "files": sum(len(c.encode("utf-8")) for c in files.values())}
+
+
 def write_inputs(config: AppliedConfig, out: Path, args: RunArgs, packet_text: str, memory_text: str,
                  files: list[tuple[Path, bytes]], presets: Mapping[str, Preset]) -> list[ReviewerJob]:
     """Each reviewer's folder, its input files added to `files`; returns the runner's jobs."""
@@ -180,6 +217,8 @@ class Round:
     presets: dict[str, Preset]  # preset name -> the object; `spar run` asks the registry
     tree_plans: dict[str, TreePlan] = field(default_factory=dict)  # "head", "base": what the copies hold
     packet_text: str = ""
+    packet_kind: PacketKind | None = None  # round.json `packet`
+    change_diff: bytes | None = None  # workspace/change.diff (incremental packets only)
     memory_text: str = ""  # decided under the series lock (spar.round.memory)
     record: RoundRecord | None = None  # round.json, from step 2 on
     jobs: list[ReviewerJob] = field(default_factory=list)
@@ -222,6 +261,10 @@ def write_round_folder(r: Round, counted: bool) -> None:
         counted=counted, dry_run=r.args.dry_run, started_at=started,
     )
     _add_head_source(r.record, c)
+    if r.packet_kind is not None:
+        r.record["packet"] = r.packet_kind
+    for entry, job in zip(r.record["reviewers"], r.jobs, strict=True):
+        entry["input_bytes"] = input_bytes(job.input.text, job.input.files)
     r.record["warnings"] += workspace_warnings(r.tree_plans)
     if r.memory_text:  # its own digest: never part of packet_sha256 (a rerun stays a rerun)
         r.record["memory_sha256"] = memory_sha256(r.memory_text)
@@ -230,4 +273,6 @@ def write_round_folder(r: Round, counted: bool) -> None:
     # checked against its blob id; git inflates only the rest
     earlier = reuse.earlier_copy(readers.series_rounds(r.out.parent), r.out)
     sources = reuse.sources(r.repo if r.args.head is None else None, earlier)
-    r.workspace_before = build_workspace(r.repo, c.base, c.head, r.out / "workspace", r.tree_plans, sources)
+    extra = {"change.diff": r.change_diff} if r.change_diff is not None else {}
+    r.workspace_before = build_workspace(r.repo, c.base, c.head, r.out / "workspace", r.tree_plans, sources,
+                                         extra=extra)

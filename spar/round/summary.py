@@ -113,9 +113,21 @@ def _header(rj: RoundRecord) -> list[str]:
     uncommitted = uncommitted_text(rj)
     if uncommitted:
         out.append(f"- Working tree: {uncommitted}")
+    out += _packet_line(rj)
     for w in rj.get("warnings") or []:
         out.append(f"- Warning: {w}")
     return out + [""]
+
+
+def _packet_line(rj: RoundRecord) -> list[str]:
+    """Only when the project asked for incremental packets: what the round got, and why not."""
+    kind = rj.get("packet")
+    if not kind or kind["configured"] == "full":
+        return []
+    if kind["kind"] == "incremental":
+        return [f"- Packet: incremental (the changes since round {kind['since_round']}; the whole diff, "
+                f"{kind['change_diff_bytes']} bytes, in workspace/change.diff)"]
+    return [f"- Packet: full, not incremental: {kind['reason']}"]
 
 
 def _reviewers(rj: RoundRecord) -> list[str]:

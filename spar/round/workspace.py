@@ -273,11 +273,13 @@ def _plan(repo: str | Path, commit: str, plan: TreePlan | None) -> TreePlan:
 
 def build_workspace(repo: str | Path, base: str, head: str, workspace: str | Path,
                     plans: dict[str, TreePlan] | None = None,
-                    reuse: Mapping[str, Sequence[str | Path]] | None = None) -> dict[str, Entry]:
+                    reuse: Mapping[str, Sequence[str | Path]] | None = None,
+                    extra: Mapping[str, bytes] | None = None) -> dict[str, Entry]:
     """`workspace/head` and `workspace/base`, then everything read-only (workspace/ included).
     `plans` ("head", "base" -> TreePlan) when the caller has them already; `reuse`
     ("head", "base" -> folders, see spar.round.reuse.sources): where files may take their
-    bytes from, each checked against its blob id (see `_start_copy`). Returns what
+    bytes from, each checked against its blob id (see `_start_copy`); `extra`: files beside
+    the copies (name -> bytes, such as an incremental packet's `change.diff`). Returns what
     `workspace_state(workspace)` reads now, taken while writing (no second pass over the
     copies): the state the change check compares the copies against after the round."""
     root = os.fspath(workspace)
@@ -300,6 +302,8 @@ def build_workspace(repo: str | Path, base: str, head: str, workspace: str | Pat
         _start_copy(base_copy, writer, _plan(repo, base, plans.get("base")), f"{root}/base", folders,
                     sources.get("base", ()), base_pending)
         _fill(repo, writer, [(head_copy, head_pending), (base_copy, base_pending)])  # one git process for both
+        for name, data in (extra or {}).items():
+            state[name] = writer.write(f"{root}/{name}", data, _READ_ONLY_FILE)
         make_read_only(folders, root, state)
     except OSError as exc:
         raise WriteFailed(f"cannot build {root}: {exc}") from exc

@@ -1,0 +1,135 @@
+"""Incremental packets (issue 24 point 2): `[packet] code = "incremental"` in the project
+configuration; round.json `packet` and each reviewer's `input_bytes`; the fallback to a
+full packet when the last round's head is gone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spar.config.checks import check_project
+from spar.config.model import AppliedConfig
+from spar.config.toml_positions import locate_toml
+from spar.errors import ConfigError
+from spar.round.packet import DiffPart, PacketInput, build_packet, diff_parts
+from tests.gitrepo import commit, git
+from tests.runsetup import make_setup, result
+
+PROJECT = ('rules = ["AGENTS.md"]\ncheck_paths = ["tests/**"]\n\n[caps]\ncode = 5\n\n'
+           '[packet]\ncode = "incremental"\n')
+FIX = ("def add(a, b):\n    return a + b\n\n\ndef divide(a, b):\n    if b == 0:\n"
+       "        raise ValueError('b is 0')\n    return a / b\n")
+OTHER_FIX = FIX.replace("'b is 0'", "'cannot divide by 0'")
+WHOLE_ONLY = "+def divide(a, b):"  # a line of the whole diff that no later fix's diff holds
+
+
+def load(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def whole_diff(repo, base, head) -> bytes:
+    proc = git(repo, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",
+               "--src-prefix=a/", "--dst-prefix=b/", base, head, "--")
+    return proc.encode("utf-8", "surrogateescape")
+
+
+@pytest.mark.slow
+def test_three_rounds_incremental_then_full_when_the_last_head_is_gone(tmp_path):
+    """Issue 24 point 2: round 1 is full (first round); round 2's packet holds the diff since
+    round 1 and the list of changed files, the memory follows it, the whole diff is
+    workspace/change.diff byte for byte and the bytes each reviewer got are recorded; round 3,
+    after round 2's head was rewritten away and pruned, is full and says why."""
+    s = make_setup(tmp_path)
+    h1 = commit(s.repo, {".jaekit/spar.toml": PROJECT}, message="incremental packets")
+    s.configure([s.answer_reviewer("house", result())])
+    series = s.repo / "reviews"
+
+    first = s.run("--base", s.base, out="reviews/r1")
+    assert first.returncode == 0, first.stderr.decode()
+    r1 = load(series / "r1" / "round.json")
+    assert r1["packet"]["configured"] == "incremental" and r1["packet"]["kind"] == "full"
+    assert "first round" in r1["packet"]["reason"]
+    assert WHOLE_ONLY in (series / "r1" / "packet.md").read_text()
+    assert not (series / "r1" / "workspace" / "change.diff").exists()
+    triage = s.spar("triage", str(series / "r1"), "house-F1", "--to", "rejected", "--evidence", "b is checked")
+    assert triage.returncode == 0, triage.stderr.decode()
+
+    h2 = commit(s.repo, {"calc.py": FIX}, message="fix divide")
+    second = s.run("--base", s.base, out="reviews/r2")
+    assert second.returncode == 0, second.stderr.decode()
+    r2dir = series / "r2"
+    packet = (r2dir / "packet.md").read_text()
+    received = (s.answers / "house.received").read_bytes()
+    assert "## Changes since round r1" in packet and "+        raise ValueError('b is 0')" in packet
+    assert WHOLE_ONLY not in packet
+    assert "### Changed files (3)" in packet and "- `calc.py`: +6 -0; `change.diff` lines" in packet
+    assert "## Already decided in this series" in received.decode() and "b is checked" in received.decode()
+    whole = whole_diff(s.repo, s.base, h2)
+    assert WHOLE_ONLY in whole.decode()
+    assert (r2dir / "workspace" / "change.diff").read_bytes() == whole
+    r2 = load(r2dir / "round.json")
+    assert r2["packet"] == {"configured": "incremental", "kind": "incremental", "reason": None,
+                            "since_round": "r1", "change_diff_bytes": len(whole)}
+    (entry,) = r2["reviewers"]
+    assert entry["input_bytes"]["prompt"] == len(received)
+    assert entry["input_bytes"]["files"] == len((r2dir / "house" / "input.md").read_bytes())
+    r1_packet = (series / "r1" / "packet.md").read_bytes()  # round 1: the packet alone, no input.md
+    assert load(series / "r1" / "round.json")["reviewers"][0]["input_bytes"] == {"prompt": len(r1_packet), "files": 0}
+    assert not [w for w in r2["warnings"] if "workspace changed" in w]
+    assert "- Packet: incremental (the changes since round r1" in (r2dir / "summary.md").read_text()
+
+    # round 2's head rewritten away: the other fix replaces it, and git really forgets it
+    git(s.repo, "reset", "--hard", h1)
+    commit(s.repo, {"calc.py": OTHER_FIX}, message="fix divide differently")
+    git(s.repo, "reflog", "expire", "--expire=now", "--all")
+    git(s.repo, "gc", "--prune=now", "--quiet")
+    with pytest.raises(RuntimeError):
+        git(s.repo, "cat-file", "-e", h2)
+    third = s.run("--base", s.base, out="reviews/r3")
+    assert third.returncode == 0, third.stderr.decode()
+    r3 = load(series / "r3" / "round.json")
+    assert r3["packet"]["kind"] == "full" and r3["packet"]["change_diff_bytes"] is None
+    assert f"reviewed head {h2}, which this repository no longer has" in r3["packet"]["reason"]
+    assert WHOLE_ONLY in (series / "r3" / "packet.md").read_text()
+    assert not (series / "r3" / "workspace" / "change.diff").exists()
+    summary = (series / "r3" / "summary.md").read_text()
+    assert f"- Packet: full, not incremental: the last round of this stage, r2, reviewed head {h2}" in summary
+
+
+def _project(text: str):
+    return check_project(locate_toml("spar.toml", text))
+
+
+def test_packet_table_is_checked_and_only_a_set_one_enters_the_digest():
+    """Issue 24 point 2: `[packet]` takes the stage keys of `[caps]` and `full`/`incremental`;
+    a configuration without it keeps its digest."""
+    assert _project('[packet]\ncode = "incremental"\n').packet == {"plan": "full", "plan_delta": "full",
+                                                                    "code": "incremental"}
+    for bad, words in (('[packet]\ncode = "half"\n', "packet.code must be one of full, incremental"),
+                       ('[packet]\nreview = "full"\n', 'unknown key "packet.review"'),
+                       ('packet = "incremental"\n', "packet must be a table")):
+        with pytest.raises(ConfigError, match=words):
+            _project(bad)
+    plain = AppliedConfig(reviewers=[])
+    assert "packet" not in plain.applied_values()
+    chosen = AppliedConfig(reviewers=[], packet={"plan": "full", "plan_delta": "full", "code": "incremental"})
+    assert chosen.applied_values()["packet"]["code"] == "incremental" and chosen.digest() != plain.digest()
+
+
+def test_diff_parts_find_each_file_and_the_packet_lists_them():
+    """Issue 24 point 2: each changed file with its lines and bytes in change.diff."""
+    first = b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n"
+    second = b"diff --git a/b.bin b/b.bin\nBinary files a/b.bin and b/b.bin differ\n"
+    diff = first + second
+    parts = diff_parts(diff, [("a.py", 1, 1), ("b.bin", None, None)])
+    assert parts == [DiffPart("a.py", 1, 1, 1, 6, len(first)), DiffPart("b.bin", None, None, 7, 2, len(second))]
+    assert diff_parts(diff, [("a.py", 1, 1)]) == []  # they disagree: no list at all
+    docs = {"criteria": [], "rules": [], "subject": []}
+    text = build_packet(PacketInput(stage="code", series="s", base="b" * 40, head="c" * 40, angles=["risk"],
+                                    check_paths=[], documents=docs, diff=diff, kind="incremental",
+                                    changed=parts, change_size=len(diff)))
+    assert f"- `a.py`: +1 -1; `change.diff` lines 1-6 ({len(first)} bytes)" in text
+    assert "- `b.bin`: binary; `change.diff` lines 7-8" in text
+    assert "+y" not in text and f"({len(diff)} bytes, 2 changed files)" in text
+

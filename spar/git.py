@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from spar.errors import Refused, quote
+from spar.pathtext import path_text
 
 # Variables that would point git at another repository than the one we name with -C.
 _DROPPED_ENV = (
@@ -490,6 +491,35 @@ def diff_with_stat(repo: Path | str, base: str, head: str, keep: int) -> Change:
                                         subprocess.CompletedProcess(args, returncode, b"", errors.read())))
         stat_out.seek(0)
         return Change(_decode(stat_out.read()), bytes(patch), complete)
+
+
+@dataclass
+class ChangedFile:
+    """One file of a change as `git diff --numstat` counts it (renames under their new path)."""
+
+    path: str  # text form (spar.pathtext)
+    added: int | None  # None: a binary file
+    removed: int | None
+
+
+def changed_files(repo: Path | str, base: str, head: str) -> list[ChangedFile]:
+    """Every file the diff from `base` to `head` touches, in git's order."""
+    args = _diff_args(base, head)
+    args[1:1] = ["--numstat", "-z"]
+    fields = run(repo, *args).stdout.split(b"\0")
+    out: list[ChangedFile] = []
+    i = 0
+    while i < len(fields) and fields[i]:
+        added, removed, path = fields[i].split(b"\t", 2)
+        if not path:  # a rename or copy: the old path, then the new one
+            path, i = fields[i + 2], i + 2
+        out.append(ChangedFile(path_text(path), _number(added), _number(removed)))
+        i += 1
+    return out
+
+
+def _number(raw: bytes) -> int | None:
+    return int(raw) if raw.isdigit() else None
 
 
 def line_diff(repo: Path | str, old: str, new: str) -> str:

@@ -94,6 +94,7 @@ class Answer:
     timed_out: bool = False  # not completed because the CLI's own time limit ended it: `timeout`
 
 
+NAMED_WORDS = 100_000  # tool-call words kept per attempt for coverage
 KEPT_ERROR_TEXTS = 20  # the latest output error messages kept for reasons (all are scanned)
 
 
@@ -117,6 +118,13 @@ class Monitor(ABC):
         self.notice: str | None = None  # the latest transient notice (retries), for progress
         self.on_notice: Callable[[str], None] | None = None
         self.warnings: list[str] = []  # round warnings (e.g. the CLI ignored a value Spar passed)
+        # the path-like words of the reviewer's read and search calls (observed coverage, issue 24)
+        self.named_words: list[str] = []
+
+    def name_words(self, words: list[str]) -> None:
+        """Words of one tool call that may name files; kept up to NAMED_WORDS in all."""
+        room = NAMED_WORDS - len(self.named_words)
+        self.named_words += [w for w in words if w][:max(room, 0)]
 
     def feed(self, line: str) -> str | None:
         """Look at one stdout line; return a violation reason the first time one is seen."""
@@ -217,6 +225,7 @@ class Preset(ABC):
 
     name = ""
     runs_process = True  # native runs nothing
+    observes_reads = False  # its monitor sees which files the reviewer reads (claude, codex, agy)
     version_args: tuple[str, ...] | None = ("--version",)  # None: no version check
     monitor_class: type[Monitor] | None = None  # judges the output of presets that run a process
     # the vendor's own credentials and settings (patterns as in env_passthrough): its CLI

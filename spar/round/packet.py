@@ -13,7 +13,9 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from spar.git import ChangedFile
 from spar.judge.context import RoundDoc
+from spar.pathtext import path_text
 
 DIFF_LIMIT = 512 * 1024  # bytes of diff text kept in the packet
 
@@ -102,6 +104,7 @@ class PacketInput:
     diff_stat: str = ""  # code stage only
     diff: bytes = b""  # code stage only
     diff_complete: bool = True  # False: `diff` is only the start of a diff longer than DIFF_LIMIT
+    changed: list[ChangedFile] = field(default_factory=list)  # code stage: every changed file
     standpoints: list[tuple[str, str]] = field(default_factory=list)
     decisions: list[tuple[str, str]] = field(default_factory=list)
     workspace_notes: list[str] = field(default_factory=list)  # paths not copied as they are
@@ -150,6 +153,70 @@ def cut_diff(diff: bytes, limit: int = DIFF_LIMIT) -> tuple[bytes, bool]:
     if nl >= 0:
         head = head[: nl + 1]
     return head, True
+
+
+_SECTION = b"diff --git "
+_C_ESCAPES = {ord("a"): 7, ord("b"): 8, ord("t"): 9, ord("n"): 10, ord("v"): 11, ord("f"): 12, ord("r"): 13}
+
+
+def _unquote(raw: bytes) -> bytes:
+    """The bytes of git's C-quoted name at the start of `raw` (`"a\\tb"`)."""
+    out = bytearray()
+    i = 1
+    while i < len(raw) and raw[i] != ord('"'):
+        c = raw[i]
+        if c == ord("\\") and i + 1 < len(raw):
+            nxt = raw[i + 1]
+            if ord("0") <= nxt <= ord("7"):
+                out.append(int(raw[i + 1:i + 4], 8) & 0xFF)
+                i += 4
+                continue
+            out.append(_C_ESCAPES.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return bytes(out)
+
+
+def _name(raw: bytes) -> bytes:
+    return _unquote(raw) if raw.startswith(b'"') else raw
+
+
+def section_path(section: bytes) -> str | None:
+    """The path one `diff --git` section is about (the new path of a rename), None when its
+    header cannot be read for certain."""
+    header, *rest = section.split(b"\n", 16)
+    for line in rest:
+        if line.startswith((b"@@", b"Binary files", b"GIT binary patch")):
+            break
+        if line.startswith((b"rename to ", b"copy to ")):
+            return path_text(_name(line.split(b" ", 2)[2]))
+    names = header[len(_SECTION):]
+    if names.startswith(b'"'):
+        old = _unquote(names)
+        return path_text(old[2:]) if old.startswith(b"a/") else None
+    half = (len(names) - 5) // 2  # "a/P b/P": the same P twice when nothing was renamed
+    if names[:2] == b"a/" and names[2 + half:5 + half] == b" b/" and names[2:2 + half] == names[5 + half:]:
+        return path_text(names[2:2 + half])
+    return None
+
+
+def diff_sections(diff: bytes) -> list[bytes]:
+    """The diff cut into its files' sections, each starting with `diff --git `."""
+    if not diff.startswith(_SECTION):
+        return []
+    starts = [0] + [m.start() + 1 for m in re.finditer(b"\n" + re.escape(_SECTION), diff)]
+    return [diff[a:b] for a, b in zip(starts, starts[1:] + [len(diff)], strict=True)]
+
+
+def inline_paths(diff: bytes) -> set[str]:
+    """The files whose whole diff the packet shows (`diff` as PacketInput holds it)."""
+    shown, was_cut = cut_diff(diff)
+    sections = diff_sections(shown)
+    if was_cut and sections and not diff[len(shown):].startswith(_SECTION):
+        sections.pop()  # its end is beyond the cut
+    return {path for path in map(section_path, sections) if path is not None}
 
 
 def _documents(docs: list[RoundDoc], none_text: str) -> list[str]:

@@ -131,6 +131,7 @@ def packet_input(args: RunArgs, repo: Path, config: AppliedConfig, commits: Roun
     if args.stage == "code":
         diff = git.diff_with_stat(repo, base, head, DIFF_LIMIT)  # the packet keeps no more than DIFF_LIMIT
         packet.diff_stat, packet.diff, packet.diff_complete = diff.stat, diff.patch, diff.complete
+        packet.changed = git.changed_files(repo, base, head)
     since = last_round_elsewhere(series, args.stage, head)
     if since is not None:
         packet.since_round, packet.since_head = since.name, since.round["head"]
@@ -185,6 +186,8 @@ class Round:
     jobs: list[ReviewerJob] = field(default_factory=list)
     workspace_before: dict[str, Any] = field(default_factory=dict)  # the copies' state as built
     outcomes: list[ReviewerOutcome] = field(default_factory=list)
+    changed_files: list[str] | None = None  # the code stage's changed files, in git's order
+    inline_files: set[str] = field(default_factory=set)  # those whose whole diff is in the packet
     findings: list[Finding] = field(default_factory=list)
 
 

@@ -219,6 +219,48 @@ def inline_paths(diff: bytes) -> set[str]:
     return {path for path in map(section_path, sections) if path is not None}
 
 
+# lock files and minified files, by name; anything below a `vendor/` folder (issue 24 point 3)
+LOCK_NAMES = frozenset({
+    "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "Cargo.lock",
+    "Gemfile.lock", "composer.lock", "poetry.lock", "Pipfile.lock", "uv.lock", "pdm.lock", "go.sum",
+    "flake.lock", "mix.lock", "pubspec.lock", "Package.resolved", "packages.lock.json", "gradle.lockfile",
+})
+_MINIFIED = re.compile(r"[.-]min\.(js|mjs|css)$|\.(js|css)\.map$")
+
+
+def generated_by_name(path: str) -> bool:
+    """A lock file, a minified file or a vendored one, by its path alone."""
+    parts = path.split("/")
+    name = parts[-1]
+    return name in LOCK_NAMES or name.endswith(".lock") or bool(_MINIFIED.search(name)) or "vendor" in parts[:-1]
+
+
+def reading_order(files: list[ChangedFile], marked: set[str]) -> list[ChangedFile]:
+    """The changed files with sources first, then generated and vendored ones (`marked` by
+    .gitattributes, or by name), each part in git's order; `generated` set on each."""
+    for f in files:
+        f.generated = f.path in marked or generated_by_name(f.path)
+    return [f for f in files if not f.generated] + [f for f in files if f.generated]
+
+
+def _changed_list(p: PacketInput) -> list[str]:
+    """Every changed file of a change whose diff the packet cuts, in the order it spends the diff."""
+    if not p.changed or not _is_cut(p):
+        return []
+    out = [f"### Changed files ({len(p.changed)})", "",
+           "The diff below is too long for this packet. Every changed file, sources first, then generated "
+           "or vendored files (lock files, minified files, `vendor/`, files `.gitattributes` marks "
+           "`linguist-generated` or `-diff`); the diff below follows this order:", ""]
+    for f in p.changed:
+        counts = "binary" if f.added is None or f.removed is None else f"+{f.added} -{f.removed}"
+        out.append(f"- {code_span(f.path)} {counts}" + (" (generated or vendored)" if f.generated else ""))
+    return out + [""]
+
+
+def _is_cut(p: PacketInput) -> bool:
+    return not p.diff_complete or len(p.diff) > DIFF_LIMIT
+
+
 def _documents(docs: list[RoundDoc], none_text: str) -> list[str]:
     if not docs:
         return [none_text, ""]
@@ -294,6 +336,7 @@ def _subject(p: PacketInput) -> list[str]:
         out += ["No subject documents were given.", ""]
     if p.stage == "code":
         out += ["### Change summary (`git diff --stat base head`)", "", fence(_stat_text(p.diff_stat))]
+        out += _changed_list(p)
         out += ["### Diff", ""] + _diff_block(p.diff, complete=p.diff_complete)
     return out
 

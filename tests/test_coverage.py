@@ -182,6 +182,9 @@ def test_a_big_change_lists_every_file_sources_first_and_spends_the_diff_on_them
     assert rj["unseen"] == ["app.min.js", "docs/blob.dat", "gen/out.txt", "package-lock.json", "third/vendor/lib.js"]
     assert rj["reviewers"][0]["attempts"][0]["coverage"]["inline"] == 4
     _sarif_names_the_unseen(s, rj["unseen"])
+    report = s.spar("cap-report", str(s.repo / "reviews"), "--format", "json")
+    assert report.returncode == 0, report.stderr.decode()
+    assert json.loads(report.stdout)["coverage"] == {"rounds": 1, "changed_files": 9, "unseen": 5}
 
 
 def _sarif_names_the_unseen(s, unseen: list[str]) -> None:

@@ -40,6 +40,8 @@ JSON ({SCHEMA}):
       group), groups; null when not recorded or recorded before repeats existed,
   code_extension_causes: for each of {', '.join(CAUSES)} and {NO_CAUSE}:
     extensions (how many code extensions) and by (rounds they added),
+  coverage: rounds (those that record it), changed_files and unseen (files no
+    completed reviewer saw), summed over the series' non-dry rounds
   usage: reviewers[] (name, rounds, attempts and the usage totals over every
     round of the series, by reviewer name) and series (attempts and the usage
     totals of every attempt of every round),

@@ -13,7 +13,7 @@ Rows:
 
 - **instant**: 3 `command` reviewers that print their answer at once. Spar's
   overhead = wall of `spar run` − wall of the 3 commands run directly; the
-  target is ≤ 6x `python -c pass`.
+  target is ≤ 0.4 s (issue 21: Spar's own time may rise for plain code, within that).
 - **per extra reviewer**: the same with 8 reviewers; (8 − 3 reviewers) / 5, wall
   and CPU (CPU of spar and everything it waited for: the guard, keepers and
   reviewers, minus the reviewers' own CPU run directly); targets ≤ +10 ms wall,
@@ -209,7 +209,7 @@ def measure(repeat: int, warmup: bool = True) -> dict:
 
 
 def verdicts(f: dict) -> dict[str, bool]:
-    return {"overhead": f["overhead_ratio_to_pass"] <= 6.0, "per_wall": f["per_reviewer_wall"] <= 0.010,
+    return {"overhead": f["overhead_3"] <= 0.4, "per_wall": f["per_reviewer_wall"] <= 0.010,
             "per_cpu": f["per_reviewer_cpu"] <= 0.015, "sleep3": f["sleeping_3_minus_s"] <= 0.25,
             "sleep8": f["sleeping_8_minus_s"] <= 0.30}
 
@@ -223,7 +223,7 @@ def render(figures: dict) -> str:
         rows += [
             [label, "3 instant reviewers: overhead (wall − direct)", f"{f['overhead_3']:.3f} s",
              f"python -c pass {f['python_pass_wall']:.3f} s", f"{f['overhead_ratio_to_pass']:.1f}x",
-             f"≤ 6x: {mark['overhead']}"],
+             f"≤ 0.4 s: {mark['overhead']}"],
             [label, "3 instant reviewers: CPU (spar and all it started − direct)", f"{f['cpu_overhead_3']:.3f} s",
              f"python -c pass CPU {f['python_pass_cpu']:.3f} s", f"{f['cpu_overhead_ratio_to_pass']:.1f}x", ""],
             [label, "each extra reviewer, wall", f"{f['per_reviewer_wall'] * 1000:+.1f} ms", "(8 − 3) / 5", "",

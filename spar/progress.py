@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 S = ReviewerStatus
 QUIET = (S.STARTING, S.RUNNING)  # shown in the live table only; plain lines stay few
+PLAIN_WAIT_STEP = 10  # seconds between plain lines telling how long a reviewer has been stalled
 FINAL = (S.ANSWERED, S.COMPLETED, S.FAILED, S.UNAVAILABLE, S.TIMEOUT, S.TOOL_VIOLATION, S.AWAITING_RECORD,
          S.INVALID_OUTPUT)
 
@@ -36,6 +37,7 @@ class _Row:
     detail: str = ""
     started: float | None = None
     finished: float | None = None
+    waiting_step: int | None = None  # the last plain line's PLAIN_WAIT_STEP of a stall; None: no stall
 
     def elapsed(self, now: float) -> float:
         if self.started is None:
@@ -92,6 +94,24 @@ class Progress:
             row.detail = text
         self._plain(f"{name}: {text}")
 
+    def reviewer_waiting(self, name: str, text: str, seconds: int) -> None:
+        """A running reviewer's stall as it lasts (`waiting for network 40 s`); "" when it is over.
+        The table shows every second; plain lines come at the start and every PLAIN_WAIT_STEP s."""
+        with self._lock:
+            row = self._row(name)
+            if row.status in FINAL:
+                return
+            if not text:
+                if row.waiting_step is not None:
+                    row.detail, row.waiting_step = "", None
+                return
+            row.detail = text
+            step = seconds // PLAIN_WAIT_STEP
+            if row.waiting_step == step:
+                return
+            row.waiting_step = step
+        self._plain(f"{name}: {text}")
+
     def reviewer_started(self, name: str, attempt: int, model: str) -> None:
         with self._lock:
             row = self._row(name)
@@ -102,6 +122,7 @@ class Progress:
             row.model = model
             row.status = ReviewerStatus.STARTING
             row.detail = ""
+            row.waiting_step = None
         self._plain(f"{name}: started attempt {attempt} (model {_model_text(model)})")
 
     def reviewer_status(self, name: str, status: str, detail: str = "") -> None:

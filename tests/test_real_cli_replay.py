@@ -24,7 +24,7 @@ def _replay(name: str, **kw) -> dict:
 def test_every_capture_is_replayed_here():
     names = sorted({p.name.split(".")[0] for p in CAPTURES.glob("*.log")})
     assert names == sorted(["noauth-1-claude", "effort-1-claude", "fakekey-300-claude", "noauth-1-codex",
-                            "fakekey-300-codex"])
+                            "fakekey-300-codex", "offline-900-codex"])
 
 
 @pytest.mark.anyio

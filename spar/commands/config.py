@@ -36,7 +36,8 @@ EPILOG = """\
   "config"      the applied values (what round.json keeps as config):
                 reviewers (name, preset, timeout_seconds, and by preset model,
                 fallback_model, effort, binary, argv, allowed_models,
-                allowed_efforts, max_budget_usd when set), timeout_seconds, rules,
+                allowed_efforts, max_budget_usd when set, unreachable_seconds
+                when not 60), timeout_seconds, rules,
                 check_paths, angles, caps
   "digest"      sha256 of the canonical JSON of "config" (round.json config_digest)
   "files"       every configuration file read: {"path", "sha256", "role": "user"|"project"}

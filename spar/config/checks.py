@@ -75,12 +75,13 @@ CAP_NAMES = tuple(DEFAULT_CAPS)  # plan, plan_delta, code
 FORBIDDEN_PROJECT_KEYS = frozenset({
     "reviewers", "preset", "name", "binary", "argv", "model", "fallback_model", "effort",
     "allowed_models", "allowed_efforts", "timeout_seconds", "max_budget_usd", "max_findings",
+    "unreachable_seconds",
 })
 _COMMON = frozenset({"name", "preset", "timeout_seconds", "max_findings"})
 _CLI = _COMMON | {"model", "fallback_model", "binary", "allowed_models"}
 PRESET_KEYS: dict[str, frozenset[str]] = {
-    "claude": _CLI | {"effort", "allowed_efforts", "max_budget_usd"},
-    "codex": _CLI | {"effort", "allowed_efforts"},
+    "claude": _CLI | {"effort", "allowed_efforts", "max_budget_usd", "unreachable_seconds"},
+    "codex": _CLI | {"effort", "allowed_efforts", "unreachable_seconds"},
     "agy": _CLI,  # agy has no effort
     "native": _COMMON,
     "command": _COMMON | {"argv"},
@@ -206,6 +207,8 @@ def _check_reviewer(doc: LocatedDoc, index: int, entry: object, timeout: int) ->
             raise err(key, f"key {quote(key)} is not used by preset {quote(preset)}")
         if key == "timeout_seconds":
             r.timeout_seconds = _positive_int(doc, base + (key,), value, f"{label}: timeout_seconds")
+        elif key == "unreachable_seconds":
+            r.unreachable_seconds = _positive_int(doc, base + (key,), value, f"{label}: unreachable_seconds")
         elif key == "max_findings":
             r.max_findings = _positive_int(doc, base + (key,), value, f"{label}: max_findings")
             r.max_findings_written = True

@@ -13,6 +13,7 @@ STAGES = ("plan", "plan-delta", "code")  # CLI / record spelling
 CAP_KEYS = {"plan": "plan", "plan-delta": "plan_delta", "code": "code"}  # stage -> config key
 DEFAULT_REVIEWERS = ("claude", "codex")
 DEFAULT_TIMEOUT = 900
+DEFAULT_UNREACHABLE = 60  # seconds a CLI may say it cannot reach its service before Spar gives up
 # findings one answer may hold; an answer with more is invalid_output before any is built
 DEFAULT_MAX_FINDINGS = 500
 DEFAULT_CAPS = {"plan": 2, "plan_delta": 2, "code": 3}
@@ -32,6 +33,9 @@ class ReviewerConfig:
     timeout_seconds: int = DEFAULT_TIMEOUT
     max_findings: int = DEFAULT_MAX_FINDINGS
     max_budget_usd: int | float | None = None  # claude only: passed as --max-budget-usd
+    # claude and codex: seconds of notices saying the CLI cannot reach its service or cannot
+    # authenticate, with no model output, after which the attempt ends unavailable
+    unreachable_seconds: int = DEFAULT_UNREACHABLE
     allowed_models: list[str] | None = None
     allowed_efforts: list[str] | None = None
     model_written: bool = False  # the user file wrote `model` (so --model is refused)
@@ -56,6 +60,8 @@ class ReviewerConfig:
             out["max_findings"] = self.max_findings
         if self.max_budget_usd is not None:  # only when set: configurations without it keep their digest
             out["max_budget_usd"] = self.max_budget_usd
+        if self.unreachable_seconds != DEFAULT_UNREACHABLE:  # likewise: the default keeps every digest
+            out["unreachable_seconds"] = self.unreachable_seconds
         if self.allowed_models is not None:
             out["allowed_models"] = list(self.allowed_models)
         if self.allowed_efforts is not None:

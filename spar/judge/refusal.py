@@ -24,13 +24,23 @@ Decisions (documented here because §5 leaves them open):
   without crossing a period) up to a period or the end of the line, stripped.
   `resets Apr 24, 4am` → `24, 4am`.  The first reset phrase found in the
   texts (in order) gives `resets`, whichever line holds the refusal phrase.
+- The service's own error body (codex surfaces OpenAI's, e.g. `{"type":"error",
+  "error":{"type":"usage_limit_reached",…,"resets_at":1777936568,
+  "resets_in_seconds":13872},"status_code":429}`) is read like the prose forms:
+  its error type `usage_limit_reached` (SERVICE_QUOTA_TYPES) is a quota phrase,
+  `status_code":429` already is one (`code`, two symbols, 429), and so is a
+  429 standing alone (`HTTP 429`) in a line whose body names `resets_at` or
+  `resets_in_seconds` (a number of that body). A line with no
+  prose reset phrase gives its reset from the body: `resets_at` (Unix seconds)
+  as UTC `2026-05-04T23:16:08Z`, else `resets_in_seconds` as `3h51m12s` (the
+  shape agy's "Resets in 55h7m23s." records); each key may be written with
+  escaped quotes (`\"resets_at\":`), as when the body sits inside a JSON string.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import cache
 from typing import Literal, NamedTuple
 
 MAX_MESSAGE = 300
@@ -41,6 +51,8 @@ QUOTA_PHRASES = (
     "quota exhausted", "insufficient_quota", "hit your limit", "hit your usage limit",
     "usage limit reached",
 )
+# error types of a service's own error body that are quota refusals (not contract phrases)
+SERVICE_QUOTA_TYPES = ("usage_limit_reached",)
 AUTH_PHRASES = (
     "UNAUTHENTICATED", "401 Unauthorized", "not logged in", "authentication required",
     "authentication failed", "login again", "log in again", "sign in again", "codex login",
@@ -55,16 +67,15 @@ def _phrase_pattern(phrases: tuple[str, ...], number: str) -> re.Pattern[str]:
     return re.compile(f"{literal}|{status}", re.IGNORECASE)
 
 
-@cache
-def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    """(authentication, quota, reset) patterns, compiled at the first line searched: a round
-    whose reviewers print nothing to search never pays for them (~1.5 ms at import)."""
-    # `in`/`at` must be whole words so `resets instantly` is not `resets in stantly`
-    reset = re.compile(
-        r"(?:\bresets?(?:\s+(?:in|at)\b)?|\btry again (?:in|at)\b)\s+[^.\n\d]*?(?<=\s)([^\s.]*\d[^.\n]*)",
-        re.IGNORECASE,
-    )
-    return _phrase_pattern(AUTH_PHRASES, "401"), _phrase_pattern(QUOTA_PHRASES, "429"), reset
+# `"resets_at":1777936568`, `\\"resets_in_seconds\\": 13872`: the key, up to four symbols, digits
+BODY_RESETS = re.compile(r"\bresets_(at|in_seconds)\W{0,4}?(\d{1,12})(?![0-9])")
+AUTH_PATTERN = _phrase_pattern(AUTH_PHRASES, "401")
+QUOTA_PATTERN = _phrase_pattern(QUOTA_PHRASES + SERVICE_QUOTA_TYPES, "429")
+# `in`/`at` must be whole words so `resets instantly` is not `resets in stantly`
+RESET_PATTERN = re.compile(
+    r"(?:\bresets?(?:\s+(?:in|at)\b)?|\btry again (?:in|at)\b)\s+[^.\n\d]*?(?<=\s)([^\s.]*\d[^.\n]*)",
+    re.IGNORECASE,
+)
 
 
 class Refusal(NamedTuple):
@@ -90,12 +101,45 @@ def _trim(line: str, match_start: int) -> str:
 
 
 def find_resets(text: str) -> str | None:
-    """The reset time a message names (§5 reset phrases), or None."""
+    """The reset time a message names (§5 reset phrases, else a service error body's), or None."""
     for line in text.splitlines():
-        for m in _patterns()[2].finditer(line):
+        for m in RESET_PATTERN.finditer(line):
             value = m.group(1).strip()
             if value:
                 return value
+        value = _body_resets(line)
+        if value:
+            return value
+    return None
+
+
+def _status_429_with_reset(line: str) -> re.Match[str] | None:
+    """HTTP 429 (the number on its own) in a line whose error body names its reset time."""
+    if _body_resets(line) is None:
+        return None
+    values = [m.span(2) for m in BODY_RESETS.finditer(line)]
+    for m in re.finditer(r"(?<![0-9])429(?![0-9])", line):
+        if m.span() not in values:  # `"resets_in_seconds":429` is a delay, not a status
+            return m
+    return None
+
+
+def _body_resets(line: str) -> str | None:
+    """`resets_at` as a UTC time, else `resets_in_seconds` as hours, minutes and seconds."""
+    if "resets_" not in line:
+        return None
+    found = {m.group(1): int(m.group(2)) for m in reversed(list(BODY_RESETS.finditer(line)))}
+    if "at" in found:
+        import datetime  # only here: most texts hold no such body
+
+        try:
+            when = datetime.datetime.fromtimestamp(found["at"], datetime.UTC)
+        except (OverflowError, OSError, ValueError):
+            return f"{found['at']} (Unix time)"
+        return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if "in_seconds" in found:
+        hours, rest = divmod(found["in_seconds"], 3600)
+        return f"{hours}h{rest // 60}m{rest % 60}s"
     return None
 
 
@@ -118,13 +162,13 @@ class RefusalScan:
     def line(self, line: str) -> None:
         if self.resets is None:
             self.resets = find_resets(line)
-        auth_re, quota_re, _ = _patterns()
+        auth_re, quota_re = AUTH_PATTERN, QUOTA_PATTERN
         if self.auth is None:
             m = auth_re.search(line)
             if m:
                 self.auth = _trim(line, m.start())
         if self.quota is None:
-            m = quota_re.search(line)
+            m = quota_re.search(line) or _status_429_with_reset(line)
             if m:
                 self.quota = _trim(line, m.start())
 
@@ -159,4 +203,5 @@ def reason_for(refusal: Refusal) -> str:
     return f"authentication: {refusal.message}"
 
 
-__all__ = ["AUTH_PHRASES", "QUOTA_PHRASES", "Refusal", "RefusalScan", "detect_refusal", "find_resets", "reason_for"]
+__all__ = ["AUTH_PHRASES", "QUOTA_PHRASES", "SERVICE_QUOTA_TYPES", "Refusal", "RefusalScan", "detect_refusal",
+           "find_resets", "reason_for"]

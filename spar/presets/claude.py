@@ -37,8 +37,11 @@ class ClaudeMonitor(Monitor):
             # claude retries an unreachable API (10 times, ~3 minutes): progress, not a failure
             attempt, most = event.get("attempt"), event.get("max_retries")
             self.notify(f"API retry {as_text(attempt)}/{as_text(most)}" if attempt is not None else "API retry")
+            self._retry_stall(event)
         elif kind == "assistant":
             return self._assistant(event)
+        elif kind in ("user", "stream_event"):
+            self.model_output()
         elif kind == "rate_limit_event":
             self._rate_limit(event)
         elif kind == "result":
@@ -47,11 +50,25 @@ class ClaudeMonitor(Monitor):
         self._update_model()
         return None
 
+    def _retry_stall(self, event: dict[str, Any]) -> None:
+        """An api_retry that shows claude cannot reach the API (no HTTP status: the connection
+        failed) or is refused its credentials (401, 403); other statuses are the service's
+        own troubles, which claude's retries are for."""
+        status, error = event.get("error_status"), as_text(event.get("error"))
+        shown = "no HTTP status" if status is None else f"HTTP status {as_text(status)}"
+        text = (f"api_retry {as_text(event.get('attempt'))}/{as_text(event.get('max_retries'))}: "
+                f"error {error or '(none)'}, {shown}")
+        if status in (401, 403) or error == "authentication_failed":
+            self.stalled("authentication", text)
+        elif status is None:
+            self.stalled("network", text)
+
     def _assistant(self, event: dict[str, Any]) -> str | None:
         message = object_at(event, "message")
         model = message.get("model")
         if isinstance(model, str) and model and model != SYNTHETIC_MODEL:
             self.assistant_model = model
+            self.model_output()
         content = array_at(message, "content")
         if event.get("error"):
             # e.g. "rate_limit" plus the message text "API Error: Rate limit reached"

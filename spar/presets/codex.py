@@ -47,6 +47,8 @@ class CodexMonitor(Monitor):
         if kind in ("item.started", "item.updated", "item.completed"):
             item = object_at(event, "item")
             item_kind = item.get("type")
+            if item_kind != "error":
+                self.model_output()
             if item_kind not in ALLOWED_ITEMS:
                 return (f"item kind {as_text(item_kind)} is not allowed "
                         f"(codex reviewers may produce {', '.join(ALLOWED_ITEMS)})")
@@ -59,8 +61,10 @@ class CodexMonitor(Monitor):
                 message = as_text(item.get("message"))
                 self._error_text(message, transient=True)
                 self.notify(notice_text(message))
+                self.stall_notice(message)
         elif kind == "turn.completed":
             self.turn_completed = True
+            self.model_output()
             u = object_at(event, "usage")
             # one exec normally has one turn; should there be more, their usage adds up
             before = self.usage or reported()
@@ -78,6 +82,8 @@ class CodexMonitor(Monitor):
             self.top_error = message or "(no message)"
             self._error_text(message, transient=True)
             self.notify(notice_text(message))
+            # offline or logged out, codex-cli 0.171.0 retries such notices for as long as it runs
+            self.stall_notice(message)
         return None
 
     def _error_text(self, message: str, *, transient: bool = False) -> None:

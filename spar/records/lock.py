@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -25,8 +26,57 @@ _held: set[str] = set()
 _held_guard = threading.Lock()
 
 
-def waiting_message(series: Path | str) -> str:
-    return f"spar: waiting for another write of {series} to finish"
+def waiting_message(series: Path | str, holder: tuple[str, int] | None = None) -> str:
+    """The one line a command prints when it must wait; names the holder when it is a Spar command."""
+    line = f"spar: waiting for another write of {series} to finish"
+    if holder is not None:
+        line += f"; the series lock is held by `spar {holder[0]}` (pid {holder[1]})"
+    return line
+
+
+_COMMAND = re.compile(r"[a-z][a-z-]{0,31}")
+
+
+def lock_holder(series: Path | str) -> tuple[str, int] | None:
+    """(command, pid) of the Spar process holding the series lock, or None when that cannot be
+    told. No note is written anywhere (the lock leaves no file): the kernel's own table,
+    /proc/locks, names the holding process, and its /proc/PID/cmdline names the command."""
+    try:
+        st = os.stat(series)
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            table = fh.read()
+    except OSError:
+        return None
+    key = _lock_key(st)
+    for fields in map(str.split, table.splitlines()):
+        # the holder: "1: FLOCK  ADVISORY  WRITE <pid> <dev>:<inode> 0 EOF" (waiters have "->")
+        if "->" in fields or "FLOCK" not in fields or key not in fields:
+            continue
+        at = fields.index("FLOCK") + 3
+        pid = int(fields[at]) if at < len(fields) and fields[at].isdigit() else 0
+        command = _spar_command(pid) if pid > 0 else None
+        return (command, pid) if command is not None else None
+    return None
+
+
+def _spar_command(pid: int) -> str | None:
+    """The Spar command process `pid` runs (`run` for `spar run …`, `python -m spar run …`
+    or `python …/bin/spar run …`), or None when it is not Spar."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().decode("utf-8", errors="replace").split("\0")
+    except OSError:
+        return None
+    for n, arg in enumerate(argv[:-1]):
+        if os.path.basename(arg) == "spar":  # the program, its script, or the module after -m
+            command = argv[n + 1]
+            return command if _COMMAND.fullmatch(command) else None
+    return None
+
+
+def _lock_key(st: os.stat_result) -> str:
+    """How /proc/locks names a file: `<major>:<minor>:<inode>`, the numbers of the device in hex."""
+    return f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
 
 
 def _open_lock(series: Path) -> int:
@@ -67,7 +117,7 @@ def series_lock(series: Path | str, *, stderr: TextIO | None = None) -> Iterator
                 except BlockingIOError:
                     if not told:
                         out = stderr if stderr is not None else sys.stderr
-                        print(waiting_message(shown), file=out, flush=True)
+                        print(waiting_message(shown, lock_holder(series)), file=out, flush=True)
                         told = True
                     fcntl.flock(fd, fcntl.LOCK_EX)
             except OSError as exc:
@@ -104,5 +154,5 @@ def is_locked(series: Path | str) -> bool | None:
     except OSError:
         return None
     # "1: FLOCK  ADVISORY  WRITE <pid> <major>:<minor>:<inode> 0 EOF" (waiters: "1: -> FLOCK ...")
-    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    key = _lock_key(st)
     return any("FLOCK" in fields and key in fields for fields in map(str.split, table.splitlines()))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Mapping
-from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeGuard, cast
 
@@ -102,19 +101,15 @@ def read_findings(round_dir: Path | str, *, missing_ok: bool = False,
     data = read_json(path)
     if not isinstance(data, list):
         raise RecordError(f"{path}: not a JSON array")
-    if not record_rules.findings_possible(data, round_json):  # else the rules one by one, to name the problem
-        for number, finding in enumerate(data, start=1):
-            if not isinstance(finding, dict) or not _is_str(finding.get("id")):
-                raise RecordError(f"{path}: finding {number} is not an object with an id")
-        problem = record_rules.findings_problem(data, round_json)
-        if problem:
-            raise RecordError(f"{path}: {problem}")
+    for number, finding in enumerate(data, start=1):
+        if not isinstance(finding, dict) or not _is_str(finding.get("id")):
+            raise RecordError(f"{path}: finding {number} is not an object with an id")
+    problem = record_rules.findings_problem(data, round_json)
+    if problem:
+        raise RecordError(f"{path}: {problem}")
     for finding in data:
         finding.setdefault("location_unreadable", False)
     return cast(list[Finding], data)
-
-
-_ID = itemgetter("id")
 
 
 def _line_error(path: str, number: int, what: str) -> RecordError:
@@ -131,7 +126,7 @@ def read_ledger(round_dir: Path | str, findings: list[Finding] | None = None, *,
     duplicate link into a later round is refused, as triage refuses to write one."""
     path = _join(round_dir, LEDGER_FILE)
     lines = jsonl.read(path, missing_ok=missing_ok)
-    by_id = dict(zip(map(_ID, findings), findings, strict=True)) if findings is not None else None
+    by_id = {finding["id"]: finding for finding in findings} if findings is not None else None
     problem = record_rules.ledger_problem(lines, by_id)
     if not problem and positions is not None:
         problem = record_rules.ledger_link_problem(lines, os.path.basename(os.fspath(round_dir)), positions.get)

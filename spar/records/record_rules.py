@@ -20,7 +20,7 @@ from typing import Any
 from spar.config.model import STAGES
 from spar.records.model import RECORDED, UNFINISHED, ReviewerStatus
 from spar.records.usage import TOKEN_KEYS, USAGE_KEYS, amount, count
-from spar.whitespace import WHITESPACE, is_blank, trim
+from spar.whitespace import is_blank, trim
 
 # ledger key -> command line flag, in the order messages list them
 OPTION_FLAGS = {
@@ -200,60 +200,6 @@ def findings_problem(findings: list[Any], round_json: Mapping[str, Any] | None) 
     return None
 
 
-def findings_possible(findings: list[Any], round_json: Mapping[str, Any] | None) -> bool:
-    """True when every finding is an object with a text id and `findings_problem` finds
-    nothing: the same rules in one pass, without a regex, for a long series read whole.
-    False says only "look closer": the caller then takes the rule-by-rule path for the
-    message (tests/test_record_rules_fast.py checks the two agree)."""
-    completed = None
-    if round_json is not None:
-        completed = {e["name"] for e in round_json.get("reviewers", []) if e.get("status") == ReviewerStatus.COMPLETED}
-    owners = _ID_OWNERS
-    seen: set[str] = set()
-    add = seen.add
-    try:  # an id or class that is no text may not even hash: TypeError
-        for finding in findings:
-            if type(finding) is not dict:
-                return False
-            fid: Any = finding.get("id")
-            owner = owners.get(fid) or _id_owner(fid)
-            if owner is None or owner != finding.get("reviewer") or (completed is not None and owner not in completed):
-                return False
-            add(fid)
-            if finding.get("class") not in _CLASS_SET:
-                return False
-            # `in (True, False)` would take 1 and 0
-            value = finding.get("in_check_paths", False)
-            if value is not True and value is not False:
-                return False
-            value = finding.get("location_unreadable", False)
-            if value is not True and value is not False:
-                return False
-    except TypeError:
-        return False
-    return len(seen) == len(findings)  # no id twice
-
-
-_CLASS_SET = frozenset(CLASSES)
-# id -> the reviewer it is `<reviewer>-F<n>` of: the same ids come back round after round
-_ID_OWNERS: dict[str, str] = {}
-_ID_OWNERS_MAX = 100_000  # bounded however many distinct ids a series holds
-
-
-def _id_owner(fid: Any) -> str | None:
-    """The reviewer `fid` is `<reviewer>-F<n>` of (as _FINDING_ID reads it: the last -F
-    splits, n of ASCII digits without a leading 0, no newline), or None."""
-    if type(fid) is not str:
-        return None
-    reviewer, _, number = fid.rpartition("-F")
-    if not reviewer or "\n" in reviewer or not number.isdigit() or not number.isascii() or number[0] == "0":
-        return None
-    if len(_ID_OWNERS) >= _ID_OWNERS_MAX:
-        _ID_OWNERS.clear()
-    _ID_OWNERS[fid] = reviewer
-    return reviewer
-
-
 def auto_deferrable(finding: Mapping[str, Any]) -> bool:
     """Design §3: a hardening finding with a readable location is deferred automatically."""
     return finding.get("class") == "hardening" and finding.get("location_unreadable") is not True
@@ -350,76 +296,14 @@ def ledger_link_problem(lines: Sequence[Mapping[str, Any]], here: str, position:
 
 
 # the keys of a ledger line as `spar triage` (by disposition) and automatic deferral write it
-_LINE_KEYS = frozenset(("finding", "disposition", "auto", "at"))
-# disposition -> (classes it applies to or None, options it needs, how many keys its line has)
-_TRIAGE_SHAPES = {disposition: (classes, needs, len(_LINE_KEYS) + len(needs))
-                  for disposition, (classes, needs) in RULES.items()}
-_HEX = "0123456789abcdef"
-
-
 def ledger_problem(lines: Sequence[Mapping[str, Any]],
                    findings: Mapping[str, Mapping[str, Any]] | None) -> tuple[int, str] | None:
-    """(line number, problem) of the first line `ledger_line_problem` refuses, or None.
-    A line with exactly the keys Spar writes is judged in one cheap pass; any other
-    line (more keys, an odd value) takes the rule-by-rule path, which names it."""
-    start = 0
-    while (index := _first_not_plain(lines, findings, start)) is not None:
-        problem = ledger_line_problem(lines[index], findings)
+    """(line number, problem) of the first line `ledger_line_problem` refuses, or None."""
+    for number, line in enumerate(lines, start=1):
+        problem = ledger_line_problem(line, findings)
         if problem:
-            return index + 1, problem
-        start = index + 1
+            return number, problem
     return None
-
-
-def _first_not_plain(lines: Sequence[Mapping[str, Any]], findings: Mapping[str, Mapping[str, Any]] | None,
-                     start: int = 0) -> int | None:
-    """The index of the first line from `start` that the cheap pass cannot clear, or None.
-    A line it clears has no `ledger_line_problem` (never the reverse guarantee: a line
-    it stops at is only to be looked at closer)."""
-    for index in range(start, len(lines)):
-        try:  # a key missing (KeyError), a value that does not hash (TypeError)
-            if not _plain_line(lines[index], findings):
-                return index
-        except (KeyError, TypeError):
-            return index
-    return None
-
-
-def _plain_line(line: Mapping[str, Any], findings: Mapping[str, Mapping[str, Any]] | None) -> bool:
-    """Whether a line has exactly the shape Spar writes (may raise KeyError or TypeError: not plain)."""
-    fid, disposition, auto = line["finding"], line["disposition"], line["auto"]
-    if type(fid) is not str or not fid or type(line["at"]) is not str:
-        return False
-    finding = None
-    if findings is not None:
-        finding = findings.get(fid)
-        if finding is None:
-            return False
-    if auto is True:
-        return (disposition == "deferred" and len(line) == len(_LINE_KEYS)
-                and (finding is None or auto_deferrable(finding)))
-    return auto is False and _plain_triage_line(line, disposition, finding)
-
-
-def _plain_triage_line(line: Mapping[str, Any], disposition: str, finding: Mapping[str, Any] | None) -> bool:
-    """A triage line with exactly the keys triage writes for its disposition, each as triage writes it."""
-    classes, needs, size = _TRIAGE_SHAPES[disposition]
-    if len(line) != size:
-        return False
-    if finding is not None and classes is not None and finding.get("class") not in classes:
-        return False
-    for key in needs:
-        value = line[key]
-        # not blank: its first character is not whitespace (the rule itself trims)
-        if type(value) is not str or not value or value[0] in WHITESPACE:
-            return False
-    if disposition == "fixed":
-        commit = line["commit"]
-        return len(commit) in (40, 64) and not commit.strip(_HEX)
-    if disposition == "duplicate":
-        target, _, target_id = line["of"].partition("/")
-        return bool(target and target_id and "/" not in target_id)
-    return True
 
 
 def extension_problem(line: Mapping[str, Any]) -> str | None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from spar.config.model import ReviewerConfig
 from spar.judge.refusal import RefusalScan
+from spar.judge.unreachable import Kind, notice_kind
 
 
 @dataclass
@@ -95,6 +96,16 @@ class Answer:
 
 
 NAMED_WORDS = 100_000  # tool-call words kept per attempt for coverage
+
+
+@dataclass
+class Stall:
+    """The CLI's latest notice says it cannot reach its service or cannot authenticate."""
+
+    kind: Kind  # "network" or "authentication"
+    message: str  # the CLI's own words (data: quoted wherever shown)
+
+
 KEPT_ERROR_TEXTS = 20  # the latest output error messages kept for reasons (all are scanned)
 
 
@@ -118,6 +129,9 @@ class Monitor(ABC):
         self.notice: str | None = None  # the latest transient notice (retries), for progress
         self.on_notice: Callable[[str], None] | None = None
         self.warnings: list[str] = []  # round warnings (e.g. the CLI ignored a value Spar passed)
+        # told of every stall notice (a Stall) and of model output (None): spar/round/liveness.py
+        # gives up on a reviewer whose stall lasts its unreachable_seconds
+        self.on_stall: Callable[[Stall | None], None] | None = None
         # the path-like words of the reviewer's read and search calls (observed coverage, issue 24)
         self.named_words: list[str] = []
 
@@ -176,6 +190,22 @@ class Monitor(ABC):
         self.notice = text
         if self.on_notice is not None:
             self.on_notice(text)
+
+    def stalled(self, kind: Kind, message: str) -> None:
+        """The CLI says it cannot reach its service or cannot authenticate (it may retry)."""
+        if self.on_stall is not None:
+            self.on_stall(Stall(kind, message))
+
+    def stall_notice(self, message: str) -> None:
+        """A notice that is a stall when its words say so (spar/judge/unreachable.py)."""
+        kind = notice_kind(message)
+        if kind is not None:
+            self.stalled(kind, message)
+
+    def model_output(self) -> None:
+        """The model produced something: whatever stall there was is over."""
+        if self.on_stall is not None:
+            self.on_stall(None)
 
     def stderr_line(self, line: str) -> None:  # noqa: B027 - most presets read nothing there
         """One stderr line (presets that read stderr for warnings override this)."""

@@ -131,6 +131,7 @@ class _Sink:
             room = self._cap - self.info.bytes_kept
             try:
                 self._file.write(chunk[:room])
+                self._file.flush()  # on disk as it arrives: `tail -f` follows a running reviewer
             except OSError as exc:
                 # keep draining and monitoring: the reviewer must never block on a full pipe
                 self._lose_log(exc)

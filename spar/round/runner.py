@@ -27,6 +27,7 @@ from spar.records.usage import attempt_usage
 from spar.round.environment import reviewer_env
 from spar.round.executable import ExecutableLookup, find_executable
 from spar.round.interface import InputSpec, Monitor, Preset, RunPaths, recorded_argv
+from spar.round.liveness import watch_liveness
 from spar.round.process import KILL_GRACE, OUTPUT_CAP, GuardedProcess, OutputHandling, ProcessResult
 
 if TYPE_CHECKING:
@@ -259,15 +260,19 @@ async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str
                             stderr_path=paths.reviewer_dir / f"stderr{suffix}.log",
                             on_stdout_line=monitor.feed, on_long_stdout_line=monitor.long_line,
                             on_stderr_text=stderr_text, cap=st.output_cap)
+    liveness = watch_liveness(cfg, monitor, st.progress)
     try:
         async with GuardedProcess(facts.argv, cwd=paths.workspace, env=env, stdin_text=preset.stdin_text(job.input),
                                   output=output, kill_grace=st.kill_grace) as proc:
             with anyio.move_on_at(deadline):
-                await proc.wait()
+                async with liveness.watching():  # stops waiting when the CLI cannot reach its service
+                    await proc.wait()
     except OSError as exc:
         return facts.done(S.FAILED, f"could not start {quote(exe)}: {exc.strerror or exc}")
     facts.exit_code = proc.result.exit_code
     facts.warnings.extend(monitor.warnings)
+    if liveness.gave_up is not None:  # its process group is ended like a timed-out one's
+        return facts.done(S.UNAVAILABLE, liveness.reason(preset.name), observed_model=monitor.observed_model)
     return _judge(cfg, proc.result, monitor, stderr_refusals, facts)
 
 

@@ -106,6 +106,9 @@ class Fake:
     # ------------------------------------------------------------ common behaviour
 
     def prelude(self) -> None:
+        if self.sc.get("pid_file"):
+            with open(self.sc["pid_file"], "w", encoding="utf-8") as f:
+                f.write(str(os.getpid()))
         if self.sc.get("ignore_sigterm"):
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if self.sc.get("stderr"):
@@ -623,6 +626,7 @@ def replay(fake: Fake) -> int:
     spec = fake.sc["replay"]
     if fake.prog in ("claude", "codex"):
         fake.read_stdin()  # as the real programs do, before they print anything
+    fake.prelude()  # pid_file, spawn_child and the like, when the scenario asks
     with open(spec["stderr"], "rb") as f:
         sys.stderr.buffer.write(f.read())
         sys.stderr.buffer.flush()

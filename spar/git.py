@@ -13,12 +13,13 @@ import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from spar.errors import Refused, quote
+from spar.pathtext import path_text, text_bytes
 
 # Variables that would point git at another repository than the one we name with -C.
 _DROPPED_ENV = (
@@ -455,11 +456,11 @@ def _scratch() -> BinaryIO:
     return open(os.memfd_create("spar-git", os.MFD_CLOEXEC), "w+b")
 
 
-def diff_with_stat(repo: Path | str, base: str, head: str, keep: int) -> Change:
+def diff_with_stat(repo: Path | str, base: str, head: str, keep: int, pathspecs: Sequence[str] = ()) -> Change:
     """The stat and at most `keep` + 1 bytes of the patch: git is stopped once the patch
     is longer than the caller keeps, so a change of thousands of files costs the stat
     and the kept part, not the whole patch. The stat runs meanwhile, in parallel."""
-    args = _diff_args(base, head)
+    args = _diff_args(base, head) + list(pathspecs)
     with _scratch() as stat_out, _scratch() as stat_err, _scratch() as err:  # never pipes either side could block on
         try:
             stat_proc = subprocess.Popen(_argv(repo, [args[0], "--stat", *args[1:]]), stdin=subprocess.DEVNULL,
@@ -492,30 +493,57 @@ def diff_with_stat(repo: Path | str, base: str, head: str, keep: int) -> Change:
         return Change(_decode(stat_out.read()), bytes(patch), complete)
 
 
-class ChangedFile(NamedTuple):
-    """One file of `git diff --numstat`: its path (the new one of a rename) and lines added
-    and removed (None for a binary file)."""
+@dataclass
+class ChangedFile:
+    """One file of a change as `git diff --numstat` counts it (renames under their new path)."""
 
-    path: str  # non-UTF-8 bytes as surrogateescape
-    added: int | None
+    path: str  # text form (spar.pathtext)
+    added: int | None  # None: a binary file
     removed: int | None
+    generated: bool = False  # generated or vendored: read after the sources (packet order)
 
 
 def changed_files(repo: Path | str, base: str, head: str) -> list[ChangedFile]:
-    """Every file `diff(repo, base, head)` holds, in the order its patch lists them."""
+    """Every file the diff from `base` to `head` touches, in git's order."""
     args = _diff_args(base, head)
     args[1:1] = ["--numstat", "-z"]
-    fields = _decode(run(repo, *args).stdout).split("\0")
-    out = []
+    fields = run(repo, *args).stdout.split(b"\0")
+    out: list[ChangedFile] = []
     i = 0
     while i < len(fields) and fields[i]:
-        added, removed, path = fields[i].split("\t", 2)
+        added, removed, path = fields[i].split(b"\t", 2)
+        if not path:  # a rename or copy: the old path, then the new one
+            path, i = fields[i + 2], i + 2
+        out.append(ChangedFile(path_text(path), _number(added), _number(removed)))
         i += 1
-        if path == "":  # a rename or copy: the old path, then the new one, each on its own
-            path = fields[i + 1]
-            i += 2
-        out.append(ChangedFile(path, None if added == "-" else int(added), None if removed == "-" else int(removed)))
     return out
+
+
+def literal_pathspec(path: str, *, exclude: bool = False) -> str:
+    """A pathspec naming exactly the repository path `path` (text form), from the top."""
+    return f":(top,literal{',exclude' if exclude else ''})" + os.fsdecode(text_bytes(path))
+
+
+def marked_generated(repo: Path | str, commit: str, paths: Sequence[str]) -> set[str]:
+    """The paths the `.gitattributes` files of `commit` mark `linguist-generated` or `-diff`
+    (`binary` too), read through an index of its own: the working tree plays no part."""
+    if not paths:
+        return set()
+    with tempfile.TemporaryDirectory(prefix="spar-index-") as tmp:
+        index = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        run(repo, "read-tree", commit, env=index)
+        names = b"".join(text_bytes(p) + b"\0" for p in paths)
+        out = run(repo, "check-attr", "--cached", "-z", "--stdin", "linguist-generated", "diff",
+                  input=names, env=index).stdout.split(b"\0")
+    marked: set[str] = set()
+    for path, attr, value in zip(out[0::3], out[1::3], out[2::3], strict=False):
+        if (attr == b"linguist-generated" and value in (b"set", b"true")) or (attr == b"diff" and value == b"unset"):
+            marked.add(path_text(path))
+    return marked
+
+
+def _number(raw: bytes) -> int | None:
+    return int(raw) if raw.isdigit() else None
 
 
 def line_diff(repo: Path | str, old: str, new: str) -> str:

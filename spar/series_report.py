@@ -39,6 +39,8 @@ def _summary(r: RoundRecord) -> RoundRecord:
                           "attempts": [{"usage": a.get("usage")} for a in e.get("attempts") or []
                                        if isinstance(a, dict)]}
                          for e in r["reviewers"]]
+    if "unseen" in r and "changed_files" in r:  # their counts only: memory stays flat
+        kept["coverage"] = {"changed_files": r["changed_files"], "unseen": len(r["unseen"])}
     return cast(RoundRecord, kept)
 
 
@@ -189,7 +191,16 @@ def build_report(series: Path, rounds: list[SeriesRound] | None = None,
         "verdicts": _verdicts(rows, rounds),
         "scoreboard": board,
         "unfinished": unfinished(series, rounds),
+        "coverage": _coverage(rounds),
     }
+
+
+def _coverage(rounds: list[SeriesRound]) -> dict[str, int]:
+    """Issue 24: over the non-dry rounds that recorded it, changed files and those no reviewer saw."""
+    kept = [c for item in rounds if not item.round.get("dry_run")
+            and (c := cast(dict[str, Any], item.round).get("coverage")) is not None]
+    return {"rounds": len(kept), "changed_files": sum(c["changed_files"] for c in kept),
+            "unseen": sum(c["unseen"] for c in kept)}
 
 
 def unfinished(series: Path, rounds: list[SeriesRound]) -> list[dict[str, Any]]:

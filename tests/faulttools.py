@@ -254,23 +254,41 @@ def read_only(path: Path) -> Iterator[Path]:
         _umount(path)
 
 
+# Starts the command and reports its peak RSS. A child forked from a pytest worker counts the
+# worker's own image in its peak (hundreds of MiB late in a run), so the command is started
+# by this small launcher instead, whose image is a few MiB.
+_LAUNCHER = """
+import json, os, subprocess, sys
+argv, report = json.loads(sys.argv[1]), sys.argv[2]
+proc = subprocess.Popen(argv)
+_pid, status, usage = os.wait4(proc.pid, 0)
+with open(report, "w") as f:
+    f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}")
+"""
+
+
 def run_with_usage(argv: list[str], *, cwd: Path, env: dict, timeout: float) -> tuple[int, str, str, float]:
     """(exit code, stdout, stderr, peak RSS in MiB) of one process; the peak comes from
-    os.wait4 (the process and the descendants it waited for). A process still running
-    after `timeout` seconds (a hang) is killed."""
+    os.wait4 (the process and the descendants it waited for), read by a small launcher
+    process. A process still running after `timeout` seconds (a hang) is killed with its
+    launcher (one process group)."""
     import tempfile
     import threading
 
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-        timer = threading.Timer(timeout, proc.kill)  # a hang; cancelled as soon as wait4 returns
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r") as report:
+        launcher = [sys.executable, "-c", _LAUNCHER, json.dumps([str(a) for a in argv]), report.name]
+        proc = subprocess.Popen(launcher, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        # a hang: the launcher's group is killed; cancelled as soon as the launcher ends
+        timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
         timer.start()
         try:
-            _pid, status, usage = os.wait4(proc.pid, 0)
+            proc.wait()
         finally:
             timer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return (proc.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
-                usage.ru_maxrss / 1024)
+        # the command's exit code (negative: the signal that ended it) and peak; none: killed
+        code, peak_kb = (int(n) for n in (report.read() or "-9 0").split())
+        return code, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"), peak_kb / 1024

@@ -17,6 +17,7 @@ PURE_IMPORTS = {
     "__future__", "collections", "collections.abc", "dataclasses", "enum", "functools", "json", "posixpath", "re",
     "typing", "spar.errors", "spar.config.model", "spar.records.model", "math", "spar.records.usage", "operator",
     "spar.records.record_rules", "spar.jsonvalue", "spar.globs", "spar.whitespace", "spar.pathtext",
+    "bisect", "shlex",
     "datetime",  # Unix times shown as UTC (spar/judge/refusal.py); never now()
 }
 # os only for os.path string handling; anything else of os is I/O

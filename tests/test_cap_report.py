@@ -154,6 +154,7 @@ def test_json_field_by_field(repo, capsys):
         ],
         # c4 stopped before recording (its reviewers still pending)
         "unfinished": [{"name": "c4", "why": "round.json was never marked recorded (the run stopped before its findings were recorded)"}],
+        "coverage": {"rounds": 0, "changed_files": 0, "unseen": 0},  # rounds written before coverage
     }
 
 

@@ -128,7 +128,7 @@ def test_diff_parts_find_each_file_and_the_packet_lists_them():
     docs = {"criteria": [], "rules": [], "subject": []}
     text = build_packet(PacketInput(stage="code", series="s", base="b" * 40, head="c" * 40, angles=["risk"],
                                     check_paths=[], documents=docs, diff=diff, kind="incremental",
-                                    changed=parts, change_size=len(diff)))
+                                    parts=parts, change_size=len(diff)))
     assert f"- `a.py`: +1 -1; `change.diff` lines 1-6 ({len(first)} bytes)" in text
     assert "- `b.bin`: binary; `change.diff` lines 7-8" in text
     assert "+y" not in text and f"({len(diff)} bytes, 2 changed files)" in text

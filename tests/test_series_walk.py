@@ -221,6 +221,8 @@ def test_whole_series(tmp_path):
         "verdicts": [{"stage": "code", "state": "converges", "new_per_round": [3, 0, 0],
                       "text": "code: converges (new findings per round: 3, 0, 0)"}],
         "unfinished": [],
+        # each recorded round's reviewers completed with the whole diff inline (issue 24)
+        "coverage": {"rounds": 3, "changed_files": 7, "unseen": 0},
     }
 
     # ---- cap-report, Markdown for people: a table per stage with the same numbers

@@ -42,6 +42,8 @@ JSON ({SCHEMA}):
       members, vendors; most vendors first; [] when none or not recorded,
   code_extension_causes: for each of {', '.join(CAUSES)} and {NO_CAUSE}:
     extensions (how many code extensions) and by (rounds they added),
+  coverage: rounds (those that record it), changed_files and unseen (files no
+    completed reviewer saw), summed over the series' non-dry rounds
   usage: reviewers[] (name, rounds, attempts and the usage totals over every
     round of the series, by reviewer name) and series (attempts and the usage
     totals of every attempt of every round),

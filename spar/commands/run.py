@@ -39,7 +39,7 @@ from spar.round.documents import read_round_documents
 from spar.round.dryrun import dry_run_lines
 from spar.round.interrupt import run_until_signal
 from spar.round.memory import render_memory
-from spar.round.packet import build_packet, packet_sha256
+from spar.round.packet import build_packet, inline_paths, packet_sha256
 from spar.round.preparation import (
     Round,
     choose_commits,
@@ -50,7 +50,7 @@ from spar.round.preparation import (
     write_round_folder,
 )
 from spar.round.process import start_guard, stop_guard
-from spar.round.recording import apply_outcome, reviewer_of, write_round_outputs
+from spar.round.recording import apply_outcome, record_coverage, reviewer_of, write_round_outputs
 from spar.round.summary import closing_lines, uncommitted_text
 from spar.round.workspace import describe_changes, plan_commit, workspace_state
 from spar.textsafe import terminal_safe
@@ -136,6 +136,9 @@ def plan_round(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> Round:
     packet = packet_input(args, repo, config, commits, documents, r.tree_plans, out.parent)
     r.packet_kind, r.change_diff = choose_packet(repo, config, packet)
     r.packet_text = build_packet(packet)
+    if args.stage == "code":
+        r.changed_files = [c.path for c in packet.changed]
+        r.inline_files = inline_paths(packet.diff)
     return r
 
 
@@ -184,6 +187,8 @@ def record_round(r: Round, progress: Progress) -> None:
             # the runner said "answered"; the checks decide completed or invalid_output
             entry = reviewer_of(r.record, outcome.name)
             progress.reviewer_status(outcome.name, entry["status"], entry["reason"])
+    if r.changed_files is not None:
+        record_coverage(r.record, r.outcomes, r.changed_files, r.inline_files, r.out / "workspace")
     history.annotate(r.out, r.record, r.findings, ctx)
     write_round_outputs(r.out, r.record, r.findings)
 

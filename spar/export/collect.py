@@ -82,6 +82,8 @@ class ReviewerInfo:
     series_ids: set[str] = field(default_factory=set)  # of the rounds it reviewed
     cli_version: str | None = None  # the reviewer CLI's version check, latest round (attempts' cli_version)
     unfinished: list[Unfinished] = field(default_factory=list)  # rounds it did not complete
+    # round name -> (changed files, those no completed reviewer saw), for rounds that record it (issue 24)
+    unseen: dict[str, tuple[int, list[str]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -286,6 +288,8 @@ def _reviewer_infos(rounds: list[RoundRecords]) -> dict[str, ReviewerInfo]:
             info.cli_version = versions[-1] if versions else None
             info.rounds.append(r.name)
             info.series_ids.add(r.series_id)
+            if "unseen" in r.round and "changed_files" in r.round:
+                info.unseen[r.name] = (r.round["changed_files"], list(r.round["unseen"]))
     return reviewers
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from spar.errors import Refused, quote
 from spar.export.collect import CLASSES, Item, ReviewerInfo, Unfinished, justification
+from spar.judge.coverage import shortened
 from spar.pathtext import text_bytes
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -102,7 +103,17 @@ def invocation(info: ReviewerInfo) -> dict[str, Any]:
     """Whether the reviewer's analysis ran: not when, in a round exported, it did not
     complete and nobody waived it (code scanning must not read that as "no problems")."""
     return {"executionSuccessful": all(u.waived for u in info.unfinished),
-            "toolExecutionNotifications": [_notification(u) for u in info.unfinished]}
+            "toolExecutionNotifications": [_notification(u) for u in info.unfinished] + _coverage_notes(info)}
+
+
+def _coverage_notes(info: ReviewerInfo) -> list[dict[str, Any]]:
+    """A warning per round of this reviewer in which some changed files were seen by no
+    reviewer (issue 24); none when every changed file was seen."""
+    return [{"level": "warning", "descriptor": {"id": "spar/unseen-files"},
+             "message": {"text": f"round {quote(round_name)}: {len(unseen)} of {total} changed files were seen "
+                                 f"by no reviewer: {shortened(unseen)}"},
+             "properties": {"round": round_name, "changed_files": total, "unseen": unseen}}
+            for round_name, (total, unseen) in info.unseen.items() if unseen]
 
 
 def automation_id(name: str, info: ReviewerInfo) -> str:

@@ -9,6 +9,7 @@ from spar.config.model import ReviewerConfig
 from spar.jsonvalue import object_at
 from spar.judge import agy_commands  # G11 checker
 from spar.judge.answer import parse_answer
+from spar.judge.coverage import command_words
 from spar.presets.input import standpoint_instruction
 from spar.records.usage import add_counts, count, reported
 from spar.round.interface import (
@@ -94,15 +95,17 @@ class AgyMonitor(Monitor):
 
     def _tool(self, step: dict[str, Any]) -> str | None:
         name = step.get("tool_name")
+        params = object_at(object_at(step, "tool_info"), "parameters")
         if name in READ_TOOLS:
+            # AbsolutePath, DirectoryPath, SearchPath, …: the file or folder the call reads
+            self.name_words([v for k, v in params.items() if "path" in k.lower() and isinstance(v, str)])
             return None
         if name == "run_command":
-            info = object_at(step, "tool_info")
-            params = object_at(info, "parameters")
             line = params.get("CommandLine")
             if not isinstance(line, str):
                 return "run_command without a CommandLine"
             if agy_commands.check_command(line) is None:
+                self.name_words(command_words(line))
                 return None
             return agy_commands.describe_violation(line)
         return (f"tool {as_text(name)} is not allowed (agy reviewers may use "
@@ -151,6 +154,7 @@ class AgyMonitor(Monitor):
 
 class AgyPreset(Preset):
     name = "agy"
+    observes_reads = True
     monitor_class = AgyMonitor
     vendor_env = ("GEMINI_*", "GOOGLE_*")
 

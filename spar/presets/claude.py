@@ -81,6 +81,7 @@ class ClaudeMonitor(Monitor):
                 name = block.get("name")
                 if name not in ALLOWED_TOOLS:
                     return f"tool {as_text(name)} is not allowed (claude reviewers may use {', '.join(ALLOWED_TOOLS)})"
+                self.name_words(_tool_paths(name, object_at(block, "input")))
         return None
 
     def _usage(self, event: dict[str, Any]) -> None:
@@ -202,6 +203,17 @@ def key_values(text: str, key: str) -> list[str] | None:
     return values
 
 
+def _tool_paths(name: object, tool_input: dict[str, Any]) -> list[str]:
+    """What a Read, Grep or Glob call names: its file or folder, and a Glob's pattern below it."""
+    words = [v for k in ("file_path", "path") if isinstance(v := tool_input.get(k), str)]
+    pattern = tool_input.get("pattern")
+    if name == "Glob" and isinstance(pattern, str):
+        # a Glob pattern is a path (relative to `path` when given); a Grep pattern is a regex
+        base = tool_input.get("path")
+        words.append(f"{base.rstrip('/')}/{pattern}" if isinstance(base, str) and base else pattern)
+    return words
+
+
 def _output_tokens(entry: object) -> float:
     if isinstance(entry, dict):
         value = entry.get("outputTokens")
@@ -212,6 +224,7 @@ def _output_tokens(entry: object) -> float:
 
 class ClaudePreset(StdinPreset):
     name = "claude"
+    observes_reads = True
     monitor_class = ClaudeMonitor
     vendor_env = ("ANTHROPIC_*", "CLAUDE_*")
 

@@ -8,6 +8,7 @@ from typing import Any
 from spar.config.model import ReviewerConfig
 from spar.jsonvalue import object_at
 from spar.judge.answer import parse_answer
+from spar.judge.coverage import command_words
 from spar.judge.refusal import RefusalScan
 from spar.presets.input import StdinPreset
 from spar.records.usage import add_counts, count, reported
@@ -51,6 +52,8 @@ class CodexMonitor(Monitor):
             if item_kind not in ALLOWED_ITEMS:
                 return (f"item kind {as_text(item_kind)} is not allowed "
                         f"(codex reviewers may produce {', '.join(ALLOWED_ITEMS)})")
+            if item_kind == "command_execution" and kind == "item.completed" and isinstance(item.get("command"), str):
+                self.name_words(command_words(item["command"]))
             if item_kind == "agent_message" and kind == "item.completed" and isinstance(item.get("text"), str):
                 self.last_message = item["text"]
             elif item_kind == "error" and kind == "item.completed":
@@ -120,6 +123,7 @@ class CodexMonitor(Monitor):
 
 class CodexPreset(StdinPreset):
     name = "codex"
+    observes_reads = True
     monitor_class = CodexMonitor
     vendor_env = ("OPENAI_*", "CODEX_*")
 

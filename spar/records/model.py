@@ -50,6 +50,15 @@ class Usage(TypedDict):
     cost_usd: float | None
 
 
+class Coverage(TypedDict):
+    """How many changed files one attempt saw: inline in its packet, or opened beyond that."""
+
+    inline: int
+    opened: int
+    changed_files: int
+    observed: bool  # False: Spar cannot see the reviewer's calls (command, native): inline only
+
+
 class Attempt(TypedDict):
     model: str
     observed_model: NotRequired[str]  # absent when unknown
@@ -62,6 +71,7 @@ class Attempt(TypedDict):
     argv: NotRequired[list[str]]  # the prompt argument replaced by `<prompt: N bytes, sha256 HEX>`
     usage: NotRequired[Usage]
     cli_version: NotRequired[str]  # first line of the version check's answer; absent when none answered
+    coverage: NotRequired[Coverage]  # code-stage rounds recorded by `spar run` (issue 24)
 
 
 class AngleChecked(TypedDict):
@@ -183,6 +193,8 @@ class RoundRecord(TypedDict):
     config_digest: str
     standpoints: list[Standpoint]
     standpoints_uncovered: list[str]
+    changed_files: NotRequired[int]  # code-stage rounds: how many files the change touches
+    unseen: NotRequired[list[str]]  # those no completed reviewer saw (inline or opened)
     decisions: list[Decision]
     counted: bool
     dry_run: bool

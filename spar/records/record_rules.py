@@ -73,7 +73,21 @@ def round_problem(round_json: Mapping[str, Any]) -> str | None:
     for key in ("started_at", "recorded_at", "finished_at"):
         if key in round_json and not _str(round_json[key]):
             return f"{key} is not a time"
-    return _end_problem(round_json, reviewers)
+    return _coverage_problem(round_json) or _end_problem(round_json, reviewers)
+
+
+def _coverage_problem(round_json: Mapping[str, Any]) -> str | None:
+    """`changed_files` and `unseen` (issue 24): both or neither, a count and paths among it."""
+    if ("changed_files" in round_json) != ("unseen" in round_json):
+        return "changed_files and unseen come together"
+    if "unseen" not in round_json:
+        return None
+    total, unseen = round_json["changed_files"], round_json["unseen"]
+    if count(total) is None:
+        return "changed_files is not an integer of 0 or more"
+    if not isinstance(unseen, list) or not all(_str(p) for p in unseen) or len(unseen) > total:
+        return "unseen is not a list of at most changed_files paths"
+    return None
 
 
 def _reviewer_problem(number: int, entry: Any, names: set[str]) -> str | None:
@@ -124,6 +138,10 @@ def attempt_problem(attempt: Any) -> str | None:
         argv = attempt["argv"]
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
             return "argv is not a list of strings"
+    if "coverage" in attempt:
+        problem = _attempt_coverage_problem(attempt["coverage"])
+        if problem:
+            return problem
     if "usage" not in attempt:
         return None
     usage = attempt["usage"]
@@ -136,6 +154,21 @@ def attempt_problem(attempt: Any) -> str | None:
             return f"usage {key} is not null or an integer of 0 or more"
     if usage["cost_usd"] is not None and amount(usage["cost_usd"]) is None:
         return "usage cost_usd is not null or a number of 0 or more"
+    return None
+
+
+COVERAGE_KEYS = ("inline", "opened", "changed_files", "observed")
+
+
+def _attempt_coverage_problem(coverage: Any) -> str | None:
+    if not isinstance(coverage, dict) or sorted(coverage) != sorted(COVERAGE_KEYS):
+        return f"coverage does not have exactly the keys {', '.join(COVERAGE_KEYS)}"
+    numbers = [count(coverage[k]) for k in ("inline", "opened", "changed_files")]
+    if any(n is None for n in numbers) or not isinstance(coverage["observed"], bool):
+        return "coverage counts are not integers of 0 or more, or observed is not true or false"
+    inline, opened, total = (n or 0 for n in numbers)
+    if inline + opened > total or (opened and not coverage["observed"]):
+        return "coverage counts more files than the change has, or opened files it could not observe"
     return None
 
 

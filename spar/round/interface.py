@@ -95,6 +95,9 @@ class Answer:
     timed_out: bool = False  # not completed because the CLI's own time limit ended it: `timeout`
 
 
+NAMED_WORDS = 100_000  # tool-call words kept per attempt for coverage
+
+
 @dataclass
 class Stall:
     """The CLI's latest notice says it cannot reach its service or cannot authenticate."""
@@ -129,6 +132,13 @@ class Monitor(ABC):
         # told of every stall notice (a Stall) and of model output (None): spar/round/liveness.py
         # gives up on a reviewer whose stall lasts its unreachable_seconds
         self.on_stall: Callable[[Stall | None], None] | None = None
+        # the path-like words of the reviewer's read and search calls (observed coverage, issue 24)
+        self.named_words: list[str] = []
+
+    def name_words(self, words: list[str]) -> None:
+        """Words of one tool call that may name files; kept up to NAMED_WORDS in all."""
+        room = NAMED_WORDS - len(self.named_words)
+        self.named_words += [w for w in words if w][:max(room, 0)]
 
     def feed(self, line: str) -> str | None:
         """Look at one stdout line; return a violation reason the first time one is seen."""
@@ -245,6 +255,7 @@ class Preset(ABC):
 
     name = ""
     runs_process = True  # native runs nothing
+    observes_reads = False  # its monitor sees which files the reviewer reads (claude, codex, agy)
     version_args: tuple[str, ...] | None = ("--version",)  # None: no version check
     monitor_class: type[Monitor] | None = None  # judges the output of presets that run a process
     # the vendor's own credentials and settings (patterns as in env_passthrough): its CLI

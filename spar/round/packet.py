@@ -13,6 +13,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from spar.git import ChangedFile
 from spar.judge.context import RoundDoc
 from spar.pathtext import path_text
 
@@ -103,6 +104,7 @@ class PacketInput:
     diff_stat: str = ""  # code stage only
     diff: bytes = b""  # code stage only
     diff_complete: bool = True  # False: `diff` is only the start of a diff longer than DIFF_LIMIT
+    changed: list[ChangedFile] = field(default_factory=list)  # code stage: every changed file
     standpoints: list[tuple[str, str]] = field(default_factory=list)
     decisions: list[tuple[str, str]] = field(default_factory=list)
     workspace_notes: list[str] = field(default_factory=list)  # paths not copied as they are
@@ -114,9 +116,9 @@ class PacketInput:
     since_diff: bytes | None = b""  # None: that head is not in the repository any more
     since_diff_complete: bool = True  # as diff_complete
     # "incremental" (a later round of a stage configured so, its last head still there): the
-    # subject's diff is replaced by `changed` and workspace/change.diff holds it whole
+    # subject's diff is replaced by `parts` and workspace/change.diff holds it whole
     kind: str = "full"
-    changed: list[DiffPart] = field(default_factory=list)
+    parts: list[DiffPart] = field(default_factory=list)
     change_size: int = 0  # bytes of change.diff
 
 
@@ -185,6 +187,112 @@ def cut_diff(diff: bytes, limit: int = DIFF_LIMIT) -> tuple[bytes, bool]:
     if nl >= 0:
         head = head[: nl + 1]
     return head, True
+
+
+_SECTION = b"diff --git "
+_C_ESCAPES = {ord("a"): 7, ord("b"): 8, ord("t"): 9, ord("n"): 10, ord("v"): 11, ord("f"): 12, ord("r"): 13}
+
+
+def _unquote(raw: bytes) -> bytes:
+    """The bytes of git's C-quoted name at the start of `raw` (`"a\\tb"`)."""
+    out = bytearray()
+    i = 1
+    while i < len(raw) and raw[i] != ord('"'):
+        c = raw[i]
+        if c == ord("\\") and i + 1 < len(raw):
+            nxt = raw[i + 1]
+            if ord("0") <= nxt <= ord("7"):
+                out.append(int(raw[i + 1:i + 4], 8) & 0xFF)
+                i += 4
+                continue
+            out.append(_C_ESCAPES.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return bytes(out)
+
+
+def _name(raw: bytes) -> bytes:
+    return _unquote(raw) if raw.startswith(b'"') else raw
+
+
+def section_path(section: bytes) -> str | None:
+    """The path one `diff --git` section is about (the new path of a rename), None when its
+    header cannot be read for certain."""
+    header, *rest = section.split(b"\n", 16)
+    for line in rest:
+        if line.startswith((b"@@", b"Binary files", b"GIT binary patch")):
+            break
+        if line.startswith((b"rename to ", b"copy to ")):
+            return path_text(_name(line.split(b" ", 2)[2]))
+    names = header[len(_SECTION):]
+    if names.startswith(b'"'):
+        old = _unquote(names)
+        return path_text(old[2:]) if old.startswith(b"a/") else None
+    half = (len(names) - 5) // 2  # "a/P b/P": the same P twice when nothing was renamed
+    if names[:2] == b"a/" and names[2 + half:5 + half] == b" b/" and names[2:2 + half] == names[5 + half:]:
+        return path_text(names[2:2 + half])
+    return None
+
+
+def diff_sections(diff: bytes) -> list[bytes]:
+    """The diff cut into its files' sections, each starting with `diff --git `."""
+    if not diff.startswith(_SECTION):
+        return []
+    starts = [0] + [m.start() + 1 for m in re.finditer(b"\n" + re.escape(_SECTION), diff)]
+    return [diff[a:b] for a, b in zip(starts, starts[1:] + [len(diff)], strict=True)]
+
+
+def inline_paths(diff: bytes) -> set[str]:
+    """The files whose whole diff the packet shows (`diff` as PacketInput holds it)."""
+    shown, was_cut = cut_diff(diff)
+    sections = diff_sections(shown)
+    if was_cut and sections and not diff[len(shown):].startswith(_SECTION):
+        sections.pop()  # its end is beyond the cut
+    return {path for path in map(section_path, sections) if path is not None}
+
+
+# lock files and minified files, by name; anything below a `vendor/` folder (issue 24 point 3)
+LOCK_NAMES = frozenset({
+    "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "Cargo.lock",
+    "Gemfile.lock", "composer.lock", "poetry.lock", "Pipfile.lock", "uv.lock", "pdm.lock", "go.sum",
+    "flake.lock", "mix.lock", "pubspec.lock", "Package.resolved", "packages.lock.json", "gradle.lockfile",
+})
+_MINIFIED = re.compile(r"[.-]min\.(js|mjs|css)$|\.(js|css)\.map$")
+
+
+def generated_by_name(path: str) -> bool:
+    """A lock file, a minified file or a vendored one, by its path alone."""
+    parts = path.split("/")
+    name = parts[-1]
+    return name in LOCK_NAMES or name.endswith(".lock") or bool(_MINIFIED.search(name)) or "vendor" in parts[:-1]
+
+
+def reading_order(files: list[ChangedFile], marked: set[str]) -> list[ChangedFile]:
+    """The changed files with sources first, then generated and vendored ones (`marked` by
+    .gitattributes, or by name), each part in git's order; `generated` set on each."""
+    for f in files:
+        f.generated = f.path in marked or generated_by_name(f.path)
+    return [f for f in files if not f.generated] + [f for f in files if f.generated]
+
+
+def _changed_list(p: PacketInput) -> list[str]:
+    """Every changed file of a change whose diff the packet cuts, in the order it spends the diff."""
+    if not p.changed or not _is_cut(p):
+        return []
+    out = [f"### Changed files ({len(p.changed)})", "",
+           "The diff below is too long for this packet. Every changed file, sources first, then generated "
+           "or vendored files (lock files, minified files, `vendor/`, files `.gitattributes` marks "
+           "`linguist-generated` or `-diff`); the diff below follows this order:", ""]
+    for f in p.changed:
+        counts = "binary" if f.added is None or f.removed is None else f"+{f.added} -{f.removed}"
+        out.append(f"- {code_span(f.path)} {counts}" + (" (generated or vendored)" if f.generated else ""))
+    return out + [""]
+
+
+def _is_cut(p: PacketInput) -> bool:
+    return not p.diff_complete or len(p.diff) > DIFF_LIMIT
 
 
 def _documents(docs: list[RoundDoc], none_text: str) -> list[str]:
@@ -264,29 +372,30 @@ def _subject(p: PacketInput) -> list[str]:
         out += _changed_files(p)
     elif p.stage == "code":
         out += ["### Change summary (`git diff --stat base head`)", "", fence(_stat_text(p.diff_stat))]
+        out += _changed_list(p)
         out += ["### Diff", ""] + _diff_block(p.diff, complete=p.diff_complete)
     return out
 
 
 def _changed_files(p: PacketInput) -> list[str]:
     """An incremental packet's subject: every changed file and where its diff is in change.diff."""
-    files = "file" if len(p.changed) == 1 else "files"
+    files = "file" if len(p.parts) == 1 else "files"
     out = [
         "### The whole change",
         "",
-        f"The whole diff from the base commit to the head commit ({p.change_size} bytes, {len(p.changed)} "
+        f"The whole diff from the base commit to the head commit ({p.change_size} bytes, {len(p.parts)} "
         f"changed {files}) is not in this packet: it is `change.diff` in your working folder (the round's "
         "`workspace/change.diff`). This packet shows the changes since the last round in full (below), and "
         "what the series already decided follows it. Read a file's part of `change.diff` (its lines are "
         "listed below), or the file in `head/` and `base/`, whenever you need more than the changes since "
         "the last round.",
         "",
-        f"### Changed files ({len(p.changed)})",
+        f"### Changed files ({len(p.parts)})",
         "",
     ]
-    for part in p.changed:
+    for part in p.parts:
         lines = "binary" if part.added is None or part.removed is None else f"+{part.added} -{part.removed}"
-        out.append(f"- {code_span(path_text(part.path))}: {lines}; `change.diff` lines {part.first_line}-"
+        out.append(f"- {code_span(part.path)}: {lines}; `change.diff` lines {part.first_line}-"
                    f"{part.first_line + part.lines - 1} ({part.size} bytes)")
     return out + [""]
 

@@ -24,7 +24,7 @@ from spar.round import reuse
 from spar.round.args import RunArgs, check_standpoints
 from spar.round.interface import Preset, reviewer_input
 from spar.round.memory import memory_sha256
-from spar.round.packet import DIFF_LIMIT, PacketInput, diff_parts, packet_sha256
+from spar.round.packet import DIFF_LIMIT, PacketInput, diff_parts, packet_sha256, reading_order
 from spar.round.recording import new_round_json, reviewer_entry
 from spar.round.runner import ReviewerJob, ReviewerOutcome
 from spar.round.schema import schema_text
@@ -131,6 +131,9 @@ def packet_input(args: RunArgs, repo: Path, config: AppliedConfig, commits: Roun
     if args.stage == "code":
         diff = git.diff_with_stat(repo, base, head, DIFF_LIMIT)  # the packet keeps no more than DIFF_LIMIT
         packet.diff_stat, packet.diff, packet.diff_complete = diff.stat, diff.patch, diff.complete
+        packet.changed = git.changed_files(repo, base, head)
+        if not diff.complete:
+            _sources_first(packet, repo)
     since = last_round_elsewhere(series, args.stage, head)
     if since is not None:
         packet.since_round, packet.since_head = since.name, since.round["head"]
@@ -153,8 +156,9 @@ def choose_packet(repo: Path, config: AppliedConfig, packet: PacketInput) -> tup
     reason = _no_incremental(packet)
     if reason is None:
         whole = git.diff(repo, packet.base, packet.head)
-        packet.changed = diff_parts(whole, list(git.changed_files(repo, packet.base, packet.head)))
-        if packet.changed or not whole:
+        packet.parts = diff_parts(whole, [(f.path, f.added, f.removed)
+                                          for f in git.changed_files(repo, packet.base, packet.head)])
+        if packet.parts or not whole:
             packet.kind, packet.change_size = "incremental", len(whole)
             kind["kind"], kind["change_diff_bytes"] = "incremental", len(whole)
             return kind, whole
@@ -177,6 +181,23 @@ def _no_incremental(packet: PacketInput) -> str | None:
 
 def input_bytes(text: str, files: Mapping[str, str]) -> InputBytes:
     return {"prompt": len(text.encode("utf-8")), "files": sum(len(c.encode("utf-8")) for c in files.values())}
+
+
+def _sources_first(packet: PacketInput, repo: Path) -> None:
+    """A diff longer than the packet holds: the changed files listed sources first, and the
+    diff's room spent in that order (issue 24 point 3)."""
+    marked = git.marked_generated(repo, packet.head, [f.path for f in packet.changed])
+    packet.changed = reading_order(packet.changed, marked)
+    generated = [f.path for f in packet.changed if f.generated]
+    if not generated:
+        return  # git's order is the reading order already
+    args = (repo, packet.base, packet.head)
+    sources = git.diff_with_stat(*args, DIFF_LIMIT, [git.literal_pathspec(p, exclude=True) for p in generated])
+    patch, complete = sources.patch, sources.complete
+    if complete:  # the generated files get what room is left (none: they show as cut)
+        rest = git.diff_with_stat(*args, DIFF_LIMIT - len(patch), [git.literal_pathspec(p) for p in generated])
+        patch, complete = patch + rest.patch, rest.complete
+    packet.diff, packet.diff_complete = patch, complete
 
 
 def write_inputs(config: AppliedConfig, out: Path, args: RunArgs, packet_text: str, memory_text: str,
@@ -224,6 +245,8 @@ class Round:
     jobs: list[ReviewerJob] = field(default_factory=list)
     workspace_before: dict[str, Any] = field(default_factory=dict)  # the copies' state as built
     outcomes: list[ReviewerOutcome] = field(default_factory=list)
+    changed_files: list[str] | None = None  # the code stage's changed files, in git's order
+    inline_files: set[str] = field(default_factory=set)  # those whose whole diff is in the packet
     findings: list[Finding] = field(default_factory=list)
 
 

@@ -16,6 +16,7 @@ from spar import __version__
 from spar.config.model import DEFAULT_MAX_FINDINGS, AppliedConfig, ReviewerConfig, sha256_canonical
 from spar.errors import RecordError
 from spar.judge.context import RoundContext, RoundDoc
+from spar.judge.coverage import ChangedFiles
 from spar.judge.criteria import ids_of_documents
 from spar.judge.findings import auto_deferrals, build_findings
 from spar.judge.result import InvalidOutput, is_could_not_review, validate_result
@@ -165,6 +166,29 @@ def apply_outcome(round_json: RoundRecord, outcome: ReviewerOutcome, ctx: RoundC
         record_invalid(round_json, outcome.name, outcome.output_error or "no result object")
         return []
     return record_reviewer_result(round_json, outcome.name, outcome.result, ctx)
+
+
+def record_coverage(round_json: RoundRecord, outcomes: list[ReviewerOutcome], changed: list[str],
+                    inline: set[str], workspace: Path) -> None:
+    """Each attempt's observed coverage and the round's changed files no completed reviewer saw
+    (issue 24): inline in the packet, or named by the attempt's read and search calls."""
+    files = ChangedFiles(changed)
+    inline = inline & set(changed)
+    roots = list(dict.fromkeys([str(workspace.absolute()), os.path.realpath(workspace)]))
+    seen: set[str] = set()
+    for outcome in outcomes:
+        entry = reviewer_of(round_json, outcome.name)
+        words = outcome.named_words  # None: Spar cannot see this reviewer's calls
+        opened: set[str] = set()
+        for n, attempt in enumerate(entry["attempts"]):
+            named = words[n] if words is not None and n < len(words) else None
+            opened = files.named(named, roots) - inline if named is not None else set()
+            attempt["coverage"] = {"inline": len(inline), "opened": len(opened), "changed_files": len(changed),
+                                   "observed": named is not None}
+        if entry["status"] == ReviewerStatus.COMPLETED:
+            seen |= inline | opened  # the last attempt gave the answer
+    round_json["changed_files"] = len(changed)
+    round_json["unseen"] = [path for path in changed if path not in seen]
 
 
 def reviewer_of(round_json: RoundRecord, name: str) -> ReviewerEntry:

@@ -67,6 +67,9 @@ class ReviewerOutcome:
     # completed, but the final answer is not one JSON object: the caller records invalid_output
     output_error: str | None = None
     warnings: list[str] = field(default_factory=list)  # round warnings from every attempt
+    # per attempt, the words of its read and search calls that may name files (coverage);
+    # None: Spar cannot see the reviewer's calls (command, native)
+    named_words: list[list[str]] | None = None
 
 
 @dataclass
@@ -82,6 +85,7 @@ class _Attempt:
     output_error: str | None = None
     quota: bool = False  # refused for quota or rate limit (fallback may follow)
     warnings: list[str] = field(default_factory=list)  # round warnings (e.g. the CLI ignored a value)
+    named_words: list[str] = field(default_factory=list)  # its tool calls' words (coverage)
 
 
 @dataclass
@@ -152,6 +156,7 @@ async def _run_reviewer(job: ReviewerJob, st: _Settings) -> ReviewerOutcome:
         model=models[len(attempts) - 1],
         output_error=last.output_error,
         warnings=list(dict.fromkeys(w for a in attempts for w in a.warnings)),
+        named_words=[a.named_words for a in attempts] if preset.observes_reads else None,
     )
     if last.status == S.COMPLETED:
         # the answer is judged after the run (G1-G6), so progress says "answered" here and
@@ -204,8 +209,9 @@ class _Facts:
                       usage=attempt_usage(anyio.current_time() - self.clock_start, usage))
         if self.cli_version is not None:
             record["cli_version"] = self.cli_version  # absent when no version check answered
+        named = self.monitor.named_words if self.monitor is not None else []
         return _Attempt(record=cast(Attempt, record), status=status, reason=reason, resets=resets,
-                        observed_model=observed_model, warnings=self.warnings, **kw)
+                        observed_model=observed_model, warnings=self.warnings, named_words=named, **kw)
 
 
 async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: _Settings) -> _Attempt:

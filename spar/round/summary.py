@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from spar.judge.coverage import shortened
 from spar.judge.dispositions import standing
 from spar.judge.repeats import group_order
 from spar.records import usage
@@ -96,6 +97,17 @@ def closing_lines(rj: RoundRecord, out: Path, findings: list[Finding]) -> list[s
     return lines + [line]
 
 
+def coverage_text(rj: RoundRecord) -> str | None:
+    """The round's changed files that no completed reviewer saw, in one line; None when not recorded."""
+    unseen, total = rj.get("unseen"), rj.get("changed_files")
+    if unseen is None or total is None:
+        return None
+    if not unseen:
+        return f"each of the {total} changed files was seen by a completed reviewer"
+    return (f"{len(unseen)} of {total} changed files were seen by no reviewer: "
+            + shortened([_code(path) for path in unseen]))
+
+
 def _header(rj: RoundRecord) -> list[str]:
     out = [
         f"# Review round {rj.get('name', '')}",
@@ -114,6 +126,9 @@ def _header(rj: RoundRecord) -> list[str]:
     if uncommitted:
         out.append(f"- Working tree: {uncommitted}")
     out += _packet_line(rj)
+    coverage = coverage_text(rj)
+    if coverage:
+        out.append(f"- Coverage: {coverage}")
     for w in rj.get("warnings") or []:
         out.append(f"- Warning: {w}")
     return out + [""]

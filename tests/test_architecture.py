@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.gitrepo import write_tree
+
 SPAR = Path(__file__).resolve().parent.parent / "spar"
 
 # what a pure judgment may import: the standard library's pure parts and other pure modules
@@ -272,18 +274,10 @@ def test_no_command_imports_a_command():
     assert command_imports(module_imports(SPAR)) == []
 
 
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
-
-
 def test_the_graph_check_catches_a_pair_a_circle_and_a_command_importing_a_command(tmp_path):
     """Control: the checks above fail on a tree that breaks each rule, whatever the import's
     spelling (a relative import, one inside a function, `from package import module`)."""
-    spar = _tree(tmp_path / "spar", {
+    spar = write_tree(tmp_path / "spar", {
         "__init__.py": "", "errors.py": "",
         "a/__init__.py": "", "a/x.py": "from spar.b import y\n",
         "b/__init__.py": "", "b/y.py": "def f():\n    from ..c import z\n",
@@ -302,7 +296,7 @@ def test_the_graph_check_catches_a_pair_a_circle_and_a_command_importing_a_comma
 
 def test_an_acyclic_tree_passes_the_graph_check(tmp_path):
     """Control: a chain of layers, each importing the ones below, is no cycle."""
-    spar = _tree(tmp_path / "spar", {
+    spar = write_tree(tmp_path / "spar", {
         "__init__.py": "", "base.py": "", "low/__init__.py": "from spar import base\n",
         "high/__init__.py": "", "high/m.py": "from spar.low import thing\nimport spar.base\n",
     })

@@ -117,15 +117,20 @@ def test_blocked_gate_fails_with_1_and_the_report_is_still_written(ci):
     assert issues[0]["other_locations"] == [{"path": "app.py", "lines": {"begin": 2}}]
 
 
+def _wrap_spar_gate(bin_dir, gate_script: str) -> None:
+    """The `spar` the recipe runs becomes a shell script that runs `gate_script` for
+    `spar gate` and the real spar (moved to real-spar) for every other command."""
+    real = bin_dir / "spar"
+    (bin_dir / "real-spar").write_bytes(real.read_bytes())
+    (bin_dir / "real-spar").chmod(0o755)
+    real.write_text(f'#!/bin/sh\nif [ "$1" = gate ]; then {gate_script}; fi\nexec "{bin_dir / "real-spar"}" "$@"\n')
+
+
 @pytest.mark.slow
 def test_tool_failure_is_70_and_said_to_be_no_verdict(ci):
     repo, env, answer, run, bin_dir = ci
     answer([])
-    real = bin_dir / "spar"
-    (bin_dir / "real-spar").write_bytes(real.read_bytes())
-    (bin_dir / "real-spar").chmod(0o755)
-    real.write_text(f'#!/bin/sh\nif [ "$1" = gate ]; then echo "spar: internal error" >&2; exit 70; fi\n'
-                    f'exec "{bin_dir / "real-spar"}" "$@"\n')
+    _wrap_spar_gate(bin_dir, 'echo "spar: internal error" >&2; exit 70')
     proc = run()
     assert proc.returncode == 70
     assert "TOOL FAILURE in spar gate (exit 70)" in proc.stderr and "GATE BLOCKED" not in proc.stderr
@@ -137,11 +142,7 @@ def test_gate_blocked_by_a_missing_round_is_not_said_to_be_findings(ci):
     asks), but the script says the gate is blocked on a round it cannot read, not on findings."""
     repo, env, answer, run, bin_dir = ci
     answer([])
-    real = bin_dir / "spar"
-    (bin_dir / "real-spar").write_bytes(real.read_bytes())
-    (bin_dir / "real-spar").chmod(0o755)
-    real.write_text(f'#!/bin/sh\nif [ "$1" = gate ]; then shift; exec "{bin_dir / "real-spar"}" gate reviews/nope "$@"; fi\n'
-                    f'exec "{bin_dir / "real-spar"}" "$@"\n')
+    _wrap_spar_gate(bin_dir, f'shift; exec "{bin_dir / "real-spar"}" gate reviews/nope "$@"')
     proc = run()
     assert proc.returncode == 1, proc.stderr
     assert "GATE BLOCKED ON A ROUND IT CANNOT READ" in proc.stderr

@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.gitrepo import write_tree
+
 SPAR = Path(__file__).resolve().parent.parent / "spar"
 
 # names every module of a family defines as that family's one entry point, meaning the same
@@ -63,18 +65,10 @@ def test_no_field_is_read_through_a_computed_name():
     assert {path: reads for path, reads in found.items() if reads} == {}
 
 
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
-
-
 def test_the_name_check_sees_a_duplicate_and_spares_entry_points_and_constants(tmp_path):
     """Control: a class and a function, or two type aliases, of one name in two modules are
     caught; private names, constants and the families' entry points are not."""
-    spar = _tree(tmp_path / "spar", {
+    spar = write_tree(tmp_path / "spar", {
         "a.py": "class Lookup:\n    pass\nKey = tuple[str, str]\nSCHEMA = 'x'\ndef _helper(): pass\n",
         "b/c.py": "def Lookup(): pass\nKey: type = dict\nSCHEMA = 'y'\ndef _helper(): pass\n",
         "commands/run.py": "def main(argv): pass\n", "commands/gate.py": "def main(argv): pass\n",

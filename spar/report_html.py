@@ -3,7 +3,9 @@
 No script, no external asset, no font or image fetched: styles are inline and
 the charts are inline SVG, and a Content-Security-Policy of `default-src
 'none'` (inline styles and data: images only) makes any fetch a refused one.
-Every value from the records (reviewer text included) goes through
+A verified round lists its findings confirmed first and refuted last, each with
+its verdict, verifier, call and the verifier's evidence. Every value from the
+records (reviewer text included, a verifier's too) goes through
 `spar.textsafe.html_safe`: controls, bidi overrides and invisible characters
 shown escaped (`\u202e`), then HTML-escaped.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from spar.judge.verdicts import NO_VERDICT_RANK, RANKS
 from spar.records import usage as usage_text
 from spar.records.model import ReviewerStatus
 from spar.textsafe import html_safe
@@ -212,10 +215,27 @@ def _grouped(findings: list[dict[str, Any]]) -> list[tuple[dict[str, Any] | None
         else:
             singles.append((None, [f]))
     ordered = sorted(groups.values(), key=lambda g: -len(g[0].get("vendors") or []))
-    return [(g, members) for g, members in ordered] + singles
+    # a verified round: the verdict first (confirmed, none or unsure, refuted), then that order
+    return sorted([(g, members) for g, members in ordered] + singles, key=lambda entry: _rank(entry[1][0]))
 
 
-def _finding_html(round_name: str, f: dict[str, Any]) -> str:
+def _rank(f: dict[str, Any]) -> int:
+    verification = f.get("verification")
+    return RANKS.get(verification["verdict"], NO_VERDICT_RANK) if verification else NO_VERDICT_RANK
+
+
+def _verification(f: dict[str, Any], verified: bool) -> str:
+    """The verdict of a finding of a verified round, with the verifier's evidence as data."""
+    v = f.get("verification")
+    if not verified:
+        return ""
+    if not v:
+        return '<p class="verdict" data-verdict="none">Not verified.</p>'
+    return (f'<p class="verdict" data-verdict="{_e(v["verdict"])}"><strong>{_e(v["verdict"])}</strong> by '
+            f'{_e(v["verifier"])} ({_e(v["preset"])}), call {_e(v["call"])}: {_e(v["evidence"])}</p>')
+
+
+def _finding_html(round_name: str, f: dict[str, Any], verified: bool = False) -> str:
     cls = str(f["class"]) if f.get("class") in CLASSES else "note"
     where = f.get("path") or "(unreadable location)"
     standing = f["history"][-1]["disposition"] if f["history"] else "open"
@@ -224,7 +244,7 @@ def _finding_html(round_name: str, f: dict[str, Any]) -> str:
             f'<code>{_e(where)}</code> · {_e(standing)}</h3>'
             f'<p>{_e(f.get("claim"))}</p>'
             f'<p class="muted">location {_e(f.get("location"))} · {_e(f.get("class_reason"))}'
-            + _memory(f) + "</p>"
+            + _memory(f) + "</p>" + _verification(f, verified)
             + _history(f["history"]) + "</div>")
 
 
@@ -240,7 +260,7 @@ def _findings(rounds: list[dict[str, Any]], detail_rounds: int) -> str:
             continue
         parts.append(f"<h3>{_e(r['name'])}</h3>")
         for group, members in _grouped(r["findings"]):
-            inner = "".join(_finding_html(r["name"], f) for f in members)
+            inner = "".join(_finding_html(r["name"], f, r.get("verified", False)) for f in members)
             if group is None:
                 parts.append(inner)
                 continue

@@ -15,6 +15,7 @@ from typing import Any, cast
 from spar import __version__
 from spar.judge.convergence import named_groups, round_convergence, scoreboard, stage_verdict
 from spar.judge.dispositions import standing
+from spar.judge.verdicts import NoiseBoard, Verdict, verdicts
 from spar.records import readers, usage
 from spar.records.model import ExtensionLine, Finding, LedgerLine, RoundRecord
 from spar.records.record_rules import CAUSES, CLASSES
@@ -149,36 +150,43 @@ def _causes(extensions: list[ExtensionLine]) -> dict[str, dict[str, int]]:
     return tally
 
 
-def _with_findings(rounds: list[SeriesRound], rows: list[dict[str, Any]],
-                   seen: Callable[[SeriesRound, list[Finding], list[LedgerLine]], None] | None
-                   ) -> Iterator[dict[str, Any]]:
-    """One round at a time, in series order: its findings and ledger are read, its row gets
-    the counts, `seen` (if any) is shown them, and the scoreboard gets what it tallies.
-    Nothing of a round's findings is kept once the next round is read."""
+# seen(round, findings, ledger, verdicts by finding id or None when the round was never verified)
+Seen = Callable[[SeriesRound, list[Finding], list[LedgerLine], "dict[str, Verdict] | None"], None]
+
+
+def _with_findings(rounds: list[SeriesRound], rows: list[dict[str, Any]], seen: Seen | None,
+                   noise: NoiseBoard) -> Iterator[dict[str, Any]]:
+    """One round at a time, in series order: its findings, ledger and verifications are read,
+    its row gets the counts, `seen` (if any) is shown them, `noise` gets a verified round's
+    verdicts and the scoreboard gets what it tallies. Nothing of a round's findings is
+    kept once the next round is read."""
     order = positions(rounds)  # a duplicate link into a later round is refused, as triage refuses it
     for item, row in zip(rounds, rows, strict=True):
         findings = _recorded_findings(item)
         ledger = readers.read_ledger(item.path, findings, positions=order) if findings is not None else []
+        record = readers.read_verifications(item.path, findings) if findings is not None else None
+        checked = verdicts(record, findings or []) if record is not None else None
         _count(row, findings)
+        if checked is not None and findings is not None:
+            noise.add_round(findings, checked, {e["name"]: str(e.get("preset")) for e in item.round["reviewers"]})
         if seen is not None and findings is not None:
-            seen(item, findings, ledger)
+            seen(item, findings, ledger, checked)
         if not item.round.get("dry_run"):
             yield {"reviewers": item.round["reviewers"], "findings": findings,
                    "standing": standing(ledger) if findings is not None else {}}
 
 
-def build_report(series: Path, rounds: list[SeriesRound] | None = None,
-                 seen: Callable[[SeriesRound, list[Finding], list[LedgerLine]], None] | None = None
-                 ) -> dict[str, Any]:
+def build_report(series: Path, rounds: list[SeriesRound] | None = None, seen: Seen | None = None) -> dict[str, Any]:
     """The cap-report/v1 document, reading the series round by round (memory stays flat in
     the number of rounds). `rounds`: `read_rounds(series)` when the caller has it already;
-    `seen(round, findings, ledger)` is called for every recorded round as it is read."""
+    `seen(round, findings, ledger, verdicts)` is called for every recorded round as it is read."""
     rounds = read_rounds(series) if rounds is None else rounds
     extensions = readers.read_extensions(series)
     stages, caps_from = _stages(rounds, extensions)
     rows = [_round_row(item) for item in rounds]
     spent = _usage(rows)
-    board = scoreboard(_with_findings(rounds, rows, seen), {r["name"]: r for r in spent["reviewers"]})
+    noise = NoiseBoard()
+    board = scoreboard(_with_findings(rounds, rows, seen, noise), {r["name"]: r for r in spent["reviewers"]})
     return {
         "schema": SCHEMA,
         "series": str(series.resolve()),
@@ -190,6 +198,7 @@ def build_report(series: Path, rounds: list[SeriesRound] | None = None,
         "usage": spent,
         "verdicts": _verdicts(rows, rounds),
         "scoreboard": board,
+        "noise": noise.document(b["name"] for b in board),
         "unfinished": unfinished(series, rounds),
         "coverage": _coverage(rounds),
     }

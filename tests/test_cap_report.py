@@ -152,6 +152,7 @@ def test_json_field_by_field(repo, capsys):
              "fixed_or_answered": 0, "share_fixed_or_answered": 0.0,
              "seconds_per_fixed_or_answered": None, "cost_per_fixed_or_answered": None},
         ],
+        "noise": {"verified_rounds": 0, "reviewers": []},  # no round was verified
         # c4 stopped before recording (its reviewers still pending)
         "unfinished": [{"name": "c4", "why": "round.json was never marked recorded (the run stopped before its findings were recorded)"}],
         "coverage": {"rounds": 0, "changed_files": 0, "unseen": 0},  # rounds written before coverage
@@ -214,7 +215,9 @@ def test_markdown_field_by_field(repo, capsys):
         "| time per fixed/answered (s) | cost per fixed/answered (USD) |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         "| claude | claude | 3 | 0 | 0 | 0 | 0 | 0 | 3 | 0% | unknown | unknown |",
-        "| codex | codex | 2 | 0 | 0 | 0 | 0 | 1 | 1 | 0% | unknown | unknown |", ""])
+        "| codex | codex | 2 | 0 | 0 | 0 | 0 | 1 | 1 | 0% | unknown | unknown |", "",
+        "## Findings refuted by another vendor", "",
+        "Not verified: no round of the series was verified.", ""])
 
 
 def test_cap_reached_then_extended(repo, capsys):

@@ -54,6 +54,11 @@ JSON ({SCHEMA}):
     share_fixed_or_answered, seconds_per_fixed_or_answered and
     cost_per_fixed_or_answered (the reviewer's usage totals above divided by
     fixed_or_answered; null when not reported or none),
+  noise: beside the scoreboard, over the verified rounds (verifications.json):
+    verified_rounds (0: no round was verified), reviewers[] (scoreboard order):
+    name, findings (its findings in verified rounds), checked (those a
+    verifier of another vendor gave a verdict), refuted (of those, refuted),
+    share_refuted (refuted / checked; null when none checked),
   unfinished[] (by name): name, why; a round folder a killed write left behind
     (no round.json, leftover *.tmp files, or round.json never marked recorded).
 Refused (65) on any record it reads that Spar could not have written: a torn,
@@ -147,6 +152,19 @@ def _convergence_md(report: dict[str, Any]) -> list[str]:
                            b["seconds_per_fixed_or_answered"] if b["seconds_per_fixed_or_answered"] is not None
                            else "unknown", b["cost_per_fixed_or_answered"]
                            if b["cost_per_fixed_or_answered"] is not None else "unknown"]))
+    return lines + _noise_md(report["noise"])
+
+
+def _noise_md(noise: dict[str, Any]) -> list[str]:
+    lines = ["", "## Findings refuted by another vendor", ""]
+    if not noise["verified_rounds"]:
+        return lines + ["Not verified: no round of the series was verified."]
+    rounds = noise["verified_rounds"]
+    lines += [f"Over the {rounds} verified round{'s' if rounds != 1 else ''}: each reviewer's findings that a "
+              "verifier of another vendor checked, and the share it refuted.", "",
+              "| reviewer | findings | checked by another vendor | refuted | share refuted |", "| --- " * 5 + "|"]
+    lines += [_row([n["name"], n["findings"], n["checked"], n["refuted"], _share(n["share_refuted"])])
+              for n in noise["reviewers"]]
     return lines
 
 

@@ -99,7 +99,7 @@ def _read(folder: Path, series_ids: dict[Path, str]) -> RoundRecords:
     if series not in series_ids:
         series_ids[series] = _series_id(series)
     return RoundRecords(folder.name, r, findings, readers.read_ledger(folder, findings), str(series),
-                        series_ids[series], readers.read_waivers(folder))
+                        series_ids[series], readers.read_waivers(folder), readers.read_verifications(folder, findings))
 
 
 def read_listed_rounds(args: list[str]) -> tuple[list[RoundRecords], dict[str, Path]]:

@@ -19,6 +19,7 @@ from spar import __version__
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_OK, SparError
 from spar.gating import build_gate
+from spar.judge.verdicts import Verdict
 from spar.records import atomic, clock, paths, usage
 from spar.records.model import Finding, LedgerLine
 from spar.report_html import render
@@ -84,6 +85,14 @@ def _gate(series: Path, rounds: list[Path]) -> dict[str, Any]:
         return {"state": None, "error": f"the gate could not be judged: {err.message}", "reasons": []}
 
 
+def _verdict(verdict: Verdict | None) -> dict[str, str] | None:
+    """A finding's verdict as the page shows it; None when the verified round gave it none."""
+    if verdict is None:
+        return None
+    return {"verdict": verdict.verdict, "verifier": verdict.verifier, "preset": verdict.preset, "call": verdict.call,
+            "evidence": verdict.said(), "group": verdict.group or ""}
+
+
 def gather(series: Path, detail_rounds: int = DETAIL_ROUNDS) -> dict[str, Any]:
     """The page's data, reading the series one round at a time: every round has its row
     and counts; the findings with their disposition history are kept for the latest
@@ -91,14 +100,20 @@ def gather(series: Path, detail_rounds: int = DETAIL_ROUNDS) -> dict[str, Any]:
     rounds = read_rounds(series)
     detailed = {item.name for item in rounds[max(len(rounds) - detail_rounds, 0):]}
     findings: dict[str, list[dict[str, Any]]] = {}
+    verified: set[str] = set()
 
-    def keep(item: SeriesRound, recorded: list[Finding], ledger: list[LedgerLine]) -> None:
+    def keep(item: SeriesRound, recorded: list[Finding], ledger: list[LedgerLine],
+             checked: dict[str, Verdict] | None) -> None:
         if item.name not in detailed:
             return
         history: dict[str, list[LedgerLine]] = {}
         for line in ledger:
             history.setdefault(line["finding"], []).append(line)
-        findings[item.name] = [{**f, "history": history.get(f["id"], [])} for f in recorded]
+        if checked is not None:
+            verified.add(item.name)
+        findings[item.name] = [{**f, "history": history.get(f["id"], []),
+                                "verification": _verdict(checked.get(f["id"])) if checked is not None else None}
+                               for f in recorded]
 
     base = build_report(series, rounds, keep)
     by_name = {item.name: item for item in rounds}
@@ -114,6 +129,7 @@ def gather(series: Path, detail_rounds: int = DETAIL_ROUNDS) -> dict[str, Any]:
         row["findings_count"] = row["findings"]  # per class, None when not recorded
         row["findings"] = findings.get(row["name"], [])
         row["detailed"] = row["name"] in detailed
+        row["verified"] = row["name"] in verified
     # every round folder, as `spar gate SERIES/*/` reads them: one a killed run left without
     # round.json is part of the series too, and blocks the gate
     gated = [by_name[row["name"]].path for row in base["rounds"]]

@@ -1,5 +1,6 @@
-"""`spar triage ROUND FINDING --to DISPOSITION [...]` and `spar triage ROUND --repeats`
-(design §7, G27, G30, G32, G33; repeats: docs/records.md "Series memory").
+"""`spar triage ROUND FINDING --to DISPOSITION [...]`, `spar triage ROUND --repeats` and
+`spar triage ROUND --refuted [--apply]` (design §7, G27, G30, G32, G33; repeats:
+docs/records.md "Series memory"; refuted: "verifications.json").
 
 Under the series lock: read the round again, check the finding and the
 disposition's needs, resolve `--commit` in the round's repository, check a
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -30,11 +32,13 @@ from spar.judge.dispositions import (
     would_cycle,
 )
 from spar.judge.repeats import group_members, held_back
+from spar.judge.verdicts import Refuted, refuted, rejection_evidence
 from spar.records import atomic, clock, jsonl, lock, readers
 from spar.records.model import Finding, LedgerLine, RoundRecord
 from spar.records.record_rules import link_problem
-from spar.round.summary import render_summary
+from spar.round.summary_file import summary_text
 from spar.series import position, repository_of, round_folder
+from spar.textsafe import terminal_safe
 
 EPILOG = """\
 dispositions and what each needs (a text blank after trimming counts as not given):
@@ -67,7 +71,18 @@ through duplicates) is rejected, fixed, answered or deferred, gets
 prints each line it wrote and each repeat it left alone, with why. A repeat
 whose proposed class is more severe than the earlier finding's, or whose claim
 names code (a code span or an identifier) the earlier claim does not, is only
-listed as a possible repeat; --force marks it too."""
+listed as a possible repeat; --force marks it too.
+
+spar triage ROUND --refuted [--apply]: after a verification (verifications.json),
+prints for every finding or group a verifier refuted, none of whose findings has
+a disposition yet, the command that rejects it: spar triage ROUND FINDING (or
+GROUP) --to rejected --evidence 'refuted by VERIFIER (CALL): its evidence',
+shell-quoted, the evidence shown escaped (no control character) and recorded
+exactly so when the line is run. --apply records them instead, one ledger line
+each as that command would (a group: its first member rejected, the others
+duplicate --of it) and prints what it wrote. Lines starting with # say what was
+left alone. A round never verified is refused (65); nothing refuted exits 0.
+A verdict is advice: nothing is disposed unless you run the lines or --apply."""
 
 
 def _parser() -> Parser:
@@ -81,6 +96,9 @@ def _parser() -> Parser:
                    help="mark every repeat of a decided earlier finding a duplicate of it (no FINDING, no --to)")
     p.add_argument("--force", action="store_true",
                    help="with --repeats: mark also the possible repeats (more severe, or naming other code)")
+    p.add_argument("--refuted", action="store_true",
+                   help="print the rejection of every refuted finding without a disposition (no FINDING, no --to)")
+    p.add_argument("--apply", action="store_true", help="with --refuted: record those rejections")
     p.add_argument("--commit", metavar="REV")
     p.add_argument("--of", metavar="FINDING")
     p.add_argument("--evidence", metavar="TEXT")
@@ -207,13 +225,7 @@ def summary_after(round_dir: Path, ledger: list[LedgerLine]) -> str:
     """summary.md as it reads once `ledger` is on disk. Triage does not read
     waivers.jsonl for itself (G32: only waive and gate do), so an unreadable one
     never refuses a triage; the summary then names no waiver, as the gate would."""
-    round_json = readers.read_round(round_dir)
-    findings = readers.read_findings(round_dir)
-    try:
-        waivers = readers.read_waivers(round_dir)
-    except RecordError:
-        waivers = []
-    return render_summary(round_json, findings, ledger, waivers)
+    return summary_text(round_dir, ledger)
 
 
 # what an earlier decision must be for its repeats to be settled by --repeats
@@ -292,8 +304,66 @@ def _main_repeats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def refuted_lines(round_dir: Path, series: Path) -> tuple[list[tuple[Refuted, list[dict[str, Any]]]], list[str]]:
+    """([(a refuted finding or group, its ledger lines without `at`)], notes on refuted ones left
+    alone), reading only; each line checked as `spar triage ROUND ID --to rejected` checks it."""
+    _, findings, own = _RoundCache(series).get(round_dir.name)
+    record = readers.read_verifications(round_dir, list(findings.values()))
+    if record is None:
+        raise Refused(f"round {round_dir.name} was never verified (it has no {readers.VERIFICATIONS_FILE}): "
+                      "nothing is refuted until a verification ran (spar verify)")
+    todo, notes = refuted(record, list(findings.values()), own)
+    out = []
+    for r in todo:
+        # escaped (no control character, one line) in the ledger too: the line --refuted
+        # prints then records, when run, exactly what --apply records
+        options = {"evidence": terminal_safe(rejection_evidence(r.verdict))}
+        lines = (group_lines(round_dir, series, r.target, "rejected", options) if r.target not in findings
+                 else [triage_line(round_dir, series, r.target, "rejected", options)])
+        out.append((r, lines))
+    return out, notes
+
+
+def _main_refuted(args: argparse.Namespace) -> int:
+    if args.finding is not None or args.to is not None or args.repeats or args.force or any(
+            v is not None for v in (args.commit, args.of, args.evidence, args.user_quote,
+                                    args.failed_before, args.passed_after)):
+        raise UsageError("triage: --refuted takes the ROUND alone (no FINDING, --to, --repeats or disposition "
+                         "options; --apply to record)")
+    round_dir, series = round_folder(args.round)
+    with lock.series_lock(series):
+        todo, notes = refuted_lines(round_dir, series)
+        stamped: list[LedgerLine] = []
+        if args.apply and todo:
+            ledger = readers.read_ledger(round_dir, readers.read_findings(round_dir))
+            at = clock.now()
+            stamped = [_stamp(line, at) for _, lines in todo for line in lines]
+            summary = summary_after(round_dir, ledger + stamped)
+            for line in stamped:
+                jsonl.append(round_dir / readers.LEDGER_FILE, line, create=False)
+            atomic.write_text(round_dir / "summary.md", summary)
+    for r, lines in todo:
+        if args.apply:
+            for written in lines:
+                of = f" --of {written['of']}" if written["disposition"] == "duplicate" else ""
+                print(terminal_safe(f"round {round_dir.name}: {written['finding']} -> {written['disposition']}{of} "
+                                    f"({r.verdict.words()})"))
+        else:
+            print(terminal_safe(shlex.join(["spar", "triage", args.round, r.target, "--to", "rejected",
+                                            "--evidence", lines[0]["evidence"]])))
+    for note in notes:
+        print(terminal_safe(f"# round {round_dir.name}: {note}"))
+    if not todo:
+        print(f"# round {round_dir.name}: no refuted finding without a disposition")
+    return EXIT_OK
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    if args.refuted:
+        return _main_refuted(args)
+    if args.apply:
+        raise UsageError("triage: --apply goes with --refuted only")
     if args.repeats:
         return _main_repeats(args)
     if args.force:

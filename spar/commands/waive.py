@@ -14,7 +14,7 @@ from spar.errors import EXIT_OK, RecordError, Refused
 from spar.judge.dispositions import given
 from spar.records import atomic, clock, jsonl, lock, readers
 from spar.records.model import ReviewerEntry, ReviewerStatus, RoundRecord, WaiverLine, require_reviewer
-from spar.round.summary import render_summary
+from spar.round.summary_file import summary_text
 from spar.series import round_folder
 
 SUMMARY = "Accept a round without a required reviewer that did not complete, with the user's words."
@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
         # summary.md names waived reviewers; its records are read before the append,
         # so a refusal (an unreadable findings.json or ledger) still writes nothing
         findings = readers.read_findings(round_dir, round_json=round_json)
-        summary = render_summary(round_json, findings, readers.read_ledger(round_dir, findings), waivers + [line])
+        summary = summary_text(round_dir, readers.read_ledger(round_dir, findings), waivers + [line])
         jsonl.append(round_dir / readers.WAIVERS_FILE, line)
         atomic.write_text(round_dir / "summary.md", summary)
     print(f"waived {args.reviewer} ({entry['status']}) in round {round_dir.name}", file=sys.stdout)

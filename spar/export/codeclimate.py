@@ -7,7 +7,9 @@ severity `info` and the disposition at the start of its description, so
 nothing disappears from the report. Locations that are not head file lines
 use line 1 and say where they are in the description. A finding chain or a
 corroborated group is one issue (`other_locations` holds the group's other
-findings; the description names them).
+findings; the description names them). In a verified round the description ends with
+the verdict ("Verification: refuted by codex (V2): ..."): Code Quality has no field for
+it, and the severity stays the class's (a verdict changes no class or disposition).
 """
 
 from __future__ import annotations

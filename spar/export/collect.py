@@ -28,6 +28,10 @@ that is the same as an earlier one takes that one's identity, followed to the
 first in the chain: triaged as a duplicate (`--of ROUND/ID`, which wins), else
 recorded as a repeat of it (`repeat_of`, series memory). So the same problem
 seen in later rounds is one alert, and `code-1/claude-F1` of two series are two.
+
+Verification: an item of a verified round (its verifications.json given) carries the
+verdict of the finding it shows (a group's speaks for every member), or why it got
+none; the formats show it, and it never changes the disposition or the order.
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ from dataclasses import dataclass, field
 
 from spar.errors import quote
 from spar.judge.refs import G7_PREFIXES, parse_ref
-from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
+from spar.judge.verdicts import Verdict, unverified, verdicts
+from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, VerificationsRecord, WaiverLine
 
 CLASSES = ("defect", "requirement-question", "hardening", "note")
 
@@ -55,6 +60,7 @@ class RoundRecords:
     series: str = ""  # the series folder, as given: rounds of two series never mix
     series_id: str = ""  # what identifies the series (`series_identity`), hashed into fingerprints
     waivers: list[WaiverLine] = field(default_factory=list)  # waivers.jsonl
+    verifications: VerificationsRecord | None = None  # verifications.json; None: never verified
 
 
 @dataclass
@@ -102,6 +108,9 @@ class Item:
     fingerprint: str
     related: list[Item] = field(default_factory=list)  # the other findings of its round this result stands for
     chain: list[str] = field(default_factory=list)  # ROUND/ID of every finding given that it stands for
+    verified: bool = False  # its round was verified (verifications.json)
+    verdict: Verdict | None = None  # the verdict on this finding (or its group), None when none
+    unverified: str | None = None  # why it got no verification call, when its round says
 
     @property
     def ref(self) -> str:
@@ -139,7 +148,18 @@ class Item:
             parts.append(f"({note})")
         if self.related:
             parts.append("Also found by: " + ", ".join(f"{r.reviewer} ({r.ref})" for r in self.related))
+        verification = self.verification_text()
+        if verification:
+            parts.append(verification)
         return "\n\n".join(p for p in parts if p)
+
+    def verification_text(self) -> str:
+        """`Verification: refuted by codex (V2): <its evidence>`; "" for a round never verified."""
+        if self.verdict is not None:
+            return f"Verification: {self.verdict.words()}: {self.verdict.said().strip()}"
+        if self.verified:
+            return f"Verification: not verified ({self.unverified})" if self.unverified else "Verification: none"
+        return ""
 
 
 def _outside_documents(round_json: RoundRecord) -> set[str]:
@@ -340,6 +360,7 @@ def collect(rounds: list[RoundRecords],
     for index, r in enumerate(rounds):
         outside = _outside_documents(r.round)
         started = str(r.round.get("started_at") or "")
+        checked, why = verdicts(r.verifications, r.findings), unverified(r.verifications)
         for f in r.findings:
             ref = f"{r.name}/{f['id']}"
             kind, path, start, end = _location(f, outside)
@@ -347,7 +368,8 @@ def collect(rounds: list[RoundRecords],
             if name not in reviewers:  # a finding always has its reviewer in round.json; be safe
                 reviewers[name] = ReviewerInfo(name, "", "", None, str(r.round.get("spar_version") or ""), [r.name])
             item = Item(r.name, name, f["id"], f, kind, path, start, end, chains.disposition(r.series, ref),
-                        chains.fingerprint(r.series, r.series_id, ref))
+                        chains.fingerprint(r.series, r.series_id, ref), verified=r.verifications is not None,
+                        verdict=checked.get(f["id"]), unverified=why.get(f["id"]))
             others = [f"{r.name}/{o}" for o in f.get("corroborated_by") or [] if isinstance(o, str)]
             found.append(_Found(item, r.series, (started, index), chains.first(r.series, ref), others))
     return merge(found), reviewers

@@ -8,6 +8,9 @@ standing disposition is INFO with the disposition in front. `location.range`
 holds the lines of head file locations; other locations use the path alone
 (reviewdog reports them on the file, or at the root for "."). A finding chain or
 a corroborated group is one diagnostic, the group's others in `related_locations`.
+In a verified round the message ends with the verdict ("Verification: refuted by
+codex (V2): ...") and `original_output` names `verdict` and `call` too; reviewdog
+has no rank, so the severity stays the class's.
 """
 
 from __future__ import annotations
@@ -33,12 +36,20 @@ def diagnostic(item: Item) -> dict[str, Any]:
         "severity": "INFO" if item.disposition is not None else SEVERITY[item.cls],
         "source": {"name": f"spar/{item.reviewer}"},
         "code": {"value": item.cls},
-        "original_output": json.dumps({"round": item.round, "finding": item.id}),
+        "original_output": json.dumps(_origin(item)),
     }
     if item.related:  # a corroborated group is one diagnostic
         out["related_locations"] = [{"message": f"{r.ref} ({r.reviewer})", "location": _location(r)}
                                     for r in item.related]
     return out
+
+
+def _origin(item: Item) -> dict[str, Any]:
+    origin: dict[str, Any] = {"round": item.round, "finding": item.id}
+    if item.verified:
+        origin.update(verdict=item.verdict.verdict if item.verdict else None,
+                      call=item.verdict.call if item.verdict else None)
+    return origin
 
 
 def _location(item: Item) -> dict[str, Any]:

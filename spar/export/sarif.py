@@ -12,6 +12,13 @@ justification says which and why. Each run has one invocation whose
 exported and was not waived; every round it did not complete is a
 notification (error, or note when waived). GitHub's documented hard limits (20 runs
 per file, 25,000 results per run) are checked before anything is written.
+
+A result of a verified round carries its verdict in `properties` (`verdict`,
+`verifier`, `verifier_preset`, `call`, `verification_evidence`; `unverified` says why a
+finding got no call) and a `rank` (SARIF 3.27.24: 0.0 to 100.0, higher = more
+worth looking at): confirmed 90, unsure or no verdict 50, refuted 10. A round never
+verified gives neither, so its results are as before verification existed. The level
+stays the class's: a verdict never changes a class or a disposition.
 """
 
 from __future__ import annotations
@@ -37,6 +44,10 @@ RULE_TEXT = {
     "hardening": "Hardening: more robust than required, deferred unless taken up.",
     "note": "A note with no required action.",
 }
+
+
+# SARIF result rank by verdict (confirmed first, refuted last); None: no verdict
+RANKS = {"confirmed": 90.0, "unsure": 50.0, None: 50.0, "refuted": 10.0}
 
 
 def rule_id(cls: str) -> str:
@@ -84,10 +95,22 @@ def _result(item: Item) -> dict[str, Any]:
             dict(_location(member), id=n, message={"text": f"{member.ref} ({member.reviewer}): "
                                                            f"{str(member.finding.get('claim', '')).strip()}"})
             for n, member in enumerate([item, *item.related])]
+    if item.verified:
+        _verification(result, item)
     if item.disposition is not None:
         result["suppressions"] = [{"kind": "external", "status": "accepted",
                                    "justification": justification(item.disposition)}]
     return result
+
+
+def _verification(result: dict[str, Any], item: Item) -> None:
+    """The verdict of a verified round's result: its rank and properties."""
+    v = item.verdict
+    result["rank"] = RANKS.get(v.verdict if v is not None else None, RANKS[None])
+    result["properties"].update({
+        "verdict": v.verdict if v is not None else None, "verifier": v.verifier if v is not None else None,
+        "verifier_preset": v.preset if v is not None else None, "call": v.call if v is not None else None,
+        "verification_evidence": v.said() if v is not None else None, "unverified": item.unverified})
 
 
 def _notification(u: Unfinished) -> dict[str, Any]:

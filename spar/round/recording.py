@@ -36,6 +36,7 @@ from spar.round.context import context_from_git
 from spar.round.documents import documents_record
 from spar.round.runner import ReviewerOutcome
 from spar.round.summary import render_summary
+from spar.round.summary_file import shown_verifications
 
 SCHEMA = "review-round/v1"
 CompletedKey = Literal["verdict", "reviewed_head", "angles_checked", "angles_unchecked", "limits", "finding_count"]
@@ -261,12 +262,13 @@ def write_round_outputs(round_dir: str | Path, round_json: RoundRecord, findings
             jsonl.append(ledger_path, line)
             ledger.append(line)
         finish_round_json(round_json, at)
-        atomic.write_text(round_dir / "summary.md", render_summary(round_json, findings, ledger, waivers))
+        atomic.write_text(round_dir / "summary.md", render_summary(round_json, findings, ledger, waivers,
+                                                                   shown_verifications(round_dir, findings)))
     else:
         # an empty ledger still says "recorded, nothing disposed" to readers
         ledger += lines
         finish_round_json(round_json, at)
-        summary = render_summary(round_json, findings, ledger, waivers)
+        summary = render_summary(round_json, findings, ledger, waivers, shown_verifications(round_dir, findings))
         atomic.write_files([(round_dir / "findings.json", findings_text),
                             (ledger_path, b"".join(jsonl.dumps_line(line) for line in lines)),
                             (round_dir / "summary.md", summary.encode("utf-8"))])

@@ -2,7 +2,9 @@
 lines `spar run` ends with.
 
 Standpoint parts appear only in rounds with standpoints, so a round without
-them renders exactly as before standpoints existed.
+them renders exactly as before standpoints existed; likewise the verdicts of a
+verification (verifications.json) appear only in a verified round, which then
+lists confirmed findings first and refuted ones last (docs/records.md).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from pathlib import Path
 from spar.judge.coverage import shortened
 from spar.judge.dispositions import standing
 from spar.judge.repeats import group_order
+from spar.judge.verdicts import Verdict, rank, rank_of, unverified, verdicts
 from spar.records import usage
-from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
+from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, VerificationsRecord, WaiverLine
 from spar.textsafe import terminal_safe
 
 CLASS_ORDER = ("defect", "requirement-question", "hardening", "note")
@@ -240,9 +243,11 @@ def _seen_by(finding: Finding) -> str:
     return f"{', '.join(str(o) for o in others)} ({vendors} vendor{'s' if vendors != 1 else ''})"
 
 
-def _groups(round_name: str, findings: list[Finding]) -> list[str]:
+def _groups(round_name: str, findings: list[Finding], checked: dict[str, Verdict] | None = None) -> list[str]:
     """Each corroborated group once (findings.json `group`), most vendors first, with
-    each member; empty for a round without groups."""
+    each member; empty for a round without groups. In a verified round (`checked`: finding
+    id -> verdict) the group's verdict ranks first (confirmed, none or unsure, refuted)
+    and is named after its vendors."""
     groups: dict[str, list[Finding]] = {}
     vendors: dict[str, list[str]] = {}
     for f in findings:
@@ -252,19 +257,33 @@ def _groups(round_name: str, findings: list[Finding]) -> list[str]:
             vendors[group["id"]] = [str(v) for v in group.get("vendors") or []]
     if not groups:
         return []
-    order = sorted(groups, key=lambda g: (-len(vendors[g]), int(g[1:]) if g[1:].isdigit() else 0, g))
+    by_id = checked or {}
+    order = sorted(groups, key=lambda g: (rank_of((m["id"] for m in groups[g]), by_id), -len(vendors[g]),
+                                          int(g[1:]) if g[1:].isdigit() else 0, g))
     out = ["## Groups", "", f"Each group is one problem seen by more than one reviewer; "
            f"`spar triage {round_name} GROUP --to ...` with a group's id disposes every member at once.", ""]
     for gid in order:
         count = len(vendors[gid])
+        verdict = by_id.get(groups[gid][0]["id"]) if checked is not None else None
+        said = f"; {verdict.words()}" if verdict is not None else ""
         out.append(f"- **{_cell(gid)}** ({count} vendor{'s' if count != 1 else ''}: "
-                   f"{_cell(', '.join(vendors[gid]))})")
+                   f"{_cell(', '.join(vendors[gid]))}{_cell(said) if said else ''})")
         out += [f"  - {_code(m.get('id'))} ({_cell(m.get('reviewer'))}, {_cell(m.get('class'))}): "
                 f"{_cell(m.get('claim'))}" for m in groups[gid]]
     return out + [""]
 
 
-def _findings(findings: list[Finding], standing: dict[str, LedgerLine]) -> list[str]:
+def _verification(fid: str, checked: dict[str, Verdict], why: dict[str, str]) -> str:
+    verdict = checked.get(fid)
+    if verdict is not None:
+        return verdict.words()
+    return f"not verified ({why[fid]})" if fid in why else "not verified"
+
+
+def _findings(findings: list[Finding], standing: dict[str, LedgerLine],
+              checked: dict[str, Verdict] | None = None, why: dict[str, str] | None = None) -> list[str]:
+    """The findings table; in a verified round (`checked`) with a verification column and
+    in reading order: confirmed first, refuted last, each part in the order it had."""
     out = ["## Findings", "", counts_text(findings) + ".", ""]
     if not findings:
         return out
@@ -277,10 +296,15 @@ def _findings(findings: list[Finding], standing: dict[str, LedgerLine]) -> list[
         repeats = sum(1 for f in findings if isinstance(f.get("repeat_of"), dict))
         out += [f"{groups} corroborated group{'s' if groups != 1 else ''} (listed first, most vendors first); "
                 f"{repeats} repeat{'s' if repeats != 1 else ''} of an earlier finding of the series.", ""]
-        rows: list[Finding] = [f for g in ordered for f in g]
     else:
-        rows = findings
-    head = ["id", "class", "angle", "location", "claim", "link", *extra, "disposition"]
+        ordered = [[f] for f in findings]
+    if checked is not None:
+        ordered = sorted(ordered, key=lambda g: rank_of((f["id"] for f in g), checked))
+        out += ["Verified: confirmed findings first, refuted ones last; a verdict never changes a class, "
+                "a disposition or the gate.", ""]
+    rows: list[Finding] = [f for g in ordered for f in g]
+    head = ["id", "class", "angle", "location", "claim", "link", *extra,
+            *(["verification"] if checked is not None else []), "disposition"]
     out += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for f in rows:
         location = _code(f.get("location"))
@@ -291,7 +315,29 @@ def _findings(findings: list[Finding], standing: dict[str, LedgerLine]) -> list[
                  _cell(f.get("claim")), _cell(link)]
         if series_aware:
             cells += [_cell(_seen_by(f)), _cell(_repeat(f))]
+        if checked is not None:
+            cells.append(_cell(_verification(f["id"], checked, why or {})))
         out.append("| " + " | ".join(cells + [_cell(_disposition(f, standing))]) + " |")
+    return out + [""]
+
+
+def _verdicts(findings: list[Finding], checked: dict[str, Verdict], why: dict[str, str]) -> list[str]:
+    """Each verdict once (a group's at its first member) in reading order, with the
+    verifier's evidence as data; then the findings that got no call, and why."""
+    said: dict[str, Verdict] = {}
+    for f in findings:
+        verdict = checked.get(f["id"])
+        if verdict is not None:
+            said.setdefault(verdict.call, verdict)
+    out = ["## Verification", "", f"{len(said)} verification call{'s' if len(said) != 1 else ''}, "
+           "each by a reviewer of another vendor than the finding's where one was configured.", ""]
+    for verdict in sorted(said.values(), key=rank):  # stable: findings.json order within a verdict
+        named = f"group {_cell(verdict.group)} (first member {_code(verdict.finding)})" if verdict.group \
+            else _code(verdict.finding)
+        out.append(f"- **{verdict.verdict}** {named}, by {_cell(verdict.verifier)} ({_cell(verdict.preset)}), "
+                   f"call {_cell(verdict.call)}: {_cell(verdict.said())}")
+    if why:
+        out += ["", "Not verified: " + ", ".join(f"{_code(fid)} ({_cell(reason)})" for fid, reason in why.items())]
     return out + [""]
 
 
@@ -325,16 +371,22 @@ def _waivers(waivers: Iterable[WaiverLine]) -> list[str]:
 
 
 def render_summary(round_json: RoundRecord, findings: list[Finding], ledger: list[LedgerLine],
-                   waivers: Sequence[WaiverLine] = ()) -> str:
+                   waivers: Sequence[WaiverLine] = (), verifications: VerificationsRecord | None = None) -> str:
+    """summary.md; `verifications`: the round's verifications.json, None when never verified
+    (the summary is then as it was before verification existed)."""
     lines = standing(ledger)
+    checked = verdicts(verifications, findings) if verifications is not None else None
+    why = unverified(verifications)
     parts: list[str] = []
     parts += _header(round_json)
     parts += _reviewers(round_json)
     parts += _waivers(waivers)
     parts += _standpoints(round_json)
     parts += _angles(round_json)
-    parts += _groups(str(round_json.get("name") or "ROUND"), findings)
-    parts += _findings(findings, lines)
+    parts += _groups(str(round_json.get("name") or "ROUND"), findings, checked)
+    parts += _findings(findings, lines, checked, why)
+    if checked is not None:
+        parts += _verdicts(findings, checked, why)
     parts += _class_changes(findings)
     parts += _smallest_fixes(findings)
     # read with `cat` as often as in an editor: a reviewer's control characters

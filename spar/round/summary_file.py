@@ -1,0 +1,45 @@
+"""summary.md from the records of a round folder as they are on disk: what triage, waive,
+`spar record` and `spar verify` write again after they changed a record (the rendering
+itself is `spar.round.summary`, pure)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spar.errors import RecordError
+from spar.records import atomic, readers
+from spar.records.model import Finding, LedgerLine, VerificationsRecord, WaiverLine
+from spar.round.summary import render_summary
+
+
+def shown_verifications(round_dir: Path, findings: list[Finding]) -> VerificationsRecord | None:
+    """verifications.json as summary.md shows it: None when the round was never verified,
+    and when the file cannot be read (or names a finding the round does not have): the
+    verdicts are advice on reading order, so summary.md never refuses a write for them
+    (`spar triage --refuted`, which acts on them, refuses instead)."""
+    try:
+        return readers.read_verifications(round_dir, findings)
+    except RecordError:
+        return None
+
+
+def summary_text(round_dir: Path, ledger: list[LedgerLine], waivers: list[WaiverLine] | None = None) -> str:
+    """summary.md of a recorded round as it reads with `ledger` (and `waivers`) on disk: round.json,
+    findings.json and verifications.json read from the folder. An unreadable waivers.jsonl
+    (only waive and gate judge it, G32) shows no waiver."""
+    round_json = readers.read_round(round_dir)
+    findings = readers.read_findings(round_dir)
+    if waivers is None:
+        try:
+            waivers = readers.read_waivers(round_dir)
+        except RecordError:
+            waivers = []
+    return render_summary(round_json, findings, ledger, waivers, shown_verifications(round_dir, findings))
+
+
+def write_summary(round_dir: str | Path) -> None:
+    """Write summary.md again from the round's records as they are (after `spar verify` wrote
+    verifications.json, so the summary shows the verdicts). The caller holds the series lock."""
+    round_dir = Path(round_dir)
+    ledger = readers.read_ledger(round_dir, readers.read_findings(round_dir))
+    atomic.write_text(round_dir / "summary.md", summary_text(round_dir, ledger))

@@ -15,7 +15,7 @@ from pathlib import Path
 from spar.judge.coverage import shortened
 from spar.judge.dispositions import standing
 from spar.judge.repeats import group_order
-from spar.judge.verdicts import Verdict, rank, rank_of, unverified, verdicts
+from spar.judge.verdicts import Verdict, rank_of, unverified, verdicts
 from spar.records import usage
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, VerificationsRecord, WaiverLine
 from spar.textsafe import terminal_safe
@@ -280,6 +280,17 @@ def _verification(fid: str, checked: dict[str, Verdict], why: dict[str, str]) ->
     return f"not verified ({why[fid]})" if fid in why else "not verified"
 
 
+def _reading_order(findings: list[Finding], checked: dict[str, Verdict] | None) -> list[Finding]:
+    """The findings table's rows: groups first, most vendors first (rounds recorded before
+    repeats and corroboration: file order); in a verified round the verdict ranks before that
+    (confirmed, none or unsure, refuted), a group by its verdict."""
+    series_aware = any("repeat_of" in f or "corroborated_by" in f for f in findings)
+    ordered = group_order(findings) if series_aware else [[f] for f in findings]
+    if checked is not None:
+        ordered = sorted(ordered, key=lambda g: rank_of((f["id"] for f in g), checked))
+    return [f for g in ordered for f in g]
+
+
 def _findings(findings: list[Finding], standing: dict[str, LedgerLine],
               checked: dict[str, Verdict] | None = None, why: dict[str, str] | None = None) -> list[str]:
     """The findings table; in a verified round (`checked`) with a verification column and
@@ -296,13 +307,10 @@ def _findings(findings: list[Finding], standing: dict[str, LedgerLine],
         repeats = sum(1 for f in findings if isinstance(f.get("repeat_of"), dict))
         out += [f"{groups} corroborated group{'s' if groups != 1 else ''} (listed first, most vendors first); "
                 f"{repeats} repeat{'s' if repeats != 1 else ''} of an earlier finding of the series.", ""]
-    else:
-        ordered = [[f] for f in findings]
     if checked is not None:
-        ordered = sorted(ordered, key=lambda g: rank_of((f["id"] for f in g), checked))
         out += ["Verified: confirmed findings first, refuted ones last; a verdict never changes a class, "
                 "a disposition or the gate.", ""]
-    rows: list[Finding] = [f for g in ordered for f in g]
+    rows = _reading_order(findings, checked)
     head = ["id", "class", "angle", "location", "claim", "link", *extra,
             *(["verification"] if checked is not None else []), "disposition"]
     out += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
@@ -325,13 +333,13 @@ def _verdicts(findings: list[Finding], checked: dict[str, Verdict], why: dict[st
     """Each verdict once (a group's at its first member) in reading order, with the
     verifier's evidence as data; then the findings that got no call, and why."""
     said: dict[str, Verdict] = {}
-    for f in findings:
+    for f in _reading_order(findings, checked):
         verdict = checked.get(f["id"])
         if verdict is not None:
             said.setdefault(verdict.call, verdict)
     out = ["## Verification", "", f"{len(said)} verification call{'s' if len(said) != 1 else ''}, "
            "each by a reviewer of another vendor than the finding's where one was configured.", ""]
-    for verdict in sorted(said.values(), key=rank):  # stable: findings.json order within a verdict
+    for verdict in said.values():
         named = f"group {_cell(verdict.group)} (first member {_code(verdict.finding)})" if verdict.group \
             else _code(verdict.finding)
         out.append(f"- **{verdict.verdict}** {named}, by {_cell(verdict.verifier)} ({_cell(verdict.preset)}), "

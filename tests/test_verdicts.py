@@ -78,10 +78,11 @@ def repo(tmp_path_factory):
     return rf.series_repo(tmp_path_factory.mktemp("repo"))[0]
 
 
-def _round(repo: Path, ledger: list[dict] | None = None) -> tuple[Path, Path]:
+def _round(repo: Path, ledger: list[dict] | None = None, late: bool = False) -> tuple[Path, Path]:
     series = rf.fresh_series(repo)
-    r1 = rf.make_round(series, "r1", repo=repo, findings=_findings(), ledger=ledger,
-                       reviewers=[rf.reviewer("claude"), rf.reviewer("codex"), rf.reviewer("agy")])
+    reviewers = [rf.reviewer("claude"), rf.reviewer("codex"), rf.reviewer("agy")]
+    reviewers += [rf.reviewer("late", preset="command", status="failed")] if late else []
+    r1 = rf.make_round(series, "r1", repo=repo, findings=_findings(), ledger=ledger, reviewers=reviewers)
     return series, r1
 
 
@@ -177,11 +178,15 @@ def test_an_unreadable_verification_never_refuses_a_triage(repo, capsys):
     assert "## Verification" not in (r1 / "summary.md").read_text(encoding="utf-8")
 
 
-def test_triage_and_waive_keep_the_verdicts_in_the_summary(verified, capsys):
-    _, r1 = verified
+def test_triage_and_waive_keep_the_verdicts_in_the_summary(repo, capsys):
+    _, r1 = _round(repo, late=True)
+    _verify(r1)
     assert main(["triage", str(r1), "claude-F1", "--to", "rejected", "--evidence", "not a bug"]) == 0
     text = (r1 / "summary.md").read_text(encoding="utf-8")
     assert _table_ids(text) == ORDER and "| confirmed by codex (V2) | rejected |" in text
+    assert main(["waive", str(r1), "--reviewer", "late", "--user-quote", "go on without it"]) == 0
+    text = (r1 / "summary.md").read_text(encoding="utf-8")
+    assert "waived by the user: go on without it" in text and _table_ids(text) == ORDER
 
 
 # ------------------------------------------------------------------ never changed: class, disposition, gate

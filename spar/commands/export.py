@@ -68,6 +68,11 @@ executionSuccessful false and one notification per round it did not complete
 (a waived reviewer is a note and leaves executionSuccessful true). A rerun of
 the same input in which it completed, given too, settles it, as for the gate.
 
+A verified round (verifications.json) adds each finding's verdict: SARIF
+properties verdict, verifier, verifier_preset, call, verification_evidence and a
+rank (confirmed 90, unsure or none 50, refuted 10); Code Quality and rdjsonl end
+the text with "Verification: ...". Levels, severities and suppressions stay.
+
 Exit codes: 0 written; 1 written, not clean (a reviewer did not complete and
 was not waived: the file does not cover the whole review); 64 usage error; 65 refused (a round unreadable or not
 recorded, a GitHub limit exceeded, --out a record; nothing written); 70 the

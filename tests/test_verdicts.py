@@ -382,3 +382,11 @@ def test_refuted_takes_the_round_alone(verified, capsys, extra):
 def test_apply_goes_with_refuted_only(verified, capsys):
     _, r1 = verified
     assert main(["triage", str(r1), "claude-F1", "--to", "rejected", "--evidence", "x", "--apply"]) == 64
+
+
+def test_the_rejection_names_verifier_and_call_even_without_words():
+    from spar.judge.verdicts import rejection_evidence, verdict_of
+
+    assert rejection_evidence(verdict_of(_call(1, "claude-F1", "refuted", "codex", "  "))) == "refuted by codex (V1)"
+    assert rejection_evidence(verdict_of(_call(2, "claude-F1", "refuted", "codex", " x\n"))) == \
+        "refuted by codex (V2): x"

@@ -138,7 +138,8 @@ class NoiseBoard:
 def rejection_evidence(verdict: Verdict) -> str:
     """The --evidence of the rejection a refuted verdict proposes: the verifier, its call and
     its words (the command shows and records it escaped, one line)."""
-    return f"refuted by {verdict.verifier} ({verdict.call}): {verdict.said().strip()}"
+    said = verdict.said().strip()
+    return f"{verdict.words()}: {said}" if said else verdict.words()
 
 
 @dataclass(frozen=True)

@@ -337,8 +337,9 @@ def _verdicts(findings: list[Finding], checked: dict[str, Verdict], why: dict[st
         verdict = checked.get(f["id"])
         if verdict is not None:
             said.setdefault(verdict.call, verdict)
-    out = ["## Verification", "", f"{len(said)} verification call{'s' if len(said) != 1 else ''}, "
-           "each by a reviewer of another vendor than the finding's where one was configured.", ""]
+    out = ["## Verification", "", f"{len(said)} verification call{'s' if len(said) != 1 else ''} "
+           "(a group's speaks for every member), in reading order: verdict, finding, verifier (its preset), "
+           "call and the verifier's evidence.", ""]
     for verdict in said.values():
         named = f"group {_cell(verdict.group)} (first member {_code(verdict.finding)})" if verdict.group \
             else _code(verdict.finding)

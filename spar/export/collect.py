@@ -158,7 +158,7 @@ class Item:
         if self.verdict is not None:
             return f"Verification: {self.verdict.words()}: {self.verdict.said().strip()}"
         if self.verified:
-            return f"Verification: not verified ({self.unverified})" if self.unverified else "Verification: none"
+            return "Verification: not verified" + (f" ({self.unverified})" if self.unverified else "")
         return ""
 
 

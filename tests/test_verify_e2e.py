@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.proctools import gone, written
-from tests.runsetup import BACKENDS, FAKES, finding, make_setup, result
+from tests.runsetup import BACKENDS, FAKES, documented_round_keys, finding, make_setup, result
 
 pytestmark = pytest.mark.slow
 
@@ -130,6 +130,7 @@ def test_run_verifies_every_finding_with_another_vendor(tmp_path, backend):
         assert (round_dir / "verify" / call["call"] / "stdout.log").stat().st_size > 0
 
     rj = load(round_dir / "round.json")
+    assert set(rj) == documented_round_keys() - {"memory_sha256", "head_tree", "head_parent"}
     index = rj["verification"]
     assert index["file"] == "verifications.json"
     assert index["sha256"] == hashlib.sha256((round_dir / "verifications.json").read_bytes()).hexdigest()

@@ -96,7 +96,7 @@ class VerifyResult:
     notes: list[str] = field(default_factory=list)  # what stderr says of the bounds
 
 
-def plan_round(v: VerifyRun) -> Plan:
+def plan_calls(v: VerifyRun) -> Plan:
     """The plan of `v`'s round: who wrote each finding, who may check it."""
     authors = {e["name"]: e["preset"] for e in v.round_json["reviewers"]}
     verifiers = [Verifier(r.name, r.preset) for r in v.config.reviewers]
@@ -286,7 +286,7 @@ def verify_round(round_dir: Path, config: VerifyConfig, presets: Mapping[str, Pr
     """Verify a recorded round (`spar run` after its reviewers, `spar verify`), with a
     progress display; the caller holds the series lock."""
     v = verify_run_for(round_dir, config, presets)
-    plan = plan_round(v)
+    plan = plan_calls(v)
     start_guard()  # forked before a live progress display starts its thread (the guard needs one thread)
     progress = make_progress()
     progress.expect(progress_names(plan))
@@ -315,6 +315,6 @@ def verify_recorded_round(v: VerifyRun, plan: Plan, *, progress: Progress | None
     return VerifyResult(record, bound_notes(record, spend)), None
 
 
-__all__ = ["VERIFY_DIR", "VerifyResult", "VerifyRun", "bound_notes", "build_record", "plan_round", "prepare_calls",
+__all__ = ["VERIFY_DIR", "VerifyResult", "VerifyRun", "bound_notes", "build_record", "plan_calls", "prepare_calls",
            "progress_names", "result_lines", "run_calls", "verdict_line", "verifiable_problem", "verify_recorded_round",
            "verify_round", "verify_run_for", "write_verification"]

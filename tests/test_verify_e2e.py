@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.proctools import gone, written
+from spar.records import readers
+from tests.proctools import HANG, gone, wait_for, written
 from tests.runsetup import BACKENDS, FAKES, documented_round_keys, finding, make_setup, result
 
 pytestmark = pytest.mark.slow
@@ -277,3 +281,78 @@ def test_a_hanging_verifier_is_killed_at_its_limit_and_the_round_is_recorded(tmp
     assert (hung["status"], hung["verdict"]) == ("timeout", "unsure")
     assert hung["reason"].startswith("timeout: no answer within 1s")
     assert gone(int(written(pid_file)))
+
+
+def test_spar_verify_refuses_a_dry_run_and_an_unfinished_round(tmp_path):
+    s = make_setup(tmp_path)
+    s.configure(REVIEWERS + [{"name": "host", "preset": "native"}])
+    with s.config.open("a", encoding="utf-8") as f:
+        f.write('\n[verify]\nreviewers = ["codex"]\n')
+    _scenario(s)
+    dry = s.run("--dry-run", out="reviews/dry")
+    assert dry.returncode == 0, dry.stderr.decode()
+    refused = s.spar("verify", str(s.repo / "reviews" / "dry"))
+    assert refused.returncode == 65 and "is a dry run" in refused.stderr.decode()
+
+    # a native reviewer awaits `spar record`: the round is recorded but not finished
+    proc = s.run("--criteria", "docs/criteria.md")
+    assert proc.returncode == 1, proc.stderr.decode()
+    round_dir = s.repo / "reviews" / "r1"
+    assert "spar: not verified now: round r1 is not finished" in proc.stderr.decode()
+    assert not (round_dir / "verifications.json").exists() and not (round_dir / "verify").exists()
+    refused = s.spar("verify", str(round_dir))
+    assert refused.returncode == 65 and "round r1 is not finished" in refused.stderr.decode()
+    missing = s.spar("verify", str(s.repo / "reviews" / "none"))
+    assert missing.returncode == 65 and "is not a round folder" in missing.stderr.decode()
+
+
+def test_an_interrupted_verification_writes_no_record_and_leaves_the_round_as_recorded(tmp_path):
+    s = make_setup(tmp_path)
+    pid_file = tmp_path / "verifier.pid"
+    _configure(s, 'reviewers = ["codex"]\n')
+    answers = _findings(s.head)
+    s.scenario({"claude": {"result": answers["claude"]}, "agy": {"result": answers["agy"]},
+                "codex": {"result": answers["codex"],
+                          "by_prompt": {"ID: `claude-F1`": {"delay": 600, "pid_file": str(pid_file)}}}})
+    s.env["SPAR_CONFIG"] = str(tmp_path / "plain.toml")  # the round first, without [verify]
+    (tmp_path / "plain.toml").write_text(s.config.read_text().split("[verify]")[0], encoding="utf-8")
+    proc = s.run("--criteria", "docs/criteria.md")
+    assert proc.returncode == 0, proc.stderr.decode()
+    s.env["SPAR_CONFIG"] = str(s.config)
+    round_dir = s.repo / "reviews" / "r1"
+    before = {name: (round_dir / name).read_bytes() for name in ("round.json", "findings.json", "summary.md")}
+    gate = _gate(s, "before")
+    verify = subprocess.Popen([sys.executable, "-m", "spar", "verify", str(round_dir)], cwd=s.repo, env=s.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert wait_for(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+        verifier = int(written(pid_file))
+        verify.send_signal(signal.SIGTERM)
+        _, err = verify.communicate(timeout=HANG)
+    finally:
+        if verify.poll() is None:
+            verify.kill()
+            verify.wait()
+    assert verify.returncode == 143, err.decode()
+    assert "every verifier was stopped; verifications.json was not written" in err.decode()
+    assert gone(verifier)
+    assert not (round_dir / "verifications.json").exists()
+    assert {name: (round_dir / name).read_bytes() for name in before} == before
+    # what the stopped call left (its input and logs) never makes the round unfinished
+    (round_dir / "verifications.json.tmp").write_text("{", encoding="utf-8")
+    (round_dir / "verify" / "V1" / "input.md.tmp").write_text("", encoding="utf-8")
+    assert _gate(s, "after") == gate
+    assert readers.unfinished_rounds(round_dir.parent) == []
+
+
+def test_verifications_json_reads_back_through_the_reader(tmp_path):
+    s = make_setup(tmp_path)
+    _configure(s, 'reviewers = ["claude", "codex", "agy"]\n')
+    _scenario(s)
+    proc = s.run("--criteria", "docs/criteria.md")
+    assert proc.returncode == 0, proc.stderr.decode()
+    round_dir = s.repo / "reviews" / "r1"
+    findings = readers.read_findings(round_dir)
+    record = readers.read_verifications(round_dir, findings)
+    assert record is not None and len(record["calls"]) == 4
+    assert record == load(round_dir / "verifications.json")

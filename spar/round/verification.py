@@ -135,7 +135,9 @@ def _job(v: VerifyRun, call: _Call) -> ReviewerJob:
     for rel, text in spec.files.items():
         if rel != "input.md":
             atomic.write_text(call_dir / rel, text)
-    return ReviewerJob(config=call.config, reviewer_dir=call_dir, round_dir=v.round_dir,
+    # the progress display names the job by its config: say it is a verification
+    config = call.config.with_changes(name=progress_label(call.config.name))
+    return ReviewerJob(config=config, reviewer_dir=call_dir, round_dir=v.round_dir,
                        workspace=v.round_dir / "workspace", schema_path=v.round_dir / VERIFY_DIR / "schema.json",
                        input=spec, preset=preset)
 
@@ -250,9 +252,13 @@ def verdict_line(record: VerificationsRecord) -> str:
     return f"verification of round {record['round']}: {len(verdicts)} call(s): {counts}"
 
 
+def progress_label(verifier: str) -> str:
+    return f"{verifier} (verifying)"
+
+
 def progress_names(plan: Plan) -> list[str]:
     """The verifiers with calls, each once (a progress row per verifier: one call at a time)."""
-    return list(dict.fromkeys(c.verifier.name for c in plan.calls))
+    return list(dict.fromkeys(progress_label(c.verifier.name) for c in plan.calls))
 
 
 def verify_run_for(round_dir: Path, config: VerifyConfig, presets: Mapping[str, Preset]) -> VerifyRun:

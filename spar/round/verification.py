@@ -27,7 +27,9 @@ from typing import Any, cast
 
 import anyio
 
+from spar import git
 from spar.config.model import ReviewerConfig, VerifyConfig
+from spar.errors import Refused, quote
 from spar.judge.context import RoundContext
 from spar.judge.verify_plan import UNSURE, Plan, PlannedCall, Verifier, judge_answer, plan_verification
 from spar.progress import Progress, make_progress
@@ -51,6 +53,7 @@ from spar.round.process import start_guard, stop_guard
 from spar.round.recording import context_for_round, rewrite_summary
 from spar.round.runner import ReviewerJob, ReviewerOutcome, RunSettings, run_reviewer, run_settings
 from spar.round.verify_input import VERIFY_SCHEMA, verifier_input
+from spar.series import repository_of
 
 VERIFY_DIR = "verify"
 
@@ -267,7 +270,21 @@ def verify_run_for(round_dir: Path, config: VerifyConfig, presets: Mapping[str, 
     round_json = readers.read_round(round_dir)
     findings = readers.read_findings(round_dir, round_json=round_json)
     return VerifyRun(round_dir=round_dir, round_json=round_json, findings=findings, config=config,
-                     ctx=context_for_round(round_json), presets=presets)
+                     ctx=_context(round_json), presets=presets)
+
+
+def _context(round_json: RoundRecord) -> RoundContext:
+    """The round's judging context (for the locations of findings and answers), from its
+    repository, or the one holding the current folder when that one was moved."""
+    where = round_json.copy()
+    repo = repository_of(round_json)
+    if repo is not None:
+        where["repository"] = repo
+    try:
+        return context_for_round(where)
+    except git.GitError as exc:
+        raise Refused(f"round {round_json.get('name')}: cannot read the commits of its repository "
+                      f"{quote(str(round_json.get('repository')))}: {exc}") from None
 
 
 def verifiable_problem(round_json: RoundRecord) -> str | None:

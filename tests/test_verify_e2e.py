@@ -356,3 +356,25 @@ def test_verifications_json_reads_back_through_the_reader(tmp_path):
     record = readers.read_verifications(round_dir, findings)
     assert record is not None and len(record["calls"]) == 4
     assert record == load(round_dir / "verifications.json")
+
+
+def test_a_verifier_refused_for_quota_answers_with_its_fallback_model(tmp_path):
+    s = make_setup(tmp_path)
+    backup = tmp_path / "bin" / "backup"  # a claude fake that reads the scenario "backup"
+    backup.parent.mkdir()
+    backup.symlink_to(FAKES / "claude")
+    s.configure(REVIEWERS + [{"name": "backup", "preset": "claude", "binary": str(backup), "model": "opus",
+                              "fallback_model": "sonnet"}])
+    with s.config.open("a", encoding="utf-8") as f:
+        f.write('\n[verify]\nreviewers = ["backup"]\n')
+    answers = _findings(s.head)
+    s.scenario({"claude": {"result": answers["claude"]}, "codex": {"result": answers["codex"]},
+                "agy": {"result": answers["agy"]},
+                "backup": {"by_model": {"opus": {"refusal": "quota exceeded for this month"}}, "by_prompt": ANSWERS}})
+    proc = s.run("--criteria", "docs/criteria.md", "--reviewers", "claude,codex,agy")
+    assert proc.returncode == 0, proc.stderr.decode()
+    record = load(s.repo / "reviews" / "r1" / "verifications.json")
+    call = next(c for c in record["calls"] if c["finding"] == "codex-F1")
+    assert [(a["model"], a["status"]) for a in call["attempts"]] == [("opus", "unavailable"), ("sonnet", "completed")]
+    assert (call["status"], call["verdict"], call["verifier"]) == ("completed", "refuted", "backup")
+    assert (s.repo / "reviews" / "r1" / "verify" / call["call"] / "stdout.2.log").exists()

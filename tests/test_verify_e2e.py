@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from spar.records import readers
+from tests.gitrepo import commit
 from tests.proctools import HANG, gone, wait_for, written
 from tests.runsetup import BACKENDS, FAKES, documented_round_keys, finding, make_setup, result
 
@@ -378,3 +379,34 @@ def test_a_verifier_refused_for_quota_answers_with_its_fallback_model(tmp_path):
     assert [(a["model"], a["status"]) for a in call["attempts"]] == [("opus", "unavailable"), ("sonnet", "completed")]
     assert (call["status"], call["verdict"], call["verifier"]) == ("completed", "refuted", "backup")
     assert (s.repo / "reviews" / "r1" / "verify" / call["call"] / "stdout.2.log").exists()
+
+
+def test_a_group_is_verified_once_by_a_vendor_outside_it(tmp_path):
+    s = make_setup(tmp_path)
+    code = "".join(f"value_{n} = {n}\n" for n in range(1, 41))
+    head = commit(s.repo, {"shop.py": code}, message="shop")
+
+    def item(fid: str, line: int, claim: str) -> dict:
+        return finding(id=fid, location=f"head/shop.py:{line}", claim=claim, link_kind="none", link="",
+                       regression="yes")
+
+    _configure(s, 'reviewers = ["claude", "codex", "agy"]\n')
+    s.scenario({"claude": {"result": result(head=head, findings=[item("c1", 20, "refund() accepts a negative amount")])},
+                "codex": {"result": result(head=head[:7], findings=[
+                    item("x1", 21, "Negative refund amounts are accepted by refund")])},
+                "agy": {"result": result(head=head, findings=[], verdict="no_blocking_findings"),
+                        "by_prompt": {"ID: `claude-F1`": {"result": {"verdict": "confirmed", "evidence": "line 20",
+                                                                     "location": "head/shop.py:20"}}}}})
+    proc = s.run("--base", s.base)
+    assert proc.returncode == 0, proc.stderr.decode()
+    round_dir = s.repo / "reviews" / "r1"
+    found = {f["id"]: f for f in load(round_dir / "findings.json")}
+    assert found["claude-F1"]["group"]["members"] == ["claude-F1", "codex-F1"]
+    record = load(round_dir / "verifications.json")
+    # one call for the group, through its first member, by the one vendor outside it
+    assert [(c["finding"], c["group"], c["verifier"], c["verdict"]) for c in record["calls"]] == [
+        ("claude-F1", "G1", "agy", "confirmed")]
+    assert record["unverified"] == []
+    text = (round_dir / "verify" / "V1" / "input.md").read_text(encoding="utf-8")
+    assert "- `codex-F1` by `codex` at `head/shop.py:21`" in text
+    assert len(_verification_calls(s, round_dir)) == 1

@@ -64,6 +64,8 @@ def test_max_findings_leaves_the_rest_unverified_in_plan_order():
     calls, unverified = _plan(findings, max_findings=2)
     assert [c[0] for c in calls] == ["opus-F2", "gpt-F1"]
     assert unverified == [("gem-F1", "max_findings"), ("opus-F1", "max_findings")]
+    plan = plan_verification(findings + [_finding("opus-F3", "note")], AUTHORS, [CODEX], None)
+    assert plan.order == ["opus-F2", "gpt-F1", "gem-F1", "opus-F1"]  # notes are not considered
 
 
 CTX = RoundContext(head_files={"a.py": "100644"}, base_files={}, documents=[], check_paths=[], criteria_ids=set())

@@ -57,6 +57,7 @@ class PlannedCall:
 class Plan:
     calls: list[PlannedCall] = field(default_factory=list)
     unverified: list[tuple[str, str]] = field(default_factory=list)  # (finding, why), in plan order
+    order: list[str] = field(default_factory=list)  # every finding considered (calls and not), in plan order
 
 
 @dataclass
@@ -112,6 +113,7 @@ def plan_verification(findings: Sequence[Finding], presets: Mapping[str, str], v
     load = dict.fromkeys(verifiers, 0)
     for candidate in _candidates(findings, presets):
         fid = candidate.finding["id"]
+        plan.order.append(fid)
         eligible = _eligible(candidate, verifiers)
         if not eligible:
             plan.unverified.append((fid, "no_other_vendor"))

@@ -63,7 +63,6 @@ class _Call:
     """One planned call on its way: its id once started, its outcome once finished."""
 
     plan: PlannedCall
-    order: int  # its place in the plan
     config: ReviewerConfig
     text: str  # what the verifier receives
     call_id: str = ""
@@ -118,10 +117,10 @@ def prepare_calls(v: VerifyRun, plan: Plan) -> list[_Call]:
     by_id = {f["id"]: f for f in v.findings}
     configs = {r.name: r for r in v.config.reviewers}
     calls = []
-    for order, planned in enumerate(plan.calls):
+    for planned in plan.calls:
         members = [by_id[m] for m in planned.members]
         text = verifier_input(v.round_dir, by_id[planned.finding], members, v.ctx)
-        calls.append(_Call(planned, order, configs[planned.verifier.name], text))
+        calls.append(_Call(planned, configs[planned.verifier.name], text))
     return calls
 
 
@@ -198,10 +197,9 @@ def call_record(call: _Call, ctx: RoundContext) -> Verification:
 def build_record(v: VerifyRun, plan: Plan, calls: list[_Call], started_at: str) -> VerificationsRecord:
     ran = sorted((c for c in calls if c.outcome is not None), key=lambda c: int(c.call_id[1:]))
     # unverified in plan order: the plan's own, and calls max_cost_usd left out
-    order = {f: n for n, f in enumerate(c.finding for c in plan.calls)}
-    left: list[tuple[int, str, str]] = [(len(order) + n, f, why) for n, (f, why) in enumerate(plan.unverified)]
-    left += [(order[c.plan.finding], c.plan.finding, "max_cost_usd") for c in calls if c.skipped]
-    unverified = [cast(Unverified, {"finding": f, "why": why}) for _, f, why in sorted(left)]
+    order = {f: n for n, f in enumerate(plan.order)}
+    left = plan.unverified + [(c.plan.finding, "max_cost_usd") for c in calls if c.skipped]
+    unverified = [cast(Unverified, {"finding": f, "why": why}) for f, why in sorted(left, key=lambda x: order[x[0]])]
     cfg = v.config
     return {"schema": VERIFICATIONS_SCHEMA, "round": str(v.round_json["name"]), "started_at": started_at,
             "finished_at": now(), "verifiers": [r.name for r in cfg.reviewers], "max_findings": cfg.max_findings,

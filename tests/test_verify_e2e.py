@@ -263,7 +263,7 @@ def test_a_hanging_verifier_is_killed_at_its_limit_and_the_round_is_recorded(tmp
     slow = tmp_path / "bin" / "slow"  # a codex fake that reads the scenario "slow"
     slow.parent.mkdir()
     slow.symlink_to(FAKES / "codex")
-    s.configure(REVIEWERS + [{"name": "slow", "preset": "codex", "binary": str(slow), "timeout_seconds": 1}])
+    s.configure(REVIEWERS + [{"name": "slow", "preset": "codex", "binary": str(slow), "timeout_seconds": 3}])
     with s.config.open("a", encoding="utf-8") as f:
         f.write('\n[verify]\nreviewers = ["slow"]\n')
     answers = _findings(s.head)
@@ -280,8 +280,11 @@ def test_a_hanging_verifier_is_killed_at_its_limit_and_the_round_is_recorded(tmp
     record = load(round_dir / "verifications.json")
     hung = next(c for c in record["calls"] if c["finding"] == "claude-F1")
     assert (hung["status"], hung["verdict"]) == ("timeout", "unsure")
-    assert hung["reason"].startswith("timeout: no answer within 1s")
-    assert gone(int(written(pid_file)))
+    assert hung["reason"].startswith("timeout: no answer within 3s")
+    # its process group was ended (when a loaded machine let it start before the limit:
+    # tests/test_verification_calls.py retries with longer limits until it does)
+    pid = written(pid_file)
+    assert not pid or gone(int(pid))
 
 
 def test_spar_verify_refuses_a_dry_run_and_an_unfinished_round(tmp_path):

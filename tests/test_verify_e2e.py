@@ -413,3 +413,9 @@ def test_a_group_is_verified_once_by_a_vendor_outside_it(tmp_path):
     text = (round_dir / "verify" / "V1" / "input.md").read_text(encoding="utf-8")
     assert "- `codex-F1` by `codex` at `head/shop.py:21`" in text
     assert len(_verification_calls(s, round_dir)) == 1
+    # the other readers of a series read a verified round as before
+    for args in (["cap-report", "reviews"], ["report", "reviews", "--out", str(tmp_path / "report.html")],
+                 ["export", str(round_dir), "--format", "sarif"], ["triage", str(round_dir), "claude-F1", "--to",
+                                                                   "rejected", "--evidence", "not a defect"]):
+        done = s.spar(*args)
+        assert done.returncode == 0, (args, done.stderr.decode())

@@ -82,6 +82,11 @@ The workspace copies are read-only by file modes, which stop any reviewer
 not running as root; a change made anyway (root) is noticed and recorded as a
 round warning.
 
+With a [verify] table in the user configuration, the recorded round's defect
+and hardening findings are then put to reviewers of other vendors (see spar
+verify --help): verifications.json, never a change to the exit code above but
+130 or 143 when a signal stops the verifiers (the round stays recorded).
+
 --decision TEXT --decision-quote TEXT: a decision the user made and the user's
 words, as a pair (repeatable, in order). Their texts may start with '-' and are
 kept byte for byte."""

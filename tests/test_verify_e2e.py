@@ -419,3 +419,22 @@ def test_a_group_is_verified_once_by_a_vendor_outside_it(tmp_path):
                                                                    "rejected", "--evidence", "not a defect"]):
         done = s.spar(*args)
         assert done.returncode == 0, (args, done.stderr.decode())
+
+
+@pytest.mark.parametrize(("record", "says"), [("findings.json", "findings.json"), ("ledger.jsonl", "ledger.jsonl")])
+def test_spar_verify_refuses_damaged_records_before_writing(tmp_path, record, says):
+    s = make_setup(tmp_path)
+    _configure(s, None)
+    _scenario(s)
+    proc = s.run("--criteria", "docs/criteria.md")
+    assert proc.returncode == 0, proc.stderr.decode()
+    round_dir = s.repo / "reviews" / "r1"
+    path = round_dir / record
+    path.write_bytes(path.read_bytes()[:-3])  # a torn end
+    before = {p.name: p.read_bytes() for p in round_dir.iterdir() if p.is_file()}
+    _configure(s, 'reviewers = ["claude", "codex", "agy"]\n')
+    refused = s.spar("verify", str(round_dir))
+    assert refused.returncode == 65, refused.stderr.decode()
+    assert says in refused.stderr.decode()
+    assert {p.name: p.read_bytes() for p in round_dir.iterdir() if p.is_file()} == before
+    assert not (round_dir / "verify").exists()

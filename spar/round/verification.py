@@ -267,6 +267,7 @@ def verify_run_for(round_dir: Path, config: VerifyConfig, presets: Mapping[str, 
     locations' targets); RecordError or Refused as the readers and git say."""
     round_json = readers.read_round(round_dir)
     findings = readers.read_findings(round_dir, round_json=round_json)
+    readers.read_ledger(round_dir, findings)  # summary.md is written from it last: refused now, before any write
     return VerifyRun(round_dir=round_dir, round_json=round_json, findings=findings, config=config,
                      ctx=_context(round_json), presets=presets)
 

@@ -438,3 +438,32 @@ def test_spar_verify_refuses_damaged_records_before_writing(tmp_path, record, sa
     assert says in refused.stderr.decode()
     assert {p.name: p.read_bytes() for p in round_dir.iterdir() if p.is_file()} == before
     assert not (round_dir / "verify").exists()
+
+
+def test_spar_run_interrupted_while_verifying_keeps_the_round_recorded(tmp_path):
+    s = make_setup(tmp_path)
+    pid_file = tmp_path / "verifier.pid"
+    _configure(s, 'reviewers = ["codex"]\n')
+    answers = _findings(s.head)
+    s.scenario({"claude": {"result": answers["claude"]}, "agy": {"result": answers["agy"]},
+                "codex": {"result": answers["codex"],
+                          "by_prompt": {"ID: `claude-F1`": {"delay": 600, "pid_file": str(pid_file)}}}})
+    run = subprocess.Popen([sys.executable, "-m", "spar", "run", "--stage", "code", "--out", "reviews/r1",
+                            "--criteria", "docs/criteria.md"], cwd=s.repo, env=s.env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert wait_for(lambda: written(pid_file).strip() != "")
+        verifier = int(written(pid_file))
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=HANG)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 130, err.decode()
+    assert "every verifier was stopped" in err.decode() and "is recorded, its verification is not" in err.decode()
+    assert gone(verifier)
+    round_dir = s.repo / "reviews" / "r1"
+    rj = load(round_dir / "round.json")
+    assert rj["recorded_at"] and "verification" not in rj
+    assert not (round_dir / "verifications.json").exists()

@@ -22,6 +22,7 @@ record      record a result spar did not collect itself (native reviewer, transc
 triage      give a finding a disposition (fixed, duplicate, rejected, deferred, answered)
 extend      raise a stage's round cap for a series, with a cause
 waive       accept a round without a required reviewer, with the user's words
+verify      verify a recorded round's findings with reviewers of other vendors
 gate        judge a list of rounds and write the review-gate/v1 file
 export      write findings as SARIF, GitLab Code Quality or reviewdog rdjsonl
 report      write a self-contained HTML report of a series (timeline, chart, dispositions)

@@ -51,8 +51,8 @@ def test_round_with_command_reviewers(tmp_path, backend):
     assert last == f"spar: round {round_dir} recorded: 3 defect, 0 requirement-question, 2 hardening, 0 note"
 
     rj = load(round_dir / "round.json")
-    # a first round has no memory; a round of a commit has no worktree commit
-    assert set(rj) == documented_round_keys() - {"memory_sha256", "head_tree", "head_parent"}
+    # a first round has no memory; a round of a commit has no worktree commit; without [verify], no verification
+    assert set(rj) == documented_round_keys() - {"memory_sha256", "head_tree", "head_parent", "verification"}
     always, completed = documented_reviewer_keys()
     for entry in rj["reviewers"]:
         assert set(entry) == always | completed, entry["name"]
@@ -152,7 +152,7 @@ def test_dry_run_writes_inputs_and_starts_nothing(tmp_path):
     rj = load(round_dir / "round.json")
     assert rj["dry_run"] is True and rj["counted"] is False
     assert set(rj) == documented_round_keys() - {"finished_at", "recorded_at", "memory_sha256", "head_tree",
-                                                 "head_parent", "changed_files", "unseen"}
+                                                 "head_parent", "changed_files", "unseen", "verification"}
     assert all(r["status"] == "pending" and r["attempts"] == [] for r in rj["reviewers"])
     for name in ("findings.json", "ledger.jsonl", "summary.md"):
         assert not (round_dir / name).exists()

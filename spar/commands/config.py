@@ -38,7 +38,9 @@ EPILOG = """\
                 fallback_model, effort, binary, argv, allowed_models,
                 allowed_efforts, max_budget_usd when set, unreachable_seconds
                 when not 60), timeout_seconds, rules,
-                check_paths, angles, caps
+                check_paths, angles, caps; verify ({"reviewers": names,
+                max_findings and max_cost_usd when set}) only when the user
+                configuration has a [verify] table
   "digest"      sha256 of the canonical JSON of "config" (round.json config_digest)
   "files"       every configuration file read: {"path", "sha256", "role": "user"|"project"}
   "skipped"     user configuration paths looked at and absent: {"path", "why"}
@@ -105,6 +107,7 @@ def config_text(root: Path | None, cfg: AppliedConfig) -> str:
         "env_passthrough  " + ("(not set: reviewers inherit the whole environment)" if cfg.env_passthrough is None
                                else ", ".join(cfg.env_passthrough)
                                or "(only the variables always passed and each CLI's vendor's)"),
+        "verify           " + (_verify_text(cfg) or "(not set: findings are not verified)"),
         "files",
     ]
     lines += [f"  {f['role']:<7}  {f['path']}  sha256 {f['sha256']}" for f in cfg.files] or ["  - (defaults only)"]
@@ -112,6 +115,14 @@ def config_text(root: Path | None, cfg: AppliedConfig) -> str:
     lines += [f"  {s['path']}  ({s['why']})" for s in cfg.skipped] or ["  -"]
     lines.append(f"digest           {cfg.digest()}")
     return "\n".join(lines)
+
+
+def _verify_text(cfg: AppliedConfig) -> str:
+    if cfg.verify is None:
+        return ""
+    values = cfg.verify.applied()
+    parts = ["reviewers=" + ", ".join(values.pop("reviewers"))]
+    return "  ".join(parts + [f"{k}={v}" for k, v in values.items()])
 
 
 def main(argv: list[str]) -> int:

@@ -6,7 +6,9 @@
    schema.json, each reviewer's input files, round.json (not finished) and the
    read-only workspace;
 3. run the reviewers, all at once;
-4. record: validation, classification and the records.
+4. record: validation, classification and the records;
+5. with a [verify] table in the user configuration: verify the recorded findings
+   with reviewers of other vendors (spar/round/verification.py), still under the lock.
 
 SIGINT or SIGTERM while the reviewers run kills every reviewer's process group and
 leaves the round unrecorded (round.json as written in step 2), with exit 128 + the
@@ -52,6 +54,7 @@ from spar.round.preparation import (
 from spar.round.process import start_guard, stop_guard
 from spar.round.recording import apply_outcome, record_coverage, reviewer_of, write_round_outputs
 from spar.round.summary import closing_lines, uncommitted_text
+from spar.round.verification import result_lines, verifiable_problem, verify_round
 from spar.round.workspace import describe_changes, plan_commit, workspace_state
 from spar.textsafe import terminal_safe
 
@@ -78,6 +81,11 @@ HEAD, leaving the index, the files and every ref as they are.
 The workspace copies are read-only by file modes, which stop any reviewer
 not running as root; a change made anyway (root) is noticed and recorded as a
 round warning.
+
+With a [verify] table in the user configuration, the recorded round's defect
+and hardening findings are then put to reviewers of other vendors (see spar
+verify --help): verifications.json, never a change to the exit code above but
+130 or 143 when a signal stops the verifiers (the round stays recorded).
 
 --decision TEXT --decision-quote TEXT: a decision the user made and the user's
 words, as a pair (repeatable, in order). Their texts may start with '-' and are
@@ -165,7 +173,8 @@ def prepare_round(r: Round) -> None:
 def run_the_reviewers(r: Round, progress: Progress) -> int | None:
     """Step 3: every reviewer at once; the signal number when SIGINT or SIGTERM stopped them."""
     outcomes, signum = run_until_signal(r.jobs, progress, dict(os.environ), r.config.env_passthrough, r.backend)
-    stop_guard()  # no reviewer runs any more: it exits while the round is recorded
+    if r.config.verify is None:
+        stop_guard()  # no reviewer runs any more: it exits while the round is recorded
     r.outcomes = outcomes or []
     return signum
 
@@ -191,6 +200,27 @@ def record_round(r: Round, progress: Progress) -> None:
         record_coverage(r.record, r.outcomes, r.changed_files, r.inline_files, r.out / "workspace")
     history.annotate(r.out, r.record, r.findings, ctx)
     write_round_outputs(r.out, r.record, r.findings)
+
+
+def verify_the_findings(r: Round) -> int | None:
+    """Step 5, with a [verify] table: the round's findings put to verifiers of other
+    vendors; the signal number when SIGINT or SIGTERM stopped them (the round stays
+    recorded, verifications.json unwritten)."""
+    cfg = r.config.verify
+    if cfg is None:
+        return None
+    assert r.record is not None
+    problem = verifiable_problem(r.record)
+    if problem:
+        print(f"spar: not verified now: {problem}", file=sys.stderr)
+        return None
+    presets = {c.preset: get_preset(c.preset) for c in cfg.reviewers}
+    result, signum = verify_round(r.out, cfg, presets, env=os.environ, passthrough=r.config.env_passthrough,
+                                  backend=r.backend)
+    if result is not None:
+        for line in result_lines(result, r.out):
+            print(f"spar: {terminal_safe(line)}", file=sys.stderr)
+    return signum
 
 
 def _final_lines(r: Round) -> int:
@@ -230,6 +260,11 @@ def execute(r: Round) -> int:
         if signum is not None:
             print(f"spar: interrupted by {signal.Signals(signum).name}: every reviewer was stopped; "
                   f"round {r.out} was not recorded (its round.json has no finished_at)", file=sys.stderr)
+            return exit_for_signal(signum)
+        signum = verify_the_findings(r)
+        if signum is not None:
+            print(f"spar: interrupted by {signal.Signals(signum).name}: every verifier was stopped; round {r.out} "
+                  "is recorded, its verification is not (run `spar verify` on it)", file=sys.stderr)
             return exit_for_signal(signum)
     return _final_lines(r)
 

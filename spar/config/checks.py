@@ -26,6 +26,7 @@ from spar.config.model import (
     PACKET_KINDS,
     PRESETS,
     ReviewerConfig,
+    VerifyConfig,
 )
 from spar.config.toml_positions import KeyPath, LocatedDoc
 from spar.errors import ConfigError, quote
@@ -39,7 +40,7 @@ MessageError = Callable[[str], ConfigError]
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _ROUND_FILES = ("round.json", "packet.md", "schema.json", "findings.json", "ledger.jsonl",
-                "summary.md", "waivers.jsonl", "workspace")
+                "summary.md", "waivers.jsonl", "workspace", "verifications.json", "verify")
 RESERVED_NAMES = frozenset(_ROUND_FILES + tuple(n + ".tmp" for n in _ROUND_FILES))
 
 
@@ -70,7 +71,8 @@ def value_problem(value: str) -> str | None:
 
 # --- keys ---------------------------------------------------------------------
 
-USER_KEYS = ("timeout_seconds", "max_findings", "reviewers", "env_passthrough")
+USER_KEYS = ("timeout_seconds", "max_findings", "reviewers", "env_passthrough", "verify")
+VERIFY_KEYS = ("reviewers", "max_findings", "max_cost_usd")
 ENV_ITEM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")  # a variable name, or a prefix ending in *
 PROJECT_KEYS = ("rules", "check_paths", "angles", "caps", "packet")
 CAP_NAMES = tuple(DEFAULT_CAPS)  # plan, plan_delta, code
@@ -122,6 +124,7 @@ class UserPart:
     reviewers: list[ReviewerConfig]
     env_passthrough: list[str] | None = None  # None: reviewers inherit everything
     max_findings: int = DEFAULT_MAX_FINDINGS
+    verify: VerifyConfig | None = None  # the [verify] table, when there is one
 
 
 def default_reviewers(timeout: int, names: Iterable[str] = DEFAULT_REVIEWERS,
@@ -147,7 +150,57 @@ def check_user(doc: LocatedDoc) -> UserPart:
     for r in part.reviewers:  # the top-level cap, for every reviewer that sets none of its own
         if not r.max_findings_written:
             r.max_findings = cap
+    if "verify" in data:
+        part.verify = _verify(doc, data["verify"], part.reviewers)
     return part
+
+
+def _verify(doc: LocatedDoc, value: object, reviewers: list[ReviewerConfig]) -> VerifyConfig:
+    """`[verify]`: `reviewers` names configured reviewers that run a program (each once);
+    `max_findings` an integer > 0 and `max_cost_usd` a number >= 0, both optional."""
+    if not isinstance(value, dict):
+        raise ConfigError(doc.file, doc.line(("verify",)), f"verify must be a table ([verify]), got {show(value)}")
+    for key in value:
+        if key not in VERIFY_KEYS:
+            raise ConfigError(doc.file, doc.line(("verify", key)),
+                              f"unknown key {quote('verify.' + key)} (the keys are {', '.join(VERIFY_KEYS)})")
+    if "reviewers" not in value:
+        raise ConfigError(doc.file, doc.line(("verify",)), "verify.reviewers is required: the reviewers that verify")
+    out = VerifyConfig(reviewers=_verifiers(doc, value["reviewers"], reviewers),
+                       source=f"{doc.file}:{doc.line(('verify',))}")
+    if "max_findings" in value:
+        out.max_findings = _positive_int(doc, ("verify", "max_findings"), value["max_findings"],
+                                         "verify.max_findings")
+    if "max_cost_usd" in value:
+        cost = value["max_cost_usd"]
+        if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0:
+            raise ConfigError(doc.file, doc.line(("verify", "max_cost_usd")),
+                              f"verify.max_cost_usd must be a number of US dollars, 0 or more, got {show(cost)}")
+        out.max_cost_usd = cost
+    return out
+
+
+def _verifiers(doc: LocatedDoc, value: object, reviewers: list[ReviewerConfig]) -> list[ReviewerConfig]:
+    def err(message: str) -> ConfigError:
+        return ConfigError(doc.file, doc.line(("verify", "reviewers")), message)
+
+    names = _str_list(err, "verify.reviewers", value)
+    if not names:
+        raise err("verify.reviewers must name at least one reviewer")
+    by_name = {r.name: r for r in reviewers}
+    out: list[ReviewerConfig] = []
+    for n, name in enumerate(names, 1):
+        r = by_name.get(name)
+        if r is None:
+            known = ", ".join(quote(k) for k in by_name) or "none"
+            raise err(f"verify.reviewers item {n} {quote(name)} is not a configured reviewer (reviewers: {known})")
+        if r.preset == "native":
+            raise err(f"verify.reviewers item {n} {quote(name)} has preset \"native\", which runs no program "
+                      "(a verifier must answer while the round runs)")
+        if name in names[: n - 1]:
+            raise err(f"verify.reviewers item {n} {quote(name)} is given twice")
+        out.append(r)
+    return out
 
 
 def _env_passthrough(doc: LocatedDoc, value: object) -> list[str]:

@@ -31,6 +31,7 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
     timeout, reviewers = DEFAULT_TIMEOUT, default_reviewers(DEFAULT_TIMEOUT)
     passthrough: list[str] | None = None
     max_findings = DEFAULT_MAX_FINDINGS
+    verify = None
     user, skipped = find_user_source(env, home)
     if user is not None:
         loaded = read_source(user)
@@ -40,7 +41,7 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
         else:
             part = check_user(_locate(loaded))
             timeout, reviewers, passthrough = part.timeout_seconds, part.reviewers, part.env_passthrough
-            max_findings = part.max_findings
+            max_findings, verify = part.max_findings, part.verify
 
     project = ProjectPart(rules=[], check_paths=[], angles=list(ANGLES), caps=dict(DEFAULT_CAPS))
     if repo_root is not None:
@@ -65,6 +66,7 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
         caps=project.caps,
         packet=project.packet,
         env_passthrough=passthrough,
+        verify=verify,
         files=files,
         skipped=skipped,
     )

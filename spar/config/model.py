@@ -78,6 +78,24 @@ class ReviewerConfig:
 
 
 @dataclass
+class VerifyConfig:
+    """`[verify]` of the user configuration: which reviewers check other vendors' findings."""
+
+    reviewers: list[ReviewerConfig]  # as the user file configures them (no run arguments apply)
+    max_findings: int | None = None  # most verification calls of one round; None: no bound
+    max_cost_usd: int | float | None = None  # no call starts once finished calls cost this much
+    source: str = "default"  # "<file>:<line>" of the table
+
+    def applied(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"reviewers": [r.name for r in self.reviewers]}
+        if self.max_findings is not None:
+            out["max_findings"] = self.max_findings
+        if self.max_cost_usd is not None:
+            out["max_cost_usd"] = self.max_cost_usd
+        return out
+
+
+@dataclass
 class AppliedConfig:
     """The configuration a command applies: every source merged, defaults filled in."""
 
@@ -90,6 +108,7 @@ class AppliedConfig:
     caps: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_CAPS))
     packet: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PACKET))
     env_passthrough: list[str] | None = None  # None: reviewers inherit spar's whole environment
+    verify: VerifyConfig | None = None  # None: no [verify] table, findings are not verified
     files: list[dict[str, Any]] = field(default_factory=list)  # {"path", "sha256", "role": "user"|"project"}
     skipped: list[dict[str, Any]] = field(default_factory=list)  # {"path", "why"}
 
@@ -108,6 +127,8 @@ class AppliedConfig:
             out["packet"] = dict(self.packet)
         if self.env_passthrough is not None:  # only when set: configurations without it keep their digest
             out["env_passthrough"] = list(self.env_passthrough)
+        if self.verify is not None:  # only when set: configurations without it keep their digest
+            out["verify"] = self.verify.applied()
         return out
 
     def digest(self) -> str:

@@ -216,8 +216,11 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 
 # the folders Spar writes NAME.tmp files into: the round folder and its reviewer folders
-# (`workspace/` holds copies of the commits, whose files may be named anything)
-_NOT_SCANNED = ("workspace",)
+# (`workspace/` holds copies of the commits, whose files may be named anything). A
+# verification's files (verify/, verifications.json) are advice that never changes the
+# gate: a killed `spar verify` leaves the round as recorded (a rerun replaces them)
+_NOT_SCANNED = ("workspace", "verify")
+_NOT_LEFTOVERS = (VERIFICATIONS_FILE + ".tmp",)
 
 
 # a listed path with no folder behind it: most often a mistyped path, which the message says,
@@ -269,7 +272,8 @@ def _temporary_files(round_dir: Path | str, children: list[os.DirEntry[str]] | N
     for child in children:
         name = child.name
         if name.endswith(".tmp") and not _is_dir(child):
-            found.append(name)
+            if name not in _NOT_LEFTOVERS:
+                found.append(name)
         elif name not in _NOT_SCANNED and _is_dir(child) and not child.is_symlink():
             try:
                 inner = os.listdir(child.path)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import anyio
 from anyio.abc import TaskStatus
@@ -18,13 +20,13 @@ from spar.round.runner import ReviewerJob, ReviewerOutcome, run_reviewers
 
 INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
+T = TypeVar("T")
 Outcomes = tuple[list[ReviewerOutcome] | None, int | None]
 
 
-async def _reviewers_or_signal(jobs: list[ReviewerJob], progress: Progress, env: dict[str, str],
-                               passthrough: list[str] | None) -> Outcomes:
+async def _until_signal(work: Callable[[], Awaitable[T]]) -> tuple[T | None, int | None]:
     caught: list[int] = []
-    outcomes = None
+    outcome: T | None = None
     async with anyio.create_task_group() as tg:
         # a signal ignored when spar started (a background job in a script) stays ignored
         wanted = [s for s in INTERRUPT_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
@@ -39,17 +41,24 @@ async def _reviewers_or_signal(jobs: list[ReviewerJob], progress: Progress, env:
 
         if wanted and threading.current_thread() is threading.main_thread():  # signals reach the main thread only
             await tg.start(watch)
-        outcomes = await run_reviewers(jobs, progress=progress, env=env, env_passthrough=passthrough)
+        outcome = await work()
         tg.cancel_scope.cancel()  # stop the watcher
-    return (None, caught[0]) if caught else (outcomes, None)
+    return (None, caught[0]) if caught else (outcome, None)
 
 
 def run_until_signal(jobs: list[ReviewerJob], progress: Progress, env: dict[str, str],
                      passthrough: list[str] | None, backend: str) -> Outcomes:
     """(outcomes, None), or (None, signal number) when SIGINT or SIGTERM came first.
     `passthrough`: what each reviewer inherits of `env` (spar.round.environment)."""
+    return work_until_signal(lambda: run_reviewers(jobs, progress=progress, env=env, env_passthrough=passthrough),
+                             backend)
+
+
+def work_until_signal(work: Callable[[], Awaitable[T]], backend: str) -> tuple[T | None, int | None]:
+    """(what `work` returned, None), or (None, signal number) when SIGINT or SIGTERM
+    cancelled it first; `work` runs under `anyio.run` with `backend`."""
     try:
-        return anyio.run(lambda: _reviewers_or_signal(jobs, progress, env, passthrough), backend=backend)
+        return anyio.run(lambda: _until_signal(work), backend=backend)
     except BaseExceptionGroup as group:
         # a Ctrl-C before the watcher was in place comes wrapped by trio: keep it a plain one
         interrupt, rest = group.split(KeyboardInterrupt)

@@ -89,8 +89,8 @@ class _Attempt:
 
 
 @dataclass
-class _Settings:
-    """What every attempt of a round shares."""
+class RunSettings:
+    """What every attempt of a round shares (`run_settings` makes it)."""
 
     env: Mapping[str, str]
     passthrough: list[str] | None  # env_passthrough: None passes `env` whole
@@ -113,13 +113,12 @@ async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = 
     its PATH is where bare executable names are looked up. One reviewer's failure never
     stops the others.
     """
-    settings = _Settings(env=dict(os.environ if env is None else env), passthrough=env_passthrough,
-                         output_cap=output_cap,
-                         kill_grace=kill_grace, version_timeout=version_timeout, progress=progress)
+    settings = run_settings(progress=progress, env=env, env_passthrough=env_passthrough, output_cap=output_cap,
+                            kill_grace=kill_grace, version_timeout=version_timeout)
     outcomes: list[ReviewerOutcome | None] = [None] * len(jobs)
 
     async def one(index: int, job: ReviewerJob) -> None:
-        outcomes[index] = await _run_reviewer(job, settings)
+        outcomes[index] = await run_reviewer(job, settings)
 
     async with anyio.create_task_group() as tg:
         for index, job in enumerate(jobs):
@@ -127,7 +126,18 @@ async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = 
     return [o for o in outcomes if o is not None]
 
 
-async def _run_reviewer(job: ReviewerJob, st: _Settings) -> ReviewerOutcome:
+def run_settings(*, progress: Progress | None = None, env: Mapping[str, str] | None = None,
+                 env_passthrough: list[str] | None = None, output_cap: int = OUTPUT_CAP,
+                 kill_grace: float = KILL_GRACE, version_timeout: float = VERSION_TIMEOUT) -> RunSettings:
+    """What `run_reviewer` needs besides the job (the arguments of `run_reviewers`)."""
+    return RunSettings(env=dict(os.environ if env is None else env), passthrough=env_passthrough,
+                       output_cap=output_cap, kill_grace=kill_grace, version_timeout=version_timeout,
+                       progress=progress)
+
+
+async def run_reviewer(job: ReviewerJob, st: RunSettings) -> ReviewerOutcome:
+    """One job's attempts (fallback included) under its time limit: what `run_reviewers`
+    does for each job, for callers that schedule jobs themselves (verification)."""
     cfg = job.config
     preset = job.preset
     if not preset.runs_process:
@@ -214,7 +224,7 @@ class _Facts:
                         observed_model=observed_model, warnings=self.warnings, named_words=named, **kw)
 
 
-async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: _Settings) -> _Attempt:
+async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: RunSettings) -> _Attempt:
     """One attempt: find the executable, check its version, run it, judge how it ended; all
     within the reviewer's time limit (G19), which runs from here."""
     cfg = job.config
@@ -242,7 +252,7 @@ def _log_suffix(number: int) -> str:
 
 
 async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str, deadline: float,
-                         env: Mapping[str, str], st: _Settings, facts: _Facts) -> _Attempt:
+                         env: Mapping[str, str], st: RunSettings, facts: _Facts) -> _Attempt:
     """Run the reviewer until it answers, the monitor objects or `deadline` passes; then judge."""
     cfg = job.config
     paths = run_paths(job)
@@ -327,7 +337,7 @@ def failure_reason(proc: ProcessResult, failure: str) -> str:
 
 
 async def _version_check(exe: str, version_args: tuple[str, ...], paths: RunPaths, deadline: float,
-                         env: Mapping[str, str], st: _Settings) -> tuple[S, str] | str:
+                         env: Mapping[str, str], st: RunSettings) -> tuple[S, str] | str:
     """The first line `<exe> --version` printed when it answers with exit 0 ("" when it
     printed nothing); else (status, reason)."""
     args = [exe, *version_args]
@@ -358,14 +368,15 @@ def model_label(model: str) -> str:
     return model or "(CLI default)"
 
 
-def _status(st: _Settings, name: str, status: S, detail: str) -> None:
+def _status(st: RunSettings, name: str, status: S, detail: str) -> None:
     if st.progress is not None:
         st.progress.reviewer_status(name, status, detail)
 
 
-def _notice(st: _Settings, name: str, text: str) -> None:
+def _notice(st: RunSettings, name: str, text: str) -> None:
     if st.progress is not None:
         st.progress.reviewer_notice(name, text)
 
 
-__all__ = ["ReviewerJob", "ReviewerOutcome", "command_line", "failure_reason", "run_reviewers"]
+__all__ = ["ReviewerJob", "ReviewerOutcome", "RunSettings", "command_line", "failure_reason", "run_reviewer",
+           "run_reviewers", "run_settings"]

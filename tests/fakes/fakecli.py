@@ -64,10 +64,14 @@ class Fake:
                 return data[key]
         return data
 
-    def apply_model(self) -> None:
+    def apply_model(self, prompt: str | None = None) -> None:
         overrides = self.sc.get("by_model", {}).get(self.model_arg)
         if isinstance(overrides, dict):
             self.sc = {**self.sc, **overrides}
+        for needle, fields in self.sc.get("by_prompt", {}).items():
+            if prompt is not None and needle in prompt and isinstance(fields, dict):
+                self.sc = {**self.sc, **fields}
+                break
 
     # ------------------------------------------------------------ output
 
@@ -263,7 +267,7 @@ def claude(fake: Fake) -> int:
     if not prompt.strip():
         fake.fail("Error: Input must be provided either through stdin or as a prompt argument when using --print", 1)
 
-    fake.apply_model()
+    fake.apply_model(prompt)
     sc = fake.sc
     model = sc.get("model") or CLAUDE_ALIASES.get(fake.model_arg, fake.model_arg) or DEFAULT_MODELS["claude"]
     session = str(uuid.uuid4())
@@ -328,7 +332,7 @@ def claude(fake: Fake) -> int:
                 "session_id": session})
         result = {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 1234,
                   "num_turns": 3, "result": fake.answer_text() if answer is None else "",
-                  "session_id": session, "total_cost_usd": 0.01, "usage": CLAUDE_USAGE,
+                  "session_id": session, "total_cost_usd": sc.get("cost_usd", 0.01), "usage": CLAUDE_USAGE,
                   "modelUsage": sc.get("model_usage", usage), "errors": []}
         if answer is not None and sc.get("structured", True):
             result["structured_output"] = answer
@@ -439,7 +443,7 @@ def codex(fake: Fake) -> int:
     if not prompt.strip():
         fake.fail("No prompt provided. Either specify one as an argument or pipe the prompt into stdin.", 1)
 
-    fake.apply_model()
+    fake.apply_model(prompt)
     sc = fake.sc
     json_mode = "--json" in flags
 
@@ -549,7 +553,7 @@ def agy(fake: Fake) -> int:
         fake.fail("Error: empty prompt", 2)
     fake.model_arg = opts.get("--model", "")
 
-    fake.apply_model()
+    fake.apply_model(fake.prompt_text)
     sc = fake.sc
     model = sc.get("model") or fake.model_arg or None
     events: list = []

@@ -1,0 +1,93 @@
+"""`spar verify ROUND`: cross-vendor verification of a recorded round, run or run again.
+
+Each defect and hardening finding (a corroborated group once) is put to a `[verify]`
+reviewer of another vendor; verdicts go to ROUND/verifications.json, listed in
+round.json. A verdict never changes a finding's class, its disposition or the gate.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+from spar.argparsing import Parser, command_parser
+from spar.backend import async_backend
+from spar.config.load import load_config
+from spar.config.model import AppliedConfig, VerifyConfig
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, exit_for_signal
+from spar.presets import get_preset
+from spar.records import lock, readers
+from spar.records.model import ReviewerStatus
+from spar.round.verification import result_lines, verifiable_problem, verify_round
+from spar.series import round_folder
+from spar.textsafe import terminal_safe
+
+SUMMARY = "Verify a recorded round's findings with reviewers of other vendors."
+
+EPILOG = """\
+The reviewers that verify come from the [verify] table of the user
+configuration (reviewers = [NAME, ...], optional max_findings and
+max_cost_usd). Each defect and hardening finding, a corroborated group once,
+goes to one of them whose preset (vendor) is not the author's; most vendors
+first, then defects before hardening. A verifier answers with one JSON object:
+{"verdict": "confirmed" | "refuted" | "unsure", "evidence": TEXT,
+"location": LOCATION or null}; anything else is recorded as unsure with the
+reason. Calls run in parallel, one at a time per verifier, each under that
+reviewer's timeout_seconds; once the finished calls cost max_cost_usd, no
+further call starts.
+
+Running it again replaces ROUND/verify/ (the calls' inputs and logs), then
+ROUND/verifications.json, round.json's "verification" and summary.md, under
+the series lock. A verdict never changes a finding's class, disposition or
+the gate.
+
+Exit codes: 0 written, every call answered; 1 written, a call did not
+complete or gave no valid answer (its verdict is unsure); 65 refused (no
+[verify] table, a dry run, a round not finished, unreadable records);
+70 internal error or a write that may have been applied; 130 or 143
+interrupted (nothing but the calls' logs written)."""
+
+
+def _parser() -> Parser:
+    p = command_parser("verify", SUMMARY, EPILOG)
+    p.add_argument("round", metavar="ROUND", help="the round folder")
+    return p
+
+
+def verify_config(cfg: AppliedConfig) -> VerifyConfig:
+    if cfg.verify is None:
+        where = ", ".join(f["path"] for f in cfg.files if f.get("role") == "user") or "none found"
+        raise Refused(f"the user configuration ({where}) has no [verify] table: it names no reviewers that verify "
+                      '(add [verify] with reviewers = ["NAME", ...])')
+    return cfg.verify
+
+
+def _check(round_dir: Path) -> None:
+    problem = verifiable_problem(readers.read_round(round_dir))
+    if problem:
+        raise Refused(problem)
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    cfg = load_config(None)  # [verify] and its reviewers are the user configuration's alone
+    config = verify_config(cfg)
+    backend = async_backend(os.environ)
+    round_dir, series = round_folder(args.round)
+    _check(round_dir)  # before the lock: a refusal waits for nothing
+    presets = {r.preset: get_preset(r.preset) for r in config.reviewers}
+    with lock.series_lock(series):
+        _check(round_dir)  # read again under the lock
+        result, signum = verify_round(round_dir, config, presets, env=os.environ, passthrough=cfg.env_passthrough,
+                                      backend=backend)
+    if result is None:
+        assert signum is not None
+        print(f"spar: interrupted by {signal.Signals(signum).name}: every verifier was stopped; "
+              f"verifications.json was not written", file=sys.stderr)
+        return exit_for_signal(signum)
+    for line in result_lines(result, round_dir):
+        print(f"spar: {terminal_safe(line)}", file=sys.stderr)
+    completed = all(c["status"] == ReviewerStatus.COMPLETED for c in result.record["calls"])
+    return EXIT_OK if completed else EXIT_NOT_CLEAN

@@ -275,20 +275,6 @@ def write_round_outputs(round_dir: str | Path, round_json: RoundRecord, findings
     atomic.write_json(round_dir / "round.json", round_json)
 
 
-def rewrite_summary(round_dir: str | Path) -> None:
-    """summary.md written again from the records on disk, as recording writes it (after a
-    verification, so that it reads verifications.json as it now is)."""
-    round_dir = Path(round_dir)
-    round_json = readers.read_round(round_dir)
-    findings = readers.read_findings(round_dir)
-    ledger = cast(list[LedgerLine], jsonl.read(round_dir / "ledger.jsonl", missing_ok=True))
-    try:
-        waivers = readers.read_waivers(round_dir)
-    except RecordError:
-        waivers = []  # only waive and gate judge waivers.jsonl (G32)
-    atomic.write_text(round_dir / "summary.md", render_summary(round_json, findings, ledger, waivers))
-
-
 def context_for_round(round_json: RoundRecord) -> RoundContext:
     """The judging context of a recorded round, rebuilt from round.json alone (for `spar record`):
     its commits, check paths, criterion IDs and documents as they were when the round ran.

@@ -50,8 +50,9 @@ from spar.records.usage import total
 from spar.round.interface import InputContext, Preset
 from spar.round.interrupt import work_until_signal
 from spar.round.process import start_guard, stop_guard
-from spar.round.recording import context_for_round, rewrite_summary
+from spar.round.recording import context_for_round
 from spar.round.runner import ReviewerJob, ReviewerOutcome, RunSettings, run_reviewer, run_settings
+from spar.round.summary_file import write_summary
 from spar.round.verify_input import VERIFY_SCHEMA, verifier_input
 from spar.series import repository_of
 
@@ -333,7 +334,7 @@ def verify_recorded_round(v: VerifyRun, plan: Plan, *, progress: Progress | None
         return None, signum
     record = build_record(v, plan, calls, started)
     write_verification(v.round_dir, record)
-    rewrite_summary(v.round_dir)
+    write_summary(v.round_dir)
     return VerifyResult(record, bound_notes(record, spend)), None
 
 

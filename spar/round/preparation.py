@@ -156,8 +156,8 @@ def choose_packet(repo: Path, config: AppliedConfig, packet: PacketInput) -> tup
     reason = _no_incremental(packet)
     if reason is None:
         whole = git.diff(repo, packet.base, packet.head)
-        packet.parts = diff_parts(whole, [(f.path, f.added, f.removed)
-                                          for f in git.changed_files(repo, packet.base, packet.head)])
+        # packet_input listed the files already (sources first when the diff is cut): parts pair by path
+        packet.parts = diff_parts(whole, [(f.path, f.added, f.removed) for f in packet.changed])
         if packet.parts or not whole:
             packet.kind, packet.change_size = "incremental", len(whole)
             kind["kind"], kind["change_diff_bytes"] = "incremental", len(whole)

@@ -13,7 +13,7 @@ from spar.config.checks import check_project
 from spar.config.model import AppliedConfig
 from spar.config.toml_positions import locate_toml
 from spar.errors import ConfigError
-from spar.round.packet import DiffPart, PacketInput, build_packet, diff_parts
+from spar.round.packet import DIFF_LIMIT, DiffPart, PacketInput, build_packet, diff_parts
 from tests.gitrepo import commit, git
 from tests.runsetup import make_setup, result
 
@@ -79,6 +79,11 @@ def test_three_rounds_incremental_then_full_when_the_last_head_is_gone(tmp_path)
     assert load(series / "r1" / "round.json")["reviewers"][0]["input_bytes"] == {"prompt": len(r1_packet), "files": 0}
     assert not [w for w in r2["warnings"] if "workspace changed" in w]
     assert "- Packet: incremental (the changes since round r1" in (r2dir / "summary.md").read_text()
+    # coverage: round 1's packet held every file's diff, round 2's none (it is in change.diff)
+    changed = [".jaekit/spar.toml", "calc.py", "tests/test_calc.py"]
+    assert r1["inline_files"] == changed and r1["unseen"] == []
+    assert r2["inline_files"] == [] and r2["unseen"] == changed
+    assert r2["reviewers"][0]["attempts"][0]["coverage"]["inline"] == 0
 
     # round 2's head rewritten away: the other fix replaces it, and git really forgets it
     git(s.repo, "reset", "--hard", h1)
@@ -223,3 +228,60 @@ def test_an_incremental_packet_reuses_the_changed_files_listed(tmp_path, monkeyp
     assert kind["kind"] == "incremental" and change == whole
     assert [p.path for p in packet.parts] == [f.path for f in listed]
     assert packet.parts == _parts_in_git_order(whole, files)[::-1]
+
+
+BIG = "".join(f"generated row {n:07d}\n" for n in range(DIFF_LIMIT // 20))  # a diff past the packet limit
+
+
+def _plan(tmp_path, monkeypatch, configured: str, files: dict[str, str]):
+    """packet_input and choose_packet of a second round (the first at another head), in process,
+    with every git call noted: (diff_with_stat's (from, to) pairs, git.run's arguments, packet,
+    kind, change.diff)."""
+    from spar import git as spar_git
+    from spar.round.args import RunArgs
+    from spar.round.preparation import RoundCommits, choose_packet, packet_input
+    from tests.roundfactory import head_and_base, make_round, series_repo
+    from tests.spies import calls_to
+    repo, _ = series_repo(tmp_path)
+    base, first = head_and_base(repo)
+    series = repo / "reviews" / "s"
+    make_round(series, "r1", repo=repo, base=base, head=first)
+    head = commit(repo, files, message="more")
+    config = AppliedConfig(reviewers=[], packet={"plan": "full", "plan_delta": "full", "code": configured})
+    stats = calls_to(monkeypatch, spar_git, "diff_with_stat", lambda _repo, old, new, *_a, **_k: (old, new))
+    runs = calls_to(monkeypatch, spar_git, "run", lambda _repo, *args, **_kw: args)
+    packet = packet_input(RunArgs(stage="code", out=str(series / "r2")), repo, config, RoundCommits(base, head, None),
+                          {"criteria": [], "rules": [], "subject": []}, {}, series)
+    kind, whole = choose_packet(repo, config, packet)
+    return (base, first, head), stats, runs, packet, kind, whole
+
+
+def test_an_incremental_round_reads_the_whole_diff_once(tmp_path, monkeypatch):
+    """Issue 24 point 2: the whole diff is read once, for change.diff and its parts; neither the
+    packet's first 512 KiB of it nor its stat is read besides, and no file counts as inline:
+    none of the change's diff is in the packet."""
+    from spar.round.packet import inline_paths
+    (base, first, head), stats, runs, packet, kind, whole = _plan(tmp_path, monkeypatch, "incremental",
+                                                                   {"calc.py": FIX})
+    assert kind["kind"] == "incremental" and whole
+    assert stats == [(first, head)]  # the changes since round r1 only
+    assert [a for a in runs if a[0] == "diff" and base in a and "--numstat" not in a] == [
+        ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative", "--src-prefix=a/",
+         "--dst-prefix=b/", base, head, "--")]
+    assert packet.diff == b"" and packet.diff_stat == "" and inline_paths(packet.diff) == set()
+    _, full_stats, _, full, full_kind, _ = _plan(tmp_path / "full", monkeypatch, "full", {"calc.py": FIX})
+    assert full_kind["kind"] == "full" and full.diff and len(full_stats) == 2
+
+
+def test_a_packet_that_cannot_be_incremental_after_all_is_the_full_one(tmp_path, monkeypatch):
+    """Issue 24 point 2: when change.diff's files cannot be told apart, the round gets exactly
+    the packet a full round gets (a cut diff: the files sources first, the diff spent so), from
+    the diff read once."""
+    from spar.round import preparation
+    files = {"app.min.js": BIG, "src/a.py": "a = 1\n"}
+    *_, full, full_kind, _ = _plan(tmp_path / "full", monkeypatch, "full", files)
+    monkeypatch.setattr(preparation, "diff_parts", lambda _diff, _files: [])
+    *_, packet, kind, whole = _plan(tmp_path / "fallback", monkeypatch, "incremental", files)
+    assert whole is None and kind["kind"] == "full" and "could not tell the files" in kind["reason"]
+    assert not full.diff_complete and [f.path for f in full.changed][-1] == "app.min.js"  # first in git's order
+    assert build_packet(packet) == build_packet(full)

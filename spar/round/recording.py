@@ -172,6 +172,7 @@ def record_coverage(round_json: RoundRecord, outcomes: list[ReviewerOutcome], ch
                     inline: set[str], workspace: Path) -> None:
     """Each attempt's observed coverage and the round's changed files no completed reviewer saw
     (issue 24): inline in the packet, or named by the attempt's read and search calls."""
+    changed = list(dict.fromkeys(changed))  # each path once, as the lists the record rules check
     files = ChangedFiles(changed)
     inline = inline & set(changed)
     roots = list(dict.fromkeys([str(workspace.absolute()), os.path.realpath(workspace)]))

@@ -186,6 +186,24 @@ def test_a_small_change_is_seen_whole_through_the_packet(tmp_path):
     assert "- Coverage: each of the 2 changed files was seen by a completed reviewer\n" in summary
 
 
+def test_a_round_no_reviewer_completed_lists_its_inline_files_as_unseen(tmp_path):
+    """Issue 24 point 1: a file inline in the packet is seen only through a completed reviewer;
+    the round stays readable and the report marks every file, its cells still `inline`."""
+    s = make_setup(tmp_path)
+    s.configure([s.answer_reviewer("cmd", "not an answer", copy=False)])
+    proc = s.run("--base", s.base, "--head", s.head)
+    assert proc.returncode == EXIT_NOT_CLEAN, proc.stderr.decode()
+    rj = load(s.repo / "reviews" / "r1" / "round.json")
+    assert rj["reviewers"][0]["status"] == "invalid_output"
+    assert rj["inline_files"] == rj["unseen"] == ["calc.py", "tests/test_calc.py"]
+    assert round_problem(rj) is None
+    out = s.tmp / "report.html"
+    report = s.spar("report", str(s.repo / "reviews"), "--out", str(out))
+    assert report.returncode == 0, report.stderr.decode()
+    (table,) = file_tables(out.read_text(encoding="utf-8"))
+    assert table["unseen"] == {"calc.py": ["inline"], "tests/test_calc.py": ["inline"]} and table["seen"] == {}
+
+
 @pytest.mark.parametrize(("words", "seen"), [
     (["head/a/b.py"], {"a/b.py"}),
     (["/ws/head/a/b.py"], {"a/b.py"}),
@@ -317,8 +335,8 @@ def _first_attempt(rj: dict) -> dict:
     (lambda rj: _first_attempt(rj).pop("opened_files"), "does not match the round's inline_files"),
     (lambda rj: _first_attempt(rj).update(inline=0), "does not match the round's inline_files"),
     (lambda rj: _first_attempt(rj).update(opened_files=["a"]), "opened_files holds an inline file"),
-    (lambda rj: rj.update(inline_files=["a", "c"]), "inline_files is not a list of distinct paths outside unseen"),
-    (lambda rj: rj.update(inline_files="a"), "inline_files is not a list of distinct paths outside unseen"),
+    (lambda rj: rj.update(inline_files=["a", "a"]), "inline_files is not a list of distinct paths"),
+    (lambda rj: rj.update(inline_files="a"), "inline_files is not a list of distinct paths"),
     (_one_more_changed, "do not name changed_files paths"),
     (lambda rj: rj.update(changed_files=4), "does not match the round's inline_files and changed_files"),
 ])
@@ -329,6 +347,9 @@ def test_file_lists_that_disagree_with_their_counts_are_refused(change, problem)
     assert round_problem(rj) is None
     change(rj)
     assert problem in (round_problem(rj) or "")
+    nobody = _listed_round()  # no reviewer completed: the inline file is unseen too
+    nobody["unseen"] = ["a", "b", "c"]
+    assert round_problem(nobody) is None
     older = _listed_round()
     del older["inline_files"]
     for entry in older["reviewers"]:

@@ -11,8 +11,9 @@ shown escaped (`\u202e`), then HTML-escaped.
 
 The input is `spar.commands.report.gather`'s dict: the cap report of the
 series (rounds, reviewer statuses and usage), per round its wall time and
-(for the latest rounds) findings with their disposition history, and the
-gate over every round.
+(for the latest rounds) findings with their disposition history and the
+changed files each reviewer saw (`series_report.file_table`), and the gate
+over every round.
 """
 
 from __future__ import annotations
@@ -178,6 +179,44 @@ def _reviewers_table(rounds: list[dict[str, Any]]) -> str:
             "<th>attempts</th><th>time</th><th>tokens</th><th>cost</th></tr>" + "".join(rows) + "</table>")
 
 
+def _file_rows(table: dict[str, Any], rows: list[dict[str, Any]], unseen: bool) -> str:
+    head = "<tr><th>file</th>" + "".join(
+        f"<th>{_e(v['name'])} {_badge(v['status'])}"
+        + (' <span class="muted">(calls not visible: inline only)</span>' if v["observed"] is False else "")
+        + "</th>" for v in table["reviewers"]) + "</tr>"
+    mark = ' <span class="badge" style="background:#c62828">seen by no completed reviewer</span>' if unseen else ""
+    body = "".join(f'<tr class="{"unseen" if unseen else "seen"}" data-path="{_e(row["path"])}">'
+                   f'<td><code>{_e(row["path"])}</code>{mark}</td>'
+                   + "".join(f"<td>{_e(cell)}</td>" for cell in row["cells"]) + "</tr>" for row in rows)
+    return f'<table class="files" data-round="{_e(table["round"])}">{head}{body}</table>'
+
+
+def _left_out(left: int) -> str:
+    return f'<p class="muted">{left} more not shown (round.json lists them).</p>' if left else ""
+
+
+def _file_tables(tables: list[dict[str, Any]]) -> str:
+    """Per round: the changed files x reviewers, files no completed reviewer saw first, the rest folded."""
+    if not tables:
+        return ('<p class="muted">No round shown in full recorded which changed files its reviewers saw '
+                "(code rounds recorded by <code>spar run</code> do).</p>")
+    parts = ['<p class="muted">Per changed file and reviewer (its last attempt): <em>inline</em>, its whole '
+             "diff was in the packet; <em>opened</em>, the reviewer's read or search calls named it; "
+             "\u2014, neither. Only completed reviewers count as having seen a file.</p>"]
+    for t in tables:
+        unseen = len(t["unseen"]) + t["unseen_left"]
+        seen = len(t["seen"]) + t["seen_left"]
+        parts.append(f'<section class="coverage" id="files-{_e(t["round"])}"><h3>{_e(t["round"])}: {unseen} of '
+                     f'{t["changed_files"]} changed file(s) seen by no completed reviewer</h3>')
+        if unseen:
+            parts.append(_file_rows(t, t["unseen"], True) + _left_out(t["unseen_left"]))
+        if seen:
+            parts.append(f"<details><summary>{seen} file(s) seen by a completed reviewer</summary>"
+                         + _file_rows(t, t["seen"], False) + _left_out(t["seen_left"]) + "</details>")
+        parts.append("</section>")
+    return "".join(parts)
+
+
 def _history(lines: list[dict[str, Any]]) -> str:
     if not lines:
         return '<p class="muted">No disposition: open.</p>'
@@ -290,6 +329,7 @@ def render(data: dict[str, Any]) -> str:
         f"<h2>Findings per round by class{latest}</h2>", findings_chart_svg(recent),
         "<h2>Rounds</h2>", _rounds_table(rounds),
         f"<h2>Reviewers{latest}</h2>", _reviewers_table(recent),
+        f"<h2>Changed files each reviewer saw{latest}</h2>", _file_tables(data.get("file_tables") or []),
         "<h2>Caps</h2><table><tr><th>stage</th><th>cap</th><th>counted</th><th>remaining</th><th>extensions</th></tr>"
         + "".join(f"<tr><td>{_e(s['stage'])}</td><td class=\"num\">{s['cap']}</td><td class=\"num\">{s['counted']}</td>"
                   f"<td class=\"num\">{s['remaining']}</td><td>"

@@ -41,8 +41,43 @@ def _summary(r: RoundRecord) -> RoundRecord:
                                        if isinstance(a, dict)]}
                          for e in r["reviewers"]]
     if "unseen" in r and "changed_files" in r:  # their counts only: memory stays flat
-        kept["coverage"] = {"changed_files": r["changed_files"], "unseen": len(r["unseen"])}
+        kept["coverage"] = {"changed_files": r["changed_files"], "unseen": len(r["unseen"]),
+                            "files": "inline_files" in r}  # whether file_table can draw it
     return cast(RoundRecord, kept)
+
+
+NOT_SEEN = "\u2014"  # a file table's cell for a reviewer that did not see the file
+
+
+def file_table(item: SeriesRound, most: int) -> dict[str, Any] | None:
+    """The changed files x reviewers of a round that recorded its file lists (`spar report`),
+    None for one that did not. Its round.json is read again: the summaries keep no lists, so
+    only the rounds the page draws cost their lists, one at a time. Each cell is `inline`,
+    `opened` or NOT_SEEN, after the reviewer's last attempt (the one that answered). Rows:
+    the files no completed reviewer saw (`unseen`, in the record's order), then the others by
+    path; at most `most` of each, with the count of those left out."""
+    if not (cast(dict[str, Any], item.round).get("coverage") or {}).get("files"):
+        return None
+    r = readers.read_round(item.path)
+    inline = set(r.get("inline_files") or [])
+    columns = []
+    opened: list[set[str] | None] = []  # None: the last attempt recorded no coverage (it saw nothing)
+    for e in r["reviewers"]:
+        attempts = e.get("attempts") or []
+        last = attempts[-1].get("coverage") if attempts else None
+        columns.append({"name": e["name"], "status": e["status"], "observed": last and last["observed"]})
+        opened.append(None if last is None else set(last.get("opened_files") or []))
+
+    def row(path: str) -> dict[str, Any]:
+        cells = [NOT_SEEN if files is None else "inline" if path in inline else "opened" if path in files
+                 else NOT_SEEN for files in opened]
+        return {"path": path, "cells": cells}
+
+    unseen = r["unseen"]
+    seen = sorted((inline | set().union(*(files for files in opened if files))) - set(unseen))
+    return {"round": item.name, "changed_files": r["changed_files"], "reviewers": columns,
+            "unseen": [row(p) for p in unseen[:most]], "unseen_left": max(len(unseen) - most, 0),
+            "seen": [row(p) for p in seen[:most]], "seen_left": max(len(seen) - most, 0)}
 
 
 def read_rounds(series: Path) -> list[SeriesRound]:

@@ -159,8 +159,9 @@ def make_round(
     check_paths: list[str] | None = None,
     caps: dict | None = None,
     auto_defer: bool = True,
+    extra: dict | None = None,
 ) -> Path:
-    """Write `series/name` as `spar run` would leave it.
+    """Write `series/name` as `spar run` would leave it (`extra`: more round.json keys).
 
     recorded=False leaves the state after step 2 (no findings.json, no
     finished_at, every reviewer pending). Hardening findings with a readable
@@ -231,6 +232,7 @@ def make_round(
         "started_at": started_at,
         "reviewers": reviewers,
         "warnings": [],
+        **(extra or {}),
     }
     if do_record:
         round_json["recorded_at"] = finished

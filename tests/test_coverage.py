@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from html.parser import HTMLParser
 from importlib import resources
 from pathlib import Path
 
@@ -73,7 +74,8 @@ def test_round_json_records_what_each_reviewer_saw_and_what_none_saw(tmp_path):
     by_name = {e["name"]: e for e in rj["reviewers"]}
     assert by_name["broken"]["status"] == "failed"
     changed = 8  # a_small, b_big, c_src, d/e, d/f, old (deleted), y, z
-    cov = {n: e["attempts"][-1]["coverage"] for n, e in by_name.items()}
+    cov = {n: dict(e["attempts"][-1]["coverage"]) for n, e in by_name.items()}
+    opened = {n: c.pop("opened_files") for n, c in cov.items()}
     assert cov["claude"] == {"inline": 1, "opened": 3, "changed_files": changed, "observed": True}
     assert cov["codex"] == {"inline": 1, "opened": 1, "changed_files": changed, "observed": True}
     assert cov["agy"] == {"inline": 1, "opened": 1, "changed_files": changed, "observed": True}
@@ -81,8 +83,85 @@ def test_round_json_records_what_each_reviewer_saw_and_what_none_saw(tmp_path):
     assert cov["cmd"] == {"inline": 1, "opened": 0, "changed_files": changed, "observed": False}
     assert rj["changed_files"] == changed
     assert rj["unseen"] == ["b_big.txt", "y.py"]
+    assert rj["inline_files"] == ["a_small.py"]
+    assert opened == {"claude": ["c_src.py", "d/e.py", "d/f.js"], "codex": ["z.py"], "agy": ["old.py"],
+                      "broken": ["y.py"], "cmd": []}
     summary = (s.repo / "reviews" / "r1" / "summary.md").read_text(encoding="utf-8")
     assert "- Coverage: 2 of 8 changed files were seen by no reviewer: `b_big.txt`, `y.py`\n" in summary
+    _report_table_shows_the_cells(s)
+
+
+def _report_table_shows_the_cells(s) -> None:
+    """The report's file table: one row per changed file, one cell per reviewer, unseen files first."""
+    out = s.tmp / "report.html"
+    proc = s.spar("report", str(s.repo / "reviews"), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr.decode()
+    (table,) = file_tables(out.read_text(encoding="utf-8"))
+    assert table["round"] == "r1"
+    assert table["header"] == ["file", "claude", "codex", "agy", "broken", "cmd"]
+    no = "\u2014"
+    assert table["unseen"] == {"b_big.txt": [no] * 5, "y.py": [no, no, no, "opened", no]}
+    assert table["seen"] == {
+        "a_small.py": ["inline"] * 5,
+        "c_src.py": ["opened", no, no, no, no], "d/e.py": ["opened", no, no, no, no],
+        "d/f.js": ["opened", no, no, no, no], "old.py": [no, no, "opened", no, no],
+        "z.py": [no, "opened", no, no, no]}
+    assert table["order"] == ["b_big.txt", "y.py", "a_small.py", "c_src.py", "d/e.py", "d/f.js", "old.py", "z.py"]
+
+
+class _FileTables(HTMLParser):
+    """The report's file tables: per round its header (reviewer names), and per row its path and cells."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[dict] = []
+        self._row: list[str] | None = None
+        self._kind = ""
+        self._cell: list[str] | None = None
+        self._depth = 0  # inside a header cell's badge or note: not the reviewer's name
+        self._inside = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "section" and a.get("class") == "coverage":
+            self.tables.append({"round": a["id"].removeprefix("files-"), "header": None, "unseen": {},
+                                "seen": {}, "order": []})
+            self._inside = True
+        elif tag == "tr" and self._inside:
+            self._row, self._kind = [], a.get("class") or "header"
+            if self._kind != "header":
+                self.tables[-1]["order"].append(a["data-path"])
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = []
+        elif tag == "span" and self._cell is not None:
+            self._depth += 1
+
+    def handle_endtag(self, tag):
+        if tag == "section":
+            self._inside = False
+        elif tag == "span" and self._depth:
+            self._depth -= 1
+        elif tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row.append("".join(self._cell).strip())
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            table = self.tables[-1]
+            if self._kind == "header":
+                assert table["header"] in (None, self._row)  # both tables of a round: the same columns
+                table["header"] = self._row
+            else:
+                table[self._kind][self._row[0]] = self._row[1:]
+            self._row = None
+
+    def handle_data(self, data):
+        if self._cell is not None and not self._depth:
+            self._cell.append(data)
+
+
+def file_tables(page: str) -> list[dict]:
+    parser = _FileTables()
+    parser.feed(page)
+    return parser.tables
 
 
 def _link(s, name: str) -> str:
@@ -100,10 +179,29 @@ def test_a_small_change_is_seen_whole_through_the_packet(tmp_path):
     assert proc.returncode == 0, proc.stderr.decode()
     rj = load(s.repo / "reviews" / "r1" / "round.json")
     assert rj["reviewers"][0]["attempts"][0]["coverage"] == {
-        "inline": 2, "opened": 0, "changed_files": 2, "observed": False}
+        "inline": 2, "opened": 0, "changed_files": 2, "observed": False, "opened_files": []}
+    assert rj["inline_files"] == ["calc.py", "tests/test_calc.py"]
     assert rj["unseen"] == []
     summary = (s.repo / "reviews" / "r1" / "summary.md").read_text(encoding="utf-8")
     assert "- Coverage: each of the 2 changed files was seen by a completed reviewer\n" in summary
+
+
+def test_a_round_no_reviewer_completed_lists_its_inline_files_as_unseen(tmp_path):
+    """Issue 24 point 1: a file inline in the packet is seen only through a completed reviewer;
+    the round stays readable and the report marks every file, its cells still `inline`."""
+    s = make_setup(tmp_path)
+    s.configure([s.answer_reviewer("cmd", "not an answer", copy=False)])
+    proc = s.run("--base", s.base, "--head", s.head)
+    assert proc.returncode == EXIT_NOT_CLEAN, proc.stderr.decode()
+    rj = load(s.repo / "reviews" / "r1" / "round.json")
+    assert rj["reviewers"][0]["status"] == "invalid_output"
+    assert rj["inline_files"] == rj["unseen"] == ["calc.py", "tests/test_calc.py"]
+    assert round_problem(rj) is None
+    out = s.tmp / "report.html"
+    report = s.spar("report", str(s.repo / "reviews"), "--out", str(out))
+    assert report.returncode == 0, report.stderr.decode()
+    (table,) = file_tables(out.read_text(encoding="utf-8"))
+    assert table["unseen"] == {"calc.py": ["inline"], "tests/test_calc.py": ["inline"]} and table["seen"] == {}
 
 
 @pytest.mark.parametrize(("words", "seen"), [
@@ -205,3 +303,68 @@ def test_generated_by_name():
     assert [generated_by_name(p) for p in ("yarn.lock", "a/Cargo.lock", "x.min.js", "x.css.map", "vendor/a.go",
                                            "a/vendor/b/c.py")] == [True] * 6
     assert [generated_by_name(p) for p in ("src/lock.py", "vendor", "minify.js", "src/vendored.py")] == [False] * 4
+
+
+def _listed_round() -> dict:
+    """The file lists as spar run writes them: a inline, b opened by one reviewer, c unseen."""
+    def attempt(opened: list[str], observed: bool = True) -> dict:
+        return {"coverage": {"inline": 1, "opened": len(opened), "changed_files": 3, "observed": observed,
+                             "opened_files": opened}}
+    return {"changed_files": 3, "unseen": ["c"], "inline_files": ["a"],
+            "reviewers": [{"name": "one", "preset": "codex", "status": "failed", "attempts": [attempt([]), attempt(["b"])]},
+                          {"name": "two", "preset": "command", "status": "failed", "attempts": [attempt([], False)]}]}
+
+
+def _one_more_changed(rj: dict) -> None:
+    """A changed file counted but in no list."""
+    rj["changed_files"] = 4
+    for entry in rj["reviewers"]:
+        for a in entry["attempts"]:
+            a["coverage"]["changed_files"] = 4
+
+
+def _first_attempt(rj: dict) -> dict:
+    return rj["reviewers"][0]["attempts"][1]["coverage"]
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    (lambda rj: _first_attempt(rj).update(opened_files=["b", "c"]), "as many distinct paths as opened"),
+    (lambda rj: _first_attempt(rj).update(opened=2, opened_files=["b", "b"]), "as many distinct paths as opened"),
+    (lambda rj: _first_attempt(rj).update(opened_files="b"), "as many distinct paths as opened"),
+    (lambda rj: _first_attempt(rj).update(seen=["b"]), "and no other"),
+    (lambda rj: _first_attempt(rj).pop("opened_files"), "does not match the round's inline_files"),
+    (lambda rj: _first_attempt(rj).update(inline=0), "does not match the round's inline_files"),
+    (lambda rj: _first_attempt(rj).update(opened_files=["a"]), "opened_files holds an inline file"),
+    (lambda rj: rj.update(inline_files=["a", "a"]), "inline_files is not a list of distinct paths"),
+    (lambda rj: rj.update(inline_files="a"), "inline_files is not a list of distinct paths"),
+    (_one_more_changed, "do not name changed_files paths"),
+    (lambda rj: rj.update(changed_files=4), "does not match the round's inline_files and changed_files"),
+])
+def test_file_lists_that_disagree_with_their_counts_are_refused(change, problem):
+    """Issue 24 point 1 (report table): the lists the table is drawn from agree with the counts,
+    or the round cannot be read; rounds without the lists (older ones) stay readable."""
+    rj = _listed_round()
+    assert round_problem(rj) is None
+    change(rj)
+    assert problem in (round_problem(rj) or "")
+    nobody = _listed_round()  # no reviewer completed: the inline file is unseen too
+    nobody["unseen"] = ["a", "b", "c"]
+    assert round_problem(nobody) is None
+    older = _listed_round()
+    del older["inline_files"]
+    for entry in older["reviewers"]:
+        for a in entry["attempts"]:
+            del a["coverage"]["opened_files"]
+    assert round_problem(older) is None
+
+
+def test_the_file_table_quotes_paths_as_data():
+    """Issue 24 point 1: a changed file's name is repository data: escaped, never markup."""
+    from spar.report_html import _file_tables
+    row = {"path": '<img src=x onerror="a()">\u202e.py', "cells": ["opened"]}
+    page = _file_tables([{"round": "r<1>", "changed_files": 1, "reviewers": [
+        {"name": "c<b>", "status": "completed", "observed": True}], "unseen": [row], "unseen_left": 0,
+        "seen": [], "seen_left": 0}])
+    assert "<img" not in page and "<b>" not in page and "\u202e" not in page
+    assert "&lt;img src=x onerror=&quot;a()&quot;&gt;\\u202e.py" in page
+    assert 'id="files-r&lt;1&gt;"' in page

@@ -152,7 +152,8 @@ def test_dry_run_writes_inputs_and_starts_nothing(tmp_path):
     rj = load(round_dir / "round.json")
     assert rj["dry_run"] is True and rj["counted"] is False
     assert set(rj) == documented_round_keys() - {"finished_at", "recorded_at", "memory_sha256", "head_tree",
-                                                 "head_parent", "changed_files", "unseen", "verification"}
+                                                 "head_parent", "changed_files", "unseen", "verification",
+                                                 "inline_files"}
     assert all(r["status"] == "pending" and r["attempts"] == [] for r in rj["reviewers"])
     for name in ("findings.json", "ledger.jsonl", "summary.md"):
         assert not (round_dir / name).exists()

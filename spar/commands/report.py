@@ -24,9 +24,10 @@ from spar.records import atomic, clock, paths, usage
 from spar.records.model import Finding, LedgerLine
 from spar.report_html import render
 from spar.series import SeriesRound, series_folder
-from spar.series_report import build_report, read_rounds
+from spar.series_report import build_report, file_table, read_rounds
 
 DETAIL_ROUNDS = 20  # rounds whose every finding the page shows; older ones show their counts
+FILE_ROWS = 200  # a file table's rows of unseen files, and of the others: a big change stays readable
 
 DESCRIPTION = """\
 Write one HTML file showing a series: the rounds on a timeline, findings per
@@ -36,6 +37,12 @@ kept it), the gate of the series as `spar gate` judges every round of it now
 (state and blocked reasons), and every finding of the latest rounds
 (--detail-rounds, default 20) with its disposition history; older rounds
 show their counts per class (their records keep every finding: `spar export`).
+For each of those latest code rounds that recorded which changed files each
+reviewer saw, a table of the changed files against the reviewers: `inline`
+(its whole diff was in the packet), `opened` (the reviewer's read or search
+calls named it) or a dash, after each reviewer's last attempt; the files no
+completed reviewer saw come first and are marked, the others are folded
+below them (at most 200 of each are shown; round.json lists them all).
 The series is read one round at a time, so a long series costs time, not
 memory.
 
@@ -140,6 +147,8 @@ def gather(series: Path, detail_rounds: int = DETAIL_ROUNDS) -> dict[str, Any]:
     base["spar_version"] = __version__
     base["usage"] = base["usage"]["series"]
     base["detail_rounds"] = detail_rounds
+    base["file_tables"] = [table for item in rounds if item.name in detailed
+                           and (table := file_table(item, FILE_ROWS)) is not None]
     return base
 
 

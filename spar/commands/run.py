@@ -146,7 +146,8 @@ def plan_round(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> Round:
     r.packet_text = build_packet(packet)
     if args.stage == "code":
         r.changed_files = [c.path for c in packet.changed]
-        r.inline_files = inline_paths(packet.diff)
+        # an incremental packet holds no file's whole diff (only the changes since the last round)
+        r.inline_files = inline_paths(packet.diff) if packet.kind == "full" else set()
     return r
 
 

@@ -57,6 +57,7 @@ class Coverage(TypedDict):
     opened: int
     changed_files: int
     observed: bool  # False: Spar cannot see the reviewer's calls (command, native): inline only
+    opened_files: NotRequired[list[str]]  # those `opened` counts (text form); absent in older rounds
 
 
 class Attempt(TypedDict):
@@ -254,6 +255,7 @@ class RoundRecord(TypedDict):
     standpoints_uncovered: list[str]
     changed_files: NotRequired[int]  # code-stage rounds: how many files the change touches
     unseen: NotRequired[list[str]]  # those no completed reviewer saw (inline or opened)
+    inline_files: NotRequired[list[str]]  # those whose whole diff was in the packet; absent in older rounds
     decisions: list[Decision]
     counted: bool
     dry_run: bool

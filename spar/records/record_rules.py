@@ -87,7 +87,38 @@ def _coverage_problem(round_json: Mapping[str, Any]) -> str | None:
         return "changed_files is not an integer of 0 or more"
     if not isinstance(unseen, list) or not all(_str(p) for p in unseen) or len(unseen) > total:
         return "unseen is not a list of at most changed_files paths"
+    if "inline_files" in round_json:
+        return _file_lists_problem(round_json, total, unseen)
     return None
+
+
+def _file_lists_problem(round_json: Mapping[str, Any], total: int, unseen: list[str]) -> str | None:
+    """`inline_files` and each attempt's `opened_files` against the counts: the report's file table
+    is drawn from them, so a list that disagrees with its count is refused rather than shown."""
+    inline = round_json["inline_files"]
+    if not _paths(inline):  # in unseen too when no reviewer completed
+        return "inline_files is not a list of distinct paths"
+    union = set(inline) | set(unseen)
+    for entry in round_json["reviewers"]:
+        for number, attempt in enumerate(entry.get("attempts", []), start=1):
+            coverage = attempt.get("coverage")
+            if coverage is None:
+                continue
+            where = f"reviewer {entry['name']}, attempt {number}"
+            if "opened_files" not in coverage or coverage["inline"] != len(inline) \
+                    or coverage["changed_files"] != total:
+                return f"{where}: coverage does not match the round's inline_files and changed_files"
+            if set(coverage["opened_files"]) & set(inline):
+                return f"{where}: coverage opened_files holds an inline file"
+            union.update(coverage["opened_files"])
+    if len(union) != total:  # every changed file is inline, opened by someone or unseen
+        return "inline_files, opened_files and unseen do not name changed_files paths"
+    return None
+
+
+def _paths(value: Any) -> bool:
+    """A list of distinct strings."""
+    return isinstance(value, list) and all(_str(p) for p in value) and len(set(value)) == len(value)
 
 
 def _reviewer_problem(number: int, entry: Any, names: set[str]) -> str | None:
@@ -158,17 +189,20 @@ def attempt_problem(attempt: Any) -> str | None:
 
 
 COVERAGE_KEYS = ("inline", "opened", "changed_files", "observed")
+OPENED_FILES = "opened_files"  # written since the report's file table; absent in older rounds
 
 
 def _attempt_coverage_problem(coverage: Any) -> str | None:
-    if not isinstance(coverage, dict) or sorted(coverage) != sorted(COVERAGE_KEYS):
-        return f"coverage does not have exactly the keys {', '.join(COVERAGE_KEYS)}"
+    if not isinstance(coverage, dict) or sorted(set(coverage) - {OPENED_FILES}) != sorted(COVERAGE_KEYS):
+        return f"coverage does not have the keys {', '.join(COVERAGE_KEYS)} (and {OPENED_FILES}), and no other"
     numbers = [count(coverage[k]) for k in ("inline", "opened", "changed_files")]
     if any(n is None for n in numbers) or not isinstance(coverage["observed"], bool):
         return "coverage counts are not integers of 0 or more, or observed is not true or false"
     inline, opened, total = (n or 0 for n in numbers)
     if inline + opened > total or (opened and not coverage["observed"]):
         return "coverage counts more files than the change has, or opened files it could not observe"
+    if OPENED_FILES in coverage and (not _paths(coverage[OPENED_FILES]) or len(coverage[OPENED_FILES]) != opened):
+        return f"coverage {OPENED_FILES} is not a list of as many distinct paths as opened counts"
     return None
 
 

@@ -18,6 +18,7 @@ from spar.judge.context import RoundDoc
 from spar.pathtext import path_text
 
 DIFF_LIMIT = 512 * 1024  # bytes of diff text kept in the packet
+HEADER_BYTES = 64 * 1024  # room for a section's header lines (its paths, quoted, and rename lines)
 
 ANGLE_TEXT = {
     "criteria": "does the change meet every acceptance criterion (AC-n)?",
@@ -135,20 +136,50 @@ class DiffPart:
 
 
 def diff_parts(diff: bytes, files: list[tuple[str, int | None, int | None]]) -> list[DiffPart]:
-    """`files` (path, added, removed, in the diff's order) with where each one's part of
-    `diff` is: a part starts at each line beginning `diff --git ` (a line of a hunk never
-    does: it starts with a space, `+`, `-` or a backslash). [] when the two disagree."""
-    starts = [0] if diff.startswith(b"diff --git ") else []
-    starts += [m.start() + 1 for m in re.finditer(rb"\ndiff --git ", diff)]
-    if len(starts) != len(files):
+    """`files` (path, added, removed, in any order: a cut diff's list is sources first) with
+    where each one's part of `diff` is, in the order of `files`. A part starts at a line
+    beginning `diff --git ` (a line of a hunk never does: it starts with a space, `+`, `-` or
+    a backslash) and is found by the path its header names (`section_path`); the sections of
+    one path in a row are one part (a type change is a deletion, then an addition). When a
+    header cannot be read, the parts are paired by position if `files` is in the diff's order
+    (every readable header agrees with its place); otherwise, or when the two disagree, []."""
+    spans = _spans(diff)
+    by_path: dict[str, tuple[int, int, int]] = {}  # path -> first line, start, end
+    merged: list[tuple[str | None, int, int, int]] = []
+    for path, line, start, end in spans:
+        if path is not None and merged and merged[-1][0] == path:
+            merged[-1] = (path, merged[-1][1], merged[-1][2], end)
+        else:
+            merged.append((path, line, start, end))
+    for path, line, start, end in merged:
+        if path is None or path in by_path:
+            break
+        by_path[path] = (line, start, end)
+    else:
+        if len(by_path) == len(files) and all(f[0] in by_path for f in files):
+            return [_part(f, *by_path[f[0]], diff) for f in files]
         return []
+    if len(spans) == len(files) and all(path in (None, f[0]) for (path, *_), f in zip(spans, files, strict=True)):
+        return [_part(f, line, start, end, diff) for (_, line, start, end), f in zip(spans, files, strict=True)]
+    return []
+
+
+def _spans(diff: bytes) -> list[tuple[str | None, int, int, int]]:
+    """Each `diff --git` section of `diff`: its path (None when unreadable), first line, start and end."""
+    starts = [0] if diff.startswith(_SECTION) else []
+    starts += [m.start() + 1 for m in re.finditer(b"\n" + re.escape(_SECTION), diff)]
     out = []
     line = 1
-    for (path, added, removed), start, end in zip(files, starts, starts[1:] + [len(diff)], strict=True):
-        count = diff.count(b"\n", start, end)
-        out.append(DiffPart(path, added, removed, line, count, end - start))
-        line += count
+    for start, end in zip(starts, starts[1:] + [len(diff)], strict=True):
+        # a header is a few lines: its path is read from the section's start, not a copy of it all
+        out.append((section_path(diff[start:min(end, start + HEADER_BYTES)]), line, start, end))
+        line += diff.count(b"\n", start, end)
     return out
+
+
+def _part(file: tuple[str, int | None, int | None], line: int, start: int, end: int, diff: bytes) -> DiffPart:
+    path, added, removed = file
+    return DiffPart(path, added, removed, line, diff.count(b"\n", start, end), end - start)
 
 
 def fence(text: str, info: str = "", *, exact: bool = True) -> str:

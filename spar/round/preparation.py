@@ -118,8 +118,9 @@ def last_round_elsewhere(series: Path, stage: str, head: str) -> series_mod.Seri
 
 def packet_input(args: RunArgs, repo: Path, config: AppliedConfig, commits: RoundCommits,
                  documents: dict[str, list[RoundDoc]], plans: dict[str, TreePlan], series: Path) -> PacketInput:
-    """Everything packet.md is built from: the arguments, the configuration, the diff (code
-    stage) and the change since the series' last round at another head."""
+    """Everything packet.md is built from: the arguments, the configuration, the change since
+    the series' last round at another head and the changed files (code stage), and the
+    diff, unless the round can have an incremental packet: `choose_packet` then reads it once."""
     base, head = commits.base, commits.head
     packet = PacketInput(
         stage=args.stage, series=series.name, base=base, head=head, angles=list(config.angles),
@@ -128,12 +129,6 @@ def packet_input(args: RunArgs, repo: Path, config: AppliedConfig, commits: Roun
         workspace_notes=[n for copy, tree in plans.items() for n in tree.notes(copy)],
         escaped_names=escaped_names(plans.values()),
     )
-    if args.stage == "code":
-        diff = git.diff_with_stat(repo, base, head, DIFF_LIMIT)  # the packet keeps no more than DIFF_LIMIT
-        packet.diff_stat, packet.diff, packet.diff_complete = diff.stat, diff.patch, diff.complete
-        packet.changed = git.changed_files(repo, base, head)
-        if not diff.complete:
-            _sources_first(packet, repo)
     since = last_round_elsewhere(series, args.stage, head)
     if since is not None:
         packet.since_round, packet.since_head = since.name, since.round["head"]
@@ -142,12 +137,30 @@ def packet_input(args: RunArgs, repo: Path, config: AppliedConfig, commits: Roun
             packet.since_stat, packet.since_diff, packet.since_diff_complete = moved.stat, moved.patch, moved.complete
         except git.GitError:  # that head is gone (rebased and pruned): the packet says so
             packet.since_diff = None
+    if args.stage == "code":
+        packet.changed = git.changed_files(repo, base, head)
+        if config.packet[CAP_KEYS[packet.stage]] != "incremental" or _no_incremental(packet) is not None:
+            _full_diff(packet, repo)
     return packet
+
+
+def _full_diff(packet: PacketInput, repo: Path, whole: bytes | None = None) -> None:
+    """The stat and the diff a full packet shows; from `whole` when it was read already."""
+    args = (repo, packet.base, packet.head)
+    if whole is None:
+        diff = git.diff_with_stat(*args, DIFF_LIMIT)  # the packet keeps no more than DIFF_LIMIT
+        packet.diff_stat, packet.diff, packet.diff_complete = diff.stat, diff.patch, diff.complete
+    else:  # as diff_with_stat would have it: the first DIFF_LIMIT + 1 bytes of a longer one
+        packet.diff_stat, packet.diff, packet.diff_complete = (git.diff_stat(*args), whole[:DIFF_LIMIT + 1],
+                                                               len(whole) <= DIFF_LIMIT)
+    if not packet.diff_complete:
+        _sources_first(packet, repo)
 
 
 def choose_packet(repo: Path, config: AppliedConfig, packet: PacketInput) -> tuple[PacketKind, bytes | None]:
     """The packet kind this round gets (round.json `packet`) and, for an incremental packet, the
-    whole diff for workspace/change.diff; `packet` is made incremental when it can be."""
+    whole diff for workspace/change.diff, read here once; `packet` is made incremental when it
+    can be, and given the full packet's diff when it cannot after all."""
     configured = config.packet[CAP_KEYS[packet.stage]]
     kind: PacketKind = {"configured": configured, "kind": "full", "reason": None,
                         "since_round": packet.since_round or None, "change_diff_bytes": None}
@@ -156,13 +169,16 @@ def choose_packet(repo: Path, config: AppliedConfig, packet: PacketInput) -> tup
     reason = _no_incremental(packet)
     if reason is None:
         whole = git.diff(repo, packet.base, packet.head)
-        packet.parts = diff_parts(whole, [(f.path, f.added, f.removed)
-                                          for f in git.changed_files(repo, packet.base, packet.head)])
+        if len(whole) > DIFF_LIMIT:  # listed as a full packet would list them: sources first
+            _reading_order(packet, repo)
+        # the files packet_input listed, paired with their sections by path: no second numstat
+        packet.parts = diff_parts(whole, [(f.path, f.added, f.removed) for f in packet.changed])
         if packet.parts or not whole:
             packet.kind, packet.change_size = "incremental", len(whole)
             kind["kind"], kind["change_diff_bytes"] = "incremental", len(whole)
             return kind, whole
         reason = "spar could not tell the files of the diff apart; the packet holds the whole diff"
+        _full_diff(packet, repo, whole)
     kind["reason"] = reason
     return kind, None
 
@@ -183,12 +199,17 @@ def input_bytes(text: str, files: Mapping[str, str]) -> InputBytes:
     return {"prompt": len(text.encode("utf-8")), "files": sum(len(c.encode("utf-8")) for c in files.values())}
 
 
+def _reading_order(packet: PacketInput, repo: Path) -> list[str]:
+    """The changed files listed sources first (issue 24 point 3); returns the generated ones."""
+    marked = git.marked_generated(repo, packet.head, [f.path for f in packet.changed])
+    packet.changed = reading_order(packet.changed, marked)
+    return [f.path for f in packet.changed if f.generated]
+
+
 def _sources_first(packet: PacketInput, repo: Path) -> None:
     """A diff longer than the packet holds: the changed files listed sources first, and the
     diff's room spent in that order (issue 24 point 3)."""
-    marked = git.marked_generated(repo, packet.head, [f.path for f in packet.changed])
-    packet.changed = reading_order(packet.changed, marked)
-    generated = [f.path for f in packet.changed if f.generated]
+    generated = _reading_order(packet, repo)
     if not generated:
         return  # git's order is the reading order already
     args = (repo, packet.base, packet.head)

@@ -173,6 +173,7 @@ def record_coverage(round_json: RoundRecord, outcomes: list[ReviewerOutcome], ch
                     inline: set[str], workspace: Path) -> None:
     """Each attempt's observed coverage and the round's changed files no completed reviewer saw
     (issue 24): inline in the packet, or named by the attempt's read and search calls."""
+    changed = list(dict.fromkeys(changed))  # each path once, as the lists the record rules check
     files = ChangedFiles(changed)
     inline = inline & set(changed)
     roots = list(dict.fromkeys([str(workspace.absolute()), os.path.realpath(workspace)]))
@@ -185,11 +186,14 @@ def record_coverage(round_json: RoundRecord, outcomes: list[ReviewerOutcome], ch
             named = words[n] if words is not None and n < len(words) else None
             opened = files.named(named, roots) - inline if named is not None else set()
             attempt["coverage"] = {"inline": len(inline), "opened": len(opened), "changed_files": len(changed),
-                                   "observed": named is not None}
+                                   "observed": named is not None,
+                                   "opened_files": [path for path in changed if path in opened]}
         if entry["status"] == ReviewerStatus.COMPLETED:
             seen |= inline | opened  # the last attempt gave the answer
     round_json["changed_files"] = len(changed)
     round_json["unseen"] = [path for path in changed if path not in seen]
+    # once per round: every reviewer got the same packet (a big change's list would repeat per attempt)
+    round_json["inline_files"] = [path for path in changed if path in inline]
 
 
 def reviewer_of(round_json: RoundRecord, name: str) -> ReviewerEntry:

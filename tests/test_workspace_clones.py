@@ -293,3 +293,33 @@ def test_a_tampered_cache_entry_is_caught(cow_series, tmp_path, monkeypatch):
         assert holds_blob(fd, readme)
     finally:
         os.close(fd)
+
+
+def test_a_folder_of_that_name_holding_other_files_is_left_alone(tmp_path, monkeypatch):
+    """A round named like the cache (its folder holds packet.md, round.json): Spar neither
+    clones from it nor removes a thing in it."""
+    repo, base, head1, _head2, series = _make_series(tmp_path)
+    folder = series / CACHE_FOLDER
+    folder.mkdir()
+    sha = next(iter(_regular_blobs(repo, head1)))
+    for name in ("round.json", "packet.md", sha):
+        (folder / name).write_text("{}\n")
+    calls = _failing_ioctl(monkeypatch, errno.EOPNOTSUPP)
+    build_workspace(repo, base, head1, series / "r1" / "workspace", cache=folder)
+    assert calls == []
+    assert sorted(os.listdir(folder)) == sorted(["round.json", "packet.md", sha])
+
+
+def test_readers_see_no_round_in_the_cache(tmp_path):
+    """The cache folder beside the rounds is neither a round nor an unfinished one, and a
+    leftover `ID.tmp` in it is no leftover of a round."""
+    from spar.records import readers
+
+    repo, base, head1, _head2, series = _make_series(tmp_path)
+    build_workspace(repo, base, head1, series / "r1" / "workspace")
+    for name in ("r1", "r2"):
+        (series / name / "round.json").write_text("{}\n")
+    blobs = _plant_cache(repo, series, base, head1)
+    (series / CACHE_FOLDER / (sorted(blobs)[0] + ".tmp")).write_bytes(b"")
+    assert readers.series_round_names(series) == ["r1", "r2"]
+    assert readers.unfinished_rounds(series) == []

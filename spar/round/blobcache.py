@@ -34,6 +34,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -43,6 +44,7 @@ from spar.round.reuse import blob_digest
 FICLONE = 0x40049409  # linux/fs.h _IOW(0x94, 9, int): clone all of src_fd into dst_fd
 CACHE_FOLDER = ".spar-blob-cache"  # in the series folder, beside the round folders
 _TMP = ".tmp"
+_ENTRY = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?(?:\.tmp)?")  # a SHA-1 or SHA-256 blob id, or its temporary
 _CHUNK = 1 << 20
 # what FICLONE answers when the file system (or the pair of file systems) cannot clone
 UNSUPPORTED = frozenset({errno.EOPNOTSUPP, errno.EXDEV, errno.EINVAL, errno.ENOTTY, errno.ENOSYS})
@@ -78,11 +80,19 @@ class BlobCache:
         self.clones = 0  # files this round made by cloning from the cache
         self.fd: int | None = None
         self.present: set[str] = set()
+        self.foreign = False  # a folder of that name holding anything else: never touched
         try:
             self.fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            self.present = {name for name in os.listdir(self.fd) if not name.endswith(_TMP)}
+            names = os.listdir(self.fd)
         except OSError:
             self.close()  # no cache yet (or not a folder of its own): nothing to take
+            return
+        if not all(_ENTRY.fullmatch(name) for name in names):
+            # not a cache Spar made (a round folder of that name, say): nothing in it is removed
+            self.foreign = True
+            self.close()
+            return
+        self.present = {name for name in names if not name.endswith(_TMP)}
 
     def close(self) -> None:
         if self.fd is not None:
@@ -134,6 +144,8 @@ class BlobCache:
         wanted: dict[str, str] = {}
         for blob_id, path in files:
             wanted.setdefault(blob_id, path)
+        if self.foreign:
+            return
         try:
             if self.usable is not False and self.fd is None:
                 os.mkdir(self.folder, 0o700)

@@ -14,7 +14,9 @@ or CRLF-converted work-tree file simply does not match). Anything else (changed,
 missing, not a regular file, larger than `REUSE_LIMIT`) comes from git. SHA-1
 ids: git hashes every object it stores with collision detection (sha1dc), so a
 blob that is one half of a known-attack collision never enters the repository
-for a tampered twin to match.
+for a tampered twin to match. Where the file system clones files copy-on-write,
+`spar.round.blobcache` is tried first (a clone is a new inode too, checked the
+same way); these bytes are its fallback.
 """
 
 from __future__ import annotations

@@ -7,10 +7,11 @@ link whose target leaves its copy becomes a small read-only file saying what
 it pointed to. Blobs stream from one `git cat-file --batch` for both copies,
 each blob asked once (memory holds one file at a time), and a base file equal
 to a head file (same blob and mode) is a hard link to it, so the base copy of a typical
-change costs little more than its folder entries. A file's bytes may
-also come from the work tree or an earlier round's copy, each checked against
-its blob id (`spar.round.reuse`); every file is still a new inode of this
-round. Symlinks are created last,
+change costs little more than its folder entries. A file may also be a
+copy-on-write clone from the series' blob cache (`spar.round.blobcache`, where
+the file system clones), or its bytes may come from the work tree or an earlier
+round's copy (`spar.round.reuse`), each checked against its blob id; every file
+is still a new inode of this round. Symlinks are created last,
 so no file is ever written through a link this code made.
 
 What "read-only" holds: files 0444/0555 and folders 0555 stop every write of

@@ -323,3 +323,19 @@ def test_readers_see_no_round_in_the_cache(tmp_path):
     (series / CACHE_FOLDER / (sorted(blobs)[0] + ".tmp")).write_bytes(b"")
     assert readers.series_round_names(series) == ["r1", "r2"]
     assert readers.unfinished_rounds(series) == []
+
+
+def test_holds_blob_reads_the_whole_file_whatever_its_position(tmp_path, monkeypatch):
+    monkeypatch.setattr(blobcache, "_CHUNK", 3)  # several reads for one file
+    data = b"0123456789"
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    sha1 = git(tmp_path, "hash-object", str(path)).strip()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.lseek(fd, 4, os.SEEK_SET)
+        assert holds_blob(fd, sha1)
+        assert not holds_blob(fd, "0" * 40)
+        assert not holds_blob(fd, sha1 + "0" * 24)  # read as a SHA-256 id: another hash
+    finally:
+        os.close(fd)

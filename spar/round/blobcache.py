@@ -56,18 +56,19 @@ def ficlone(dst_fd: int, src_fd: int) -> None:
 
 
 def holds_blob(fd: int, blob_id: str) -> bool:
-    """Whether the regular file open at `fd` holds exactly the blob `blob_id` (read from
-    offset 0 with pread, whatever the file's position)."""
+    """Whether the regular file open at `fd` holds exactly the blob `blob_id` (its size
+    as fstat says it, read from offset 0 with pread, whatever the file's position; a
+    small file is one read)."""
     size = os.fstat(fd).st_size
     h = blob_digest(blob_id, size)
     offset = 0
-    while True:
-        chunk = os.pread(fd, _CHUNK, offset)
+    while offset < size:
+        chunk = os.pread(fd, min(_CHUNK, size - offset), offset)
         if not chunk:
-            break
+            return False  # shorter than it said
         h.update(chunk)
         offset += len(chunk)
-    return offset == size and h.hexdigest() == blob_id
+    return h.hexdigest() == blob_id
 
 
 class BlobCache:

@@ -339,3 +339,12 @@ def test_holds_blob_reads_the_whole_file_whatever_its_position(tmp_path, monkeyp
         assert not holds_blob(fd, sha1 + "0" * 24)  # read as a SHA-256 id: another hash
     finally:
         os.close(fd)
+
+
+def test_no_file_is_made_for_a_blob_the_cache_cannot_give(tmp_path, monkeypatch):
+    """Without a usable cache, each file is created once (as the byte path writes it), not
+    first opened for a clone and removed: thousands of files would pay that twice."""
+    repo, base, head1, _head2, series = _make_series(tmp_path)
+    unlinked = calls_to(monkeypatch, os, "unlink", lambda *a, **k: a[0])
+    build_workspace(repo, base, head1, series / "r1" / "workspace", cache=series / CACHE_FOLDER)
+    assert [p for p in unlinked if "workspace" in os.fspath(p)] == []

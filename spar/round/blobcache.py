@@ -110,11 +110,16 @@ class BlobCache:
         self.usable = True
         return True
 
+    def has(self, blob_id: str) -> bool:
+        """Whether `take` may give `blob_id`: asked before a file is made for it, so a
+        round with no usable cache creates no file it then removes."""
+        return self.fd is not None and self.usable is not False and blob_id in self.present
+
     def take(self, dst_fd: int, blob_id: str) -> bool:
         """Clone the cached `blob_id` into the empty file open read-write at `dst_fd` and
         prove its bytes; False (the file left empty) when it is not cached, cannot be
         cloned, or the clone does not hold the blob."""
-        if self.fd is None or self.usable is False or blob_id not in self.present:
+        if not self.has(blob_id):
             return False
         try:
             src = os.open(blob_id, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=self.fd)

@@ -225,7 +225,7 @@ class _Copy:
         """`target` written without git: a clone from the series' blob cache, else bytes
         from the first folder of `reuse` holding the blob at the same path; each checked
         against the blob id. False when neither can give it."""
-        if cache is not None:
+        if cache is not None and cache.has(entry.sha):
             cloned = writer.clone(target, cache, entry.sha, _file_mode(entry))
             if cloned is not None:
                 self.added(key, entry, target, cloned)

@@ -27,6 +27,15 @@ from tests.spies import calls_to
 from tests.test_workspace import make_writable
 from tests.test_workspace_reuse import inodes, tree_of
 
+REAL_CLONE_MIN = blobcache.CLONE_MIN
+
+
+@pytest.fixture(autouse=True)
+def every_file_clones(monkeypatch):
+    """The test files are small: make each worth a clone (one test puts the limit back)."""
+    monkeypatch.setattr(blobcache, "CLONE_MIN", 0)
+
+
 _TIMEOUT = 120  # seconds for mkfs, mount and umount: a hang fails the test instead of stalling it
 
 
@@ -348,3 +357,28 @@ def test_no_file_is_made_for_a_blob_the_cache_cannot_give(tmp_path, monkeypatch)
     unlinked = calls_to(monkeypatch, os, "unlink", lambda *a, **k: a[0])
     build_workspace(repo, base, head1, series / "r1" / "workspace", cache=series / CACHE_FOLDER)
     assert [p for p in unlinked if "workspace" in os.fspath(p)] == []
+
+
+def test_only_large_files_are_cached(xfs, monkeypatch):
+    """Files under CLONE_MIN are cheaper to write than to clone and check: the cache holds
+    the large blob only, and the later round clones just that one."""
+    monkeypatch.setattr(blobcache, "CLONE_MIN", REAL_CLONE_MIN)
+    root = xfs / "large_only"
+    root.mkdir()
+    big = "x" * blobcache.CLONE_MIN
+    repo = make_repo(root, {"big.bin": big, "small.txt": "small\n"})
+    base = git(repo, "rev-parse", "HEAD").strip()
+    head = commit(repo, {"small.txt": "changed\n"})
+    series = root / "series"
+    (series / "r1").mkdir(parents=True)
+    (series / "r2").mkdir()
+    cache = series / CACHE_FOLDER
+    try:
+        build_workspace(repo, base, head, series / "r1" / "workspace", cache=cache)
+        assert os.listdir(cache) == [_blob_of(repo, head, "big.bin")]
+        build_workspace(repo, base, head, series / "r2" / "workspace", cache=cache)
+        assert shares_blocks(series / "r2" / "workspace" / "head" / "big.bin")
+        assert (series / "r2" / "workspace" / "head" / "big.bin").read_text() == big
+    finally:
+        make_writable(root)
+        shutil.rmtree(root)

@@ -19,8 +19,9 @@ usual sources. The cache is not a record (docs/records.md "Workspace copies"): i
 is written under the series lock, each entry cloned into `ID.tmp` and renamed to
 `ID`, without fsync (a file a crash damaged is caught by the check like a
 tampered one). Its size is bounded: after each round it holds exactly the blobs
-of that round's two copies (regular files), one entry per blob id, sharing their
-blocks with that round's copies.
+of that round's two copies (regular files) of at least `CLONE_MIN` bytes, one
+entry per blob id, sharing their blocks with that round's copies. Smaller files
+are not worth a clone: one costs more than writing a few KiB (see CLONE_MIN).
 
 The first clone that fails with an error saying the file system cannot clone
 (EOPNOTSUPP, EXDEV, EINVAL, ENOTTY, ENOSYS) turns the cache off for the rest of
@@ -44,6 +45,10 @@ from spar.round.reuse import blob_digest
 FICLONE = 0x40049409  # linux/fs.h _IOW(0x94, 9, int): clone all of src_fd into dst_fd
 CACHE_FOLDER = ".spar-blob-cache"  # in the series folder, beside the round folders
 _TMP = ".tmp"
+# Smaller files are copied as bytes: measured on XFS (bench/README.md, issue 24), a clone
+# and its check cost ~85 µs for 4 KiB against ~45 µs to read, hash and write the bytes,
+# and break even near 256 KiB (1 MiB: ~1.2 ms against ~1.9 ms, before writeback)
+CLONE_MIN = 256 * 1024
 _ENTRY = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?(?:\.tmp)?")  # a SHA-1 or SHA-256 blob id, or its temporary
 _CHUNK = 1 << 20
 # what FICLONE answers when the file system (or the pair of file systems) cannot clone
@@ -68,7 +73,7 @@ def holds_blob(fd: int, blob_id: str) -> bool:
             return False  # shorter than it said
         h.update(chunk)
         offset += len(chunk)
-    return h.hexdigest() == blob_id
+    return bool(h.hexdigest() == blob_id)
 
 
 class BlobCache:
@@ -142,15 +147,16 @@ class BlobCache:
             pass
         return False
 
-    def keep(self, files: Iterable[tuple[str, str]]) -> None:
-        """After the round's copy is built: clone each (blob id, file of the copy) whose
-        blob is not cached into the cache, then remove every entry the round does not
-        hold. Best effort: the cache only saves time, so a failure leaves it as it is.
-        On a file system that cannot clone, no cache is kept."""
+    def keep(self, files: Iterable[tuple[str, str, int]]) -> None:
+        """After the round's copy is built: clone each (blob id, file of the copy, size) of
+        at least `CLONE_MIN` bytes whose blob is not cached into the cache, then remove
+        every entry the round does not hold. Best effort: the cache only saves time, so a
+        failure leaves it as it is. On a file system that cannot clone, no cache is kept."""
         wanted: dict[str, str] = {}
-        for blob_id, path in files:
-            wanted.setdefault(blob_id, path)
-        if self.foreign:
+        for blob_id, path, size in files:
+            if size >= CLONE_MIN:
+                wanted.setdefault(blob_id, path)
+        if self.foreign or (self.fd is None and not wanted):
             return
         try:
             if self.usable is not False and self.fd is None:

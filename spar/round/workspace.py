@@ -355,8 +355,8 @@ def _build(repo: str | Path, base: str, head: str, root: str, plans: dict[str, T
         state[name] = writer.write(f"{root}/{name}", data, _READ_ONLY_FILE)
     if cache is not None:
         # the next round clones what this one holds (files the copies share are linked: one each)
-        cache.keep((sha, target) for copy in (head_copy, base_copy)
-                   for (sha, _mode), (target, _entry) in copy.written.items())
+        cache.keep((sha, target, written[1]) for copy in (head_copy, base_copy)
+                   for (sha, _mode), (target, written) in copy.written.items())
     make_read_only(folders, root, state)
     return state
 

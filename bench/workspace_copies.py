@@ -11,9 +11,13 @@ is wall time of the copies alone (the spar side is timed inside the child,
 without interpreter start-up; the archive side includes starting sh and git).
 
 A later round of a series (the large repository's head with one file changed,
-after a round of base..head built its copy) is measured the same way: spar
-with the earlier copy to reuse (`build_workspace(..., reuse=)`), spar building
-the same commits without it, and the archive floor of the same two commits.
+after a round of base..head built its copy and left the series' blob cache) is
+measured the same way: spar as `spar run` builds it (clones from the blob cache
+where the file system of --dir clones files, then round 1's copy as a source:
+`build_workspace(..., reuse=, cache=)`), spar with round 1's copy alone, spar
+building the same commits from git, and the archive floor of the same two
+commits. Each run first probes once whether --dir clones files (FICLONE) and
+says so under each table.
 CPU is user + system of the child and everything it started (git included).
 
 With --previous it also measures the copy as it was before commit 8f1906f

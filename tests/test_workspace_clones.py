@@ -382,3 +382,32 @@ def test_only_large_files_are_cached(xfs, monkeypatch):
     finally:
         make_writable(root)
         shutil.rmtree(root)
+
+
+@pytest.mark.slow
+def test_spar_run_clones_round_2_from_the_cache_round_1_left(xfs, monkeypatch):
+    """End to end on XFS: `spar run` twice in a series; round 2's large file is a clone
+    (its blocks shared), equal to what git holds, and the cache holds round 2's blobs."""
+    from tests.runsetup import make_setup, result
+
+    monkeypatch.setattr(blobcache, "CLONE_MIN", REAL_CLONE_MIN)  # spar runs as its own process anyway
+    root = xfs / "spar_run"
+    root.mkdir()
+    try:
+        s = make_setup(root)
+        big = "y" * REAL_CLONE_MIN
+        commit(s.repo, {"big.bin": big}, message="a large file")
+        s.configure([s.answer_reviewer("alpha", result(findings=[]))])
+        first = s.run("--base", s.base, out="reviews/r1")
+        assert first.returncode == 0, first.stderr.decode()
+        cache = s.repo / "reviews" / CACHE_FOLDER
+        assert os.listdir(cache) == [_blob_of(s.repo, "HEAD", "big.bin")]
+        commit(s.repo, {"calc.py": "def add(a, b):\n    return b + a\n"}, message="swap")
+        second = s.run("--base", s.base, out="reviews/r2")
+        assert second.returncode == 0, second.stderr.decode()
+        copy = s.repo / "reviews" / "r2" / "workspace" / "head" / "big.bin"
+        assert shares_blocks(copy) and copy.read_text() == big
+        assert os.listdir(cache) == [_blob_of(s.repo, "HEAD", "big.bin")]
+    finally:
+        make_writable(root)
+        shutil.rmtree(root)

@@ -11,9 +11,13 @@ is wall time of the copies alone (the spar side is timed inside the child,
 without interpreter start-up; the archive side includes starting sh and git).
 
 A later round of a series (the large repository's head with one file changed,
-after a round of base..head built its copy) is measured the same way: spar
-with the earlier copy to reuse (`build_workspace(..., reuse=)`), spar building
-the same commits without it, and the archive floor of the same two commits.
+after a round of base..head built its copy and left the series' blob cache) is
+measured the same way: spar as `spar run` builds it (clones from the blob cache
+where the file system of --dir clones files, then round 1's copy as a source:
+`build_workspace(..., reuse=, cache=)`), spar with round 1's copy alone, spar
+building the same commits from git, and the archive floor of the same two
+commits. Each run first probes once whether --dir clones files (FICLONE) and
+says so under each table.
 CPU is user + system of the child and everything it started (git included).
 
 With --previous it also measures the copy as it was before commit 8f1906f
@@ -26,12 +30,15 @@ links) as a third side of the same alternating runs.
 from __future__ import annotations
 
 import argparse
+import errno
+import fcntl
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -51,14 +58,17 @@ from harness import (
 )
 from repos import RepoInfo, large_repo, small_repo
 
+from spar.round.blobcache import FICLONE
+from spar.round.workspace import build_workspace
+
 _CHILD = """
 import importlib, json, resource, sys, time
 from pathlib import Path
 repo, base, head, dest, module = sys.argv[1:6]
 build_workspace = importlib.import_module(module).build_workspace
-reuse = {"reuse": json.loads(sys.argv[6])} if len(sys.argv) > 6 else {}  # "head"/"base" -> folders
+kwargs = json.loads(sys.argv[6]) if len(sys.argv) > 6 else {}  # reuse ("head"/"base" -> folders), cache
 t = time.perf_counter()
-build_workspace(repo, base, head, Path(dest), **reuse)
+build_workspace(repo, base, head, Path(dest), **kwargs)
 elapsed = time.perf_counter() - t
 print(json.dumps({"seconds": elapsed, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
@@ -68,24 +78,70 @@ _ARCHIVE = ("set -e; mkdir -p \"$3/head\" \"$3/base\"; "
             "git -C \"$1\" archive \"$4\" | tar -x -C \"$3/base\"")
 
 
-def _copy_with(module: str, reuse: dict[str, list[str]] | None = None):
-    """A side running `module`'s build_workspace; `reuse` as spar.round.reuse.sources gives it."""
+def _copy_with(module: str, reuse: dict[str, list[str]] | None = None, cache: Callable[[Path], Path] | None = None):
+    """A side running `module`'s build_workspace; `reuse` as spar.round.reuse.sources gives it;
+    `cache(dest)`: the series' blob cache folder for the copy at `dest` (spar.round.blobcache),
+    made ready (untimed) by the function and removed after the copy."""
     def copy(info: RepoInfo, dest: Path) -> tuple[float, float]:
         argv = [PYTHON, "-c", _CHILD, info.path, info.base, info.head, str(dest), module]
+        kwargs: dict = {}
         if reuse is not None:
-            argv.append(json.dumps({k: [v.replace("WORKTREE", info.path) for v in vs] for k, vs in reuse.items()}))
-        s = run_measured(argv, env=clean_env(PYTHONPATH=str(BENCH)), cwd=BENCH)
+            kwargs["reuse"] = {k: [v.replace("WORKTREE", info.path) for v in vs] for k, vs in reuse.items()}
+        folder = cache(dest) if cache is not None else None
+        if folder is not None:
+            kwargs["cache"] = str(folder)
+        if kwargs:
+            argv.append(json.dumps(kwargs))
+        try:
+            s = run_measured(argv, env=clean_env(PYTHONPATH=str(BENCH)), cwd=BENCH)
+        finally:
+            if folder is not None:
+                remove_tree(folder)
         data = json.loads(s.stdout)
         CPU[id(copy)] = s.user + s.sys
         return data["seconds"], data["maxrss_kb"] / 1024
     return copy
 
 
+def _new_cache(dest: Path) -> Path:
+    """An empty place for the blob cache beside `dest`: a first round fills it."""
+    return dest.with_name(dest.name + ".cache")
+
+
+def _cache_from(pristine: Path) -> Callable[[Path], Path]:
+    """Each copy gets its own copy of `pristine` (round 1's cache), made untimed with
+    `cp --reflink=always` (instant where files clone); no cache when round 1 kept none."""
+    def make(dest: Path) -> Path:
+        folder = dest.with_name(dest.name + ".cache")
+        if pristine.exists():
+            subprocess.run(["cp", "-a", "--reflink=always", str(pristine), str(folder)], check=True, timeout=600)
+        return folder
+    return make
+
+
+def clone_probe(where: str | None) -> str:
+    """Whether the file system of `where` clones files copy-on-write: one FICLONE, answered."""
+    folder = work_dir("probe", where)
+    try:
+        with open(folder / "a", "w+b") as a, open(folder / "b", "wb") as b:  # FICLONE reads its source
+            a.write(b"x" * 4096)
+            a.flush()
+            try:
+                fcntl.ioctl(b.fileno(), FICLONE, a.fileno())
+            except OSError as exc:
+                return f"no (FICLONE: {errno.errorcode.get(exc.errno or 0, exc.errno)})"
+        return "yes (FICLONE works)"
+    finally:
+        remove_tree(folder)
+
+
 CPU: dict[int, float] = {}  # id(side function) -> CPU of its last run (child and all it started)
 
 
-spar_copy = _copy_with("spar.round.workspace", {"head": ["WORKTREE"]})  # as `spar run` at the checked-out head
-git_only_copy = _copy_with("spar.round.workspace")  # every byte from git (another head, a bare view)
+# as `spar run` at the checked-out head (it fills the series' blob cache where files clone)
+spar_copy = _copy_with("spar.round.workspace", {"head": ["WORKTREE"]}, _new_cache)
+git_only_copy = _copy_with("spar.round.workspace", cache=_new_cache)  # every byte from git (another head)
+bare_copy = _copy_with("spar.round.workspace")  # no source, no cache: git alone
 previous_copy = _copy_with("previous.workspace_v0")  # the code before 8f1906f, kept for before/after only
 
 
@@ -112,15 +168,19 @@ def later_head(info: RepoInfo) -> str:
 
 
 def measure_later(info: RepoInfo, repeat: int, where: str | None = None, warmup: bool = True) -> dict:
-    """A later round: base..later_head(), with round 1's copy (base..head) to reuse."""
+    """A later round: base..later_head(), with round 1's copy (base..head) and the blob
+    cache round 1 left (where files clone) to reuse."""
     tmp = work_dir("ws-later", where)
     later = replace(info, head=later_head(info))
     earlier = tmp / "r1" / "workspace"
     earlier.parent.mkdir()
-    git_only_copy(info, earlier)  # round 1, not timed
+    pristine = tmp / "r1-cache"
+    build_workspace(info.path, info.base, info.head, earlier, cache=pristine)  # round 1, not timed
     # the later head is not checked out: the work tree is no source here, round 1's copy is
-    sides = [("reuse", _copy_with("spar.round.workspace", {"head": [f"{earlier}/head"], "base": [f"{earlier}/base"]})),
-             ("fresh", git_only_copy), ("archive", archive_copy)]
+    reuse = {"head": [f"{earlier}/head"], "base": [f"{earlier}/base"]}
+    sides = [("clone", _copy_with("spar.round.workspace", reuse, _cache_from(pristine))),
+             ("bytes", _copy_with("spar.round.workspace", reuse)),
+             ("fresh", bare_copy), ("archive", archive_copy)]
     res: dict[str, tuple[Series, Series]] = {name: (Series(), Series()) for name, _ in sides}
     try:
         for i in range(0 if warmup else 1, repeat + 1):
@@ -165,7 +225,8 @@ def run(quick: bool, repeat: int | None, where: str | None = None,
         previous: bool = False) -> tuple[str, dict]:
     repeat = repeat or (1 if quick else 5)
     rows = []
-    figures: dict = {"repeat": repeat, "where": where or tempfile.gettempdir()}
+    cow = clone_probe(where)
+    figures: dict = {"repeat": repeat, "where": where or tempfile.gettempdir(), "cow": cow}
     for info, size in ((small_repo(), "small"), (large_repo(), "large")):
         r = measure(info, repeat, where, previous, warmup=not quick)
         (st, sm, sc), (gt, _gm, gc), (at, am, ac) = r["spar"], r["git only"], r["archive"]
@@ -186,11 +247,13 @@ def run(quick: bool, repeat: int | None, where: str | None = None,
         rows.append(row)
     header = ["repository", "spar build_workspace", "range", "git archive + tar -x", "range", "ratio",
               "CPU spar / archive", "spar, every byte from git", "spar peak RSS", "archive peak RSS"]
-    notes = [machine_line(), f"copies written under {where or tempfile.gettempdir()}",
+    notes = [machine_line(), f"copies written under {where or tempfile.gettempdir()}; its file system clones "
+             f"files copy-on-write: {cow}",
              "ratio = spar / git archive floor (both commits, same run, alternating order)",
              "CPU = user + system of the child and everything it started (git, tar; spar's interpreter start)",
              "spar = as `spar run` at the checked-out head: files whose work-tree bytes hash to their blob id come "
-             "from the work tree, the rest from git; every byte from git = reviewing a head not checked out"]
+             "from the work tree, the rest from git; every byte from git = reviewing a head not checked out; "
+             "both fill the series' blob cache where files clone (spar/round/blobcache.py)"]
     if previous:
         header += ["previous (before 8f1906f)", "range", "ratio", "previous peak RSS", "previous / spar"]
         notes.append("previous = bench/previous/workspace_v0.py, the copy before 8f1906f: each commit's blobs "
@@ -201,20 +264,27 @@ def run(quick: bool, repeat: int | None, where: str | None = None,
 
 def later_table(info: RepoInfo, repeat: int, where: str | None, warmup: bool, figures: dict) -> str:
     r = measure_later(info, repeat, where, warmup)
-    (rt, rc), (ft, fc), (at, ac) = r["reuse"], r["fresh"], r["archive"]
+    (rt, rc), (bt, bc), (ft, fc), (at, ac) = r["clone"], r["bytes"], r["fresh"], r["archive"]
     figures["later"] = {"reuse_seconds": rt.median, "fresh_seconds": ft.median, "archive_floor_seconds": at.median,
                         "ratio": rt.median / at.median, "fresh_ratio": ft.median / at.median,
+                        "bytes_seconds": bt.median, "bytes_ratio": bt.median / at.median, "bytes_cpu": bc.median,
                         "reuse_cpu": rc.median, "fresh_cpu": fc.median, "archive_cpu": ac.median,
                         "ratio_cpu": rc.median / ac.median, "reuse_range": rt.spread(), "archive_range": at.spread()}
     rows = [[name, fmt_s(t.median), t.spread(), f"{t.median / at.median:.2f}x", f"{c.median:.2f} s",
              f"{c.median / ac.median:.2f}x"]
-            for name, t, c in (("spar, reusing round 1's copy", rt, rc), ("spar, fresh copy", ft, fc),
+            for name, t, c in (("spar run: blob cache + round 1's copy", rt, rc),
+                               ("spar, round 1's copy only (bytes)", bt, bc), ("spar, fresh copy", ft, fc),
                                ("git archive + tar -x (floor)", at, ac))]
-    notes = [machine_line(), f"copies written under {where or tempfile.gettempdir()}",
-             f"{info.label}: round 1 copied base..head (not timed); the later round is base..(head + one file "
-             "changed); every side copies both commits, same run, alternating order",
-             "reusing = unchanged files' bytes read from round 1's copy and checked against their blob ids "
-             "(spar/round/reuse.py); every file is still a new inode"]
+    notes = [machine_line(), f"copies written under {where or tempfile.gettempdir()}; its file system clones "
+             f"files copy-on-write: {figures.get('cow', '?')}",
+             f"{info.label}: round 1 copied base..head (not timed) and left the blob cache; the later round is "
+             "base..(head + one file changed); every side copies both commits, same run, alternating order",
+             "blob cache = files cloned (FICLONE) from round 1's cache where the file system clones, each clone's "
+             "bytes checked against its blob id (spar/round/blobcache.py); each repetition gets its own copy of "
+             "round 1's cache (cp --reflink, untimed); where files do not clone there is no cache and this is the "
+             "next row",
+             "round 1's copy (bytes) = unchanged files' bytes read from round 1's copy and checked against their "
+             "blob ids (spar/round/reuse.py); every file is still a new inode"]
     return table(f"Workspace copies, a later round of a series (one file changed), median of {repeat}",
                  ["side", "wall", "range", "/ floor", "CPU", "/ floor CPU"], rows, notes)
 

@@ -64,10 +64,13 @@ def headings(text: str) -> set[str]:
 def _cited_files() -> list[Path]:
     """Every file of spar/, tests/ and docs/ and the README (the issue's list), and of the
     other folders a reader meets (bench/, examples/, configs/, .ci/); not this test, whose
-    strings are the checker's own examples (its controls cite rows that do not exist)."""
+    strings are the checker's own examples (its controls cite rows that do not exist), nor
+    what the bench generates in bench/out/."""
     folders = ("spar", "tests", "docs", "bench", "examples", "configs", ".ci")
+    generated = ROOT / "bench" / "out"  # the bench's generated repositories (ignored by git), not a reader's text
     files = [p for folder in folders for p in (ROOT / folder).rglob("*")
-             if p.is_file() and "__pycache__" not in p.parts and p != Path(__file__).resolve()]
+             if p.is_file() and "__pycache__" not in p.parts and p != Path(__file__).resolve()
+             and not p.is_relative_to(generated)]
     return sorted(files) + [ROOT / "README.md"]
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # what some tests run for real, as the README and .ci/run name them
-PROGRAMS = ("rg", "tree", "file", "strace", "npm", "chromium")
+PROGRAMS = ("rg", "tree", "file", "strace", "mkfs.xfs", "npm", "chromium")
 
 
 def test_skipped_tests_are_named_in_the_summary():
@@ -31,4 +31,4 @@ def test_the_readme_says_what_the_tests_need():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     installed = set(re.findall(r"apt-get install -y -q ([\w .-]+)", ci))
     words = {word for line in installed for word in line.split()}
-    assert {"tree", "ripgrep", "file", "strace", "npm", "chromium"} <= words, words
+    assert {"tree", "ripgrep", "file", "strace", "xfsprogs", "npm", "chromium"} <= words, words

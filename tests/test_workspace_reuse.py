@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from spar import git as spar_git
+from spar.round.blobcache import CACHE_FOLDER
 from spar.round.reuse import earlier_copy, read_verified, sources
 from spar.round.workspace import build_workspace, workspace_state
 from tests.gitrepo import commit, git, make_repo
@@ -166,13 +167,14 @@ def test_spar_run_builds_a_later_round_from_the_last_copy(tmp_path, monkeypatch)
     seen = []
     real = preparation.build_workspace
 
-    def recording(repo, base, head, workspace, plans=None, reuse=None, extra=None):
+    def recording(repo, base, head, workspace, plans=None, reuse=None, extra=None, cache=None):
         seen.append(reuse)
+        seen.append(cache)
         asked = []
         real_stream = spar_git.stream_blobs
         monkeypatch.setattr(spar_git, "stream_blobs", lambda r, shas: (asked.extend(shas), real_stream(r, shas))[1])
         seen.append(asked)
-        return real(repo, base, head, workspace, plans, reuse, extra)
+        return real(repo, base, head, workspace, plans, reuse, extra, cache)
 
     monkeypatch.setattr(preparation, "build_workspace", recording)
     for key in list(os.environ):
@@ -185,7 +187,8 @@ def test_spar_run_builds_a_later_round_from_the_last_copy(tmp_path, monkeypatch)
     series = s.repo / "reviews"
     earlier = series / "r1" / "workspace"
     # the work tree holds head2 (just committed) and round 1's copy the rest: git gave nothing
-    assert seen == [{"head": [s.repo, earlier / "head"], "base": [earlier / "base"]}, []]
+    assert seen == [{"head": [s.repo, earlier / "head"], "base": [earlier / "base"]}, series / CACHE_FOLDER, []]
+    assert not (series / CACHE_FOLDER).exists()  # the temp folder's file system (ext4, tmpfs) cannot clone
     fresh = tmp_path / "fresh"
     build_workspace(s.repo, s.base, head2, fresh)
     assert tree_of(series / "r2" / "workspace") == tree_of(fresh)

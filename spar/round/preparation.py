@@ -22,6 +22,7 @@ from spar.records.clock import now
 from spar.records.model import Finding, InputBytes, PacketKind, RoundRecord
 from spar.round import reuse
 from spar.round.args import RunArgs, check_standpoints
+from spar.round.blobcache import series_cache
 from spar.round.interface import Preset, reviewer_input
 from spar.round.memory import memory_sha256
 from spar.round.packet import DIFF_LIMIT, PacketInput, diff_parts, packet_sha256, reading_order
@@ -313,10 +314,11 @@ def write_round_folder(r: Round, counted: bool) -> None:
     if r.memory_text:  # its own digest: never part of packet_sha256 (a rerun stays a rerun)
         r.record["memory_sha256"] = memory_sha256(r.memory_text)
     atomic.write_json(r.out / "round.json", r.record)
-    # files' bytes from the work tree (at the checked-out head) and the series' last copy, each
+    # files cloned from the series' blob cache (where the file system clones copy-on-write),
+    # else bytes from the work tree (at the checked-out head) and the series' last copy, each
     # checked against its blob id; git inflates only the rest
     earlier = reuse.earlier_copy(readers.series_rounds(r.out.parent), r.out)
     sources = reuse.sources(r.repo if r.args.head is None else None, earlier)
     extra = {"change.diff": r.change_diff} if r.change_diff is not None else {}
     r.workspace_before = build_workspace(r.repo, c.base, c.head, r.out / "workspace", r.tree_plans, sources,
-                                         extra=extra)
+                                         extra=extra, cache=series_cache(r.out))

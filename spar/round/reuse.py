@@ -14,7 +14,9 @@ or CRLF-converted work-tree file simply does not match). Anything else (changed,
 missing, not a regular file, larger than `REUSE_LIMIT`) comes from git. SHA-1
 ids: git hashes every object it stores with collision detection (sha1dc), so a
 blob that is one half of a known-attack collision never enters the repository
-for a tampered twin to match.
+for a tampered twin to match. Where the file system clones files copy-on-write,
+`spar.round.blobcache` is tried first (a clone is a new inode too, checked the
+same way); these bytes are its fallback.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import hashlib
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 REUSE_LIMIT = 64 * 1024 * 1024  # larger files stream from git (one file is held in memory)
 _SHA1_HEX = 40
@@ -44,10 +47,16 @@ def read_verified(path: str, blob_id: str) -> bytes | None:
         return None
     finally:
         os.close(fd)
-    digest = hashlib.sha1 if len(blob_id) == _SHA1_HEX else hashlib.sha256
-    h = digest(b"blob %d\0" % len(data))
+    h = blob_digest(blob_id, len(data))
     h.update(data)
     return data if h.hexdigest() == blob_id else None
+
+
+def blob_digest(blob_id: str, size: int) -> Any:
+    """A hash object fed the blob header of a `size`-byte blob: update it with the bytes,
+    and its hexdigest is their blob id in the id's own format (SHA-1 or SHA-256)."""
+    digest = hashlib.sha1 if len(blob_id) == _SHA1_HEX else hashlib.sha256
+    return digest(b"blob %d\0" % size)
 
 
 def earlier_copy(rounds: list[Path], current: Path) -> Path | None:

@@ -7,10 +7,11 @@ link whose target leaves its copy becomes a small read-only file saying what
 it pointed to. Blobs stream from one `git cat-file --batch` for both copies,
 each blob asked once (memory holds one file at a time), and a base file equal
 to a head file (same blob and mode) is a hard link to it, so the base copy of a typical
-change costs little more than its folder entries. A file's bytes may
-also come from the work tree or an earlier round's copy, each checked against
-its blob id (`spar.round.reuse`); every file is still a new inode of this
-round. Symlinks are created last,
+change costs little more than its folder entries. A file may also be a
+copy-on-write clone from the series' blob cache (`spar.round.blobcache`, where
+the file system clones), or its bytes may come from the work tree or an earlier
+round's copy (`spar.round.reuse`), each checked against its blob id; every file
+is still a new inode of this round. Symlinks are created last,
 so no file is ever written through a link this code made.
 
 What "read-only" holds: files 0444/0555 and folders 0555 stop every write of
@@ -40,6 +41,7 @@ from typing import Any
 from spar import git
 from spar.errors import Refused, WriteFailed
 from spar.pathtext import path_text
+from spar.round.blobcache import BlobCache
 from spar.round.reuse import read_verified
 from spar.round.treeplan import TreePlan, listed, plan_tree
 
@@ -95,6 +97,20 @@ class _Writer:
             return _entry(os.fstat(fd))
         finally:
             os.close(fd)
+
+    def clone(self, path: str, cache: BlobCache, blob_id: str, mode: int) -> Entry | None:
+        """Write `path` as a clone of the cached blob (checked, spar.round.blobcache);
+        None, and no file at `path`, when the cache cannot give it."""
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        try:
+            if cache.take(fd, blob_id):
+                if self.umask is None or self.umask & mode:
+                    os.fchmod(fd, mode)
+                return _entry(os.fstat(fd))
+        finally:
+            os.close(fd)
+        os.unlink(path)
+        return None
 
 
 def plan_targets(entries: Iterable[git.TreeEntry], dest: str | Path,
@@ -198,18 +214,39 @@ class _Copy:
         return True
 
     def wrote(self, writer: _Writer, key: tuple[str, str], entry: git.TreeEntry, target: str, data: bytes) -> None:
-        self.state[self.prefix + entry.path] = written = writer.write(target, data, _file_mode(entry))
+        self.added(key, entry, target, writer.write(target, data, _file_mode(entry)))
+
+    def added(self, key: tuple[str, str], entry: git.TreeEntry, target: str, written: Entry) -> None:
+        self.state[self.prefix + entry.path] = written
         self.written.setdefault(key, (target, written))
+
+    def without_git(self, writer: _Writer, key: tuple[str, str], entry: git.TreeEntry, target: str,
+                    reuse: Sequence[str], cache: BlobCache | None) -> bool:
+        """`target` written without git: a clone from the series' blob cache, else bytes
+        from the first folder of `reuse` holding the blob at the same path; each checked
+        against the blob id. False when neither can give it."""
+        if cache is not None and cache.has(entry.sha):
+            cloned = writer.clone(target, cache, entry.sha, _file_mode(entry))
+            if cloned is not None:
+                self.added(key, entry, target, cloned)
+                return True
+        data = next((d for folder in reuse if (d := read_verified(f"{folder}/{entry.path}", entry.sha))
+                     is not None), None)
+        if data is None:
+            return False
+        self.wrote(writer, key, entry, target, data)
+        return True
 
 
 def _start_copy(copy: _Copy, writer: _Writer, plan: TreePlan, dest: str, folders: list[str],
-                reuse: Sequence[str], pending: Pending) -> None:
+                reuse: Sequence[str], pending: Pending, cache: BlobCache | None = None) -> None:
     """Everything of one copy but git's bytes: `dest` and its folders (added to `folders`),
     the notes for links leading out, hard links to files of the same (blob, mode) already
-    written (base and head share most files, and both copies are read-only), and bytes
-    taken from the same path under the first folder of `reuse` (an earlier round's copy,
-    the work tree) where they hash to the entry's blob id (spar.round.reuse); what git
-    must give is added to `pending`."""
+    written (base and head share most files, and both copies are read-only), clones from
+    the series' blob cache (spar.round.blobcache), and bytes taken from the same path under
+    the first folder of `reuse` (an earlier round's copy, the work tree), each only where
+    it hashes to the entry's blob id (spar.round.reuse); what git must give is added to
+    `pending`."""
     folders.append(dest)
     planned = plan_targets([*plan.copied, *_outward_entries(plan)], dest, folders)
     for entry, target in planned:
@@ -224,10 +261,7 @@ def _start_copy(copy: _Copy, writer: _Writer, plan: TreePlan, dest: str, folders
             if key in copy.coming:  # linked to that file once git has given it
                 pending.setdefault(entry.sha, []).append((entry, target))
                 continue
-            data = next((d for folder in reuse if (d := read_verified(f"{folder}/{entry.path}", entry.sha))
-                         is not None), None)
-            if data is not None:
-                copy.wrote(writer, key, entry, target, data)
+            if copy.without_git(writer, key, entry, target, reuse, cache):
                 continue
         pending.setdefault(entry.sha, []).append((entry, target))
 
@@ -274,39 +308,56 @@ def _plan(repo: str | Path, commit: str, plan: TreePlan | None) -> TreePlan:
 def build_workspace(repo: str | Path, base: str, head: str, workspace: str | Path,
                     plans: dict[str, TreePlan] | None = None,
                     reuse: Mapping[str, Sequence[str | Path]] | None = None,
-                    extra: Mapping[str, bytes] | None = None) -> dict[str, Entry]:
+                    extra: Mapping[str, bytes] | None = None,
+                    cache: str | Path | None = None) -> dict[str, Entry]:
     """`workspace/head` and `workspace/base`, then everything read-only (workspace/ included).
     `plans` ("head", "base" -> TreePlan) when the caller has them already; `reuse`
     ("head", "base" -> folders, see spar.round.reuse.sources): where files may take their
     bytes from, each checked against its blob id (see `_start_copy`); `extra`: files beside
-    the copies (name -> bytes, such as an incremental packet's `change.diff`). Returns what
-    `workspace_state(workspace)` reads now, taken while writing (no second pass over the
-    copies): the state the change check compares the copies against after the round."""
+    the copies (name -> bytes, such as an incremental packet's `change.diff`); `cache`: the
+    series' blob cache folder (spar.round.blobcache), cloned from where the file system can,
+    and left holding this copy's blobs. Returns what `workspace_state(workspace)` reads now,
+    taken while writing (no second pass over the copies): the state the change check
+    compares the copies against after the round."""
     root = os.fspath(workspace)
-    plans = plans or {}
-    folders = [root]
-    state: dict[str, Entry] = {}
+    blobs = BlobCache(cache) if cache is not None else None
     try:
-        os.mkdir(root)
-        sources = {copy: [os.fspath(f) for f in folders_of] for copy, folders_of in (reuse or {}).items()}
-        writer = _Writer()
-        head_pending: Pending = {}
-        base_pending: Pending = {}
-        head_copy = _Copy(None, state, "head/")
-        _start_copy(head_copy, writer, _plan(repo, head, plans.get("head")), f"{root}/head", folders,
-                    sources.get("head", ()), head_pending)
-        # a base file of the same blob and mode as a head file is a link to it, also to one
-        # that git has yet to give
-        coming = frozenset((e.sha, e.mode) for targets in head_pending.values() for e, _ in targets)
-        base_copy = _Copy(head_copy.written, state, "base/", coming)
-        _start_copy(base_copy, writer, _plan(repo, base, plans.get("base")), f"{root}/base", folders,
-                    sources.get("base", ()), base_pending)
-        _fill(repo, writer, [(head_copy, head_pending), (base_copy, base_pending)])  # one git process for both
-        for name, data in (extra or {}).items():
-            state[name] = writer.write(f"{root}/{name}", data, _READ_ONLY_FILE)
-        make_read_only(folders, root, state)
+        state = _build(repo, base, head, root, plans or {}, reuse or {}, extra or {}, blobs)
     except OSError as exc:
         raise WriteFailed(f"cannot build {root}: {exc}") from exc
+    finally:
+        if blobs is not None:
+            blobs.close()
+    return state
+
+
+def _build(repo: str | Path, base: str, head: str, root: str, plans: dict[str, TreePlan],
+           reuse: Mapping[str, Sequence[str | Path]], extra: Mapping[str, bytes],
+           cache: BlobCache | None) -> dict[str, Entry]:
+    folders = [root]
+    state: dict[str, Entry] = {}
+    os.mkdir(root)
+    sources = {copy: [os.fspath(f) for f in folders_of] for copy, folders_of in reuse.items()}
+    writer = _Writer()
+    head_pending: Pending = {}
+    base_pending: Pending = {}
+    head_copy = _Copy(None, state, "head/")
+    _start_copy(head_copy, writer, _plan(repo, head, plans.get("head")), f"{root}/head", folders,
+                sources.get("head", ()), head_pending, cache)
+    # a base file of the same blob and mode as a head file is a link to it, also to one
+    # that git has yet to give
+    coming = frozenset((e.sha, e.mode) for targets in head_pending.values() for e, _ in targets)
+    base_copy = _Copy(head_copy.written, state, "base/", coming)
+    _start_copy(base_copy, writer, _plan(repo, base, plans.get("base")), f"{root}/base", folders,
+                sources.get("base", ()), base_pending, cache)
+    _fill(repo, writer, [(head_copy, head_pending), (base_copy, base_pending)])  # one git process for both
+    for name, data in extra.items():
+        state[name] = writer.write(f"{root}/{name}", data, _READ_ONLY_FILE)
+    if cache is not None:
+        # the next round clones what this one holds (files the copies share are linked: one each)
+        cache.keep((sha, target, written[1]) for copy in (head_copy, base_copy)
+                   for (sha, _mode), (target, written) in copy.written.items())
+    make_read_only(folders, root, state)
     return state
 
 

@@ -57,6 +57,11 @@ def test_figures_per_judge_on_held_out_projects(tmp_path, capsys):
     before = grouping.measure([pr], (pr.project,), "before")
     assert row["before"]["recall"] == before["recall"] and row["before"]["false_match"] == before["false_match"]
 
+    # groups as corroborate joins them: every 2 (or 3) of the tools a, b, c as one round
+    for size in (2, 3):
+        m = grouping.measure_groups([pr], (pr.project,), size, grouping.SIMILAR_AT, grouping.NEAR_BEST)
+        assert (m["pairs"], m["negatives"], m["recall"]) == (2, 3, 1.0)
+
 
 def test_a_comment_matched_to_two_issues_is_no_negative(tmp_path):
     """A comment the judge matched to two reference issues and a comment matched to one of them

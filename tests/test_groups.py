@@ -1,4 +1,4 @@
-"""Issue 23 point 1 (without the exports): one item per corroborated problem. Two vendors
+"""Issue 23 point 1: one item per corroborated problem. Two vendors
 report one defect through a real `spar run` (a fake `claude` CLI and a `command`
 reviewer): one group in findings.json, summary.md and the HTML report; `spar triage
 ROUND G1` disposes every member; the gate names the group once and counts as before."""
@@ -113,3 +113,61 @@ def test_groups_are_numbered_most_vendors_first():
     assert named["a-F2"] == {"id": "G1", "members": ["a-F2", "b-F2", "c-F1"], "vendors": ["agy", "claude", "codex"]}
     assert named["b-F1"] == {"id": "G2", "members": ["a-F1", "b-F1"], "vendors": ["claude", "codex"]}
     assert "c-F2" not in named
+
+
+def test_two_vendors_one_defect_is_one_item_in_every_export(tmp_path):
+    """Issue 23's first "Done when": fake claude, codex and agy CLIs; claude and codex report
+    one defect, agy another: one group in findings.json and summary.md, one SARIF result
+    with related locations (valid SARIF 2.1.0), one Code Climate issue, one rdjsonl
+    diagnostic; `spar triage ROUND G1` gives each member its ledger line; the gate passes."""
+    import jsonschema
+
+    from tests.test_export import sarif_schema
+
+    s = make_setup(tmp_path)
+    head = commit(s.repo, {"shop.py": CODE}, message="shop")
+    s.scenario({
+        "claude": {"result": result(head=head, findings=[item("c1", 20, "refund() accepts a negative amount")])},
+        "codex": {"result": result(head=head, findings=[item("x1", 21, "Negative refund amounts are accepted by refund")])},
+        "agy": {"result": result(head=head, findings=[item("a1", 30, "total() rounds the tax twice")])},
+    })
+    s.configure([{"name": "claude", "preset": "claude"}, {"name": "codex", "preset": "codex"},
+                 {"name": "agy", "preset": "agy"}])
+    run = s.run("--base", s.base, out="reviews/r1")
+    assert run.returncode == 0, run.stderr.decode()
+    r1 = s.repo / "reviews" / "r1"
+    found = {f["id"]: f for f in load(r1 / "findings.json")}
+    group = {"id": "G1", "members": ["claude-F1", "codex-F1"], "vendors": ["claude", "codex"]}
+    assert found["claude-F1"]["group"] == group and found["codex-F1"]["group"] == group
+    assert found["agy-F1"]["group"] is None
+    groups_part = (r1 / "summary.md").read_text().split("## Groups")[1].split("## Findings")[0]
+    assert groups_part.count("**G1**") == 1 and "`codex-F1` (codex, defect)" in groups_part
+
+    def export(fmt):
+        done = s.spar("export", "reviews/r1", "--format", fmt)
+        assert done.returncode == 0, done.stderr.decode()
+        text = done.stdout.decode()
+        return [json.loads(x) for x in text.splitlines()] if fmt == "rdjsonl" else json.loads(text)
+
+    sarif = export("sarif")
+    jsonschema.validate(sarif, sarif_schema())
+    results = [r for run_ in sarif["runs"] for r in run_["results"]]
+    assert len(results) == 2
+    (grouped,) = [r for r in results if r.get("relatedLocations")]
+    assert grouped["properties"]["finding"] == "claude-F1"
+    assert [loc["physicalLocation"]["region"]["startLine"] for loc in grouped["relatedLocations"]] == [20, 21]
+    issues = export("codeclimate")
+    assert len(issues) == 2 and sum(1 for i in issues if i.get("other_locations")) == 1
+    diagnostics = export("rdjsonl")
+    assert len(diagnostics) == 2
+    (one,) = [d for d in diagnostics if d.get("related_locations")]
+    assert one["related_locations"][0]["message"] == "r1/codex-F1 (codex)"
+
+    done = s.spar("triage", "reviews/r1", "G1", "--to", "rejected", "--evidence", "refund() checks the sign")
+    assert done.returncode == 0, done.stderr.decode()
+    assert [(x["finding"], x["disposition"], x.get("of")) for x in ledger(r1)] == [
+        ("claude-F1", "rejected", None), ("codex-F1", "duplicate", "r1/claude-F1")]
+    assert s.spar("gate", "reviews/r1", "--out", "reviews/gate.json").returncode == 1  # agy-F1 is open
+    assert s.spar("triage", "reviews/r1", "agy-F1", "--to", "rejected", "--evidence", "rounded once").returncode == 0
+    gate = s.spar("gate", "reviews/r1", "--out", "reviews/gate.json")
+    assert gate.returncode == 0, load(s.repo / "reviews" / "gate.json")["reasons"]

@@ -164,6 +164,65 @@ class PacketKind(TypedDict):
     change_diff_bytes: int | None  # workspace/change.diff's size; None when not written
 
 
+VERDICTS = ("confirmed", "refuted", "unsure")  # what a verifying reviewer may answer
+
+
+class Verification(TypedDict):
+    """One verification call of verifications.json (docs/records.md "Verification")."""
+
+    call: str  # V1, V2, ... in the order the calls were planned
+    finding: str  # the finding put to the verifier; for a group, its first member
+    group: str | None  # that finding's group id (the verdict speaks for every member)
+    verifier: str  # the reviewer name of [verify] reviewers that answered
+    preset: str  # the verifier's preset (its vendor)
+    status: str  # a recorded ReviewerStatus value of the call
+    verdict: str  # one of VERDICTS; "unsure" when the call gave no valid answer
+    evidence: str  # the verifier's evidence ("" without a valid answer)
+    location: str | None  # where the verifier points, when it said
+    reason: str  # why the verdict is "unsure" without a valid answer; "" otherwise
+    attempts: list[Attempt]  # as a reviewer's: models, times, argv, usage
+
+
+class Unverified(TypedDict):
+    """A finding that got no verification call, and why."""
+
+    finding: str
+    why: str  # "max_findings", "max_cost_usd" or "no_other_vendor"
+
+
+class VerificationsRecord(TypedDict):
+    """verifications.json (`spar-verifications/v1`): one round's verification, whole."""
+
+    schema: str
+    round: str  # the round folder's name
+    started_at: str
+    finished_at: str
+    verifiers: list[str]  # [verify] reviewers, as configured
+    max_findings: int | None
+    max_cost_usd: float | None
+    calls: list[Verification]
+    unverified: list[Unverified]
+
+
+class VerificationUsage(TypedDict):
+    """round.json's line for one call: who checked what, the verdict and what it cost."""
+
+    call: str
+    finding: str
+    verifier: str
+    verdict: str
+    usage: Usage
+
+
+class VerificationIndex(TypedDict):
+    """round.json `verification`: where the verification is and what it cost."""
+
+    file: str  # "verifications.json"
+    sha256: str  # of that file's bytes
+    calls: list[VerificationUsage]
+    cost_usd: float | None  # the calls' cost; None when no call reported one
+
+
 class RoundRecord(TypedDict):
     """round.json (`review-round/v1`)."""
 
@@ -203,6 +262,7 @@ class RoundRecord(TypedDict):
     recorded_at: NotRequired[str]
     reviewers: list[ReviewerEntry]
     warnings: list[str]
+    verification: NotRequired[VerificationIndex]  # absent when the round was never verified
 
 
 class RepeatOf(TypedDict):

@@ -18,7 +18,7 @@ from typing import Any, TypeGuard, cast
 from spar.config.model import STAGES
 from spar.errors import RecordError, quote
 from spar.records import jsonl, lock, record_rules
-from spar.records.model import ExtensionLine, Finding, LedgerLine, RoundRecord, WaiverLine
+from spar.records.model import ExtensionLine, Finding, LedgerLine, RoundRecord, VerificationsRecord, WaiverLine
 from spar.whitespace import trim
 
 ROUND_SCHEMA = "review-round/v1"
@@ -28,6 +28,7 @@ FINDINGS_FILE = "findings.json"
 LEDGER_FILE = "ledger.jsonl"
 WAIVERS_FILE = "waivers.jsonl"
 EXTENSIONS_FILE = "extensions.jsonl"
+VERIFICATIONS_FILE = "verifications.json"
 
 
 def _join(folder: Path | str, name: str) -> str:
@@ -110,6 +111,21 @@ def read_findings(round_dir: Path | str, *, missing_ok: bool = False,
     for finding in data:
         finding.setdefault("location_unreadable", False)
     return cast(list[Finding], data)
+
+
+def read_verifications(round_dir: Path | str,
+                       findings: list[Finding] | None = None) -> VerificationsRecord | None:
+    """verifications.json, or None when the round was never verified. With `findings`,
+    every finding it names must be one of them."""
+    path = _join(round_dir, VERIFICATIONS_FILE)
+    if not Path(path).exists() and not Path(path).is_symlink():
+        return None
+    data = read_json(path)
+    ids = {finding["id"] for finding in findings} if findings is not None else None
+    problem = record_rules.verifications_problem(data, ids)
+    if problem:
+        raise RecordError(f"{path}: {problem}")
+    return cast(VerificationsRecord, data)
 
 
 def _line_error(path: str, number: int, what: str) -> RecordError:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from spar.config.model import STAGES
-from spar.records.model import RECORDED, UNFINISHED, ReviewerStatus
+from spar.records.model import RECORDED, UNFINISHED, VERDICTS, ReviewerStatus
 from spar.records.usage import TOKEN_KEYS, USAGE_KEYS, amount, count
 from spar.whitespace import is_blank, trim
 
@@ -197,6 +197,69 @@ def findings_problem(findings: list[Any], round_json: Mapping[str, Any] | None) 
                 return f"finding {number} ({fid}): {key} is not true or false"
         if completed is not None and finding["reviewer"] not in completed:
             return f"finding {number} ({fid}): its reviewer did not complete in round.json"
+    return None
+
+
+VERIFICATIONS_SCHEMA = "spar-verifications/v1"
+UNVERIFIED_WHY = ("max_findings", "max_cost_usd", "no_other_vendor")
+_CALL_ID = re.compile(r"V([1-9][0-9]*)")
+
+
+def verifications_problem(record: Any, finding_ids: set[str] | None) -> str | None:
+    """verifications.json as spar writes it: its schema, each call once with a verdict
+    Spar records and the attempts of a reviewer, every finding named at most once (a
+    call or an unverified entry) and, with `finding_ids`, a finding of the round."""
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    if record.get("schema") != VERIFICATIONS_SCHEMA:
+        return f"not a {VERIFICATIONS_SCHEMA} record"
+    calls, unverified = record.get("calls"), record.get("unverified")
+    if not isinstance(calls, list) or not isinstance(unverified, list):
+        return "calls or unverified is missing or not a list"
+    named: set[str] = set()
+    for number, call in enumerate(calls, start=1):
+        problem = _call_problem(call, number) or _named_once(call.get("finding"), named, finding_ids)
+        if problem:
+            return f"call {number}: {problem}"
+    for number, entry in enumerate(unverified, start=1):
+        if not isinstance(entry, dict) or entry.get("why") not in UNVERIFIED_WHY:
+            return f"unverified {number}: why is not one of {', '.join(UNVERIFIED_WHY)}"
+        problem = _named_once(entry.get("finding"), named, finding_ids)
+        if problem:
+            return f"unverified {number}: {problem}"
+    return None
+
+
+def _call_problem(call: Any, number: int) -> str | None:
+    if not isinstance(call, dict) or call.get("call") != f"V{number}":
+        return f"not an object with call V{number}"
+    if call.get("verdict") not in VERDICTS:
+        return f"verdict {call.get('verdict')!r} is not one of {', '.join(VERDICTS)}"
+    if call.get("status") not in RECORDED or call["status"] in UNFINISHED:
+        return f"status {call.get('status')!r} is not one a finished call has"
+    for key in ("verifier", "preset", "evidence", "reason"):
+        if not _str(call.get(key)):
+            return f"{key} is missing or not a string"
+    if call["verdict"] != "unsure" and call["status"] != ReviewerStatus.COMPLETED:
+        return "a verdict other than unsure from a call that did not complete"
+    attempts = call.get("attempts")
+    if not isinstance(attempts, list):
+        return "attempts is not a list"
+    for attempt_number, attempt in enumerate(attempts, start=1):
+        problem = attempt_problem(attempt)
+        if problem:
+            return f"attempt {attempt_number}: {problem}"
+    return None
+
+
+def _named_once(finding: Any, named: set[str], finding_ids: set[str] | None) -> str | None:
+    if not _str(finding):
+        return "finding is missing or not a string"
+    if finding in named:
+        return f"finding {finding} is named twice"
+    named.add(finding)
+    if finding_ids is not None and finding not in finding_ids:
+        return f"finding {finding} is not a finding of the round"
     return None
 
 

@@ -54,6 +54,32 @@ def test_figures_per_judge_on_held_out_projects(tmp_path, capsys):
     expected_false = sum(p in grouped for p in pr.negatives) / len(pr.negatives)
     assert row["recall"] == round(expected_recall, 3) and row["false_match"] == round(expected_false, 3)
     assert row["recall"] == 1.0  # each comment's closest on the other side is its own problem
+    before = grouping.measure([pr], (pr.project,), "before")
+    assert row["before"]["recall"] == before["recall"] and row["before"]["false_match"] == before["false_match"]
+
+    # groups as corroborate joins them: every 2 (or 3) of the tools a, b, c as one round
+    for size in (2, 3):
+        m = grouping.measure_groups([pr], (pr.project,), size, grouping.SIMILAR_AT, grouping.NEAR_BEST)
+        assert (m["pairs"], m["negatives"], m["recall"]) == (2, 3, 1.0)
+
+
+def test_a_comment_matched_to_two_issues_is_no_negative(tmp_path):
+    """A comment the judge matched to two reference issues and a comment matched to one of them
+    are a same-problem pair and nothing else (as filed, they were also a different-problem pair);
+    a low-confidence match to a shared issue keeps two comments out of the negatives too."""
+    both = "SQL query built by concatenation has no timeout either"
+    data = {"https://github.com/x/grafana/pull/1": {
+        "a": tool("grafana", [(INJECTION, both, 0.9), (TIMEOUT, both, 0.9)], []),
+        "b": tool("grafana", [(INJECTION, "User input is concatenated into the SQL query", 0.9)], []),
+        "c": tool("grafana", [(TIMEOUT, "The query has no timeout", 0.9), (INJECTION, "The query has no timeout", 0.3)], []),
+    }}
+    path = tmp_path / "evaluations-judge-x.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    [pr] = grouping.read_judge(path)
+    assert pr.sides["a"] == [both]  # a comment matched twice is one comment
+    assert len(pr.pairs) == 2 and pr.negatives == []  # a-b, a-c; b-c shares the 0.3 match
+    [filed] = grouping.read_judge(path, as_filed=True)
+    assert len(filed.pairs) == 2 and len(filed.negatives) == 3  # a-b and a-c again, with the other issue; b-c
 
 
 @pytest.mark.parametrize("where", ["missing", "empty"])

@@ -24,6 +24,7 @@ def test_thresholds_are_the_data():
     assert DATA["line_slack"] == similar.LINE_SLACK
     assert DATA["stem"] == similar.STEM
     assert DATA["min_shared"] == similar.MIN_SHARED
+    assert DATA["near_best"] == similar.NEAR_BEST
     scores = [c["score"] for c in DATA["claims"]]
     # the table holds near misses on both sides of the threshold
     assert any(DATA["similar_at"] <= s < DATA["similar_at"] + 0.05 for s in scores)
@@ -62,6 +63,34 @@ def test_closest_pairs_prefer_the_closer_claim():
     assert [(i, j) for i, j, _ in pairs] == [(0, 0), (1, 1)]
     assert similar.closest_pairs([injection], [timeout], lambda i, j: False) == []  # places decide first
     assert similar.closest_pairs([injection], [timeout], at=0.5) == []
+
+
+def test_closest_pairs_keep_a_restatement():
+    """Issue 23 point 4: a reviewer that says one problem twice gets both restatements paired
+    with the other side's claim (each scores within NEAR_BEST of the best); a claim far under
+    the best stays out."""
+    claim = "Retry loop never gives up when the server keeps failing"
+    twice = ["The retry loop retries forever on server errors",
+             "fetch() calls the retry loop, which never stops retrying when the server fails"]
+    assert [(i, j) for i, j, _ in similar.closest_pairs([claim], twice)] == [(0, 0), (0, 1)]
+    assert [(i, j) for i, j, _ in similar.closest_pairs([claim], twice, near_best=1.0)] == [(0, 1)]
+    other = "The retry delay is not jittered, so every client hits the server at once"
+    assert similar.similar_claims(claim, other)  # alone it would pair
+    assert [(i, j) for i, j, _ in similar.closest_pairs([claim], [twice[1], other])] == [(0, 0)]
+
+
+def test_short_claims_of_two_problems_at_one_place():
+    """A known weakness (tests/data/repeats.json): two short claims about two problems of one
+    function share its words, and at one place they pair when neither problem's own claim is on
+    the other side. With both problems said on both sides each claim pairs with its own."""
+    nil = "The user lookup returns nil for an unknown id and the handler crashes"
+    tenant = "User lookup ignores the tenant, so an id of another tenant is found"
+    alone = corroborate([Mine("a-F1", "a", "claude", P, nil), Mine("b-F1", "b", "codex", P, tenant)])
+    assert alone["a-F1"] == (["b-F1"], 2)  # wrongly one group
+    both = corroborate([Mine("a-F1", "a", "claude", P, nil), Mine("a-F2", "a", "claude", P, tenant),
+                        Mine("b-F1", "b", "codex", P, "Lookup of a user ignores the tenant: another tenant's user is found"),
+                        Mine("b-F2", "b", "codex", P, "Unknown user id: lookup gives nil and the handler crashes on it")])
+    assert both["a-F1"] == (["b-F2"], 2) and both["a-F2"] == (["b-F1"], 2)
 
 
 def test_repeats_and_groups_pair_the_closest():

@@ -2,8 +2,8 @@
 
 The caller locates every finding (spar.judge.locate), maps earlier places to
 the new commits (spar.judge.linemap) and hands in plain data. Matching is
-spar.judge.similar's: same path, lines near, claims similar and each the other's
-closest among the near findings of the other side. A side is one reviewer's
+spar.judge.similar's: same path, lines near, claims similar and each among the
+other's closest of the near findings of the other side. A side is one reviewer's
 findings of one round. Shared words are not enough to settle a later finding by
 an earlier decision: `held_back` says when `spar triage --repeats` may only list
 it as a possible repeat.

@@ -127,7 +127,7 @@ def plan_verification(findings: Sequence[Finding], presets: Mapping[str, str], v
 
 
 @dataclass
-class Verdict:
+class JudgedAnswer:
     """What a verifier's answer says; `reason` says why the verdict is unsure without a valid answer."""
 
     verdict: str
@@ -136,33 +136,41 @@ class Verdict:
     reason: str = ""
 
 
-def judge_answer(answer: Any, ctx: RoundContext | None) -> Verdict:
+def judge_answer(answer: Any, ctx: RoundContext | None) -> JudgedAnswer:
     """The verdict of an answer object (already one JSON object by the one answer rule).
     With `ctx`, a location must be readable by the grammar of findings' locations."""
     if not isinstance(answer, dict):
-        return Verdict(UNSURE, reason="the answer is not a JSON object")
+        return JudgedAnswer(UNSURE, reason="the answer is not a JSON object")
     extra = [k for k in answer if k not in ANSWER_KEYS]
     if extra:
-        return Verdict(UNSURE, reason=f"the answer has key {quote(str(extra[0]))}, which is not one of "
+        return JudgedAnswer(UNSURE, reason=f"the answer has key {quote(str(extra[0]))}, which is not one of "
                                       f"{', '.join(ANSWER_KEYS)}")
     verdict = answer.get("verdict")
     if verdict not in VERDICTS:
         shown = quote(verdict) if isinstance(verdict, str) else "missing or not a string"
-        return Verdict(UNSURE, reason=f"verdict {shown} is not one of {', '.join(VERDICTS)}")
+        return JudgedAnswer(UNSURE, reason=f"verdict {shown} is not one of {', '.join(VERDICTS)}")
     evidence = answer.get("evidence")
     if not isinstance(evidence, str) or is_blank(evidence):
-        return Verdict(UNSURE, reason="evidence is missing, blank or not a string")
+        return JudgedAnswer(UNSURE, reason="evidence is missing, blank or not a string")
     location = answer.get("location")
     if location is not None and not isinstance(location, str):
-        return Verdict(UNSURE, reason="location is not a string or null")
+        return JudgedAnswer(UNSURE, reason="location is not a string or null")
     if location is not None and is_blank(location):
         location = None
     if location is not None and ctx is not None:
         where = locate(location, ctx)
         if where.unreadable:
-            return Verdict(UNSURE, reason=f"location {quote(location)} cannot be read ({where.why})")
-    return Verdict(verdict, evidence, location)
+            return JudgedAnswer(UNSURE, reason=f"location {quote(location)} cannot be read ({where.why})")
+    return JudgedAnswer(verdict, evidence, location)
 
 
-__all__ = ["ANSWER_KEYS", "VERIFIED_CLASSES", "Plan", "PlannedCall", "Verdict", "Verifier", "judge_answer",
-           "plan_verification"]
+__all__ = [
+    "ANSWER_KEYS",
+    "VERIFIED_CLASSES",
+    "JudgedAnswer",
+    "Plan",
+    "PlannedCall",
+    "Verifier",
+    "judge_answer",
+    "plan_verification",
+]

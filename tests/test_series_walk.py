@@ -191,6 +191,7 @@ def test_whole_series(tmp_path):
          "fixed_or_answered": 0, "share_fixed_or_answered": None, "seconds_per_fixed_or_answered": None,
          "cost_per_fixed_or_answered": None},
     ]
+    assert report.pop("noise") == {"verified_rounds": 0, "reviewers": []}  # no round was verified
     nothing = {"new": 0, "repeat": 0, "corroborated": 0, "groups": 0}
 
     no_cause = {"extensions": 0, "by": 0}

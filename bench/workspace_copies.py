@@ -58,17 +58,24 @@ from harness import (
 )
 from repos import RepoInfo, large_repo, small_repo
 
-from spar.round.blobcache import FICLONE
+from spar.round.blobcache import CACHE_FOLDER, FICLONE
+from spar.round.treecache import prepare_workspace
 from spar.round.workspace import build_workspace
 
 _CHILD = """
-import importlib, json, resource, sys, time
+import importlib, json, os, resource, sys, time
 from pathlib import Path
 repo, base, head, dest, module = sys.argv[1:6]
-build_workspace = importlib.import_module(module).build_workspace
 kwargs = json.loads(sys.argv[6]) if len(sys.argv) > 6 else {}  # reuse ("head"/"base" -> folders), cache
-t = time.perf_counter()
-build_workspace(repo, base, head, Path(dest), **kwargs)
+if module == "spar.round.treecache":  # as spar run: SERIES/ROUND/workspace, the series' caches beside
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    prepare = importlib.import_module(module).prepare_workspace
+    t = time.perf_counter()
+    prepare(repo, base, head, dest, None, kwargs.get("reuse", {}), {}, kwargs.get("cache"))
+else:
+    build_workspace = importlib.import_module(module).build_workspace
+    t = time.perf_counter()
+    build_workspace(repo, base, head, Path(dest), **kwargs)
 elapsed = time.perf_counter() - t
 print(json.dumps({"seconds": elapsed, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
@@ -97,6 +104,32 @@ def _copy_with(module: str, reuse: dict[str, list[str]] | None = None, cache: Ca
         finally:
             if folder is not None:
                 remove_tree(folder)
+        data = json.loads(s.stdout)
+        CPU[id(copy)] = s.user + s.sys
+        return data["seconds"], data["maxrss_kb"] / 1024
+    return copy
+
+
+def _as_spar_run(round1: RepoInfo | None = None):
+    """A side running what `spar run` runs (spar.round.treecache.prepare_workspace) with
+    `dest` as the series folder: round `r1`, or, given `round1`, round `r2` after an untimed
+    round `r1` of `round1`'s commits (its copy and the series' caches left as spar run
+    leaves them, then written out with sync)."""
+    def copy(info: RepoInfo, dest: Path) -> tuple[float, float]:
+        cache = dest / CACHE_FOLDER
+        reuse: dict[str, list[str]] = {"head": [info.path]}
+        name = "r1"
+        if round1 is not None:
+            (dest / "r1").mkdir(parents=True)
+            prepare_workspace(round1.path, round1.base, round1.head, dest / "r1" / "workspace", None,
+                              {"head": [Path(round1.path)]}, {}, cache)
+            os.sync()
+            earlier = dest / "r1" / "workspace"
+            reuse = {"head": [str(earlier / "head")], "base": [str(earlier / "base")]}
+            name = "r2"
+        argv = [PYTHON, "-c", _CHILD, info.path, info.base, info.head, str(dest / name / "workspace"),
+                "spar.round.treecache", json.dumps({"reuse": reuse, "cache": str(cache)})]
+        s = run_measured(argv, env=clean_env(PYTHONPATH=str(BENCH)), cwd=BENCH)
         data = json.loads(s.stdout)
         CPU[id(copy)] = s.user + s.sys
         return data["seconds"], data["maxrss_kb"] / 1024
@@ -138,8 +171,8 @@ def clone_probe(where: str | None) -> str:
 CPU: dict[int, float] = {}  # id(side function) -> CPU of its last run (child and all it started)
 
 
-# as `spar run` at the checked-out head (it fills the series' blob cache where files clone)
-spar_copy = _copy_with("spar.round.workspace", {"head": ["WORKTREE"]}, _new_cache)
+# as `spar run` at the checked-out head (the tree cache where btrfs, the blob cache where files clone)
+spar_copy = _as_spar_run()
 git_only_copy = _copy_with("spar.round.workspace", cache=_new_cache)  # every byte from git (another head)
 bare_copy = _copy_with("spar.round.workspace")  # no source, no cache: git alone
 previous_copy = _copy_with("previous.workspace_v0")  # the code before 8f1906f, kept for before/after only
@@ -178,7 +211,8 @@ def measure_later(info: RepoInfo, repeat: int, where: str | None = None, warmup:
     build_workspace(info.path, info.base, info.head, earlier, cache=pristine)  # round 1, not timed
     # the later head is not checked out: the work tree is no source here, round 1's copy is
     reuse = {"head": [f"{earlier}/head"], "base": [f"{earlier}/base"]}
-    sides = [("clone", _copy_with("spar.round.workspace", reuse, _cache_from(pristine))),
+    sides = [("spar run", _as_spar_run(info)),
+             ("clone", _copy_with("spar.round.workspace", reuse, _cache_from(pristine))),
              ("bytes", _copy_with("spar.round.workspace", reuse)),
              ("fresh", bare_copy), ("archive", archive_copy)]
     res: dict[str, tuple[Series, Series]] = {name: (Series(), Series()) for name, _ in sides}
@@ -264,25 +298,32 @@ def run(quick: bool, repeat: int | None, where: str | None = None,
 
 def later_table(info: RepoInfo, repeat: int, where: str | None, warmup: bool, figures: dict) -> str:
     r = measure_later(info, repeat, where, warmup)
-    (rt, rc), (bt, bc), (ft, fc), (at, ac) = r["clone"], r["bytes"], r["fresh"], r["archive"]
-    figures["later"] = {"reuse_seconds": rt.median, "fresh_seconds": ft.median, "archive_floor_seconds": at.median,
+    (st, sc), (rt, rc), (bt, bc), (ft, fc), (at, ac) = (r["spar run"], r["clone"], r["bytes"], r["fresh"],
+                                                        r["archive"])
+    figures["later"] = {"spar_run_seconds": st.median, "spar_run_ratio": st.median / at.median,
+                        "spar_run_cpu": sc.median, "spar_run_range": st.spread(),
+                        "reuse_seconds": rt.median, "fresh_seconds": ft.median, "archive_floor_seconds": at.median,
                         "ratio": rt.median / at.median, "fresh_ratio": ft.median / at.median,
                         "bytes_seconds": bt.median, "bytes_ratio": bt.median / at.median, "bytes_cpu": bc.median,
                         "reuse_cpu": rc.median, "fresh_cpu": fc.median, "archive_cpu": ac.median,
                         "ratio_cpu": rc.median / ac.median, "reuse_range": rt.spread(), "archive_range": at.spread()}
     rows = [[name, fmt_s(t.median), t.spread(), f"{t.median / at.median:.2f}x", f"{c.median:.2f} s",
              f"{c.median / ac.median:.2f}x"]
-            for name, t, c in (("spar run: blob cache + round 1's copy", rt, rc),
+            for name, t, c in (("spar run (tree snapshot where btrfs, else as the next row)", st, sc),
+                               ("spar: blob cache + round 1's copy", rt, rc),
                                ("spar, round 1's copy only (bytes)", bt, bc), ("spar, fresh copy", ft, fc),
                                ("git archive + tar -x (floor)", at, ac))]
     notes = [machine_line(), f"copies written under {where or tempfile.gettempdir()}; its file system clones "
              f"files copy-on-write: {figures.get('cow', '?')}",
-             f"{info.label}: round 1 copied base..head (not timed) and left the blob cache; the later round is "
+             f"{info.label}: round 1 copied base..head (not timed) and left the series' caches; the later round is "
              "base..(head + one file changed); every side copies both commits, same run, alternating order",
              "blob cache = files cloned (FICLONE) from round 1's cache where the file system clones, each clone's "
              "bytes checked against its blob id (spar/round/blobcache.py); each repetition gets its own copy of "
              "round 1's cache (cp --reflink, untimed); where files do not clone there is no cache and this is the "
              "next row",
+             "spar run = spar/round/treecache.py prepare_workspace, round 1 made untimed in the same series folder "
+             "for each repetition: where the series folder is on btrfs (and subvolumes may be destroyed), a "
+             "snapshot of the series' tree cache, checked and brought to the later commits",
              "round 1's copy (bytes) = unchanged files' bytes read from round 1's copy and checked against their "
              "blob ids (spar/round/reuse.py); every file is still a new inode"]
     return table(f"Workspace copies, a later round of a series (one file changed), median of {repeat}",

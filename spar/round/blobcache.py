@@ -83,7 +83,6 @@ class BlobCache:
     def __init__(self, folder: str | Path) -> None:
         self.folder = os.fspath(folder)
         self.usable: bool | None = None  # None: no clone tried yet; False: the file system cannot
-        self.clones = 0  # files this round made by cloning from the cache
         self.fd: int | None = None
         self.present: set[str] = set()
         self.foreign = False  # a folder of that name holding anything else: never touched
@@ -137,7 +136,6 @@ class BlobCache:
             os.close(src)
         try:
             if holds_blob(dst_fd, blob_id):
-                self.clones += 1
                 return True
             os.ftruncate(dst_fd, 0)
             # a damaged or tampered entry: dropped, so `keep` puts this round's checked file there

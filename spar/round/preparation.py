@@ -29,8 +29,8 @@ from spar.round.packet import DIFF_LIMIT, PacketInput, diff_parts, packet_sha256
 from spar.round.recording import new_round_json, reviewer_entry
 from spar.round.runner import ReviewerJob, ReviewerOutcome
 from spar.round.schema import schema_text
+from spar.round.treecache import prepare_workspace
 from spar.round.treeplan import TreePlan, escaped_names, workspace_warnings
-from spar.round.workspace import build_workspace
 
 
 @dataclass(frozen=True)
@@ -320,5 +320,6 @@ def write_round_folder(r: Round, counted: bool) -> None:
     earlier = reuse.earlier_copy(readers.series_rounds(r.out.parent), r.out)
     sources = reuse.sources(r.repo if r.args.head is None else None, earlier)
     extra = {"change.diff": r.change_diff} if r.change_diff is not None else {}
-    r.workspace_before = build_workspace(r.repo, c.base, c.head, r.out / "workspace", r.tree_plans, sources,
-                                         extra=extra, cache=series_cache(r.out))
+    # a snapshot of the series' last copy where the file system is btrfs (spar.round.treecache)
+    r.workspace_before = prepare_workspace(r.repo, c.base, c.head, r.out / "workspace", r.tree_plans, sources,
+                                           extra, series_cache(r.out))

@@ -1,8 +1,10 @@
-"""Workspace copies: `workspace/head` + `workspace/base` as `spar run` builds them,
-against `git archive <commit> | tar -x` of the same two commits (the practical floor).
-As `spar run` reviewing the checked-out head, spar takes a file's bytes from the
-work tree where they hash to its blob id (spar/round/reuse.py); the "every byte
-from git" column is the same copy without that source (a head not checked out).
+"""Workspace copies: `workspace/head` + `workspace/base` as `spar run` builds them
+(spar/round/treecache.py prepare_workspace), against `git archive <commit> | tar -x`
+of the same two commits (the practical floor). As `spar run` reviewing the
+checked-out head, spar takes a file's bytes from the work tree where they hash
+to its blob id (spar/round/reuse.py); the "every byte from git" column is the
+copy without that source (a head not checked out), "one thread" the spar side
+with its files made on one thread instead of two.
 
 Both sides run in a child process per repetition, in alternating order, into
 fresh folders; the first repetition of each is a warm-up and is not counted
@@ -11,12 +13,13 @@ is wall time of the copies alone (the spar side is timed inside the child,
 without interpreter start-up; the archive side includes starting sh and git).
 
 A later round of a series (the large repository's head with one file changed,
-after a round of base..head built its copy and left the series' blob cache) is
-measured the same way: spar as `spar run` builds it (clones from the blob cache
-where the file system of --dir clones files, then round 1's copy as a source:
-`build_workspace(..., reuse=, cache=)`), spar with round 1's copy alone, spar
-building the same commits from git, and the archive floor of the same two
-commits. Each run first probes once whether --dir clones files (FICLONE) and
+after a round of base..head built its copy and left the series' caches) is
+measured the same way: spar as `spar run` makes it (a snapshot of the series'
+tree cache where --dir is on btrfs, else as the next side), spar with the blob
+cache (clones where the file system of --dir clones files, then round 1's copy
+as a source: `build_workspace(..., reuse=, cache=)`), spar with round 1's copy
+alone, spar building the same commits from git, and the archive floor of the
+same two commits. Each run first probes once whether --dir clones files (FICLONE) and
 says so under each table.
 CPU is user + system of the child and everything it started (git included).
 
@@ -67,6 +70,8 @@ import importlib, json, os, resource, sys, time
 from pathlib import Path
 repo, base, head, dest, module = sys.argv[1:6]
 kwargs = json.loads(sys.argv[6]) if len(sys.argv) > 6 else {}  # reuse ("head"/"base" -> folders), cache
+if "workers" in kwargs:  # threads making the files (spar.round.workspace.WORKERS)
+    importlib.import_module("spar.round.workspace").WORKERS = kwargs.pop("workers")
 if module == "spar.round.treecache":  # as spar run: SERIES/ROUND/workspace, the series' caches beside
     os.makedirs(os.path.dirname(dest), exist_ok=True)
     prepare = importlib.import_module(module).prepare_workspace
@@ -110,7 +115,7 @@ def _copy_with(module: str, reuse: dict[str, list[str]] | None = None, cache: Ca
     return copy
 
 
-def _as_spar_run(round1: RepoInfo | None = None):
+def _as_spar_run(round1: RepoInfo | None = None, workers: int | None = None):
     """A side running what `spar run` runs (spar.round.treecache.prepare_workspace) with
     `dest` as the series folder: round `r1`, or, given `round1`, round `r2` after an untimed
     round `r1` of `round1`'s commits (its copy and the series' caches left as spar run
@@ -127,8 +132,9 @@ def _as_spar_run(round1: RepoInfo | None = None):
             earlier = dest / "r1" / "workspace"
             reuse = {"head": [str(earlier / "head")], "base": [str(earlier / "base")]}
             name = "r2"
+        kwargs = {"reuse": reuse, "cache": str(cache)} | ({"workers": workers} if workers else {})
         argv = [PYTHON, "-c", _CHILD, info.path, info.base, info.head, str(dest / name / "workspace"),
-                "spar.round.treecache", json.dumps({"reuse": reuse, "cache": str(cache)})]
+                "spar.round.treecache", json.dumps(kwargs)]
         s = run_measured(argv, env=clean_env(PYTHONPATH=str(BENCH)), cwd=BENCH)
         data = json.loads(s.stdout)
         CPU[id(copy)] = s.user + s.sys
@@ -173,6 +179,7 @@ CPU: dict[int, float] = {}  # id(side function) -> CPU of its last run (child an
 
 # as `spar run` at the checked-out head (the tree cache where btrfs, the blob cache where files clone)
 spar_copy = _as_spar_run()
+one_thread_copy = _as_spar_run(workers=1)  # the same on one thread (spar.round.workspace.WORKERS)
 git_only_copy = _copy_with("spar.round.workspace", cache=_new_cache)  # every byte from git (another head)
 bare_copy = _copy_with("spar.round.workspace")  # no source, no cache: git alone
 previous_copy = _copy_with("previous.workspace_v0")  # the code before 8f1906f, kept for before/after only
@@ -234,7 +241,8 @@ def measure_later(info: RepoInfo, repeat: int, where: str | None = None, warmup:
 def measure(info: RepoInfo, repeat: int, where: str | None = None, previous: bool = False,
             warmup: bool = True) -> dict:
     tmp = work_dir("ws", where)
-    sides = [("spar", spar_copy), ("git only", git_only_copy), ("archive", archive_copy)]
+    sides = [("spar", spar_copy), ("one thread", one_thread_copy), ("git only", git_only_copy),
+             ("archive", archive_copy)]
     sides += [("previous", previous_copy)] if previous else []
     res = {name: (Series(), Series(), Series()) for name, _ in sides}
     try:
@@ -264,30 +272,38 @@ def run(quick: bool, repeat: int | None, where: str | None = None,
     for info, size in ((small_repo(), "small"), (large_repo(), "large")):
         r = measure(info, repeat, where, previous, warmup=not quick)
         (st, sm, sc), (gt, _gm, gc), (at, am, ac) = r["spar"], r["git only"], r["archive"]
+        ot, _om, oc = r["one thread"]
         figures[size] = {"files": info.files, "spar_seconds": st.median, "archive_floor_seconds": at.median,
                          "ratio": st.median / at.median, "spar_peak_rss_mib": sm.median,
                          "spar_range": st.spread(), "archive_range": at.spread(),
                          "spar_cpu": sc.median, "archive_cpu": ac.median, "ratio_cpu": sc.median / ac.median,
                          "git_only_seconds": gt.median, "git_only_ratio": gt.median / at.median,
-                         "git_only_cpu": gc.median}
+                         "git_only_cpu": gc.median, "one_thread_seconds": ot.median,
+                         "one_thread_ratio": ot.median / at.median, "one_thread_cpu": oc.median}
         row = [info.label, fmt_s(st.median), st.spread(), fmt_s(at.median), at.spread(),
                f"{st.median / at.median:.2f}x", f"{sc.median:.2f} / {ac.median:.2f} s ({sc.median / ac.median:.2f}x)",
                f"{gt.median:.3f} s = {gt.median / at.median:.2f}x, CPU {gc.median:.2f} s",
+               f"{ot.median:.3f} s = {ot.median / at.median:.2f}x, CPU {oc.median:.2f} s",
                fmt_mb(sm.median), fmt_mb(am.median)]
         if previous:
             pt, pm, _pc = r["previous"]
             row += [fmt_s(pt.median), pt.spread(), f"{pt.median / at.median:.2f}x", fmt_mb(pm.median),
                     f"{pt.median / st.median:.1f}x"]
         rows.append(row)
-    header = ["repository", "spar build_workspace", "range", "git archive + tar -x", "range", "ratio",
-              "CPU spar / archive", "spar, every byte from git", "spar peak RSS", "archive peak RSS"]
+    header = ["repository", "spar run's copy", "range", "git archive + tar -x", "range", "ratio",
+              "CPU spar / archive", "spar, every byte from git", "spar on one thread", "spar peak RSS",
+              "archive peak RSS"]
     notes = [machine_line(), f"copies written under {where or tempfile.gettempdir()}; its file system clones "
              f"files copy-on-write: {cow}",
              "ratio = spar / git archive floor (both commits, same run, alternating order)",
              "CPU = user + system of the child and everything it started (git, tar; spar's interpreter start)",
-             "spar = as `spar run` at the checked-out head: files whose work-tree bytes hash to their blob id come "
-             "from the work tree, the rest from git; every byte from git = reviewing a head not checked out; "
-             "both fill the series' blob cache where files clone (spar/round/blobcache.py)"]
+             "spar = as `spar run` at the checked-out head (spar/round/treecache.py prepare_workspace, the series "
+             "folder fresh): files whose work-tree bytes hash to their blob id come from the work tree, the rest "
+             "from git; where the series folder is on btrfs the copy is a subvolume and its snapshot is taken "
+             "into the series' tree cache (btrfs writes the copy's data out first), elsewhere the series' blob "
+             "cache is filled where files clone (spar/round/blobcache.py)",
+             "every byte from git = build_workspace for a head not checked out (no tree cache); one thread = "
+             "spar with spar.round.workspace.WORKERS = 1"]
     if previous:
         header += ["previous (before 8f1906f)", "range", "ratio", "previous peak RSS", "previous / spar"]
         notes.append("previous = bench/previous/workspace_v0.py, the copy before 8f1906f: each commit's blobs "

@@ -185,6 +185,17 @@ bare_copy = _copy_with("spar.round.workspace")  # no source, no cache: git alone
 previous_copy = _copy_with("previous.workspace_v0")  # the code before 8f1906f, kept for before/after only
 
 
+def _cp_reflink(earlier: Path):
+    """`cp -a --reflink=auto` of round 1's copy (head and base): what compiled code takes
+    to make every file anew as a clone where the file system clones (a copy where not),
+    with no check at all; a lower bound for any copy made file by file."""
+    def copy(info: RepoInfo, dest: Path) -> tuple[float, float]:
+        s = run_measured(["cp", "-a", "--reflink=auto", str(earlier), str(dest)], env=clean_env())
+        CPU[id(copy)] = s.user + s.sys
+        return s.wall, s.maxrss_mb
+    return copy
+
+
 def archive_copy(info: RepoInfo, dest: Path) -> tuple[float, float]:
     s = run_measured(["sh", "-c", _ARCHIVE, "sh", info.path, info.head, str(dest), info.base], env=clean_env())
     CPU[id(archive_copy)] = s.user + s.sys
@@ -221,7 +232,7 @@ def measure_later(info: RepoInfo, repeat: int, where: str | None = None, warmup:
     sides = [("spar run", _as_spar_run(info)),
              ("clone", _copy_with("spar.round.workspace", reuse, _cache_from(pristine))),
              ("bytes", _copy_with("spar.round.workspace", reuse)),
-             ("fresh", bare_copy), ("archive", archive_copy)]
+             ("fresh", bare_copy), ("cp", _cp_reflink(earlier)), ("archive", archive_copy)]
     res: dict[str, tuple[Series, Series]] = {name: (Series(), Series()) for name, _ in sides}
     try:
         for i in range(0 if warmup else 1, repeat + 1):
@@ -316,8 +327,10 @@ def later_table(info: RepoInfo, repeat: int, where: str | None, warmup: bool, fi
     r = measure_later(info, repeat, where, warmup)
     (st, sc), (rt, rc), (bt, bc), (ft, fc), (at, ac) = (r["spar run"], r["clone"], r["bytes"], r["fresh"],
                                                         r["archive"])
+    ct, cc = r["cp"]
     figures["later"] = {"spar_run_seconds": st.median, "spar_run_ratio": st.median / at.median,
                         "spar_run_cpu": sc.median, "spar_run_range": st.spread(),
+                        "cp_reflink_seconds": ct.median, "cp_reflink_ratio": ct.median / at.median,
                         "reuse_seconds": rt.median, "fresh_seconds": ft.median, "archive_floor_seconds": at.median,
                         "ratio": rt.median / at.median, "fresh_ratio": ft.median / at.median,
                         "bytes_seconds": bt.median, "bytes_ratio": bt.median / at.median, "bytes_cpu": bc.median,
@@ -328,6 +341,7 @@ def later_table(info: RepoInfo, repeat: int, where: str | None, warmup: bool, fi
             for name, t, c in (("spar run (tree snapshot where btrfs, else as the next row)", st, sc),
                                ("spar: blob cache + round 1's copy", rt, rc),
                                ("spar, round 1's copy only (bytes)", bt, bc), ("spar, fresh copy", ft, fc),
+                               ("cp -a --reflink=auto of round 1's copy (no check)", ct, cc),
                                ("git archive + tar -x (floor)", at, ac))]
     notes = [machine_line(), f"copies written under {where or tempfile.gettempdir()}; its file system clones "
              f"files copy-on-write: {figures.get('cow', '?')}",
@@ -340,6 +354,8 @@ def later_table(info: RepoInfo, repeat: int, where: str | None, warmup: bool, fi
              "spar run = spar/round/treecache.py prepare_workspace, round 1 made untimed in the same series folder "
              "for each repetition: where the series folder is on btrfs (and subvolumes may be destroyed), a "
              "snapshot of the series' tree cache, checked and brought to the later commits",
+             "cp -a --reflink=auto = compiled code making every file of round 1's copy anew, as a clone where the "
+             "file system clones, with no check: a lower bound for any copy made file by file",
              "round 1's copy (bytes) = unchanged files' bytes read from round 1's copy and checked against their "
              "blob ids (spar/round/reuse.py); every file is still a new inode"]
     return table(f"Workspace copies, a later round of a series (one file changed), median of {repeat}",

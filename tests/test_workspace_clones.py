@@ -11,7 +11,6 @@ import fcntl
 import os
 import shutil
 import struct
-import subprocess
 import types
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from spar.round.blobcache import CACHE_FOLDER, UNSUPPORTED, holds_blob
 from spar.round.reuse import sources
 from spar.round.workspace import build_workspace
 from tests.gitrepo import commit, git, make_repo
+from tests.loopfs import folder_for_test, loop_mounted
 from tests.spies import calls_to
 from tests.test_workspace import make_writable
 from tests.test_workspace_reuse import inodes, tree_of
@@ -36,7 +36,6 @@ def every_file_clones(monkeypatch):
     monkeypatch.setattr(blobcache, "CLONE_MIN", 0)
 
 
-_TIMEOUT = 120  # seconds for mkfs, mount and umount: a hang fails the test instead of stalling it
 
 
 def _make_series(root: Path) -> tuple[Path, str, str, str, Path]:
@@ -187,47 +186,19 @@ def shares_blocks(path: Path) -> bool:
     return bool(flags) and all(f & _FIEMAP_EXTENT_SHARED for f in flags)
 
 
-def _run(argv: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT)
-
-
 @pytest.fixture(scope="module")
 def xfs(tmp_path_factory):
     """A folder on a fresh XFS file system with reflink, on a loop device (root only);
     unmounted at the end whatever the tests did."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root, to mount a loop device")
-    for program in ("mkfs.xfs", "mount", "umount"):
-        if shutil.which(program) is None:
-            pytest.skip(f"needs {program} (xfsprogs) to make a file system that clones files")
-    where = tmp_path_factory.mktemp("xfs")
-    image, mnt = where / "xfs.img", where / "mnt"
-    mnt.mkdir()
-    with open(image, "wb") as f:
-        f.truncate(512 * 1024 * 1024)  # sparse: only what XFS writes takes room
-    made = _run(["mkfs.xfs", "-q", "-m", "reflink=1", str(image)])
-    assert made.returncode == 0, made.stderr
-    mounted = _run(["mount", "-o", "loop", str(image), str(mnt)])
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a loop device here (needs losetup and /dev/loop*): {mounted.stderr.strip()}")
-    try:
+    mkfs = ["mkfs.xfs", "-q", "-m", "reflink=1"]
+    with loop_mounted(tmp_path_factory.mktemp("xfs"), mkfs, "xfsprogs", "a file system that clones files") as mnt:
         yield mnt
-    finally:
-        done = _run(["umount", str(mnt)])
-        if done.returncode != 0:
-            _run(["umount", "-l", str(mnt)])  # still unmounted, once nothing holds it
-        image.unlink()
 
 
 @pytest.fixture
 def cow_series(xfs, request):
-    root = xfs / request.node.name.replace("[", "_").replace("]", "")
-    root.mkdir()
-    try:
+    with folder_for_test(xfs, request) as root:
         yield _make_series(root)
-    finally:
-        make_writable(root)
-        shutil.rmtree(root)
 
 
 def test_a_later_round_clones_from_the_cache_and_stays_its_own(cow_series, tmp_path, monkeypatch):

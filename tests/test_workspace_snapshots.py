@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,43 +20,20 @@ from spar.round import subvolume, treecache
 from spar.round.treecache import TREE_FOLDER, prepare_workspace
 from spar.round.workspace import build_workspace, workspace_state
 from tests.gitrepo import commit, git, make_repo
+from tests.loopfs import folder_for_test, loop_mounted
 from tests.spies import calls_to
 from tests.test_workspace import make_writable
 from tests.test_workspace_reuse import tree_of
 
-_TIMEOUT = 120  # seconds for mkfs, mount and umount: a hang fails the test instead of stalling it
 _NO_PARENT = "0" * 32
-
-
-def _run(argv: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT)
 
 
 @pytest.fixture(scope="module")
 def btrfs(tmp_path_factory):
     """A folder on a fresh btrfs on a loop device (root only); unmounted at the end."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root, to mount a loop device")
-    for program in ("mkfs.btrfs", "mount", "umount"):
-        if shutil.which(program) is None:
-            pytest.skip(f"needs {program} (btrfs-progs) to make a file system with snapshots")
-    where = tmp_path_factory.mktemp("btrfs")
-    image, mnt = where / "btrfs.img", where / "mnt"
-    mnt.mkdir()
-    with open(image, "wb") as f:
-        f.truncate(512 * 1024 * 1024)  # sparse: only what btrfs writes takes room
-    made = _run(["mkfs.btrfs", "-q", "-f", str(image)])
-    assert made.returncode == 0, made.stderr
-    mounted = _run(["mount", "-o", "loop", str(image), str(mnt)])
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a loop device here (needs btrfs, losetup and /dev/loop*): {mounted.stderr.strip()}")
-    try:
+    mkfs = ["mkfs.btrfs", "-q", "-f"]
+    with loop_mounted(tmp_path_factory.mktemp("btrfs"), mkfs, "btrfs-progs", "a file system with snapshots") as mnt:
         yield mnt
-    finally:
-        done = _run(["umount", str(mnt)])
-        if done.returncode != 0:
-            _run(["umount", "-l", str(mnt)])
-        image.unlink()
 
 
 def _make_series(root: Path) -> tuple[Path, str, str, str, Path]:
@@ -82,13 +58,8 @@ def _make_series(root: Path) -> tuple[Path, str, str, str, Path]:
 
 @pytest.fixture
 def bseries(btrfs, request):
-    root = btrfs / request.node.name.replace("[", "_").replace("]", "")
-    root.mkdir()
-    try:
+    with folder_for_test(btrfs, request) as root:
         yield _make_series(root)
-    finally:
-        make_writable(root)
-        shutil.rmtree(root)
 
 
 def _prepare(repo: Path, base: str, head: str, workspace: Path, extra: dict[str, bytes] | None = None):

@@ -67,14 +67,19 @@ def _dir_fd(path: str) -> int:
     return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
 
 
-def create(parent: str, name: str) -> None:
-    """A new empty subvolume `parent/name` (like mkdir, mode 0755 before the umask)."""
-    args = bytearray(_VOL_ARGS.pack(0, _name(name)))
-    fd = _dir_fd(parent)
+def _ioctl_in(folder: str, request: int, args: bytearray) -> None:
+    """One ioctl on the folder `folder` (opened without following a link); `args` is
+    passed as a mutable buffer, whatever its size, and holds what the kernel wrote back."""
+    fd = _dir_fd(folder)
     try:
-        fcntl.ioctl(fd, SUBVOL_CREATE, args, True)
+        fcntl.ioctl(fd, request, args, True)
     finally:
         os.close(fd)
+
+
+def create(parent: str, name: str) -> None:
+    """A new empty subvolume `parent/name` (like mkdir, mode 0755 before the umask)."""
+    _ioctl_in(parent, SUBVOL_CREATE, bytearray(_VOL_ARGS.pack(0, _name(name))))
 
 
 def snapshot(source: str, parent: str, name: str, *, read_only: bool = False) -> None:
@@ -82,12 +87,8 @@ def snapshot(source: str, parent: str, name: str, *, read_only: bool = False) ->
     btrfs first writes out the source's pending data, so the snapshot holds it)."""
     src = _dir_fd(source)
     try:
-        args = bytearray(_VOL_ARGS_V2.pack(src, 0, _RDONLY if read_only else 0, 0, 0, 0, 0, _name(name)))
-        fd = _dir_fd(parent)
-        try:
-            fcntl.ioctl(fd, SNAP_CREATE_V2, args, True)
-        finally:
-            os.close(fd)
+        _ioctl_in(parent, SNAP_CREATE_V2,
+                  bytearray(_VOL_ARGS_V2.pack(src, 0, _RDONLY if read_only else 0, 0, 0, 0, 0, _name(name))))
     finally:
         os.close(src)
 
@@ -95,22 +96,13 @@ def snapshot(source: str, parent: str, name: str, *, read_only: bool = False) ->
 def destroy(parent: str, name: str) -> None:
     """Remove the subvolume `parent/name` with all it holds (root, or a file system
     mounted with user_subvol_rm_allowed; EPERM otherwise)."""
-    args = bytearray(_VOL_ARGS.pack(0, _name(name)))
-    fd = _dir_fd(parent)
-    try:
-        fcntl.ioctl(fd, SNAP_DESTROY, args, True)
-    finally:
-        os.close(fd)
+    _ioctl_in(parent, SNAP_DESTROY, bytearray(_VOL_ARGS.pack(0, _name(name))))
 
 
 def info(path: str) -> SubvolumeInfo:
     """What btrfs says of the subvolume whose root folder is `path`."""
     buf = bytearray(_INFO_SIZE)
-    fd = _dir_fd(path)
-    try:
-        fcntl.ioctl(fd, GET_SUBVOL_INFO, buf, True)
-    finally:
-        os.close(fd)
+    _ioctl_in(path, GET_SUBVOL_INFO, buf)  # the kernel fills `buf`
     # treeid, name[256], parent_id, dirid, generation, flags, uuid[16], parent_uuid[16],
     # received_uuid[16], ctransid, ...
     (flags,) = struct.unpack_from("Q", buf, 288)

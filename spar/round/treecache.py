@@ -68,6 +68,7 @@ _TREE = "tree"
 _NEW = "tree.new"
 _MANIFEST = "manifest.json"
 _PROBE = "probe"
+_OWN_NAMES = frozenset({_TREE, _NEW, _MANIFEST, _MANIFEST + ".tmp", _PROBE})
 _VERSION = 1
 _COPIES = ("head", "base")
 _WRITABLE_DIR = 0o755
@@ -153,8 +154,8 @@ class TreeCache:
             return None
         try:
             st = os.lstat(folder)
-            if not stat.S_ISDIR(st.st_mode) or set(os.listdir(folder)) - {_TREE, _NEW, _MANIFEST, _MANIFEST + ".tmp", _PROBE}:
-                return None
+            if not stat.S_ISDIR(st.st_mode) or set(os.listdir(folder)) - _OWN_NAMES:
+                return None  # not a folder this module made: nothing in it is touched
             if _may_destroy(folder):
                 os.chmod(folder, 0o700)
                 return cls(folder)

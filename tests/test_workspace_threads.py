@@ -50,3 +50,23 @@ def test_an_error_on_a_thread_is_raised(monkeypatch):
     with pytest.raises(OSError, match="simulated"):
         workspace.in_parallel(fn, list(range(100)))
     assert 70 in seen
+
+
+def test_an_error_stops_the_other_thread_at_its_next_item():
+    """The second chunk's thread raises at its first item: the first chunk's thread, in its
+    first item until the stop is set, makes no call after it (an interrupted copy ends at once)."""
+    import threading
+
+    stop = threading.Event()
+    seen = []
+
+    def fn(item):
+        if item == 50:
+            raise OSError(5, "simulated")
+        if item == 0:
+            assert stop.wait(timeout=60)
+        seen.append(item)
+
+    with pytest.raises(OSError, match="simulated"):
+        workspace.in_parallel(fn, list(range(100)), stop)
+    assert seen == [0]

@@ -35,6 +35,7 @@ import concurrent.futures
 import errno
 import os
 import stat
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -281,22 +282,35 @@ WORKERS = 2
 _PARALLEL_FROM = 64  # fewer items are not worth a thread
 
 
-def in_parallel(fn: Callable[[Any], None], items: list[Any]) -> None:
-    """fn(item) for every item, split among WORKERS threads; the first error is raised."""
+def in_parallel(fn: Callable[[Any], None], items: list[Any], stop: threading.Event | None = None) -> None:
+    """fn(item) for every item, split among WORKERS threads; the first error is raised, and
+    once one is (or the caller is interrupted: a signal, KeyboardInterrupt) `stop` is set
+    and every thread stops at its next item, so an interrupted copy ends at once."""
     if len(items) < _PARALLEL_FROM or WORKERS < 2:
         for item in items:
             fn(item)
         return
     n = len(items)
     chunks = [items[i * n // WORKERS:(i + 1) * n // WORKERS] for i in range(WORKERS)]
+    stop = stop or threading.Event()
 
     def run(chunk: list[Any]) -> None:
-        for item in chunk:
-            fn(item)
+        try:
+            for item in chunk:
+                if stop.is_set():
+                    return
+                fn(item)
+        except BaseException:
+            stop.set()
+            raise
 
     with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
-        for future in [pool.submit(run, chunk) for chunk in chunks]:
-            future.result()
+        try:
+            for future in [pool.submit(run, chunk) for chunk in chunks]:
+                future.result()
+        except BaseException:
+            stop.set()
+            raise
 
 
 def fill_copies(repo: str | Path, writer: Writer, copies: list[tuple[Copy, Pending]]) -> None:

@@ -146,6 +146,14 @@ def test_run_verifies_every_finding_with_another_vendor(tmp_path, backend):
     assert index["cost_usd"] == pytest.approx(0.01 * len(claude_costs))
     assert "verification of round r1: 4 call(s): 1 confirmed, 1 refuted, 2 unsure" in err
     assert err.strip().splitlines()[-1].startswith(f"spar: round {round_dir} recorded: ")
+    # progress ends each verifier's row on its calls as judged, not on "answered"
+    bad = calls["agy-F1"]
+    row = [line for line in err.splitlines() if line.startswith(f"spar: {bad['verifier']} (verifying): invalid_output in ")]
+    assert len(row) == 1 and f"{bad['call']} unsure (invalid_output: " in row[0], err
+    good = calls["claude-F1"]
+    if good["verifier"] != bad["verifier"]:
+        assert any(line.startswith(f"spar: {good['verifier']} (verifying): completed in ")
+                   and f"{good['call']} confirmed" in line for line in err.splitlines()), err
 
 
 def test_the_verify_input_quotes_the_finding_and_shows_code_and_diff(tmp_path):

@@ -254,6 +254,20 @@ def verdict_line(record: VerificationsRecord) -> str:
     return f"verification of round {record['round']}: {len(verdicts)} call(s): {counts}"
 
 
+def report_verdicts(progress: Progress, record: VerificationsRecord) -> None:
+    """Each verifier's progress row ends on its calls as judged (the runner could only say
+    "answered": an answer is judged once it is read), e.g. `V1 confirmed, V3 unsure
+    (invalid_output: ...)`; completed only when every call's answer was usable."""
+    by_verifier: dict[str, list[Verification]] = {}
+    for call in record["calls"]:
+        by_verifier.setdefault(call["verifier"], []).append(call)
+    for verifier, calls in by_verifier.items():
+        failed = [c["status"] for c in calls if c["status"] != S.COMPLETED]
+        detail = ", ".join(f"{c['call']} {c['verdict']}" + (f" ({c['reason']})" if c["reason"] else "")
+                           for c in calls)
+        progress.reviewer_status(progress_label(verifier), failed[0] if failed else S.COMPLETED, detail)
+
+
 def progress_label(verifier: str) -> str:
     return f"{verifier} (verifying)"
 
@@ -333,6 +347,8 @@ def verify_recorded_round(v: VerifyRun, plan: Plan, *, progress: Progress | None
     if spend is None:
         return None, signum
     record = build_record(v, plan, calls, started)
+    if progress is not None:
+        report_verdicts(progress, record)
     write_verification(v.round_dir, record)
     write_summary(v.round_dir)
     return VerifyResult(record, bound_notes(record, spend)), None

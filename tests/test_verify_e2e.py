@@ -75,6 +75,17 @@ def _configure(s, verify: str | None, timeout: int = 60) -> None:
             f.write("\n[verify]\n" + verify)
 
 
+def _verified_round(tmp_path, verify: str, backend: str | None = None):
+    """`spar run` of the scenario with `[verify]` set to `verify`: (setup, stderr, verifications.json)."""
+    s = make_setup(tmp_path, backend)
+    _configure(s, verify)
+    _scenario(s)
+    proc = s.run("--criteria", "docs/criteria.md")
+    err = proc.stderr.decode()
+    assert proc.returncode == 0, err
+    return s, err, load(s.repo / "reviews" / "r1" / "verifications.json")
+
+
 def _verification_calls(s, round_dir: Path) -> list[dict]:
     """The fakes' log lines of verification calls: those handed a verify/V*/input.md."""
     inputs = [p.read_text(encoding="utf-8") for p in (round_dir / "verify").glob("V*/input.md")]
@@ -95,18 +106,12 @@ def _sha(text: str) -> str:
 
 
 def test_run_verifies_every_finding_with_another_vendor(tmp_path, backend):
-    s = make_setup(tmp_path, backend)
-    _configure(s, 'reviewers = ["claude", "codex", "agy"]\n')
-    _scenario(s)
-    proc = s.run("--criteria", "docs/criteria.md")
-    err = proc.stderr.decode()
-    assert proc.returncode == 0, err
+    s, err, record = _verified_round(tmp_path, 'reviewers = ["claude", "codex", "agy"]\n', backend)
     round_dir = s.repo / "reviews" / "r1"
     findings = {f["id"]: f for f in load(round_dir / "findings.json")}
     assert sorted(findings) == ["agy-F1", "claude-F1", "claude-F2", "codex-F1"]
     assert all(f["group"] is None for f in findings.values())
 
-    record = load(round_dir / "verifications.json")
     assert record["schema"] == "spar-verifications/v1" and record["round"] == "r1"
     assert record["verifiers"] == ["claude", "codex", "agy"] and record["unverified"] == []
     calls = {c["finding"]: c for c in record["calls"]}
@@ -224,13 +229,7 @@ def test_spar_verify_reruns_and_the_gate_is_the_same_with_and_without_it(tmp_pat
 
 
 def test_max_findings_stops_further_calls(tmp_path):
-    s = make_setup(tmp_path)
-    _configure(s, 'reviewers = ["claude", "codex", "agy"]\nmax_findings = 2\n')
-    _scenario(s)
-    proc = s.run("--criteria", "docs/criteria.md")
-    err = proc.stderr.decode()
-    assert proc.returncode == 0, err
-    record = load(s.repo / "reviews" / "r1" / "verifications.json")
+    s, err, record = _verified_round(tmp_path, 'reviewers = ["claude", "codex", "agy"]\nmax_findings = 2\n')
     assert [c["finding"] for c in sorted(record["calls"], key=lambda c: c["call"])] in (
         ["claude-F1", "codex-F1"], ["codex-F1", "claude-F1"])
     assert record["unverified"] == [{"finding": "claude-F2", "why": "max_findings"},
@@ -241,14 +240,8 @@ def test_max_findings_stops_further_calls(tmp_path):
 
 
 def test_max_cost_usd_stops_further_calls(tmp_path):
-    s = make_setup(tmp_path)
     # claude alone verifies the three findings of codex and agy, one at a time; each call costs 0.01
-    _configure(s, 'reviewers = ["claude"]\nmax_cost_usd = 0.015\n')
-    _scenario(s)
-    proc = s.run("--criteria", "docs/criteria.md")
-    err = proc.stderr.decode()
-    assert proc.returncode == 0, err
-    record = load(s.repo / "reviews" / "r1" / "verifications.json")
+    s, _err, record = _verified_round(tmp_path, 'reviewers = ["claude"]\nmax_cost_usd = 0.015\n')
     assert [c["call"] for c in record["calls"]] == ["V1", "V2"]
     assert [c["finding"] for c in record["calls"]] == ["codex-F1", "agy-F1"]
     assert {"finding": "claude-F1", "why": "no_other_vendor"} in record["unverified"]

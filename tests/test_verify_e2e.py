@@ -468,3 +468,23 @@ def test_spar_run_interrupted_while_verifying_keeps_the_round_recorded(tmp_path)
     rj = load(round_dir / "round.json")
     assert rj["recorded_at"] and "verification" not in rj
     assert not (round_dir / "verifications.json").exists()
+
+
+def test_model_and_effort_of_the_run_leave_the_verifiers_as_configured(tmp_path):
+    """`--model`/`--effort` set this round's reviewers only: the verifiers of [verify] run
+    with the user configuration's settings (here none: the CLIs' defaults)."""
+    s = make_setup(tmp_path)
+    _configure(s, 'reviewers = ["claude", "codex", "agy"]\n')
+    _scenario(s)
+    proc = s.run("--criteria", "docs/criteria.md", "--model", "claude=round-model", "--effort", "codex=high")
+    assert proc.returncode == 0, proc.stderr.decode()
+    round_dir = s.repo / "reviews" / "r1"
+    verifying = _verification_calls(s, round_dir)
+    reviewing = [c for c in s.fake_calls() if "--version" not in c["argv"] and c not in verifying]
+    by_prog = {prog: [c["argv"] for c in reviewing if c["prog"] == prog] for prog in ("claude", "codex")}
+    assert by_prog["claude"] and all("round-model" in argv for argv in by_prog["claude"])
+    assert by_prog["codex"] and all('model_reasoning_effort="high"' in argv for argv in by_prog["codex"])
+    verified_by = {c["prog"] for c in verifying}
+    assert {"claude", "codex"} <= verified_by
+    for call in verifying:
+        assert "round-model" not in call["argv"] and 'model_reasoning_effort="high"' not in call["argv"], call

@@ -85,7 +85,9 @@ round warning.
 With a [verify] table in the user configuration, the recorded round's defect
 and hardening findings are then put to reviewers of other vendors (see spar
 verify --help): verifications.json, never a change to the exit code above but
-130 or 143 when a signal stops the verifiers (the round stays recorded).
+130 or 143 when a signal stops the verifiers (the round stays recorded). The
+verifiers run as the user configuration sets them: --model and --effort
+change this round's reviewers only.
 
 --decision TEXT --decision-quote TEXT: a decision the user made and the user's
 words, as a pair (repeatable, in order). Their texts may start with '-' and are

@@ -86,6 +86,19 @@ def _verified_round(tmp_path, verify: str, backend: str | None = None):
     return s, err, load(s.repo / "reviews" / "r1" / "verifications.json")
 
 
+def _codex_hangs_verifying(tmp_path):
+    """A set-up whose codex, the only verifier, hangs verifying claude-F1 after writing its
+    pid to the returned file: (setup, pid file)."""
+    s = make_setup(tmp_path)
+    pid_file = tmp_path / "verifier.pid"
+    _configure(s, 'reviewers = ["codex"]\n')
+    answers = _findings(s.head)
+    s.scenario({"claude": {"result": answers["claude"]}, "agy": {"result": answers["agy"]},
+                "codex": {"result": answers["codex"],
+                          "by_prompt": {"ID: `claude-F1`": {"delay": 600, "pid_file": str(pid_file)}}}})
+    return s, pid_file
+
+
 def _verification_calls(s, round_dir: Path) -> list[dict]:
     """The fakes' log lines of verification calls: those handed a verify/V*/input.md."""
     inputs = [p.read_text(encoding="utf-8") for p in (round_dir / "verify").glob("V*/input.md")]
@@ -312,13 +325,7 @@ def test_spar_verify_refuses_a_dry_run_and_an_unfinished_round(tmp_path):
 
 
 def test_an_interrupted_verification_writes_no_record_and_leaves_the_round_as_recorded(tmp_path):
-    s = make_setup(tmp_path)
-    pid_file = tmp_path / "verifier.pid"
-    _configure(s, 'reviewers = ["codex"]\n')
-    answers = _findings(s.head)
-    s.scenario({"claude": {"result": answers["claude"]}, "agy": {"result": answers["agy"]},
-                "codex": {"result": answers["codex"],
-                          "by_prompt": {"ID: `claude-F1`": {"delay": 600, "pid_file": str(pid_file)}}}})
+    s, pid_file = _codex_hangs_verifying(tmp_path)
     s.env["SPAR_CONFIG"] = str(tmp_path / "plain.toml")  # the round first, without [verify]
     (tmp_path / "plain.toml").write_text(s.config.read_text().split("[verify]")[0], encoding="utf-8")
     proc = s.run("--criteria", "docs/criteria.md")
@@ -442,13 +449,7 @@ def test_spar_verify_refuses_damaged_records_before_writing(tmp_path, record, sa
 
 
 def test_spar_run_interrupted_while_verifying_keeps_the_round_recorded(tmp_path):
-    s = make_setup(tmp_path)
-    pid_file = tmp_path / "verifier.pid"
-    _configure(s, 'reviewers = ["codex"]\n')
-    answers = _findings(s.head)
-    s.scenario({"claude": {"result": answers["claude"]}, "agy": {"result": answers["agy"]},
-                "codex": {"result": answers["codex"],
-                          "by_prompt": {"ID: `claude-F1`": {"delay": 600, "pid_file": str(pid_file)}}}})
+    s, pid_file = _codex_hangs_verifying(tmp_path)
     run = subprocess.Popen([sys.executable, "-m", "spar", "run", "--stage", "code", "--out", "reviews/r1",
                             "--criteria", "docs/criteria.md"], cwd=s.repo, env=s.env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)

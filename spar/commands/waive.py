@@ -67,7 +67,8 @@ def main(argv: list[str]) -> int:
         # summary.md names waived reviewers; its records are read before the append,
         # so a refusal (an unreadable findings.json or ledger) still writes nothing
         findings = readers.read_findings(round_dir, round_json=round_json)
-        summary = summary_text(round_dir, readers.read_ledger(round_dir, findings), waivers + [line])
+        summary = summary_text(round_dir, readers.read_ledger(round_dir, findings), waivers + [line],
+                               round_json=round_json, findings=findings)
         jsonl.append(round_dir / readers.WAIVERS_FILE, line)
         atomic.write_text(round_dir / "summary.md", summary)
     print(f"waived {args.reviewer} ({entry['status']}) in round {round_dir.name}", file=sys.stdout)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from spar.errors import RecordError
 from spar.records import atomic, readers
-from spar.records.model import Finding, LedgerLine, VerificationsRecord, WaiverLine
+from spar.records.model import Finding, LedgerLine, RoundRecord, VerificationsRecord, WaiverLine
 from spar.round.summary import render_summary
 
 
@@ -23,12 +23,16 @@ def shown_verifications(round_dir: Path, findings: list[Finding]) -> Verificatio
         return None
 
 
-def summary_text(round_dir: Path, ledger: list[LedgerLine], waivers: list[WaiverLine] | None = None) -> str:
+def summary_text(round_dir: Path, ledger: list[LedgerLine], waivers: list[WaiverLine] | None = None, *,
+                 round_json: RoundRecord | None = None, findings: list[Finding] | None = None) -> str:
     """summary.md of a recorded round as it reads with `ledger` (and `waivers`) on disk: round.json,
-    findings.json and verifications.json read from the folder. An unreadable waivers.jsonl
-    (only waive and gate judge it, G32) shows no waiver."""
-    round_json = readers.read_round(round_dir)
-    findings = readers.read_findings(round_dir)
+    findings.json and verifications.json read from the folder unless the caller has read them
+    (`round_json`, `findings`). An unreadable waivers.jsonl (only waive and gate judge it, G32)
+    shows no waiver."""
+    if round_json is None:
+        round_json = readers.read_round(round_dir)
+    if findings is None:
+        findings = readers.read_findings(round_dir)
     if waivers is None:
         try:
             waivers = readers.read_waivers(round_dir)
@@ -41,5 +45,6 @@ def write_summary(round_dir: str | Path) -> None:
     """Write summary.md again from the round's records as they are (after `spar verify` wrote
     verifications.json, so the summary shows the verdicts). The caller holds the series lock."""
     round_dir = Path(round_dir)
-    ledger = readers.read_ledger(round_dir, readers.read_findings(round_dir))
-    atomic.write_text(round_dir / "summary.md", summary_text(round_dir, ledger))
+    findings = readers.read_findings(round_dir)
+    ledger = readers.read_ledger(round_dir, findings)
+    atomic.write_text(round_dir / "summary.md", summary_text(round_dir, ledger, findings=findings))

@@ -52,6 +52,7 @@ from spar.round import subvolume
 from spar.round.treeplan import TreePlan
 from spar.round.workspace import (
     MODE_LINK,
+    READ_ONLY_FILE,
     Copy,
     Entry,
     Pending,
@@ -286,7 +287,7 @@ def update_workspace(repo: str | Path, workspace: str, manifest: Manifest, plans
         for path in delta.added[copy]:
             target = _folder_for(workspace, f"{copy}/{path}", opened)
             if path in plan.outward:
-                state[f"{copy}/{path}"] = writer.write(target, link_note(plan.outward[path]), 0o444)
+                state[f"{copy}/{path}"] = writer.write(target, link_note(plan.outward[path]), READ_ONLY_FILE)
                 continue
             entry = entries[path]
             key = (entry.sha, entry.mode)
@@ -296,7 +297,7 @@ def update_workspace(repo: str | Path, workspace: str, manifest: Manifest, plans
         known = this.written
     fill_copies(repo, writer, copies)
     for name, data in extra.items():
-        state[name] = writer.write(_folder_for(workspace, name, opened), data, 0o444)
+        state[name] = writer.write(_folder_for(workspace, name, opened), data, READ_ONLY_FILE)
     make_read_only(opened, workspace, state)  # innermost first: each opened after its parent
     return state
 
@@ -358,7 +359,6 @@ def _folder_for(workspace: str, rel: str, opened: dict[str, None]) -> str:
         current = nxt
     _open_folder(current, opened)
     return os.path.join(current, parts[-1])
-
 
 
 def prepare_workspace(repo: str | Path, base: str, head: str, workspace: str | Path,

@@ -51,7 +51,7 @@ MODE_FILE = "100644"
 MODE_EXEC = "100755"
 MODE_LINK = "120000"
 
-_READ_ONLY_FILE = 0o444
+READ_ONLY_FILE = 0o444
 _READ_ONLY_EXEC = 0o555
 _READ_ONLY_DIR = 0o555
 
@@ -155,7 +155,7 @@ def _make_folders(dest: str, folder: str, made: set[str], folders: list[str] | N
 
 
 def file_mode(entry: git.TreeEntry) -> int:
-    return _READ_ONLY_EXEC if entry.mode == MODE_EXEC else _READ_ONLY_FILE
+    return _READ_ONLY_EXEC if entry.mode == MODE_EXEC else READ_ONLY_FILE
 
 
 def make_read_only(folders: Iterable[str], root: str, state: dict[str, Entry]) -> None:
@@ -256,7 +256,7 @@ def _start_copy(copy: Copy, writer: Writer, plan: TreePlan, dest: str, folders: 
         entry, target = item
         if entry.path in plan.outward:
             copy.state[copy.prefix + entry.path] = writer.write(target, link_note(plan.outward[entry.path]),
-                                                                _READ_ONLY_FILE)
+                                                                READ_ONLY_FILE)
             return
         if entry.mode != MODE_LINK:
             key = (entry.sha, entry.mode)
@@ -273,9 +273,9 @@ def _start_copy(copy: Copy, writer: Writer, plan: TreePlan, dest: str, folders: 
 
 
 # Threads that make one copy's files: the file system calls (open, write, link, close)
-# release the GIL, so two threads overlap one's calls with the other's Python; measured
-# 12-25% off a 20,003-file copy on ext4, XFS and btrfs (bench/workspace_copies.py,
-# "one thread" column). Every step a thread takes is safe beside the other's: each target
+# release the GIL, so two threads overlap one's calls with the other's Python; on a
+# 20,003-file first round they took 38% off on ext4, 12% on XFS, 4% on btrfs
+# (bench/workspace_copies.py, "one thread" column). Every step a thread takes is safe beside the other's: each target
 # is its own path, dict and list updates are atomic, and two files of one blob written at
 # once are two valid files (the second simply is not a link).
 WORKERS = 2
@@ -401,7 +401,7 @@ def _build(repo: str | Path, base: str, head: str, root: str, plans: dict[str, T
                 sources.get("base", ()), base_pending, cache)
     fill_copies(repo, writer, [(head_copy, head_pending), (base_copy, base_pending)])  # one git process for both
     for name, data in extra.items():
-        state[name] = writer.write(f"{root}/{name}", data, _READ_ONLY_FILE)
+        state[name] = writer.write(f"{root}/{name}", data, READ_ONLY_FILE)
     if cache is not None:
         # the next round clones what this one holds (files the copies share are linked: one each)
         cache.keep((sha, target, written[1]) for copy in (head_copy, base_copy)

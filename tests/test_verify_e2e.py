@@ -99,6 +99,23 @@ def _codex_hangs_verifying(tmp_path):
     return s, pid_file
 
 
+def _signalled_while_verifying(s, pid_file: Path, argv: list[str], signum: int):
+    """`spar ARGV` sent `signum` once the hanging verifier wrote its pid: (the finished
+    process, its stderr, the verifier's pid)."""
+    proc = subprocess.Popen([sys.executable, "-m", "spar", *argv], cwd=s.repo, env=s.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert wait_for(lambda: written(pid_file).strip() != "")
+        verifier = int(written(pid_file))
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=HANG)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc, err, verifier
+
+
 def _verification_calls(s, round_dir: Path) -> list[dict]:
     """The fakes' log lines of verification calls: those handed a verify/V*/input.md."""
     inputs = [p.read_text(encoding="utf-8") for p in (round_dir / "verify").glob("V*/input.md")]
@@ -334,17 +351,7 @@ def test_an_interrupted_verification_writes_no_record_and_leaves_the_round_as_re
     round_dir = s.repo / "reviews" / "r1"
     before = {name: (round_dir / name).read_bytes() for name in ("round.json", "findings.json", "summary.md")}
     gate = _gate(s, "before")
-    verify = subprocess.Popen([sys.executable, "-m", "spar", "verify", str(round_dir)], cwd=s.repo, env=s.env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        assert wait_for(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
-        verifier = int(written(pid_file))
-        verify.send_signal(signal.SIGTERM)
-        _, err = verify.communicate(timeout=HANG)
-    finally:
-        if verify.poll() is None:
-            verify.kill()
-            verify.wait()
+    verify, err, verifier = _signalled_while_verifying(s, pid_file, ["verify", str(round_dir)], signal.SIGTERM)
     assert verify.returncode == 143, err.decode()
     assert "every verifier was stopped; verifications.json was not written" in err.decode()
     assert gone(verifier)
@@ -450,18 +457,8 @@ def test_spar_verify_refuses_damaged_records_before_writing(tmp_path, record, sa
 
 def test_spar_run_interrupted_while_verifying_keeps_the_round_recorded(tmp_path):
     s, pid_file = _codex_hangs_verifying(tmp_path)
-    run = subprocess.Popen([sys.executable, "-m", "spar", "run", "--stage", "code", "--out", "reviews/r1",
-                            "--criteria", "docs/criteria.md"], cwd=s.repo, env=s.env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        assert wait_for(lambda: written(pid_file).strip() != "")
-        verifier = int(written(pid_file))
-        run.send_signal(signal.SIGINT)
-        _, err = run.communicate(timeout=HANG)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
+    run, err, verifier = _signalled_while_verifying(
+        s, pid_file, ["run", "--stage", "code", "--out", "reviews/r1", "--criteria", "docs/criteria.md"], signal.SIGINT)
     assert run.returncode == 130, err.decode()
     assert "every verifier was stopped" in err.decode() and "is recorded, its verification is not" in err.decode()
     assert gone(verifier)

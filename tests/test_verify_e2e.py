@@ -75,6 +75,16 @@ def _configure(s, verify: str | None, timeout: int = 60) -> None:
             f.write("\n[verify]\n" + verify)
 
 
+def _unverified_round(tmp_path):
+    """The scenario's round recorded with no [verify] table: (setup, round folder)."""
+    s = make_setup(tmp_path)
+    _configure(s, None)
+    _scenario(s)
+    proc = s.run("--criteria", "docs/criteria.md")
+    assert proc.returncode == 0, proc.stderr.decode()
+    return s, s.repo / "reviews" / "r1"
+
+
 def _verified_round(tmp_path, verify: str, backend: str | None = None):
     """`spar run` of the scenario with `[verify]` set to `verify`: (setup, stderr, verifications.json)."""
     s = make_setup(tmp_path, backend)
@@ -226,12 +236,7 @@ def _gate(s, name: str) -> dict:
 
 
 def test_spar_verify_reruns_and_the_gate_is_the_same_with_and_without_it(tmp_path):
-    s = make_setup(tmp_path)
-    _configure(s, None)
-    _scenario(s)
-    proc = s.run("--criteria", "docs/criteria.md")
-    assert proc.returncode == 0, proc.stderr.decode()
-    round_dir = s.repo / "reviews" / "r1"
+    s, round_dir = _unverified_round(tmp_path)
     assert not (round_dir / "verifications.json").exists() and "verification" not in load(round_dir / "round.json")
     refused = s.spar("verify", str(round_dir))
     assert refused.returncode == 65 and "has no [verify] table" in refused.stderr.decode()
@@ -438,12 +443,7 @@ def test_a_group_is_verified_once_by_a_vendor_outside_it(tmp_path):
 
 @pytest.mark.parametrize(("record", "says"), [("findings.json", "findings.json"), ("ledger.jsonl", "ledger.jsonl")])
 def test_spar_verify_refuses_damaged_records_before_writing(tmp_path, record, says):
-    s = make_setup(tmp_path)
-    _configure(s, None)
-    _scenario(s)
-    proc = s.run("--criteria", "docs/criteria.md")
-    assert proc.returncode == 0, proc.stderr.decode()
-    round_dir = s.repo / "reviews" / "r1"
+    s, round_dir = _unverified_round(tmp_path)
     path = round_dir / record
     path.write_bytes(path.read_bytes()[:-3])  # a torn end
     before = {p.name: p.read_bytes() for p in round_dir.iterdir() if p.is_file()}

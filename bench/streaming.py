@@ -3,7 +3,7 @@
 Three measurements per size, in the same run and alternating order:
 - baseline: the fake alone with its output going to /dev/null (how fast the
   producer can go on this machine: no reader can see lines faster);
-- monitor: spar's process layer (`spar.round.process.GuardedProcess`) with the agy
+- monitor: spar's process layer (`spar.proc.process.GuardedProcess`) with the agy
   preset's line monitor, in a child that reports its own time and peak RSS
   (RUSAGE_SELF, so the producer is not counted);
 - spar run: a whole round with that one agy reviewer (peak RSS is the largest
@@ -46,7 +46,7 @@ import json, resource, sys, time
 from pathlib import Path
 import anyio
 from spar.presets.agy import AgyMonitor
-from spar.round.process import GuardedProcess, OutputHandling
+from spar.proc.process import GuardedProcess, OutputHandling
 argv, log_dir = json.loads(sys.argv[1]), Path(sys.argv[2])
 monitor = AgyMonitor()
 count = 0

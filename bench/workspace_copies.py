@@ -2,7 +2,7 @@
 (spar/round/treecache.py prepare_workspace), against `git archive <commit> | tar -x`
 of the same two commits (the practical floor). As `spar run` reviewing the
 checked-out head, spar takes a file's bytes from the work tree where they hash
-to its blob id (spar/round/reuse.py); the "every byte from git" column is the
+to its blob id (spar/workspace/reuse.py); the "every byte from git" column is the
 copy without that source (a head not checked out), "one thread" the spar side
 with its files made on one thread instead of two.
 
@@ -60,18 +60,18 @@ from harness import (
     work_dir,
 )
 from repos import RepoInfo, large_repo, small_repo
-
-from spar.round.blobcache import CACHE_FOLDER, FICLONE
 from spar.round.treecache import prepare_workspace
-from spar.round.workspace import build_workspace
+
+from spar.workspace.blobcache import CACHE_FOLDER, FICLONE
+from spar.workspace.build import build_workspace
 
 _CHILD = """
 import importlib, json, os, resource, sys, time
 from pathlib import Path
 repo, base, head, dest, module = sys.argv[1:6]
 kwargs = json.loads(sys.argv[6]) if len(sys.argv) > 6 else {}  # reuse ("head"/"base" -> folders), cache
-if "workers" in kwargs:  # threads making the files (spar.round.workspace.WORKERS)
-    importlib.import_module("spar.round.workspace").WORKERS = kwargs.pop("workers")
+if "workers" in kwargs:  # threads making the files (spar.workspace.build.WORKERS)
+    importlib.import_module("spar.workspace.build").WORKERS = kwargs.pop("workers")
 if module == "spar.round.treecache":  # as spar run: SERIES/ROUND/workspace, the series' caches beside
     os.makedirs(os.path.dirname(dest), exist_ok=True)
     prepare = importlib.import_module(module).prepare_workspace
@@ -91,8 +91,8 @@ _ARCHIVE = ("set -e; mkdir -p \"$3/head\" \"$3/base\"; "
 
 
 def _copy_with(module: str, reuse: dict[str, list[str]] | None = None, cache: Callable[[Path], Path] | None = None):
-    """A side running `module`'s build_workspace; `reuse` as spar.round.reuse.sources gives it;
-    `cache(dest)`: the series' blob cache folder for the copy at `dest` (spar.round.blobcache),
+    """A side running `module`'s build_workspace; `reuse` as spar.workspace.reuse.sources gives it;
+    `cache(dest)`: the series' blob cache folder for the copy at `dest` (spar.workspace.blobcache),
     made ready (untimed) by the function and removed after the copy."""
     def copy(info: RepoInfo, dest: Path) -> tuple[float, float]:
         argv = [PYTHON, "-c", _CHILD, info.path, info.base, info.head, str(dest), module]
@@ -179,9 +179,9 @@ CPU: dict[int, float] = {}  # id(side function) -> CPU of its last run (child an
 
 # as `spar run` at the checked-out head (the tree cache where btrfs, the blob cache where files clone)
 spar_copy = _as_spar_run()
-one_thread_copy = _as_spar_run(workers=1)  # the same on one thread (spar.round.workspace.WORKERS)
-git_only_copy = _copy_with("spar.round.workspace", cache=_new_cache)  # every byte from git (another head)
-bare_copy = _copy_with("spar.round.workspace")  # no source, no cache: git alone
+one_thread_copy = _as_spar_run(workers=1)  # the same on one thread (spar.workspace.build.WORKERS)
+git_only_copy = _copy_with("spar.workspace.build", cache=_new_cache)  # every byte from git (another head)
+bare_copy = _copy_with("spar.workspace.build")  # no source, no cache: git alone
 previous_copy = _copy_with("previous.workspace_v0")  # the code before 8f1906f, kept for before/after only
 
 
@@ -230,8 +230,8 @@ def measure_later(info: RepoInfo, repeat: int, where: str | None = None, warmup:
     # the later head is not checked out: the work tree is no source here, round 1's copy is
     reuse = {"head": [f"{earlier}/head"], "base": [f"{earlier}/base"]}
     sides = [("spar run", _as_spar_run(info)),
-             ("clone", _copy_with("spar.round.workspace", reuse, _cache_from(pristine))),
-             ("bytes", _copy_with("spar.round.workspace", reuse)),
+             ("clone", _copy_with("spar.workspace.build", reuse, _cache_from(pristine))),
+             ("bytes", _copy_with("spar.workspace.build", reuse)),
              ("fresh", bare_copy), ("cp", _cp_reflink(earlier)), ("archive", archive_copy)]
     res: dict[str, tuple[Series, Series]] = {name: (Series(), Series()) for name, _ in sides}
     try:
@@ -312,9 +312,9 @@ def run(quick: bool, repeat: int | None, where: str | None = None,
              "folder fresh): files whose work-tree bytes hash to their blob id come from the work tree, the rest "
              "from git; where the series folder is on btrfs the copy is a subvolume and its snapshot is taken "
              "into the series' tree cache (btrfs writes the copy's data out first), elsewhere the series' blob "
-             "cache is filled where files clone (spar/round/blobcache.py)",
+             "cache is filled where files clone (spar/workspace/blobcache.py)",
              "every byte from git = build_workspace for a head not checked out (no tree cache); one thread = "
-             "spar with spar.round.workspace.WORKERS = 1"]
+             "spar with spar.workspace.build.WORKERS = 1"]
     if previous:
         header += ["previous (before 8f1906f)", "range", "ratio", "previous peak RSS", "previous / spar"]
         notes.append("previous = bench/previous/workspace_v0.py, the copy before 8f1906f: each commit's blobs "
@@ -348,7 +348,7 @@ def later_table(info: RepoInfo, repeat: int, where: str | None, warmup: bool, fi
              f"{info.label}: round 1 copied base..head (not timed) and left the series' caches; the later round is "
              "base..(head + one file changed); every side copies both commits, same run, alternating order",
              "blob cache = files cloned (FICLONE) from round 1's cache where the file system clones, each clone's "
-             "bytes checked against its blob id (spar/round/blobcache.py); each repetition gets its own copy of "
+             "bytes checked against its blob id (spar/workspace/blobcache.py); each repetition gets its own copy of "
              "round 1's cache (cp --reflink, untimed); where files do not clone there is no cache and this is the "
              "next row",
              "spar run = spar/round/treecache.py prepare_workspace, round 1 made untimed in the same series folder "
@@ -357,7 +357,7 @@ def later_table(info: RepoInfo, repeat: int, where: str | None, warmup: bool, fi
              "cp -a --reflink=auto = compiled code making every file of round 1's copy anew, as a clone where the "
              "file system clones, with no check: a lower bound for any copy made file by file",
              "round 1's copy (bytes) = unchanged files' bytes read from round 1's copy and checked against their "
-             "blob ids (spar/round/reuse.py); every file is still a new inode"]
+             "blob ids (spar/workspace/reuse.py); every file is still a new inode"]
     return table(f"Workspace copies, a later round of a series (one file changed), median of {repeat}",
                  ["side", "wall", "range", "/ floor", "CPU", "/ floor CPU"], rows, notes)
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import anyio
 
 from spar.judge.core_caps import QUERY_ARGS, Capabilities, interpret
-from spar.round.executable import find_executable
-from spar.round.process import GuardedProcess, OutputHandling
+from spar.proc.executable import find_executable
+from spar.proc.process import GuardedProcess, OutputHandling
 
 QUERY_TIMEOUT = 5.0
 OUTPUT_CAP = 1024 * 1024  # a capability object is a few KiB; more is not an answer

@@ -7,7 +7,7 @@
   series its own folder, which is cheaper than a repository per test.
 - `series`: a fresh series in that repository with one round, `r1`.
 - `_guard_started_alone` (every test): the reviewer guard is running before each test
-  starts, forked while the process ran one thread (spar.round.guard refuses otherwise).
+  starts, forked while the process ran one thread (spar.proc.guard refuses otherwise).
 A module that needs a different repository defines its own `repo`.
 
 Every in-process async test runs under `anyio.fail_after(ASYNC_TEST_BOUND)`, so a
@@ -89,7 +89,7 @@ def _guard_started_alone():
     anyio's trio test runner, whose thread outlives a trio test by a few seconds: so the guard
     is started here when it is not running (first test, or one that stopped it), before the
     test, at a moment with no other thread. Spar's own code then finds it running."""
-    from spar.round.process import guard_running
+    from spar.proc.process import guard_running
     from tests.proctools import start_guard_alone
 
     if not guard_running():

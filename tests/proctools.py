@@ -14,8 +14,8 @@ from typing import Any
 
 import anyio
 
-from spar.round import process
-from spar.round.process import KILL_GRACE, GuardedProcess, OutputHandling, ProcessResult
+from spar.proc import process
+from spar.proc.process import KILL_GRACE, GuardedProcess, OutputHandling, ProcessResult
 
 HANG = 120.0  # seconds: a wait this long means the event will not happen
 
@@ -91,7 +91,7 @@ def blocked_on_lock(pid: int) -> bool:
 
 def start_guard_alone() -> None:
     """Start this test process's reviewer guard once it runs no other thread: the guard is
-    forked only then (spar.round.guard), and anyio's trio test runner keeps a thread of trio's
+    forked only then (spar.proc.guard), and anyio's trio test runner keeps a thread of trio's
     for a few seconds after a trio test."""
     assert wait_for(lambda: threading.active_count() == 1, poll=0.05), threading.enumerate()
     process.start_guard()

@@ -124,7 +124,7 @@ def literal_exit_codes(path: Path) -> list[str]:
 
 
 # every program Spar runs: its commands, its entry point and the reviewer guard (its own process)
-PROGRAMS = sorted((SPAR / "commands").glob("*.py")) + [SPAR / "cli.py", SPAR / "round" / "guard.py"]
+PROGRAMS = sorted((SPAR / "commands").glob("*.py")) + [SPAR / "cli.py", SPAR / "proc" / "guard.py"]
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
@@ -153,8 +153,8 @@ def spar_imports(path: Path) -> set[str]:
 def test_the_guard_needs_only_the_standard_library():
     """The guard is a fork of spar that must import nothing after the fork: it
     and every spar module it imports, transitively, import nothing but the standard
-    library, so it stays small and all it runs is loaded with spar.round.process."""
-    seen, todo, outside = set(), ["spar.round.guard"], set()
+    library, so it stays small and all it runs is loaded with spar.proc.process."""
+    seen, todo, outside = set(), ["spar.proc.guard"], set()
     while todo:
         module = todo.pop()
         seen.add(module)
@@ -303,3 +303,21 @@ def test_an_acyclic_tree_passes_the_graph_check(tmp_path):
     graph = package_graph(module_imports(spar))
     assert graph == {"spar": set(), "spar.base": set(), "spar.low": {"spar.base"}, "spar.high": {"spar.low", "spar.base"}}
     assert cycles(graph) == []
+
+
+def test_the_process_layer_knows_no_rounds_nor_reviewers():
+    """spar/proc/ starts, guards, limits and ends programs: it imports only the base layer
+    (errors and the like), never a round, a reviewer preset, a judgment or a record."""
+    imports = module_imports(SPAR)
+    allowed = {"spar.proc", "spar.errors"}
+    reached = sorted({package_of(name) for module, names in imports.items()
+                      if package_of(module) == "spar.proc" for name in names} - allowed)
+    assert reached == []
+
+
+def test_the_copy_layer_knows_no_rounds_nor_reviewers():
+    """spar/workspace/ builds a round's copies from git: no round, preset or process layer."""
+    imports = module_imports(SPAR)
+    reached = {package_of(name) for module, names in imports.items()
+               if package_of(module) == "spar.workspace" for name in names}
+    assert not reached & {"spar.round", "spar.presets", "spar.proc", "spar.commands", "spar.judge"}

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from spar.round.treeplan import clashes
+from spar.workspace.treeplan import clashes
 from tests.gitrepo import git, git_env
 from tests.runsetup import make_setup, result
 

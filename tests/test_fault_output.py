@@ -19,7 +19,7 @@ from tests.runsetup import BACKENDS, make_setup
 pytestmark = pytest.mark.slow  # real spar runs with floods of output and hung reviewers
 
 ANGLES = ["criteria", "correctness", "checks", "contracts", "risk"]
-CAP = 64 * 1024 * 1024  # spar.round.process.OUTPUT_CAP: bytes of a reviewer's log spar keeps
+CAP = 64 * 1024 * 1024  # spar.proc.process.OUTPUT_CAP: bytes of a reviewer's log spar keeps
 HUNDRED_MB = 100 * 1024 * 1024
 MEMORY_LIMIT_MB = 150  # far below the 100 MB a reader that buffers the output would add
 

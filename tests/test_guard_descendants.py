@@ -103,7 +103,7 @@ async def test_setsid_grandchild_ends_with_a_timeout(tmp_path, keep):
 # spar stand-in: one reviewer process, killed with SIGKILL while the reviewer runs
 SPAR = r'''
 import sys, anyio
-from spar.round.process import GuardedProcess
+from spar.proc.process import GuardedProcess
 async def main():
     argv = [sys.executable, "-c", sys.argv[1], sys.argv[2], sys.argv[3], "wait"]
     async with GuardedProcess(argv, cwd=sys.argv[4]) as proc:
@@ -139,7 +139,7 @@ def test_end_descendants_reaches_a_setsid_grandchild(tmp_path):
     """The reusable part (t15 may run one guard per round): subreaper + end_descendants."""
     code = r'''
 import os, sys, time
-from spar.round.reaper import become_subreaper, end_descendants, descendants
+from spar.proc.reaper import become_subreaper, end_descendants, descendants
 assert become_subreaper()
 if os.fork() == 0:
     if os.fork() == 0:
@@ -242,7 +242,7 @@ def test_the_guard_keeps_no_descriptor_of_spar(tmp_path):
     """The guard is a fork of spar: of spar's descriptors it keeps only its end of the
     control socket (a pipe end of spar's left open in it could hold a reviewer's stdin or
     a status pipe open), and its stdin, stdout and stderr are /dev/null."""
-    from spar.round import process
+    from spar.proc import process
 
     process.stop_guard()
     read_end, write_end = os.pipe()
@@ -265,11 +265,11 @@ def test_the_guard_keeps_no_descriptor_of_spar(tmp_path):
 def test_descendants_by_children_links_matches_the_full_scan(tmp_path):
     """The quick walk (/proc/PID/task/*/children) finds what the scan of every process
     finds: a child, a grandchild, and none once they are gone."""
-    from spar.round import reaper
+    from spar.proc import reaper
 
     code = r'''
 import os, sys, time
-from spar.round import reaper
+from spar.proc import reaper
 r, w = os.pipe()
 if os.fork() == 0:
     if os.fork() == 0:
@@ -305,7 +305,7 @@ def test_a_keepers_reviewer_is_reaped_by_the_keeper_alone(tmp_path, monkeypatch,
     # the keeper learns its reviewer's exit code by reaping it: nothing else in the keeper
     # may reap it first (a dropped subprocess.Popen did, once the reviewer had ended,
     # at the next Popen's clean-up: the keeper then waited for an exit it never saw)
-    from spar.round.guard import _spawn
+    from spar.proc.guard import _spawn
 
     monkeypatch.chdir(tmp_path)  # _spawn moves into the reviewer's folder, as a keeper does
     (tmp_path / "here").mkdir()
@@ -316,7 +316,7 @@ def test_a_keepers_reviewer_is_reaped_by_the_keeper_alone(tmp_path, monkeypatch,
 
 
 def test_a_keeper_reports_the_first_error_other_than_not_there(tmp_path, monkeypatch):
-    from spar.round.guard import _spawn
+    from spar.proc.guard import _spawn
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "bin1").mkdir()

@@ -16,8 +16,8 @@ import traceback
 import anyio
 import pytest
 
-from spar.round import guard, process
-from spar.round.prctl import PR_SET_DUMPABLE, dumpable
+from spar.proc import guard, process
+from spar.proc.prctl import PR_SET_DUMPABLE, dumpable
 from tests.proctools import HANG, run_for, start_guard_alone
 
 

@@ -1,4 +1,4 @@
-"""The guard's protocol, defined once in spar.round.guard_protocol (issue 21 point 3: named
+"""The guard's protocol, defined once in spar.proc.guard_protocol (issue 21 point 3: named
 message kinds used by both sides, no status letters spelled out elsewhere)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spar.round.guard_protocol import (
+from spar.proc.guard_protocol import (
     HEADER,
     Kind,
     Request,
@@ -91,7 +91,7 @@ def _status_spellings(path: Path) -> list[str]:
 
 def test_no_module_but_the_protocol_spells_a_status_line():
     """Issue 21 point 3: the guard and spar's side of it name the kinds (Kind.STARTED,
-    Kind.EXITED); status lines are spelled in spar.round.guard_protocol alone."""
+    Kind.EXITED); status lines are spelled in spar.proc.guard_protocol alone."""
     spelled = [hit for path in sorted(SPAR.rglob("*.py")) if path.name != "guard_protocol.py"
                for hit in _status_spellings(path)]
     assert spelled == []

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from spar.round.process import GuardedProcess, OutputHandling
+from spar.proc.process import GuardedProcess, OutputHandling
 from tests.proctools import HANG, LIMITS, gone, run_for, written
 
 PY = sys.executable

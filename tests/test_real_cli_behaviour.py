@@ -167,7 +167,7 @@ async def test_agy_auto_denied_permission_is_failed_with_its_text(tmp_path):
 
 def test_stderr_scan_finds_a_phrase_across_piece_boundaries_in_bounded_memory():
     from spar.judge.refusal import RefusalScan
-    from spar.round.process import SCAN_PIECE, _Scanner
+    from spar.proc.process import SCAN_PIECE, _Scanner
 
     scan = RefusalScan()
     longest = 0

@@ -40,7 +40,7 @@ async def test_a_group_is_checked_again_soon_then_less_often(monkeypatch):
     # after _POLL used to cost every reviewer whose keeper was caught on its way out 50 ms
     import anyio
 
-    from spar.round import process
+    from spar.proc import process
 
     alive = iter([True] * 8 + [False])
     pauses = []
@@ -61,7 +61,7 @@ async def test_a_group_is_checked_again_soon_then_less_often(monkeypatch):
 async def test_a_finished_group_is_told_by_killpg_alone(monkeypatch):
     # after a keeper reports its reviewer's end, killpg looks first; /proc (every process
     # of the machine) is read only for a group still there after a few looks
-    from spar.round import process
+    from spar.proc import process
 
     scans = []
     real_table = process.process_table

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from spar.round.environment import reviewer_env
+from spar.proc.environment import reviewer_env
 from tests.runsetup import result
 
 # A command reviewer that reports what it inherited (environment, open descriptors and what

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from spar import cli
-from spar.round.process import guard_running
+from spar.proc.process import guard_running
 from tests.proctools import start_guard_alone
 from tests.runsetup import make_setup, result
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from spar.proc.executable import find_executable
 from spar.progress import Progress
-from spar.round.executable import find_executable
 from tests.proctools import LIMITS, gone, written
 from tests.reviewerround import PACKET, Round
 

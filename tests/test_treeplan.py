@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from spar.round.treeplan import component_refused, path_refused, plan_tree, workspace_warnings
+from spar.workspace.treeplan import component_refused, path_refused, plan_tree, workspace_warnings
 
 REFUSED = [
     ".git", ".GIT", ".Git", "sub/.git", ".git/config", "a/b/.gIt/hooks/x",

@@ -10,7 +10,7 @@ import pytest
 
 from spar import git as spar_git
 from spar.errors import WriteFailed
-from spar.round.workspace import build_workspace
+from spar.workspace.build import build_workspace
 from tests.gitrepo import commit, git, make_repo
 from tests.spies import calls_to
 
@@ -154,7 +154,7 @@ def test_many_files(tmp_path):
 def test_unsafe_tree_paths_are_never_written(tmp_path):
     from types import SimpleNamespace
 
-    from spar.round.workspace import plan_targets
+    from spar.workspace.build import plan_targets
 
     for bad in ("../escape.txt", "a/../../escape.txt", "/abs.txt", "a//b", "./x"):
         dest = tmp_path / f"copy{abs(hash(bad))}"
@@ -194,7 +194,7 @@ def test_read_only_modes_stop_the_owner_when_not_root(repo, tmp_path):
 
 
 def test_workspace_state_sees_what_a_root_writer_changes(repo, tmp_path):
-    from spar.round.workspace import describe_changes, workspace_state
+    from spar.workspace.build import describe_changes, workspace_state
 
     repo, base, head = repo
     ws = tmp_path / "workspace"
@@ -230,7 +230,7 @@ def test_workspace_state_sees_what_a_root_writer_changes(repo, tmp_path):
 
 def test_no_write_through_a_link_goes_unnoticed(tmp_path):
     """A folder link leading out was writable unnoticed; every remaining link stays inside."""
-    from spar.round.workspace import describe_changes, workspace_state
+    from spar.workspace.build import describe_changes, workspace_state
     from tests.crafted import FILE, LINK, crafted_commit
 
     outside = tmp_path / "outside"
@@ -258,7 +258,7 @@ def test_no_write_through_a_link_goes_unnoticed(tmp_path):
 def test_modes_exact_whatever_the_umask(repo, tmp_path, umask):
     # files are created with their final mode when the umask keeps its bits, and fchmod'ed
     # to it otherwise: either way the copies hold exactly 0444/0555 and folders 0555
-    from spar.round import workspace
+    from spar.workspace import build as workspace
 
     repo, base, head = repo
     ws = tmp_path / "workspace"
@@ -281,7 +281,7 @@ def test_state_as_built_is_what_a_scan_reads(tmp_path):
     """build_workspace returns the copies' state taken while writing: the same entries a
     scan reads (files, hard links, notes, links kept, folders, names that are not UTF-8),
     so the change check after the round needs no scan before it."""
-    from spar.round.workspace import describe_changes, workspace_state
+    from spar.workspace.build import describe_changes, workspace_state
     from tests.crafted import EXEC, FILE, LINK, crafted_commit
 
     repo = make_repo(tmp_path, {"src/app.py": "x\n"})

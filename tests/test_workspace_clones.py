@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from spar import git as spar_git
-from spar.round import blobcache
-from spar.round.blobcache import CACHE_FOLDER, UNSUPPORTED, holds_blob
-from spar.round.reuse import sources
-from spar.round.workspace import build_workspace
+from spar.workspace import blobcache
+from spar.workspace.blobcache import CACHE_FOLDER, UNSUPPORTED, holds_blob
+from spar.workspace.build import build_workspace
+from spar.workspace.reuse import sources
 from tests.gitrepo import commit, git, make_repo
 from tests.loopfs import folder_for_test, loop_mounted
 from tests.spies import calls_to

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from spar import git as spar_git
-from spar.round.blobcache import CACHE_FOLDER
-from spar.round.reuse import earlier_copy, read_verified, sources
-from spar.round.workspace import build_workspace, workspace_state
+from spar.workspace.blobcache import CACHE_FOLDER
+from spar.workspace.build import build_workspace, workspace_state
+from spar.workspace.reuse import earlier_copy, read_verified, sources
 from tests.gitrepo import commit, git, make_repo
 from tests.spies import calls_to
 from tests.test_workspace import make_writable
@@ -156,7 +156,7 @@ def test_read_verified_reads_regular_files_only():
 def test_spar_run_builds_a_later_round_from_the_last_copy(tmp_path, monkeypatch):
     """Round 2 of a series reuses round 1's copy (checked), and its copies equal a fresh build."""
     from spar.commands import run as run_mod
-    from spar.round import treecache
+    from spar.round import preparation
     from tests.runsetup import make_setup, result
 
     s = make_setup(tmp_path)
@@ -165,18 +165,18 @@ def test_spar_run_builds_a_later_round_from_the_last_copy(tmp_path, monkeypatch)
     assert first.returncode == 0, first.stderr.decode()
     head2 = commit(s.repo, {"calc.py": "def add(a, b):\n    return b + a\n"}, message="swap")
     seen = []
-    real = treecache.build_workspace
+    real = preparation.build_workspace
 
-    def recording(repo, base, head, workspace, plans=None, reuse=None, extra=None, cache=None, made=False):
+    def recording(repo, base, head, workspace, plans=None, reuse=None, extra=None, cache=None):
         seen.append(reuse)
         seen.append(cache)
         asked = []
         real_stream = spar_git.stream_blobs
         monkeypatch.setattr(spar_git, "stream_blobs", lambda r, shas: (asked.extend(shas), real_stream(r, shas))[1])
         seen.append(asked)
-        return real(repo, base, head, workspace, plans, reuse, extra, cache, made)
+        return real(repo, base, head, workspace, plans, reuse, extra, cache)
 
-    monkeypatch.setattr(treecache, "build_workspace", recording)
+    monkeypatch.setattr(preparation, "build_workspace", recording)
     for key in list(os.environ):
         if key.startswith(("SPAR_", "XDG_", "GIT_")):
             monkeypatch.delenv(key)

@@ -1,13 +1,13 @@
-"""The copy's files are made on two threads (spar.round.workspace.WORKERS) once a copy
+"""The copy's files are made on two threads (spar.workspace.build.WORKERS) once a copy
 has enough of them: the result is the same as on one thread, whatever the sources."""
 
 from __future__ import annotations
 
 import pytest
 
-from spar.round import workspace
-from spar.round.reuse import sources
-from spar.round.workspace import build_workspace, workspace_state
+from spar.workspace import build as workspace
+from spar.workspace.build import build_workspace, workspace_state
+from spar.workspace.reuse import sources
 from tests.gitrepo import commit, git, make_repo
 from tests.test_workspace_reuse import tree_of
 

@@ -1,7 +1,7 @@
 """PREVIOUS CODE, kept only to measure before/after in the same run; not used by spar.
 
-This is `spar/round/workspace.py`'s copy as it was BEFORE commit 8f1906f
-(`git show 8f1906f^:spar/round/workspace.py`): each commit's blobs are read
+This is `spar/workspace/build.py`'s copy as it was BEFORE commit 8f1906f
+(`git show 8f1906f^:spar/workspace/build.py`): each commit's blobs are read
 whole into memory with one `git.read_blobs` batch, every file of both copies
 is written (no hard links), and `git.ls_tree` lists a commit's tree every time
 it is asked (no per-process cache). Measured as the "previous" side by

@@ -31,10 +31,10 @@ from spar.core_query import query_core
 from spar.errors import Refused, UsageError, quote
 from spar.judge.core_caps import GATE_FEATURE
 from spar.presets import get_preset
+from spar.proc.environment import reviewer_env
+from spar.proc.executable import find_executable
+from spar.proc.process import GuardedProcess, OutputHandling
 from spar.records import paths
-from spar.round.environment import reviewer_env
-from spar.round.executable import find_executable
-from spar.round.process import GuardedProcess, OutputHandling
 from spar.textsafe import bounded, for_stream, terminal_safe
 
 SCHEMA = "spar-doctor/v1"

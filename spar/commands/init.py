@@ -39,8 +39,8 @@ from spar.config.scaffold import (
 from spar.config.sources import PROJECT_FILE, find_user_source, missing_why, user_candidates
 from spar.config.toml_positions import LocatedDoc, TomlSyntaxError, locate_toml
 from spar.errors import EXIT_OK, ConfigError, Refused, UsageError, quote
+from spar.proc.executable import find_executable
 from spar.records import atomic, paths
-from spar.round.executable import find_executable
 
 DESCRIPTION = """\
 Set Spar up: write the user configuration (reviewers for the CLIs found on

@@ -29,6 +29,7 @@ from spar.config.model import STAGES
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, UsageError, exit_for_signal
 from spar.judge import caps
 from spar.presets import get_preset
+from spar.proc.process import start_guard, stop_guard
 from spar.progress import Progress, make_progress
 from spar.records import readers
 from spar.records.lock import series_lock
@@ -51,12 +52,11 @@ from spar.round.preparation import (
     work_tree_of,
     write_round_folder,
 )
-from spar.round.process import start_guard, stop_guard
 from spar.round.recording import apply_outcome, record_coverage, reviewer_of, write_round_outputs
 from spar.round.summary import closing_lines, uncommitted_text
 from spar.round.verification import result_lines, verifiable_problem, verify_round
-from spar.round.workspace import describe_changes, plan_commit, workspace_state
 from spar.textsafe import terminal_safe
+from spar.workspace.build import describe_changes, plan_commit, workspace_state
 
 DESCRIPTION = """\
 Run one review round: every configured reviewer at once on one packet, then

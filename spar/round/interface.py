@@ -22,6 +22,7 @@ from typing import Any
 from spar.config.model import ReviewerConfig
 from spar.judge.refusal import RefusalScan
 from spar.judge.unreachable import StallKind, notice_kind
+from spar.proc.process import StreamInfo as StreamInfo  # the process layer's; a Monitor's finish takes it
 
 
 @dataclass
@@ -70,17 +71,6 @@ class RunPaths:
 
 
 # ---------------------------------------------------------------- monitors
-
-
-@dataclass
-class StreamInfo:
-    """What the process layer knows about one captured output stream."""
-
-    path: Path | None  # the log file (None when kept in memory only)
-    bytes_seen: int = 0
-    bytes_kept: int = 0
-    truncated: bool = False  # more than the cap arrived; the log holds the first `cap` bytes
-    cut_lines: int = 0  # lines longer than the line limit, not given to the monitor
 
 
 @dataclass

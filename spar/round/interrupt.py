@@ -49,7 +49,7 @@ async def _until_signal(work: Callable[[], Awaitable[T]]) -> tuple[T | None, int
 def run_until_signal(jobs: list[ReviewerJob], progress: Progress, env: dict[str, str],
                      passthrough: list[str] | None, backend: str) -> Outcomes:
     """(outcomes, None), or (None, signal number) when SIGINT or SIGTERM came first.
-    `passthrough`: what each reviewer inherits of `env` (spar.round.environment)."""
+    `passthrough`: what each reviewer inherits of `env` (spar.proc.environment)."""
     return work_until_signal(lambda: run_reviewers(jobs, progress=progress, env=env, env_passthrough=passthrough),
                              backend)
 

@@ -20,17 +20,17 @@ from spar.judge.context import RoundDoc
 from spar.records import atomic, readers
 from spar.records.clock import now
 from spar.records.model import Finding, InputBytes, PacketKind, RoundRecord
-from spar.round import reuse
 from spar.round.args import RunArgs, check_standpoints
-from spar.round.blobcache import series_cache
 from spar.round.interface import Preset, reviewer_input
 from spar.round.memory import memory_sha256
 from spar.round.packet import DIFF_LIMIT, PacketInput, diff_parts, packet_sha256, reading_order
 from spar.round.recording import new_round_json, reviewer_entry
 from spar.round.runner import ReviewerJob, ReviewerOutcome
 from spar.round.schema import schema_text
-from spar.round.treecache import prepare_workspace
-from spar.round.treeplan import TreePlan, escaped_names, workspace_warnings
+from spar.workspace import reuse
+from spar.workspace.blobcache import series_cache
+from spar.workspace.build import build_workspace
+from spar.workspace.treeplan import TreePlan, escaped_names, workspace_warnings
 
 
 @dataclass(frozen=True)
@@ -320,6 +320,5 @@ def write_round_folder(r: Round, counted: bool) -> None:
     earlier = reuse.earlier_copy(readers.series_rounds(r.out.parent), r.out)
     sources = reuse.sources(r.repo if r.args.head is None else None, earlier)
     extra = {"change.diff": r.change_diff} if r.change_diff is not None else {}
-    # a snapshot of the series' last copy where the file system is btrfs (spar.round.treecache)
-    r.workspace_before = prepare_workspace(r.repo, c.base, c.head, r.out / "workspace", r.tree_plans, sources,
-                                           extra, series_cache(r.out))
+    r.workspace_before = build_workspace(r.repo, c.base, c.head, r.out / "workspace", dict(r.tree_plans),
+                                         sources, extra=extra, cache=series_cache(r.out))

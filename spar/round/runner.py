@@ -20,15 +20,15 @@ import anyio
 from spar.config.model import ReviewerConfig
 from spar.errors import quote
 from spar.judge.refusal import RefusalScan, reason_for
+from spar.proc.environment import reviewer_env
+from spar.proc.executable import ExecutableLookup, find_executable
+from spar.proc.process import KILL_GRACE, OUTPUT_CAP, GuardedProcess, OutputHandling, ProcessResult
 from spar.records.clock import now
 from spar.records.model import Attempt
 from spar.records.model import ReviewerStatus as S
 from spar.records.usage import attempt_usage
-from spar.round.environment import reviewer_env
-from spar.round.executable import ExecutableLookup, find_executable
 from spar.round.interface import InputSpec, Monitor, Preset, RunPaths, recorded_argv
 from spar.round.liveness import watch_liveness
-from spar.round.process import KILL_GRACE, OUTPUT_CAP, GuardedProcess, OutputHandling, ProcessResult
 
 if TYPE_CHECKING:
     from spar.progress import Progress
@@ -109,7 +109,7 @@ async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = 
     """Run every job at once; outcomes in the order of `jobs`.
 
     `env` is the environment reviewers inherit from (default: this process's), each
-    through `env_passthrough` and its preset's vendor variables (spar.round.environment);
+    through `env_passthrough` and its preset's vendor variables (spar.proc.environment);
     its PATH is where bare executable names are looked up. One reviewer's failure never
     stops the others.
     """

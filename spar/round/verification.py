@@ -32,6 +32,7 @@ from spar.config.model import ReviewerConfig, VerifyConfig
 from spar.errors import Refused, quote
 from spar.judge.context import RoundContext
 from spar.judge.verify_plan import UNSURE, Plan, PlannedCall, Verifier, judge_answer, plan_verification
+from spar.proc.process import start_guard, stop_guard
 from spar.progress import Progress, make_progress
 from spar.records import atomic, readers
 from spar.records.clock import now
@@ -49,7 +50,6 @@ from spar.records.record_rules import VERIFICATIONS_SCHEMA
 from spar.records.usage import total
 from spar.round.interface import InputContext, Preset
 from spar.round.interrupt import work_until_signal
-from spar.round.process import start_guard, stop_guard
 from spar.round.recording import context_for_round
 from spar.round.runner import ReviewerJob, ReviewerOutcome, RunSettings, run_reviewer, run_settings
 from spar.round.summary_file import write_summary

@@ -1,6 +1,6 @@
 """Which entries of a commit's tree become files in the workspace, and how.
 
-Pure logic over tree entries (no I/O); `spar.round.workspace` does the copying.
+Pure logic over tree entries (no I/O); `spar.workspace.build` does the copying.
 
 - **No `.git`.** A path with a component git itself refuses to check out is
   not copied (git's `verify_path` with `core.protectHFS` and

@@ -7,9 +7,9 @@ of init, so no descendant can leave the subtree; `end_descendants()` then
 finds the whole subtree through `/proc` (parent links) and ends it: SIGTERM,
 `grace` seconds, SIGKILL until nothing is left, reaping as it goes.
 
-Used by `spar.round.guard`: by the guard of the round and by each reviewer's
+Used by `spar.proc.guard`: by the guard of the round and by each reviewer's
 keeper. Standard library only, as the guard. Without `/proc` or `prctl` (not Linux) `become_subreaper()`
-(`spar.round.prctl`) returns False and only the process group is ended by the caller.
+(`spar.proc.prctl`) returns False and only the process group is ended by the caller.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import signal
 import time
 from collections.abc import Callable
 
-from spar.round.prctl import become_subreaper
+from spar.proc.prctl import become_subreaper
 
 _POLL = 0.02
 

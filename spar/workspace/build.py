@@ -1,16 +1,16 @@
 """`workspace/head` and `workspace/base`: read-only copies of two commits' trees.
 
 Only blob entries are copied (regular 100644, executable 100755, symlink
-120000); gitlinks never appear. `spar.round.treeplan` decides first: paths git
+120000); gitlinks never appear. `spar.workspace.treeplan` decides first: paths git
 refuses to check out (`.git` in every spelling) are left out, and a symbolic
 link whose target leaves its copy becomes a small read-only file saying what
 it pointed to. Blobs stream from one `git cat-file --batch` for both copies,
 each blob asked once (memory holds one file at a time), and a base file equal
 to a head file (same blob and mode) is a hard link to it, so the base copy of a typical
 change costs little more than its folder entries. A file may also be a
-copy-on-write clone from the series' blob cache (`spar.round.blobcache`, where
+copy-on-write clone from the series' blob cache (`spar.workspace.blobcache`, where
 the file system clones), or its bytes may come from the work tree or an earlier
-round's copy (`spar.round.reuse`), each checked against its blob id; every file
+round's copy (`spar.workspace.reuse`), each checked against its blob id; every file
 is still a new inode of this round. Symlinks are created last,
 so no file is ever written through a link this code made.
 
@@ -43,9 +43,9 @@ from typing import Any
 from spar import git
 from spar.errors import Refused, WriteFailed
 from spar.pathtext import path_text
-from spar.round.blobcache import BlobCache
-from spar.round.reuse import read_verified
-from spar.round.treeplan import TreePlan, listed, plan_tree
+from spar.workspace.blobcache import BlobCache
+from spar.workspace.reuse import read_verified
+from spar.workspace.treeplan import TreePlan, listed, plan_tree
 
 MODE_FILE = "100644"
 MODE_EXEC = "100755"
@@ -101,7 +101,7 @@ class Writer:
             os.close(fd)
 
     def clone(self, path: str, cache: BlobCache, blob_id: str, mode: int) -> Entry | None:
-        """Write `path` as a clone of the cached blob (checked, spar.round.blobcache);
+        """Write `path` as a clone of the cached blob (checked, spar.workspace.blobcache);
         None, and no file at `path`, when the cache cannot give it."""
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
         try:
@@ -170,7 +170,7 @@ def make_read_only(folders: Iterable[str], root: str, state: dict[str, Entry]) -
 
 def plan_commit(repo: str | Path, commit: str) -> TreePlan:
     """Which blob entries of `commit` are copied, left out (.git paths) or written as a
-    file saying where a link pointed (spar.round.treeplan); reads only the links' blobs."""
+    file saying where a link pointed (spar.workspace.treeplan); reads only the links' blobs."""
     entries = [e for e in git.ls_tree(repo, commit) if e.mode in (MODE_FILE, MODE_EXEC, MODE_LINK)]
     links = git.read_blobs(repo, [e.sha for e in entries if e.mode == MODE_LINK])
     plan = plan_tree(entries, links)
@@ -245,9 +245,9 @@ def _start_copy(copy: Copy, writer: Writer, plan: TreePlan, dest: str, folders: 
     """Everything of one copy but git's bytes: `dest` and its folders (added to `folders`),
     the notes for links leading out, hard links to files of the same (blob, mode) already
     written (base and head share most files, and both copies are read-only), clones from
-    the series' blob cache (spar.round.blobcache), and bytes taken from the same path under
+    the series' blob cache (spar.workspace.blobcache), and bytes taken from the same path under
     the first folder of `reuse` (an earlier round's copy, the work tree), each only where
-    it hashes to the entry's blob id (spar.round.reuse); what git must give is added to
+    it hashes to the entry's blob id (spar.workspace.reuse); what git must give is added to
     `pending`. The files are made on `WORKERS` threads."""
     folders.append(dest)
     planned = plan_targets([*plan.copied, *_outward_entries(plan)], dest, folders)
@@ -356,22 +356,20 @@ def build_workspace(repo: str | Path, base: str, head: str, workspace: str | Pat
                     plans: dict[str, TreePlan] | None = None,
                     reuse: Mapping[str, Sequence[str | Path]] | None = None,
                     extra: Mapping[str, bytes] | None = None,
-                    cache: str | Path | None = None, made: bool = False) -> dict[str, Entry]:
+                    cache: str | Path | None = None) -> dict[str, Entry]:
     """`workspace/head` and `workspace/base`, then everything read-only (workspace/ included).
     `plans` ("head", "base" -> TreePlan) when the caller has them already; `reuse`
-    ("head", "base" -> folders, see spar.round.reuse.sources): where files may take their
+    ("head", "base" -> folders, see spar.workspace.reuse.sources): where files may take their
     bytes from, each checked against its blob id (see `_start_copy`); `extra`: files beside
     the copies (name -> bytes, such as an incremental packet's `change.diff`); `cache`: the
-    series' blob cache folder (spar.round.blobcache), cloned from where the file system can,
-    and left holding this copy's blobs; `made`: `workspace` exists already, empty (a btrfs
-    subvolume, spar.round.treecache). Returns what `workspace_state(workspace)` reads now,
+    series' blob cache folder (spar.workspace.blobcache), cloned from where the file system can,
+    and left holding this copy's blobs. Returns what `workspace_state(workspace)` reads now,
     taken while writing (no second pass over the copies): the state the change check
     compares the copies against after the round."""
     root = os.fspath(workspace)
     blobs = BlobCache(cache) if cache is not None else None
     try:
-        if not made:
-            os.mkdir(root)
+        os.mkdir(root)
         state = _build(repo, base, head, root, plans or {}, reuse or {}, extra or {}, blobs)
     except OSError as exc:
         raise WriteFailed(f"cannot build {root}: {exc}") from exc

@@ -2,7 +2,7 @@
 
 `GuardedProcess` is the handle: an async context manager whose time limit is the caller's
 cancel scope (`anyio.move_on_after` around `wait()`), and whose exit ends the program's
-process group. The guard (`spar.round.guard`) starts the program under a *keeper* that
+process group. The guard (`spar.proc.guard`) starts the program under a *keeper* that
 leads a new process group, so everything the program spawns is ended with one
 `os.killpg`. stdout and stderr are read concurrently as they stream (`OutputHandling` says
 where they go): each goes to its log file up to the cap (the rest is drained and counted,
@@ -26,11 +26,10 @@ from typing import Any, Protocol
 
 import anyio
 
-from spar.round import guard
-from spar.round.guard_protocol import Kind, Request, StatusReader, encode_request
-from spar.round.interface import StreamInfo
-from spar.round.prctl import make_undumpable
-from spar.round.reaper import process_table
+from spar.proc import guard
+from spar.proc.guard_protocol import Kind, Request, StatusReader, encode_request
+from spar.proc.prctl import make_undumpable
+from spar.proc.reaper import process_table
 
 OUTPUT_CAP = 64 * 1024 * 1024  # bytes kept per log file
 LINE_LIMIT = 16 * 1024 * 1024  # a longer stdout line is cut (not given to the monitor)
@@ -44,6 +43,17 @@ _CHUNK = 64 * 1024
 _POLL = 0.05
 _FIRST_POLL = 0.001
 _QUICK_LOOKS = 3  # killpg-only looks before a /proc scan (_group_outlives_keeper)
+
+
+@dataclass
+class StreamInfo:
+    """What the process layer knows about one captured output stream."""
+
+    path: Path | None  # the log file (None when kept in memory only)
+    bytes_seen: int = 0
+    bytes_kept: int = 0
+    truncated: bool = False  # more than the cap arrived; the log holds the first `cap` bytes
+    cut_lines: int = 0  # lines longer than the line limit, not given to the monitor
 
 
 @dataclass
@@ -295,7 +305,7 @@ async def terminate_group(pgid: int, exited: anyio.Event, grace: float) -> None:
 
 
 class _GuardClient:
-    """spar's side of `spar.round.guard`: one guard process for this spar process."""
+    """spar's side of `spar.proc.guard`: one guard process for this spar process."""
 
     def __init__(self) -> None:
         self._sock: socket.socket | None = None
@@ -422,7 +432,7 @@ class _Reviewer:
     async def started(self) -> None:
         await self._read_status(until_pid=True)
         if not self.pid:
-            raise OSError(errno.ECHILD, "spar's reviewer guard (spar.round.guard) could not start it")
+            raise OSError(errno.ECHILD, "spar's reviewer guard (spar.proc.guard) could not start it")
 
     async def wait(self) -> int:
         """Until the keeper has gone (the status pipe's EOF); its last word is the exit code."""

@@ -1,7 +1,7 @@
 """A private cache of blob contents, kept in the series folder, from which a later
 round's workspace files are made as copy-on-write clones (`FICLONE`) where the file
 system can clone (XFS with reflink, btrfs, bcachefs); elsewhere (ext4, tmpfs) it is
-never filled and the copy takes its bytes as `spar.round.reuse` says.
+never filled and the copy takes its bytes as `spar.workspace.reuse` says.
 
 Why clones and never hard links: a clone is a new inode whose blocks are shared
 until one side writes; the write gets blocks of its own, so a reviewer writing
@@ -14,7 +14,7 @@ file of the last round's trees can be cloned, whatever a reviewer did to its cop
 Nothing here is trusted either: a reviewer running as root can write anywhere,
 the cache included. So every clone is proven after it is made: its own bytes
 (the new inode's, which no one else has opened) must hash to the blob id, as in
-`spar.round.reuse`; a clone that does not is removed and the file comes from the
+`spar.workspace.reuse`; a clone that does not is removed and the file comes from the
 usual sources. The cache is not a record (docs/records.md "Workspace copies"): it
 is written under the series lock, each entry cloned into `ID.tmp` and renamed to
 `ID`, without fsync (a file a crash damaged is caught by the check like a
@@ -40,7 +40,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from spar.round.reuse import blob_digest
+from spar.workspace.reuse import blob_digest
 
 FICLONE = 0x40049409  # linux/fs.h _IOW(0x94, 9, int): clone all of src_fd into dst_fd
 CACHE_FOLDER = ".spar-blob-cache"  # in the series folder, beside the round folders

@@ -1,7 +1,7 @@
 """Two Linux settings of a process that Spar relies on, set through prctl(2).
 
 - *Child subreaper* (`become_subreaper`): orphans of this process's subtree come to it
-  instead of to init, so none can leave it (`spar.round.reaper`, for the guard and keepers).
+  instead of to init, so none can leave it (`spar.proc.reaper`, for the guard and keepers).
 - *Not dumpable* (`make_undumpable`): besides writing no core file, the process's
   `/proc/<pid>/` entries belong to root, so another process of the same user cannot open
   its descriptors through `/proc/<pid>/fd` (a reviewer reaching the user's terminal through

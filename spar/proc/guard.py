@@ -1,12 +1,12 @@
 """One guard per spar process: it starts every reviewer, and no descendant outlives spar.
 
-`spar.round.process` forks the guard (`fork_guard`: a copy of spar, no interpreter start)
+`spar.proc.process` forks the guard (`fork_guard`: a copy of spar, no interpreter start)
 once (for `spar run`: first thing, before any thread starts; `fork_guard` refuses while
 another thread runs), in a session of its own, with one end of a Unix socket pair: the
 *control socket*, and no other descriptor of spar's. Spar has made itself not dumpable by
-then (`spar.round.prctl`), and the guard and its keepers inherit it: a reviewer of the same
+then (`spar.proc.prctl`), and the guard and its keepers inherit it: a reviewer of the same
 user cannot open their descriptors (spar's terminal, a status pipe) through /proc.
-The guard is a child subreaper (`spar.round.reaper`). For each reviewer spar
+The guard is a child subreaper (`spar.proc.reaper`). For each reviewer spar
 sends a request (argv, cwd, environment) with four file descriptors (the
 reviewer's stdin, stdout, stderr and a *status pipe*); the guard forks a
 *keeper* (a copy of the guard) that
@@ -16,7 +16,7 @@ reviewer's stdin, stdout, stderr and a *status pipe*); the guard forks a
   reviewer's subtree comes to it, a grandchild that called `setsid()` too;
 - writes its pid to the status pipe, starts the reviewer as its child and,
   when it finishes, writes the reviewer's exit code (negative: the signal that
-  ended it) and exits (the messages: `spar.round.guard_protocol`);
+  ended it) and exits (the messages: `spar.proc.guard_protocol`);
 - whenever it finishes, first ends every descendant (SIGTERM, GRACE seconds,
   SIGKILL) and reaps it: when the reviewer exits (what it left running is
   ended), and on SIGTERM, SIGINT or SIGHUP (spar's timeout or interrupt).
@@ -27,8 +27,8 @@ and reviewer of the round. When spar ends normally the same EOF lets the
 guard exit. The status pipe reaches EOF when the keeper is gone, so spar
 needs no wait on a process that is not its child.
 
-Standard library only, besides `spar.round.reaper`, `spar.round.prctl`,
-`spar.round.guard_protocol` and `spar.errors` (the exit codes), which need nothing else
+Standard library only, besides `spar.proc.reaper`, `spar.proc.prctl`,
+`spar.proc.guard_protocol` and `spar.errors` (the exit codes), which need nothing else
 either (`tests/test_architecture.py` checks it): everything it runs is imported before the
 fork. What it cannot do: survive
 SIGKILL itself (then the keepers' descendants go to init); spar sends SIGKILL to a reviewer's
@@ -47,8 +47,8 @@ import threading
 from types import FrameType
 
 from spar.errors import EXIT_INTERNAL, EXIT_NOT_STARTED, EXIT_OK, SparError
-from spar.round.guard_protocol import FDS_PER_REQUEST, Kind, Request, encode_status, take_requests
-from spar.round.reaper import become_subreaper, end_descendants, reap
+from spar.proc.guard_protocol import FDS_PER_REQUEST, Kind, Request, encode_status, take_requests
+from spar.proc.reaper import become_subreaper, end_descendants, reap
 
 GRACE = 1.0  # SIGTERM to SIGKILL for the descendants, as spar's own kill
 SETTLE = 1.0  # spar waits GRACE + SETTLE for a keeper to finish before it SIGKILLs the group

@@ -1,4 +1,4 @@
-"""What Spar and its reviewer guard (`spar.round.guard`) say to each other, defined once.
+"""What Spar and its reviewer guard (`spar.proc.guard`) say to each other, defined once.
 
 Two channels:
 

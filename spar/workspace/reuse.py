@@ -3,7 +3,7 @@ tree (when it has the reviewed head checked out) or from the series' last copy (
 round), each checked against its git blob id, instead of git inflating them again.
 
 What is reused is bytes, never a file: every file of a round's copy is a new
-inode written by this round (`spar.round.workspace`), so a write into one round's
+inode written by this round (`spar.workspace.build`), so a write into one round's
 copy cannot reach another round's (a hard link would share the inode: a reviewer
 running as root, or as the owner after a chmod, would change both). Neither the
 earlier copy nor the work tree is trusted: a file is used only when it is a
@@ -15,7 +15,7 @@ missing, not a regular file, larger than `REUSE_LIMIT`) comes from git. SHA-1
 ids: git hashes every object it stores with collision detection (sha1dc), so a
 blob that is one half of a known-attack collision never enters the repository
 for a tampered twin to match. Where the file system clones files copy-on-write,
-`spar.round.blobcache` is tried first (a clone is a new inode too, checked the
+`spar.workspace.blobcache` is tried first (a clone is a new inode too, checked the
 same way); these bytes are its fallback.
 """
 

@@ -63,7 +63,7 @@ VALUES = ["1", "x", "out", "--", "-o", "head/a.go", "'*.go'", "sh", "-R", "--pre
 TAILS = ["", " head/a.go", " head/a.go head/b.go", " -- -o out head", " -- -R head", " -- --pre=sh x head",
          " -- -C -m magic", " -- -l head/a.go head/b.go", " x -- -o out", " head -o out", " -- --output=out head/a.go",
          " -- head/a.go out"]
-TAIL_FOLLOW = {"f", "F", "follow", "retry", "pid", "s", "sleep-interval"}  # tail waits by design (not G11)
+TAIL_FOLLOW = {"f", "F", "follow", "retry", "pid", "s", "sleep-interval"}  # never run: a follow never ends (refused)
 WRITE_CALLS = ("creat", "truncate", "rename", "unlink", "mkdir", "rmdir", "link", "symlink", "mknod", "chmod",
                "fchmodat", "chown", "fchownat", "lchown", "utime", "futimesat", "setxattr", "lsetxattr",
                "removexattr", "lremovexattr")

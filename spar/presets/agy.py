@@ -40,10 +40,10 @@ def _command_note() -> str:
     programs = ", ".join(sorted(p for p in agy_commands.PROGRAMS if p != "sed"))
     return (
         "Shell commands: you may run only read-only command lines in run_command. Allowed "
-        f"programs: {programs}, and `sed -n` to print lines; no option that runs a program or "
-        "writes a file (such as find -exec or -delete, sort -o). Join commands only with |, &&, "
-        "|| and ;. Anything else stops your review as a tool violation: other programs (cd, git, "
-        "python3, …) or a program path outside /bin, /usr/bin, /usr/local/bin and "
+        f"programs: {programs}, and `sed -n` to print lines; no option that runs a program, "
+        "writes a file or never ends (such as find -exec or -delete, sort -o, tail -f). Join "
+        "commands only with |, &&, || and ;. Anything else stops your review as a tool "
+        "violation: other programs (cd, git, python3, …) or a program path outside /bin, /usr/bin, /usr/local/bin and "
         "/opt/homebrew/bin; redirection other than 2>/dev/null and 2>&1; command substitution; "
         "a $ outside single quotes; brace expansion; an unquoted glob (*, ?, [) where it "
         "could expand to an option (quote patterns: find head -name '*.go'); a line with a "

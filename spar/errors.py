@@ -1,9 +1,9 @@
 """Errors that carry their exit code.
 
 Only `spar.cli` turns these into exit codes and stderr lines; everything else
-raises. Exit codes: 0 ok, 1 recorded-but-not-clean (run) / blocked (gate),
-64 usage, 65 refused or configuration error (nothing written), 70 internal
-error or a write that may have been applied, 128 + N ended by signal N.
+raises. Exit codes: 0 ok, 1 recorded-but-not-clean (run) / blocked (gate) / not
+ready (doctor), 64 usage, 65 refused or configuration error (nothing written), 70
+internal error or a write that may have been applied, 128 + N ended by signal N.
 """
 
 from __future__ import annotations

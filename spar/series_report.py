@@ -240,7 +240,7 @@ def build_report(series: Path, rounds: list[SeriesRound] | None = None, seen: Se
 
 
 def _coverage(rounds: list[SeriesRound]) -> dict[str, int]:
-    """Issue 24: over the non-dry rounds that recorded it, changed files and those no reviewer saw."""
+    """Coverage: over the non-dry rounds that recorded it, changed files and those no reviewer saw."""
     kept = [c for item in rounds if not item.round.get("dry_run")
             and (c := cast(dict[str, Any], item.round).get("coverage")) is not None]
     return {"rounds": len(kept), "changed_files": sum(c["changed_files"] for c in kept),

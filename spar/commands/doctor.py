@@ -28,7 +28,7 @@ from spar.backend import async_backend
 from spar.config.load import load_config
 from spar.config.model import ReviewerConfig
 from spar.core_query import query_core
-from spar.errors import Refused, UsageError, quote
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, quote
 from spar.judge.core_caps import GATE_FEATURE
 from spar.presets import get_preset
 from spar.proc.environment import reviewer_env
@@ -344,4 +344,4 @@ def main(argv: list[str]) -> int:
                                                indent=2, ensure_ascii=True) + "\n", sys.stdout))
     else:
         sys.stdout.write(for_stream(render_text(checks, ready), sys.stdout))
-    return 0 if ready else 1
+    return EXIT_OK if ready else EXIT_NOT_CLEAN

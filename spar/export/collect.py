@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from spar.errors import quote
+from spar.judge.components import connected
 from spar.judge.refs import G7_PREFIXES, parse_ref
 from spar.judge.verdicts import Verdict, unverified, verdicts
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, VerificationsRecord, WaiverLine
@@ -88,7 +89,7 @@ class ReviewerInfo:
     series_ids: set[str] = field(default_factory=set)  # of the rounds it reviewed
     cli_version: str | None = None  # the reviewer CLI's version check, latest round (attempts' cli_version)
     unfinished: list[Unfinished] = field(default_factory=list)  # rounds it did not complete
-    # round name -> (changed files, those no completed reviewer saw), for rounds that record it (issue 24)
+    # round name -> (changed files, those no completed reviewer saw), for rounds recording coverage
     unseen: dict[str, tuple[int, list[str]]] = field(default_factory=dict)
 
 
@@ -386,27 +387,20 @@ class _Found:
 
 def _components(found: list[_Found]) -> list[list[int]]:
     """Indexes of `found` joined by one chain or one corroboration group, each list in order."""
-    parent = list(range(len(found)))
+    return connected(len(found), _links(found))
 
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
 
+def _links(found: list[_Found]) -> Iterator[tuple[int, int]]:
+    """Pairs of `found` in one chain (each finding with its chain's first one given) or
+    one corroboration group."""
     first_of: dict[tuple[str, str], int] = {}
     by_ref = {(f.series, f.item.ref): i for i, f in enumerate(found)}
     for i, f in enumerate(found):
-        j = first_of.setdefault((f.series, f.first), i)
-        parent[root(i)] = root(j)
+        yield first_of.setdefault((f.series, f.first), i), i
         for other in f.corroborated:
             k = by_ref.get((f.series, other))
             if k is not None:
-                parent[root(k)] = root(i)
-    groups: dict[int, list[int]] = {}
-    for i in range(len(found)):
-        groups.setdefault(root(i), []).append(i)
-    return list(groups.values())
+                yield i, k
 
 
 def merge(found: list[_Found]) -> list[Item]:

@@ -131,7 +131,7 @@ def invocation(info: ReviewerInfo) -> dict[str, Any]:
 
 def _coverage_notes(info: ReviewerInfo) -> list[dict[str, Any]]:
     """A warning per round of this reviewer in which some changed files were seen by no
-    reviewer (issue 24); none when every changed file was seen."""
+    reviewer saw (the round's coverage); none when every changed file was seen."""
     return [{"level": "warning", "descriptor": {"id": "spar/unseen-files"},
              "message": {"text": f"round {quote(round_name)}: {len(unseen)} of {total} changed files were seen "
                                  f"by no reviewer: {shortened(unseen)}"},

@@ -1,4 +1,4 @@
-"""Which changed files a reviewer saw (issue 24 point 1), judged from what it was handed.
+"""Which changed files a reviewer saw (observed coverage), judged from what it was handed.
 
 A file counts as seen when its whole diff was inline in the packet, or when one of the
 reviewer's tool calls named it: as `head/PATH` or `base/PATH` (or those under the

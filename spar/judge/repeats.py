@@ -12,10 +12,11 @@ it as a possible repeat.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from spar.judge.components import connected
 from spar.judge.similar import Place, closest_pairs, near
 from spar.records.model import Finding, Group, RepeatOf
 
@@ -124,31 +125,24 @@ def repeat_record(e: Earlier | None) -> RepeatOf | None:
     return {"round": e.round, "finding": e.finding, "disposition": e.disposition}
 
 
-def corroborate(findings: list[Mine]) -> dict[str, tuple[list[str], int]]:
-    """finding id -> (ids of the other findings of its group, distinct presets of the group).
-
-    Two findings of different reviewers that match are in one group, and groups
-    join through shared members. A finding in no group gets ([], 1)."""
-    parent = list(range(len(findings)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+def _matches(findings: list[Mine]) -> Iterator[tuple[int, int]]:
+    """Pairs of findings of different reviewers that match (indexes into `findings`)."""
     sides = _sides([(f.reviewer,) for f in findings])
     for n, a in enumerate(sides):
         for b in sides[n + 1:]:
             pairs = closest_pairs([findings[i].claim for i in a], [findings[j].claim for j in b],
                                   _may_pair([findings[i].place for i in a], [findings[j].place for j in b]))
             for i, j, _ in pairs:
-                parent[root(b[j])] = root(a[i])
-    groups: dict[int, list[int]] = {}
-    for i in range(len(findings)):
-        groups.setdefault(root(i), []).append(i)
+                yield a[i], b[j]
+
+
+def corroborate(findings: list[Mine]) -> dict[str, tuple[list[str], int]]:
+    """finding id -> (ids of the other findings of its group, distinct presets of the group).
+
+    Two findings of different reviewers that match are in one group, and groups
+    join through shared members. A finding in no group gets ([], 1)."""
     out: dict[str, tuple[list[str], int]] = {}
-    for members in groups.values():
+    for members in connected(len(findings), _matches(findings)):
         presets = len({findings[i].preset for i in members})
         for i in members:
             others = [findings[k].finding for k in members if k != i]

@@ -30,6 +30,12 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def replace(tmp: str | Path, target: str | Path, folder_fd: int | None = None) -> None:
+    """The one atomic rename: `tmp` takes `target`'s name (both names relative to
+    `folder_fd` when given); raises OSError. Durable only once the folder is fsynced."""
+    os.replace(tmp, target, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+
+
 def _failed(path: Path, exc: OSError) -> WriteFailed:
     return WriteFailed(f"cannot write {path}: {exc.strerror or exc}")
 
@@ -68,7 +74,7 @@ def write_bytes(path: Path | str, data: bytes, *, unique_tmp: bool = False) -> N
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -109,7 +115,7 @@ def write_files(files: list[tuple[Path, bytes]]) -> None:
             os.close(fd)
         for path, tmp, _fd in opened:
             try:
-                os.replace(tmp, path)
+                replace(tmp, path)
             except OSError as exc:
                 raise _failed(path, exc) from exc
     except BaseException:

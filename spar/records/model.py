@@ -72,7 +72,7 @@ class Attempt(TypedDict):
     argv: NotRequired[list[str]]  # the prompt argument replaced by `<prompt: N bytes, sha256 HEX>`
     usage: NotRequired[Usage]
     cli_version: NotRequired[str]  # first line of the version check's answer; absent when none answered
-    coverage: NotRequired[Coverage]  # code-stage rounds recorded by `spar run` (issue 24)
+    coverage: NotRequired[Coverage]  # code-stage rounds recorded by `spar run` (which changed files its reviewers saw)
 
 
 class AngleChecked(TypedDict):

@@ -77,7 +77,7 @@ def round_problem(round_json: Mapping[str, Any]) -> str | None:
 
 
 def _coverage_problem(round_json: Mapping[str, Any]) -> str | None:
-    """`changed_files` and `unseen` (issue 24): both or neither, a count and paths among it."""
+    """`changed_files` and `unseen` (coverage): both or neither, a count and paths among it."""
     if ("changed_files" in round_json) != ("unseen" in round_json):
         return "changed_files and unseen come together"
     if "unseen" not in round_json:
@@ -160,7 +160,7 @@ def _end_problem(round_json: Mapping[str, Any], reviewers: list[Any]) -> str | N
 
 
 def attempt_problem(attempt: Any) -> str | None:
-    """An attempt's `argv` and `usage` (issue 10) as spar.round writes them, when present
+    """An attempt's `argv` and `usage` (what ran, and what it cost) as spar.round writes them, when present
     (older rounds have neither). A usage value Spar could not have written would be left
     out of every total, so it is named instead."""
     if not isinstance(attempt, dict):

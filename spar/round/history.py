@@ -106,7 +106,7 @@ def earlier_rounds(series: Path, before: RoundRecord | None) -> list[tuple[int, 
         if before is not None and not is_earlier(rj, item.name, before, str(before.get("name", ""))):
             continue
         # recorded means round.json says so: a findings.json without it is a run killed
-        # part-way, whose records a later run never reads (issue 12 point 4)
+        # part-way, whose records a later run never reads
         if rj.get("dry_run") is True or not (rj.get("recorded_at") or rj.get("finished_at")):
             continue
         out.append((order, item))

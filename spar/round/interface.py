@@ -122,7 +122,7 @@ class Monitor(ABC):
         # told of every stall notice (a Stall) and of model output (None): spar/round/liveness.py
         # gives up on a reviewer whose stall lasts its unreachable_seconds
         self.on_stall: Callable[[Stall | None], None] | None = None
-        # the path-like words of the reviewer's read and search calls (observed coverage, issue 24)
+        # the path-like words of the reviewer's read and search calls (observed coverage)
         self.named_words: list[str] = []
 
     def name_words(self, words: list[str]) -> None:

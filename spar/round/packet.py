@@ -284,7 +284,8 @@ def inline_paths(diff: bytes) -> set[str]:
     return {path for path in map(section_path, sections) if path is not None}
 
 
-# lock files and minified files, by name; anything below a `vendor/` folder (issue 24 point 3)
+# lock files and minified files, by name; anything below a `vendor/` folder: read last,
+# so a large change's diff room goes to the sources first
 LOCK_NAMES = frozenset({
     "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "Cargo.lock",
     "Gemfile.lock", "composer.lock", "poetry.lock", "Pipfile.lock", "uv.lock", "pdm.lock", "go.sum",

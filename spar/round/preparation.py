@@ -201,7 +201,7 @@ def input_bytes(text: str, files: Mapping[str, str]) -> InputBytes:
 
 
 def _reading_order(packet: PacketInput, repo: Path) -> list[str]:
-    """The changed files listed sources first (issue 24 point 3); returns the generated ones."""
+    """The changed files listed sources first (generated and vendored files last); returns the generated ones."""
     marked = git.marked_generated(repo, packet.head, [f.path for f in packet.changed])
     packet.changed = reading_order(packet.changed, marked)
     return [f.path for f in packet.changed if f.generated]
@@ -209,7 +209,7 @@ def _reading_order(packet: PacketInput, repo: Path) -> list[str]:
 
 def _sources_first(packet: PacketInput, repo: Path) -> None:
     """A diff longer than the packet holds: the changed files listed sources first, and the
-    diff's room spent in that order (issue 24 point 3)."""
+    diff's room spent in that order."""
     generated = _reading_order(packet, repo)
     if not generated:
         return  # git's order is the reading order already

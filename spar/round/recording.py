@@ -172,7 +172,7 @@ def apply_outcome(round_json: RoundRecord, outcome: ReviewerOutcome, ctx: RoundC
 def record_coverage(round_json: RoundRecord, outcomes: list[ReviewerOutcome], changed: list[str],
                     inline: set[str], workspace: Path) -> None:
     """Each attempt's observed coverage and the round's changed files no completed reviewer saw
-    (issue 24): inline in the packet, or named by the attempt's read and search calls."""
+    (coverage): inline in the packet, or named by the attempt's read and search calls."""
     changed = list(dict.fromkeys(changed))  # each path once, as the lists the record rules check
     files = ChangedFiles(changed)
     inline = inline & set(changed)

@@ -40,12 +40,13 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from spar.records import atomic
 from spar.workspace.reuse import blob_digest
 
 FICLONE = 0x40049409  # linux/fs.h _IOW(0x94, 9, int): clone all of src_fd into dst_fd
 CACHE_FOLDER = ".spar-blob-cache"  # in the series folder, beside the round folders
 _TMP = ".tmp"
-# Smaller files are copied as bytes: measured on XFS (bench/README.md, issue 24), a clone
+# Smaller files are copied as bytes: measured on XFS (bench/README.md), a clone
 # and its check cost ~85 µs for 4 KiB against ~45 µs to read, hash and write the bytes,
 # and break even near 256 KiB (1 MiB: ~1.2 ms against ~1.9 ms, before writeback)
 CLONE_MIN = 256 * 1024
@@ -198,7 +199,7 @@ class BlobCache:
         if not cloned:
             os.unlink(tmp, dir_fd=self.fd)
             return False
-        os.rename(tmp, blob_id, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        atomic.replace(tmp, blob_id, self.fd)  # not fsynced: every clone taken from it is checked
         return True
 
 

@@ -16,6 +16,7 @@ from spar import git
 from spar.errors import RecordError, Refused, quote
 from spar.judge import gate as judgement
 from spar.judge.dispositions import Key, LookupResult
+from spar.judge.duplicate_trace import DuplicateLinks
 from spar.records import readers
 from spar.records.model import RoundRecord
 from spar.series import repository_of
@@ -165,7 +166,7 @@ def _extra_lookup(series: str, key: Key) -> LookupResult:
     return "ok", links[key[1]]
 
 
-def _reload(series: str, name: str) -> judgement.DuplicateLinks | str:
+def _reload(series: str, name: str) -> DuplicateLinks | str:
     """A round's findings and standing dispositions, read (again) for duplicate tracing,
     under the same rules as a listed round; or why they cannot be read."""
     folder = Path(series) / name

@@ -14,6 +14,7 @@ import pytest
 
 from spar import gating
 from spar.cli import main as spar_main
+from spar.judge import duplicate_trace
 from spar.judge import gate as judgement
 from tests import roundfactory as rf
 from tests.spies import calls_to
@@ -127,7 +128,7 @@ def test_memory_does_not_grow_with_the_rounds(repo, capsys):
 def test_a_duplicate_of_a_round_no_longer_held_is_read_again(repo, capsys, monkeypatch):
     """Duplicates of a round far back (not among the recent rounds the judgment holds)
     are traced by reading that round again, and judged as with every round at hand."""
-    rounds = judgement.Judgement.RECENT + 4
+    rounds = duplicate_trace.DuplicateTracer.RECENT + 4
     series, names = long_series(repo, rounds, open_last=False)
     last = series / names[-1]
     findings = json.loads((last / "findings.json").read_text())
@@ -156,12 +157,12 @@ def test_a_duplicate_of_a_finding_disposed_in_a_round_at_hand_is_not_walked(repo
     settles each from the links at hand instead of walking a chain; a duplicate of a
     duplicate is still walked, and both judge as the walk would (RECENT 0: nothing at hand)."""
     series, names = long_series(repo, 3, open_last=False)
-    walked = calls_to(monkeypatch, judgement, "trace", lambda start, *_: start)
+    walked = calls_to(monkeypatch, duplicate_trace, "trace", lambda start, *_: start)
     document = _gate(capsys, repo, series, names)
     # r0002's defects name r0001's rejected ones; r0003's name r0002's duplicates
     assert {name for name, _fid in walked} == {names[2]}
     assert document["state"] == "passed", document["reasons"]
-    monkeypatch.setattr(judgement.Judgement, "RECENT", 0)
+    monkeypatch.setattr(duplicate_trace.DuplicateTracer, "RECENT", 0)
     walked.clear()
     assert _gate(capsys, repo, series, names) == document
     assert {name for name, _fid in walked} == {names[1], names[2]}
@@ -178,7 +179,7 @@ def test_holding_no_round_judges_the_same(repo, capsys, monkeypatch, scenario):
     series = build_series(repo, scenario)
     names = scenario.get("list") or [r["name"] for r in scenario["rounds"]]
     plain = _gate(capsys, repo, series, names)
-    monkeypatch.setattr(judgement.Judgement, "RECENT", 0)
+    monkeypatch.setattr(duplicate_trace.DuplicateTracer, "RECENT", 0)
     assert _gate(capsys, repo, series, names) == plain
     monkeypatch.undo()
     backwards = _gate(capsys, repo, series, names[::-1])

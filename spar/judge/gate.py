@@ -12,18 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spar.config.model import STAGES
-from spar.judge.dispositions import (
-    BLOCKING_CLASSES,
-    DispositionLookup,
-    Key,
-    KnownTrace,
-    LookupResult,
-    Trace,
-    standing,
-    trace,
-)
+from spar.judge.dispositions import BLOCKING_CLASSES, Trace, standing
+from spar.judge.duplicate_trace import DuplicateLinks, DuplicateTracer, ExtraLookup, Reload, RoundKey
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
-from spar.records.record_rules import CLASSES, Position, link_problem
+from spar.records.record_rules import CLASSES
 
 SCHEMA = "review-gate/v1"
 
@@ -117,25 +109,12 @@ class HeadCheck:
     expected_tree: str | None = None  # the expected commit's tree, read for a worktree round
 
 
-# lookup for findings of rounds that were not listed: (series path, key) -> see dispositions.DispositionLookup
-ExtraLookup = Callable[[str, Key], LookupResult]
-
-# every finding id of a round -> its standing ledger line (None: no line): what a duplicate
-# trace reads of a round
-DuplicateLinks = dict[str, LedgerLine | None]
-# the links of a listed round read again (series path, round name), or why it cannot be read
-Reload = Callable[[str, str], "DuplicateLinks | str"]
-RoundKey = tuple[str, str]  # (series path, round name)
-
-
 def links_of(findings: list[Finding], ledger: list[LedgerLine]) -> DuplicateLinks:
     links: DuplicateLinks = {finding["id"]: None for finding in findings}
     for fid, line in standing(ledger).items():
         if fid in links:  # lines about findings that are not there are left out
             links[fid] = line
     return links
-
-
 
 
 def _auto_deferred(line: LedgerLine) -> bool:
@@ -321,25 +300,17 @@ class _GrowthCandidate:
     undecided: dict[str, _Open]
 
 
-class _NotReadYet(Exception):
-    """A duplicate chain leads into a round the judgment has not been handed yet."""
-
-
 class Judgement:
     """The gate judgment, folded one listed round at a time (`add`) into small running
     state, so a long series is never held whole: counts, the reviewers of each usable
-    round, the blocking findings still open, the latest round, and the links of the
-    few most recent rounds for duplicate tracing; a duplicate leading further back is
-    traced through `reload`, which reads that round again. `finish` gives the document."""
-
-    RECENT = 16  # rounds whose links stay at hand (duplicates mostly name a recent round)
+    round, the blocking findings still open, the latest round; duplicate chains are
+    traced by a `DuplicateTracer` (the links of the few most recent rounds at hand, a
+    round further back read again through `reload`). `finish` gives the document."""
 
     def __init__(self, reload: Reload | None = None, extra_lookup: ExtraLookup | None = None) -> None:
-        self._reload = reload
-        self._extra_lookup = extra_lookup
         self.rounds: list[dict[str, Any]] = []  # the gate file's rounds[]
         self.listed: set[RoundKey] = set()
-        self._usable: set[RoundKey] = set()
+        self._tracer = DuplicateTracer(self.listed, reload, extra_lookup)
         self._series: dict[str, None] = {}  # series paths in list order
         self._listed_reasons: list[str] = []
         self.latest: ListedRound | None = None
@@ -347,18 +318,9 @@ class Judgement:
         self._counts = dict.fromkeys(CLASSES, 0)
         self._auto_deferred = 0
         self._open: list[_Open] = []
-        self._recent: dict[RoundKey, DuplicateLinks] = {}  # insertion order is recency
         self._code_heads: dict[str, set[str]] = {}  # series -> heads its usable code rounds reviewed
         self._growth: _GrowthCandidate | None = None
-        self._resolved: dict[RoundKey, dict[str, Trace]] = {}  # where findings of recent rounds lead
-        self._finishing = False
         self._shared: dict[Any, Any] = {}
-        # (series, final) -> lookup, known, position
-        self._walkers: dict[tuple[str, bool], tuple[DispositionLookup, KnownTrace, Position]] = {}
-        # each usable listed round's place in series order (started_at, name), for the rule on
-        # duplicate links that triage applies (record_rules.link_problem)
-        self._places: dict[RoundKey, tuple[str, str]] = {}
-        self._position_of: dict[str, Position] = {}
 
     def add(self, item: ListedRound) -> None:
         """Judge one listed round; nothing of `item` is kept but what the document needs."""
@@ -373,16 +335,14 @@ class Judgement:
         self._listed_reasons += listed_round_reasons(item)
         if item.state != "ok":
             return
-        self._usable.add(key)
         started = _started(item)
-        self._places[key] = (started, item.name)
         if self.latest is None or started >= _started(self.latest):  # ties: the later in the list
             self.latest = item  # one round's records at most, until a later round replaces it
         stage = item.record["stage"]
         self._reviewed.setdefault((item.series, stage), []).append(_Reviewed.of(item, index, self._share))
         findings = item.findings or []
         links = links_of(findings, item.ledger or [])
-        self._remember(key, links)
+        self._tracer.add(key, started, links)
         undecided = self._tally(item, findings, links)
         if stage == "code":
             self._code_heads.setdefault(item.series, set()).add(item.record["head"])
@@ -413,15 +373,12 @@ class Judgement:
             line = links.get(fid)
             if line:
                 disposition = line.get("disposition")
-                if cls not in BLOCKING_CLASSES or disposition != "duplicate" or self._duplicate_of_disposed(item, line):
-                    continue  # not blocking, or disposed: what `trace` would find at its first or second step
+                if (cls not in BLOCKING_CLASSES or disposition != "duplicate"
+                        or self._tracer.duplicate_of_disposed(item.series, item.name, line)):
+                    continue  # not blocking, or disposed: what a trace would find at its first or second step
             elif cls not in BLOCKING_CLASSES:
                 continue
-            result: Trace | None
-            try:
-                result = self._trace(item.series, (item.name, fid), final=False)
-            except _NotReadYet:
-                result = None
+            result = self._tracer.trace_now(item.series, (item.name, fid))
             if result is not None and result.state == "disposed":
                 continue
             group = finding.get("group")
@@ -432,104 +389,13 @@ class Judgement:
         self._auto_deferred += auto
         return undecided
 
-    def _duplicate_of_disposed(self, item: ListedRound, line: LedgerLine) -> bool:
-        """True when the finding a duplicate line names is at hand and disposed (not as a
-        duplicate): what `_trace` would find at its second step, without walking (most
-        duplicates name a finding of the round before). False: walk the chain."""
-        of = line.get("of")
-        if not isinstance(of, str):
-            return False
-        target, slash, target_id = of.partition("/")
-        if not slash:
-            target, target_id = item.name, of
-        elif not target or not target_id or "/" in target_id or target in (".", ".."):
-            return False  # `parse_of` refuses it: the walk says why
-        where = (item.series, target)
-        links = self._recent.get(where)
-        if links is None or link_problem(item.name, target, self._position(item.series)):
-            return False
-        standing_line = links.get(target_id)
-        if not standing_line or standing_line.get("disposition") == "duplicate":
-            return False
-        self._remember(where, links)  # as the walk's lookup would
-        return True
-
-    def _remember(self, key: RoundKey, links: DuplicateLinks) -> None:
-        if next(reversed(self._recent), None) == key:
-            return  # already the most recent
-        self._recent.pop(key, None)
-        self._recent[key] = links
-        if len(self._recent) > self.RECENT:
-            evicted = next(iter(self._recent))
-            del self._recent[evicted]
-            if not self._finishing:
-                self._resolved.pop(evicted, None)
-
-    def _trace(self, series: str, start: Key, *, final: bool) -> Trace:
-        """`dispositions.trace`, remembering where each finding it walks leads, so that a
-        chain of duplicates running back through every round is walked once, not once
-        per round. Kept while the finding's round is recent (and for the whole of
-        `finish`); a chain that loops is never kept, since where it loops depends on
-        where the walk began. A result that does not loop holds only the start, its
-        first link and the end: what the reasons name."""
-        resolved = self._resolved
-        walkers = self._walkers.get((series, final))
-        if walkers is None:
-            walkers = self._walkers[(series, final)] = (
-                self._lookup(series, final=final), lambda key: resolved.get((series, key[0]), {}).get(key[1]),
-                self._position(series))
-        result = trace(start, *walkers)
-        if result.state == "cycle":
-            return result
-        chain, end = result.chain, result.end
-        for index in range(result.walked):
-            where = (series, chain[index][0])
-            if self._finishing or where in self._recent:
-                own = [*dict.fromkeys([*chain[index:index + 2], end])]
-                resolved.setdefault(where, {})[chain[index][1]] = Trace(result.state, own, result.detail)
-        return Trace(result.state, [*dict.fromkeys([*chain[:2], end])], result.detail)
-
-    def _position(self, series: str) -> Position:
-        """A round's place in `series` (None: not a usable listed round), one function per series."""
-        found = self._position_of.get(series)
-        if found is None:
-            places = self._places
-            found = self._position_of[series] = lambda name: places.get((series, name))
-        return found
-
-    def _lookup(self, series: str, *, final: bool) -> DispositionLookup:
-        """Finding lookup for duplicate tracing inside one series: listed usable rounds
-        (recent ones at hand, older ones read again), then `extra_lookup` for the rest.
-        Before `finish` a round not handed in yet may still come: _NotReadYet."""
-
-        def lookup(key: Key) -> LookupResult:
-            where = (series, key[0])
-            links = self._recent.get(where)
-            if links is None and where in self._usable:
-                again = self._reload(series, key[0]) if self._reload is not None else "it was not kept"
-                if isinstance(again, str):
-                    return "unreadable", f"round {key[0]} cannot be read: {again}"
-                links = again
-            if links is not None:
-                self._remember(where, links)
-                if key[1] not in links:
-                    return "missing", f"{key[0]}/{key[1]} does not exist"
-                return "ok", links[key[1]]
-            if not final and where not in self.listed:
-                raise _NotReadYet
-            if self._extra_lookup is None:
-                return "unreadable", f"round {key[0]} was not read"
-            return self._extra_lookup(series, key)
-
-        return lookup
-
     def listed_names(self, series: str) -> set[str]:
         return {name for path, name in self.listed if path == series}
 
     def finish(self, series: list[SeriesListing], head: HeadCheck | None) -> dict[str, Any]:
         """Return the review-gate/v1 document (without `previous_gate_digest` and
         `spar_version`, which the command adds). Reasons come in the order of the steps."""
-        self._finishing = True
+        self._tracer.finishing()
         latest = self.latest
         by_key: dict[tuple[str, str], StageReviewers] = {}
         for series_path in self._series:
@@ -575,7 +441,7 @@ class Judgement:
         grouped: dict[tuple[str, str, str], list[_Open]] = {}
         for row in self._open:
             if row.trace is None:
-                row.trace = self._trace(row.series, (row.round, row.id), final=True)
+                row.trace = self._tracer.trace_final(row.series, (row.round, row.id))
             if row.trace.state == "disposed":
                 continue
             ids.append(f"{row.round}/{row.id}")

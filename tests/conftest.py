@@ -78,7 +78,9 @@ def pytest_pyfunc_call(pyfuncitem):
         pyfuncitem.obj = bounded
 
 
-@pytest.fixture(params=["asyncio", "trio"])
+# trio, the backend Spar does not use by default, runs in the full suite only: the inner
+# loop (-m "not slow") runs each async test once, on asyncio
+@pytest.fixture(params=["asyncio", pytest.param("trio", marks=pytest.mark.slow)])
 def anyio_backend(request):
     return request.param
 

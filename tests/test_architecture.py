@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 import tomllib
@@ -199,6 +200,12 @@ def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, 
     return found
 
 
+@functools.cache
+def _spar_imports() -> dict[str, set[str]]:
+    """module_imports(SPAR), read once for the checks below (they only read it)."""
+    return module_imports(SPAR)
+
+
 def module_imports(root: Path) -> dict[str, set[str]]:
     """Every module under `root` (a package folder) -> the modules of that package it imports."""
     top = root.name
@@ -266,12 +273,12 @@ def command_imports(imports: dict[str, set[str]], top: str = "spar") -> list[str
 
 def test_no_two_packages_import_each_other_nor_any_circle():
     """Issue 21 point 2: the package graph of spar/ has no cycle of any length."""
-    assert cycles(package_graph(module_imports(SPAR))) == []
+    assert cycles(package_graph(_spar_imports())) == []
 
 
 def test_no_command_imports_a_command():
     """Issue 21 point 2: what two commands share lives one layer down, never in a command."""
-    assert command_imports(module_imports(SPAR)) == []
+    assert command_imports(_spar_imports()) == []
 
 
 def test_the_graph_check_catches_a_pair_a_circle_and_a_command_importing_a_command(tmp_path):
@@ -308,7 +315,7 @@ def test_an_acyclic_tree_passes_the_graph_check(tmp_path):
 def test_the_process_layer_knows_no_rounds_nor_reviewers():
     """spar/proc/ starts, guards, limits and ends programs: it imports only the base layer
     (errors and the like), never a round, a reviewer preset, a judgment or a record."""
-    imports = module_imports(SPAR)
+    imports = _spar_imports()
     allowed = {"spar.proc", "spar.errors"}
     reached = sorted({package_of(name) for module, names in imports.items()
                       if package_of(module) == "spar.proc" for name in names} - allowed)
@@ -317,7 +324,7 @@ def test_the_process_layer_knows_no_rounds_nor_reviewers():
 
 def test_the_copy_layer_knows_no_rounds_nor_reviewers():
     """spar/workspace/ builds a round's copies from git: no round, preset or process layer."""
-    imports = module_imports(SPAR)
+    imports = _spar_imports()
     reached = {package_of(name) for module, names in imports.items()
                if package_of(module) == "spar.workspace" for name in names}
     assert not reached & {"spar.round", "spar.presets", "spar.proc", "spar.commands", "spar.judge"}

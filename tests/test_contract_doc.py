@@ -11,6 +11,7 @@ contract, which the design calls the authority on formats).
 from __future__ import annotations
 
 import ast
+import os
 import re
 from pathlib import Path
 
@@ -68,10 +69,13 @@ def _cited_files() -> list[Path]:
     what the bench generates in bench/out/."""
     folders = ("spar", "tests", "docs", "bench", "examples", "configs", ".ci")
     generated = ROOT / "bench" / "out"  # the bench's generated repositories (ignored by git), not a reader's text
-    files = [p for folder in folders for p in (ROOT / folder).rglob("*")
-             if p.is_file() and "__pycache__" not in p.parts and p != Path(__file__).resolve()
-             and not p.is_relative_to(generated)]
-    return sorted(files) + [ROOT / "README.md"]
+    files = []
+    for folder in folders:
+        for where, dirs, names in os.walk(ROOT / folder):
+            # not walked at all: a generated repository holds tens of thousands of files
+            dirs[:] = [d for d in dirs if d != "__pycache__" and Path(where, d) != generated]
+            files += [Path(where, name) for name in names]
+    return sorted(p for p in files if p != Path(__file__).resolve() and p.is_file()) + [ROOT / "README.md"]
 
 
 def _text(path: Path) -> str | None:

@@ -42,6 +42,7 @@ def _ok(head: str) -> dict:
     return result(head=head, findings=[], verdict="no_blocking_findings")
 
 
+@pytest.mark.slow  # a real `spar run`
 def test_round_json_records_what_each_reviewer_saw_and_what_none_saw(tmp_path):
     """Issue 24 point 1: a cut packet diff, fake claude/codex/agy reading some changed files:
     per-attempt counts, the unseen list and the summary line are exact."""
@@ -171,6 +172,7 @@ def _link(s, name: str) -> str:
     return str(link)
 
 
+@pytest.mark.slow  # a real `spar run`
 def test_a_small_change_is_seen_whole_through_the_packet(tmp_path):
     """Issue 24 point 1: every file of a diff that fits is inline; nothing is unseen."""
     s = make_setup(tmp_path)
@@ -186,6 +188,7 @@ def test_a_small_change_is_seen_whole_through_the_packet(tmp_path):
     assert "- Coverage: each of the 2 changed files was seen by a completed reviewer\n" in summary
 
 
+@pytest.mark.slow  # a real `spar run`
 def test_a_round_no_reviewer_completed_lists_its_inline_files_as_unseen(tmp_path):
     """Issue 24 point 1: a file inline in the packet is seen only through a completed reviewer;
     the round stays readable and the report marks every file, its cells still `inline`."""
@@ -256,6 +259,7 @@ def _big_change(s) -> tuple[str, str]:
     return base, commit(s.repo, files, message="big")
 
 
+@pytest.mark.slow  # a real `spar run`
 def test_a_big_change_lists_every_file_sources_first_and_spends_the_diff_on_them(tmp_path):
     """Issue 24 point 3: every changed file is listed with its line counts, generated and vendored
     after source; the inline diff holds the sources, and the unseen list names the rest."""

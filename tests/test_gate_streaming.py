@@ -111,6 +111,7 @@ def _peak_bytes(capsys, repo: Path, series: Path, names: list[str]) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow  # gates over 40 and 160 rounds, traced by tracemalloc
 def test_memory_does_not_grow_with_the_rounds(repo, capsys):
     """Peak memory of the whole gate at 40 and at 160 rounds of 50 findings: what grows
     is the gate file's own rounds[] and a few hundred bytes per round, far below one

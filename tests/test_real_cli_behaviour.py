@@ -99,6 +99,7 @@ async def test_a_refusal_phrase_on_one_huge_stderr_line_is_found(tmp_path):
     ("codex", {"type": "file_change", "pad": SEVENTEEN_MIB}),
     ("agy", {"name": "run_command", "command": "rm -rf head", "pad": SEVENTEEN_MIB}),
 ])
+@pytest.mark.slow  # 17 MiB through a pipe, per preset
 @pytest.mark.anyio
 async def test_a_17_mib_tool_use_line_is_a_tool_violation(tmp_path, preset, tool):
     rnd = Round(tmp_path)
@@ -107,6 +108,7 @@ async def test_a_17_mib_tool_use_line_is_a_tool_violation(tmp_path, preset, tool
     assert "a stdout line of more than " in outcome.reason and "16777216-byte line limit" in outcome.reason
 
 
+@pytest.mark.slow  # 17 MiB through a pipe
 @pytest.mark.anyio
 async def test_an_answer_line_too_long_to_read_is_invalid_output(tmp_path):
     rnd = Round(tmp_path)

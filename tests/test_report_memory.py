@@ -69,6 +69,7 @@ def two_lengths(tmp_path_factory) -> tuple[Path, Path]:
     return _series(tmp / "short", 8), _series(tmp / "long", 32)
 
 
+@pytest.mark.slow  # reports over 8 and 32 rounds, traced by tracemalloc
 @pytest.mark.parametrize("command", ["cap-report", "report"])
 def test_memory_grows_by_a_row_per_round_not_by_its_findings(two_lengths, command, tmp_path, monkeypatch, capsys):
     """issue 25 memory: over a series of 8 and of 32 rounds of 50 findings, the peak grows

@@ -17,6 +17,7 @@ def _listing(root):
     return sorted(os.path.relpath(os.path.join(d, n), root) for d, dirs, files in os.walk(root) for n in dirs + files)
 
 
+@pytest.mark.slow  # a real `spar run`
 def test_committed_reviews_link_refuses_the_run_before_anything_is_written(tmp_path):
     """issue 25 hole 3, as found: a cloned repository commits `reviews -> ../outside`;
     `spar run --out reviews/r1` is refused (65) naming the link, and nothing is written at

@@ -8,6 +8,8 @@ internal error or a write that may have been applied, 128 + N ended by signal N.
 
 from __future__ import annotations
 
+import signal
+
 EXIT_OK = 0
 EXIT_NOT_CLEAN = 1
 EXIT_USAGE = 64
@@ -62,6 +64,16 @@ class WriteFailed(SparError):
     """A write failed part-way or may have been applied (exit 70)."""
 
     exit_code = EXIT_INTERNAL
+
+
+class Interrupted(SparError):
+    """SIGINT or SIGTERM stopped the work under way: raised where the signal is seen, with
+    what the interruption left behind; exit 128 + the signal's number."""
+
+    def __init__(self, signum: int, left: str):
+        self.signum = signum
+        self.exit_code = exit_for_signal(signum)
+        super().__init__(f"interrupted by {signal.Signals(signum).name}: {left}")
 
 
 def exit_for_signal(signum: int) -> int:

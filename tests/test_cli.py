@@ -116,3 +116,50 @@ def test_entry_leaves_with_mains_code(monkeypatch, capsys):
         cli.entry()
     out = capsys.readouterr()
     assert left.value.code == 64 and out.out.startswith("spar ") and "no-such-command" in out.err
+
+
+def test_an_interruption_is_mapped_once_to_its_signals_exit_code(monkeypatch, capsys):
+    import signal
+
+    import spar.commands.config as config_cmd
+    from spar.errors import Interrupted
+
+    def stopped(argv):
+        raise Interrupted(signal.SIGTERM, "every reviewer was stopped")
+
+    monkeypatch.setattr(config_cmd, "main", stopped)
+    assert cli.main(["config"]) == 143
+    assert capsys.readouterr().err == "spar: interrupted by SIGTERM: every reviewer was stopped\n"
+
+
+def test_a_signal_while_working_raises_interrupted_saying_what_it_left():
+    """The signal is seen by the watcher of work_until_signal: the work is cancelled and
+    Interrupted carries the signal, its exit code and what the caller said it leaves."""
+    import os
+    import signal
+
+    import anyio
+
+    from spar.errors import Interrupted
+    from spar.round.interrupt import work_until_signal
+
+    cancelled = []
+
+    async def work():
+        os.kill(os.getpid(), signal.SIGINT)
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            cancelled.append(True)
+            raise
+
+    with pytest.raises(Interrupted) as caught:
+        work_until_signal(work, "asyncio", "nothing was written")
+    assert cancelled == [True]
+    assert (caught.value.signum, caught.value.exit_code) == (signal.SIGINT, 130)
+    assert str(caught.value) == "interrupted by SIGINT: nothing was written"
+
+    async def quick():
+        return "done"
+
+    assert work_until_signal(quick, "asyncio", "unused") == "done"

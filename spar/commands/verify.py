@@ -8,7 +8,6 @@ round.json. A verdict never changes a finding's class, its disposition or the ga
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from spar.argparsing import Parser, command_parser
 from spar.backend import async_backend
 from spar.config.load import load_config
 from spar.config.model import AppliedConfig, VerifyConfig
-from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, exit_for_signal
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused
 from spar.presets import get_preset
 from spar.records import lock, readers
 from spar.records.model import ReviewerStatus
@@ -80,13 +79,8 @@ def main(argv: list[str]) -> int:
     presets = {r.preset: get_preset(r.preset) for r in config.reviewers}
     with lock.series_lock(series):
         _check(round_dir)  # read again under the lock
-        result, signum = verify_round(round_dir, config, presets, env=os.environ, passthrough=cfg.env_passthrough,
-                                      backend=backend)
-    if result is None:
-        assert signum is not None
-        print(f"spar: interrupted by {signal.Signals(signum).name}: every verifier was stopped; "
-              f"verifications.json was not written", file=sys.stderr)
-        return exit_for_signal(signum)
+        result = verify_round(round_dir, config, presets, env=os.environ, passthrough=cfg.env_passthrough,
+                              backend=backend, left="every verifier was stopped; verifications.json was not written")
     for line in result_lines(result, round_dir):
         print(f"spar: {terminal_safe(line)}", file=sys.stderr)
     completed = all(c["status"] == ReviewerStatus.COMPLETED for c in result.record["calls"])

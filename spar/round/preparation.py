@@ -1,35 +1,51 @@
-"""The data of one `spar run` (`Round`) and the work of its first two steps: the commits it
-reviews (HEAD, a named one, or the working tree made a commit), what packet.md is built
-from, and the round folder the reviewers read (docs/records.md)."""
+"""`spar run`'s first two steps, planned (`plan_round` -> `PlannedRound`) and prepared
+(`prepare_round` -> `PreparedRound`), and their work: the commits it reviews (HEAD, a named
+one, or the working tree made a commit), what packet.md is built from, and the round
+folder the reviewers read (docs/records.md)."""
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from spar import git
 from spar import series as series_mod
+from spar.backend import async_backend
 from spar.config.load import load_config
 from spar.config.model import CAP_KEYS, AppliedConfig
 from spar.config.select import apply_selection
 from spar.errors import Refused, WriteFailed, quote
+from spar.judge import caps
 from spar.judge.context import RoundDoc
+from spar.proc.process import start_guard
 from spar.records import atomic, readers
 from spar.records.clock import now
-from spar.records.model import Finding, InputBytes, PacketKind, RoundRecord
+from spar.records.model import InputBytes, PacketKind, RoundRecord
+from spar.records.paths import check_run_out
+from spar.round import history
 from spar.round.args import RunArgs, check_standpoints
+from spar.round.documents import read_round_documents
 from spar.round.interface import Preset, reviewer_input
-from spar.round.memory import memory_sha256
-from spar.round.packet import DIFF_LIMIT, PacketInput, diff_parts, packet_sha256, reading_order
+from spar.round.memory import memory_sha256, render_memory
+from spar.round.packet import (
+    DIFF_LIMIT,
+    PacketInput,
+    build_packet,
+    diff_parts,
+    inline_paths,
+    packet_sha256,
+    reading_order,
+)
 from spar.round.recording import new_round_json, reviewer_entry
-from spar.round.runner import ReviewerJob, ReviewerOutcome
+from spar.round.runner import ReviewerJob
 from spar.round.schema import schema_text
 from spar.workspace import reuse
 from spar.workspace.blobcache import series_cache
-from spar.workspace.build import build_workspace
+from spar.workspace.build import build_workspace, plan_commit
 from spar.workspace.treeplan import TreePlan, escaped_names, workspace_warnings
 
 
@@ -246,32 +262,6 @@ def write_inputs(config: AppliedConfig, out: Path, args: RunArgs, packet_text: s
     return jobs
 
 
-@dataclass
-class Round:
-    """One `spar run` from its plan to its record: each step fills in its part."""
-
-    args: RunArgs
-    repo: Path
-    config: AppliedConfig
-    backend: str
-    out: Path  # absolute round folder; its parent is the series
-    commits: RoundCommits
-    documents: dict[str, list[RoundDoc]]
-    presets: dict[str, Preset]  # preset name -> the object; `spar run` asks the registry
-    tree_plans: dict[str, TreePlan] = field(default_factory=dict)  # "head", "base": what the copies hold
-    packet_text: str = ""
-    packet_kind: PacketKind | None = None  # round.json `packet`
-    change_diff: bytes | None = None  # workspace/change.diff (incremental packets only)
-    memory_text: str = ""  # decided under the series lock (spar.round.memory)
-    record: RoundRecord | None = None  # round.json, from step 2 on
-    jobs: list[ReviewerJob] = field(default_factory=list)
-    workspace_before: dict[str, Any] = field(default_factory=dict)  # the copies' state as built
-    outcomes: list[ReviewerOutcome] = field(default_factory=list)
-    changed_files: list[str] | None = None  # the code stage's changed files, in git's order
-    inline_files: set[str] = field(default_factory=set)  # those whose whole diff is in the packet
-    findings: list[Finding] = field(default_factory=list)
-
-
 def _add_head_source(record: RoundRecord, commits: RoundCommits) -> RoundRecord:
     """Where the head came from, and what the working tree held beyond HEAD."""
     record["head_source"] = commits.source
@@ -282,43 +272,124 @@ def _add_head_source(record: RoundRecord, commits: RoundCommits) -> RoundRecord:
     return record
 
 
-def write_round_folder(r: Round, counted: bool) -> None:
+def write_round_folder(planned: PlannedRound, memory_text: str, counted: bool) -> PreparedRound:
     """The round folder, its inputs, round.json (not finished) and the read-only workspace."""
-    c = r.commits
+    p, c = planned, planned.commits
     started = now()
     try:
-        r.out.mkdir()
+        p.out.mkdir()
     except OSError as exc:
-        raise Refused(f"--out {quote(str(r.args.out))}: cannot create it: {exc.strerror or exc}") from None
-    files = [(r.out / "packet.md", r.packet_text.encode("utf-8"))]
-    if r.memory_text:
-        files.append((r.out / "memory.md", r.memory_text.encode("utf-8")))
-    files.append((r.out / "schema.json", schema_text(bool(r.args.standpoints)).encode("utf-8")))
-    r.jobs = write_inputs(r.config, r.out, r.args, r.packet_text, r.memory_text, files, r.presets)
+        raise Refused(f"--out {quote(str(p.args.out))}: cannot create it: {exc.strerror or exc}") from None
+    files = [(p.out / "packet.md", p.packet_text.encode("utf-8"))]
+    if memory_text:
+        files.append((p.out / "memory.md", memory_text.encode("utf-8")))
+    files.append((p.out / "schema.json", schema_text(bool(p.args.standpoints)).encode("utf-8")))
+    jobs = write_inputs(p.config, p.out, p.args, p.packet_text, memory_text, files, p.presets)
     atomic.write_files(files)  # one batch: their fsyncs at once, before round.json names the round
-    standpoints = dict(r.args.standpoints)
-    r.record = new_round_json(
-        name=r.out.name, stage=r.args.stage, repository=str(r.repo), base=c.base, head=c.head,
+    standpoints = dict(p.args.standpoints)
+    record = new_round_json(
+        name=p.out.name, stage=p.args.stage, repository=str(p.repo), base=c.base, head=c.head,
         expect_head=c.expect_head,
-        packet_sha256=packet_sha256(r.packet_text), documents=r.documents, config=r.config,
-        reviewers=[reviewer_entry(cfg, standpoints.get(cfg.name)) for cfg in r.config.reviewers],
-        standpoints=list(r.args.standpoints), decisions=list(r.args.decisions),
-        counted=counted, dry_run=r.args.dry_run, started_at=started,
+        packet_sha256=packet_sha256(p.packet_text), documents=p.documents, config=p.config,
+        reviewers=[reviewer_entry(cfg, standpoints.get(cfg.name)) for cfg in p.config.reviewers],
+        standpoints=list(p.args.standpoints), decisions=list(p.args.decisions),
+        counted=counted, dry_run=p.args.dry_run, started_at=started,
     )
-    _add_head_source(r.record, c)
-    if r.packet_kind is not None:
-        r.record["packet"] = r.packet_kind
-    for entry, job in zip(r.record["reviewers"], r.jobs, strict=True):
+    _add_head_source(record, c)
+    record["packet"] = p.packet_kind
+    for entry, job in zip(record["reviewers"], jobs, strict=True):
         entry["input_bytes"] = input_bytes(job.input.text, job.input.files)
-    r.record["warnings"] += workspace_warnings(r.tree_plans)
-    if r.memory_text:  # its own digest: never part of packet_sha256 (a rerun stays a rerun)
-        r.record["memory_sha256"] = memory_sha256(r.memory_text)
-    atomic.write_json(r.out / "round.json", r.record)
+    record["warnings"] += workspace_warnings(p.tree_plans)
+    if memory_text:  # its own digest: never part of packet_sha256 (a rerun stays a rerun)
+        record["memory_sha256"] = memory_sha256(memory_text)
+    atomic.write_json(p.out / "round.json", record)
     # files cloned from the series' blob cache (where the file system clones copy-on-write),
     # else bytes from the work tree (at the checked-out head) and the series' last copy, each
     # checked against its blob id; git inflates only the rest
-    earlier = reuse.earlier_copy(readers.series_rounds(r.out.parent), r.out)
-    sources = reuse.sources(r.repo if r.args.head is None else None, earlier)
-    extra = {"change.diff": r.change_diff} if r.change_diff is not None else {}
-    r.workspace_before = build_workspace(r.repo, c.base, c.head, r.out / "workspace", dict(r.tree_plans),
-                                         sources, extra=extra, cache=series_cache(r.out))
+    earlier = reuse.earlier_copy(readers.series_rounds(p.out.parent), p.out)
+    sources = reuse.sources(p.repo if p.args.head is None else None, earlier)
+    extra = {"change.diff": p.change_diff} if p.change_diff is not None else {}
+    before = build_workspace(p.repo, c.base, c.head, p.out / "workspace", dict(p.tree_plans),
+                             sources, extra=extra, cache=series_cache(p.out))
+    return PreparedRound(p, memory_text, record, jobs, before)
+
+
+@dataclass(frozen=True)
+class PlannedRound:
+    """Step 1's result: every argument and the configuration checked, the packet built;
+    nothing written (but for --worktree's commit object)."""
+
+    args: RunArgs
+    repo: Path
+    config: AppliedConfig
+    backend: str
+    out: Path  # absolute round folder; its parent is the series
+    commits: RoundCommits
+    documents: dict[str, list[RoundDoc]]
+    presets: dict[str, Preset]  # preset name -> the object; `spar run` asks the registry
+    tree_plans: dict[str, TreePlan]  # "head", "base": what the copies hold
+    packet_text: str
+    packet_kind: PacketKind  # round.json `packet`
+    change_diff: bytes | None  # workspace/change.diff (incremental packets only)
+    changed_files: list[str] | None  # the code stage's changed files, in git's order
+    inline_files: frozenset[str]  # those whose whole diff is in the packet
+
+
+@dataclass(frozen=True)
+class PreparedRound:
+    """Step 2's result, under the series lock: the round folder with its inputs, round.json
+    (not finished) and the read-only workspace."""
+
+    planned: PlannedRound
+    memory_text: str  # decided under the series lock (spar.round.memory)
+    record: RoundRecord  # round.json as written
+    jobs: list[ReviewerJob]
+    workspace_before: dict[str, Any]  # the copies' state as built
+
+
+def plan_round(args: RunArgs, *, cwd: str, env: Mapping[str, str],
+               preset_of: Callable[[str], Preset]) -> PlannedRound:
+    """Step 1: every check, and the packet; reads only (but for --worktree's commit object).
+    `preset_of`: the registry `spar run` looks each reviewer's preset up in."""
+    backend = async_backend(env)
+    repo = work_tree_of(cwd)
+    config = run_config(args, repo, env)
+    commits = choose_commits(args, repo)
+    documents = read_round_documents(str(repo), config_rules=list(config.rules), criteria=args.criteria,
+                                     rules=args.rules, subject=args.subject, cwd=cwd)
+    out = Path(os.path.abspath(os.path.join(cwd, args.out)))
+    check_run_out(out)
+    presets = {c.preset: preset_of(c.preset) for c in config.reviewers}
+    plans = {"head": plan_commit(repo, commits.head), "base": plan_commit(repo, commits.base)}
+    packet = packet_input(args, repo, config, commits, documents, plans, out.parent)
+    kind, change_diff = choose_packet(repo, config, packet)
+    changed, inline = None, frozenset[str]()
+    if args.stage == "code":
+        changed = [c.path for c in packet.changed]
+        # an incremental packet holds no file's whole diff (only the changes since the last round)
+        inline = frozenset(inline_paths(packet.diff)) if packet.kind == "full" else inline
+    return PlannedRound(args, repo, config, backend, out, commits, documents, presets, plans, build_packet(packet),
+                        kind, change_diff, changed, inline)
+
+
+def cap_decision(planned: PlannedRound) -> caps.CapDecision:
+    """The series' cap decision for this round, over its records read again (refused when
+    one is unreadable, G32)."""
+    p = planned
+    series = p.out.parent
+    rounds = [readers.read_round(path) for path in readers.series_rounds(series)]
+    return caps.decide(series=str(series), stage=p.args.stage, base=p.commits.base, head=p.commits.head,
+                       packet_sha256=packet_sha256(p.packet_text), dry_run=p.args.dry_run, caps=p.config.caps,
+                       extensions=readers.read_extensions(series), rounds=rounds)
+
+
+def prepare_round(planned: PlannedRound) -> PreparedRound:
+    """Step 2, under the series lock: the round folder, its inputs, round.json and the workspace."""
+    decision = cap_decision(planned)
+    # another run may have taken the name while we waited (G28's repository checks of step 1 stand)
+    check_run_out(planned.out, repository=False)
+    c = planned.commits  # what the series decided so far, as it stands now that no triage can slip in
+    memory = render_memory(history.past_findings(planned.out.parent, None, str(planned.repo), c.base, c.head))
+    if not planned.args.dry_run:
+        start_guard()  # started in main already: this replaces it if it died meanwhile
+    return write_round_folder(planned, memory, decision.counted)

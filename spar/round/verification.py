@@ -318,40 +318,39 @@ def result_lines(result: VerifyResult, round_dir: Path) -> list[str]:
 
 
 def verify_round(round_dir: Path, config: VerifyConfig, presets: Mapping[str, Preset], *,
-                 env: Mapping[str, str], passthrough: list[str] | None,
-                 backend: str) -> tuple[VerifyResult | None, int | None]:
+                 env: Mapping[str, str], passthrough: list[str] | None, backend: str, left: str) -> VerifyResult:
     """Verify a recorded round (`spar run` after its reviewers, `spar verify`), with a
-    progress display; the caller holds the series lock."""
+    progress display; the caller holds the series lock. `left`: what an interruption
+    leaves behind (spar.errors.Interrupted)."""
     v = verify_run_for(round_dir, config, presets)
     plan = plan_calls(v)
     start_guard()  # forked before a live progress display starts its thread (the guard needs one thread)
     progress = make_progress()
     progress.expect(progress_names(plan))
     try:
-        return verify_recorded_round(v, plan, progress=progress, env=env, passthrough=passthrough, backend=backend)
+        return verify_recorded_round(v, plan, progress=progress, env=env, passthrough=passthrough, backend=backend,
+                                     left=left)
     finally:
         progress.close()
 
 
 def verify_recorded_round(v: VerifyRun, plan: Plan, *, progress: Progress | None, env: Mapping[str, str],
-                          passthrough: list[str] | None, backend: str) -> tuple[VerifyResult | None, int | None]:
-    """Run `plan`'s calls and write the records: (the result, None), or (None, the signal
-    number) when SIGINT or SIGTERM stopped the calls (then nothing is written but logs)."""
+                          passthrough: list[str] | None, backend: str, left: str) -> VerifyResult:
+    """Run `plan`'s calls and write the records; `Interrupted` (saying `left`) when SIGINT
+    or SIGTERM stopped the calls (then nothing is written but logs)."""
     started = now()
     calls = prepare_calls(v, plan)
     settings = run_settings(progress=progress, env=env, env_passthrough=passthrough)
     try:
-        spend, signum = work_until_signal(lambda: run_calls(v, calls, settings), backend)
+        spend = work_until_signal(lambda: run_calls(v, calls, settings), backend, left)
     finally:
         stop_guard()
-    if spend is None:
-        return None, signum
     record = build_record(v, plan, calls, started)
     if progress is not None:
         report_verdicts(progress, record)
     write_verification(v.round_dir, record)
     write_summary(v.round_dir)
-    return VerifyResult(record, bound_notes(record, spend)), None
+    return VerifyResult(record, bound_notes(record, spend))
 
 
 __all__ = ["VERIFY_DIR", "VerifyResult", "VerifyRun", "bound_notes", "build_record", "plan_calls", "prepare_calls",

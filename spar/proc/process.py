@@ -17,7 +17,6 @@ import errno
 import os
 import signal
 import socket
-import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
@@ -339,19 +338,14 @@ class _GuardClient:
         assert self._pid is not None
         return _reaped(self._pid)
 
-    def close(self, wait: float = 0.0) -> None:
+    def close(self) -> None:
         """Close the control socket (the guard reads EOF, ends what is left and exits) and
-        reap the guard, waiting up to `wait` seconds for it."""
+        reap the guard if it is gone already; spar never waits for it."""
         if self._sock is not None:
             self._sock.close()
             self._sock = None
         if self._pid is not None:
-            end = time.monotonic() + wait
-            done = self._ended()
-            while not done and time.monotonic() < end:
-                time.sleep(0.002)
-                done = self._ended()
-            if not done:
+            if not self._ended():
                 self._exiting.append(self._pid)  # reaped at a later call, or by init after spar
             self._pid = None
         self._exiting = [pid for pid in self._exiting if not _reaped(pid)]
@@ -383,10 +377,10 @@ def _reaped(pid: int) -> bool:
 _GUARD = _GuardClient()
 
 
-def stop_guard(wait: float = 0.0) -> None:
-    """Let the guard go once no reviewer runs (reaped when it is gone within `wait` seconds,
-    else init reaps it): `spar run` stops it after the reviewers and reaps it at its end."""
-    _GUARD.close(wait)
+def stop_guard() -> None:
+    """Let the guard go once no reviewer runs (reaped when it is gone already, else at a
+    later call or by init): `spar run` stops it after the reviewers and again at its end."""
+    _GUARD.close()
 
 
 def guard_running() -> bool:

@@ -1,5 +1,5 @@
-"""A small file system of a given kind on a loop device, for the tests that need one
-(copy-on-write clones, snapshots): root only; skips without the programs or the device."""
+"""A small XFS file system with reflink on a loop device, for the tests of copy-on-write
+clones (tests/test_workspace_clones.py): root only; skips without mkfs.xfs or the device."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 TIMEOUT = 120  # seconds for mkfs, mount and umount: a hang fails the test instead of stalling it
+MKFS = ["mkfs.xfs", "-q", "-m", "reflink=1"]
 
 
 def run(argv: list[str]) -> subprocess.CompletedProcess:
@@ -20,19 +21,19 @@ def run(argv: list[str]) -> subprocess.CompletedProcess:
 
 
 @contextmanager
-def loop_mounted(where: Path, mkfs: list[str], package: str, why: str) -> Iterator[Path]:
-    """A folder on a fresh file system made by `mkfs` (+ the image path) on a 512 MiB
-    sparse loop image in `where`; unmounted at the end whatever the tests did."""
+def xfs_mounted(where: Path) -> Iterator[Path]:
+    """A folder on a fresh XFS file system with reflink, on a 512 MiB sparse loop image in
+    `where`; unmounted at the end whatever the tests did."""
     if os.geteuid() != 0:
         pytest.skip("needs root, to mount a loop device")
-    for program in (mkfs[0], "mount", "umount"):
+    for program in (MKFS[0], "mount", "umount"):
         if shutil.which(program) is None:
-            pytest.skip(f"needs {program} ({package}) to make {why}")
+            pytest.skip(f"needs {program} (xfsprogs) to make a file system that clones files")
     image, mnt = where / "fs.img", where / "mnt"
     mnt.mkdir()
     with open(image, "wb") as f:
         f.truncate(512 * 1024 * 1024)  # sparse: only what the file system writes takes room
-    made = run([*mkfs, str(image)])
+    made = run([*MKFS, str(image)])
     assert made.returncode == 0, made.stderr
     mounted = run(["mount", "-o", "loop", str(image), str(mnt)])
     if mounted.returncode != 0:

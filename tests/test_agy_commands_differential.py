@@ -101,6 +101,7 @@ def _value_options_then_dashdash(draw):
     return draw(st.sampled_from([" ", "\t", "  "])).join(words)
 
 
+@pytest.mark.slow  # a long property test
 @settings(max_examples=150, deadline=None)
 @given(_value_options_then_dashdash(), st.sampled_from(["", "ls && ", "ls; ", "ls | ", "true || "]))
 def test_dashdash_taken_as_a_value_never_ends_the_options(line, before):

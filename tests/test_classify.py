@@ -85,6 +85,7 @@ items = st.fixed_dictionaries({
 })
 
 
+@pytest.mark.slow  # a long property test
 @settings(max_examples=400, deadline=None)
 @given(items, st.booleans())
 def test_a_misread_location_never_hides_a_defect(item, confirmed):

@@ -229,6 +229,7 @@ def test_example_files(world, capsys):
     assert code == 65 and "already sets model" in err
 
 
+@pytest.mark.slow  # a real spar process
 def test_real_subprocess(world):
     """The installed entry point, as a user runs it."""
     _write_both(world)
@@ -255,6 +256,7 @@ def test_real_subprocess(world):
     (b"--model=\xff=x", b'spar: --model "\\xff"="x": reviewer "\\xff" is not in this run\n'),
     (b"--reviewers=\x1cclaude", b'spar: --reviewers: "\\x1cclaude" is not a valid reviewer name'),
 ])
+@pytest.mark.slow  # a real spar process per row
 def test_g25_values_as_argv_bytes(world, arg, shown):
     """G25 through a real process: argv bytes, exit 65, the name and value shown with %q."""
     spar = ROOT / ".venv" / "bin" / "spar"

@@ -81,6 +81,7 @@ def test_matches_reference(pattern, path):
     assert match_glob(pattern, path) == reference(pattern, path)
 
 
+@pytest.mark.slow  # a long property test
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=12))
 def test_never_crashes_and_bad_never_matches(pattern):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +27,7 @@ texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
 requests = st.builds(Request, st.lists(texts, min_size=1, max_size=4), texts, st.dictionaries(texts, texts, max_size=4))
 
 
+@pytest.mark.slow  # a long property test
 @settings(max_examples=200, deadline=None)
 @given(st.lists(requests, min_size=1, max_size=4), st.data())
 def test_requests_come_back_whole_however_the_bytes_are_cut(sent, data):
@@ -48,6 +50,7 @@ def test_a_request_starts_with_its_length():
     assert take_requests(buf) == [] and bytes(buf) == wire[:-1]  # incomplete: kept for the next read
 
 
+@pytest.mark.slow  # a long property test
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(list(Kind)), st.integers(-(2**31), 2**31)), max_size=6), st.data())
 def test_status_lines_come_back_as_sent_in_any_pieces(sent, data):

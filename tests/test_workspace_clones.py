@@ -22,7 +22,7 @@ from spar.workspace.blobcache import CACHE_FOLDER, UNSUPPORTED, holds_blob
 from spar.workspace.build import build_workspace
 from spar.workspace.reuse import sources
 from tests.gitrepo import commit, git, make_repo
-from tests.loopfs import folder_for_test, loop_mounted
+from tests.loopfs import folder_for_test, xfs_mounted
 from tests.spies import calls_to
 from tests.test_workspace import make_writable
 from tests.test_workspace_reuse import inodes, tree_of
@@ -190,8 +190,7 @@ def shares_blocks(path: Path) -> bool:
 def xfs(tmp_path_factory):
     """A folder on a fresh XFS file system with reflink, on a loop device (root only);
     unmounted at the end whatever the tests did."""
-    mkfs = ["mkfs.xfs", "-q", "-m", "reflink=1"]
-    with loop_mounted(tmp_path_factory.mktemp("xfs"), mkfs, "xfsprogs", "a file system that clones files") as mnt:
+    with xfs_mounted(tmp_path_factory.mktemp("xfs")) as mnt:
         yield mnt
 
 

@@ -1,5 +1,5 @@
 """Workspace copies: `workspace/head` + `workspace/base` as `spar run` builds them
-(spar/round/treecache.py prepare_workspace), against `git archive <commit> | tar -x`
+(spar/workspace/build.py build_workspace, with the series' blob cache), against `git archive <commit> | tar -x`
 of the same two commits (the practical floor). As `spar run` reviewing the
 checked-out head, spar takes a file's bytes from the work tree where they hash
 to its blob id (spar/workspace/reuse.py); the "every byte from git" column is the
@@ -14,10 +14,9 @@ without interpreter start-up; the archive side includes starting sh and git).
 
 A later round of a series (the large repository's head with one file changed,
 after a round of base..head built its copy and left the series' caches) is
-measured the same way: spar as `spar run` makes it (a snapshot of the series'
-tree cache where --dir is on btrfs, else as the next side), spar with the blob
-cache (clones where the file system of --dir clones files, then round 1's copy
-as a source: `build_workspace(..., reuse=, cache=)`), spar with round 1's copy
+measured the same way: spar as `spar run` makes it (the series' blob cache,
+cloned where the file system of --dir clones files, then round 1's copy as a
+source: `build_workspace(..., reuse=, cache=)`), spar with round 1's copy
 alone, spar building the same commits from git, and the archive floor of the
 same two commits. Each run first probes once whether --dir clones files (FICLONE) and
 says so under each table.
@@ -60,27 +59,20 @@ from harness import (
     work_dir,
 )
 from repos import RepoInfo, large_repo, small_repo
-from spar.round.treecache import prepare_workspace
 
-from spar.workspace.blobcache import CACHE_FOLDER, FICLONE
+from spar.workspace.blobcache import FICLONE
 from spar.workspace.build import build_workspace
 
 _CHILD = """
-import importlib, json, os, resource, sys, time
+import importlib, json, resource, sys, time
 from pathlib import Path
 repo, base, head, dest, module = sys.argv[1:6]
 kwargs = json.loads(sys.argv[6]) if len(sys.argv) > 6 else {}  # reuse ("head"/"base" -> folders), cache
 if "workers" in kwargs:  # threads making the files (spar.workspace.build.WORKERS)
     importlib.import_module("spar.workspace.build").WORKERS = kwargs.pop("workers")
-if module == "spar.round.treecache":  # as spar run: SERIES/ROUND/workspace, the series' caches beside
-    os.makedirs(os.path.dirname(dest), exist_ok=True)
-    prepare = importlib.import_module(module).prepare_workspace
-    t = time.perf_counter()
-    prepare(repo, base, head, dest, None, kwargs.get("reuse", {}), {}, kwargs.get("cache"))
-else:
-    build_workspace = importlib.import_module(module).build_workspace
-    t = time.perf_counter()
-    build_workspace(repo, base, head, Path(dest), **kwargs)
+build_workspace = importlib.import_module(module).build_workspace
+t = time.perf_counter()
+build_workspace(repo, base, head, Path(dest), **kwargs)
 elapsed = time.perf_counter() - t
 print(json.dumps({"seconds": elapsed, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
@@ -90,13 +82,15 @@ _ARCHIVE = ("set -e; mkdir -p \"$3/head\" \"$3/base\"; "
             "git -C \"$1\" archive \"$4\" | tar -x -C \"$3/base\"")
 
 
-def _copy_with(module: str, reuse: dict[str, list[str]] | None = None, cache: Callable[[Path], Path] | None = None):
-    """A side running `module`'s build_workspace; `reuse` as spar.workspace.reuse.sources gives it;
-    `cache(dest)`: the series' blob cache folder for the copy at `dest` (spar.workspace.blobcache),
-    made ready (untimed) by the function and removed after the copy."""
+def _copy_with(module: str, reuse: dict[str, list[str]] | None = None, cache: Callable[[Path], Path] | None = None,
+               workers: int | None = None):
+    """A side running `module`'s build_workspace; `reuse` as spar.workspace.reuse.sources gives it
+    ("WORKTREE" standing for the repository's work tree); `cache(dest)`: the series' blob cache
+    folder for the copy at `dest` (spar.workspace.blobcache), made ready (untimed) by the function
+    and removed after the copy; `workers`: threads making the files (spar.workspace.build.WORKERS)."""
     def copy(info: RepoInfo, dest: Path) -> tuple[float, float]:
         argv = [PYTHON, "-c", _CHILD, info.path, info.base, info.head, str(dest), module]
-        kwargs: dict = {}
+        kwargs: dict = {"workers": workers} if workers else {}
         if reuse is not None:
             kwargs["reuse"] = {k: [v.replace("WORKTREE", info.path) for v in vs] for k, vs in reuse.items()}
         folder = cache(dest) if cache is not None else None
@@ -109,33 +103,6 @@ def _copy_with(module: str, reuse: dict[str, list[str]] | None = None, cache: Ca
         finally:
             if folder is not None:
                 remove_tree(folder)
-        data = json.loads(s.stdout)
-        CPU[id(copy)] = s.user + s.sys
-        return data["seconds"], data["maxrss_kb"] / 1024
-    return copy
-
-
-def _as_spar_run(round1: RepoInfo | None = None, workers: int | None = None):
-    """A side running what `spar run` runs (spar.round.treecache.prepare_workspace) with
-    `dest` as the series folder: round `r1`, or, given `round1`, round `r2` after an untimed
-    round `r1` of `round1`'s commits (its copy and the series' caches left as spar run
-    leaves them, then written out with sync)."""
-    def copy(info: RepoInfo, dest: Path) -> tuple[float, float]:
-        cache = dest / CACHE_FOLDER
-        reuse: dict[str, list[str]] = {"head": [info.path]}
-        name = "r1"
-        if round1 is not None:
-            (dest / "r1").mkdir(parents=True)
-            prepare_workspace(round1.path, round1.base, round1.head, dest / "r1" / "workspace", None,
-                              {"head": [Path(round1.path)]}, {}, cache)
-            os.sync()
-            earlier = dest / "r1" / "workspace"
-            reuse = {"head": [str(earlier / "head")], "base": [str(earlier / "base")]}
-            name = "r2"
-        kwargs = {"reuse": reuse, "cache": str(cache)} | ({"workers": workers} if workers else {})
-        argv = [PYTHON, "-c", _CHILD, info.path, info.base, info.head, str(dest / name / "workspace"),
-                "spar.round.treecache", json.dumps(kwargs)]
-        s = run_measured(argv, env=clean_env(PYTHONPATH=str(BENCH)), cwd=BENCH)
         data = json.loads(s.stdout)
         CPU[id(copy)] = s.user + s.sys
         return data["seconds"], data["maxrss_kb"] / 1024
@@ -177,9 +144,10 @@ def clone_probe(where: str | None) -> str:
 CPU: dict[int, float] = {}  # id(side function) -> CPU of its last run (child and all it started)
 
 
-# as `spar run` at the checked-out head (the tree cache where btrfs, the blob cache where files clone)
-spar_copy = _as_spar_run()
-one_thread_copy = _as_spar_run(workers=1)  # the same on one thread (spar.workspace.build.WORKERS)
+# as `spar run` at the checked-out head: the work tree as a source, the series' blob cache filled where files clone
+_AT_HEAD = {"head": ["WORKTREE"]}
+spar_copy = _copy_with("spar.workspace.build", _AT_HEAD, _new_cache)
+one_thread_copy = _copy_with("spar.workspace.build", _AT_HEAD, _new_cache, workers=1)  # the same on one thread
 git_only_copy = _copy_with("spar.workspace.build", cache=_new_cache)  # every byte from git (another head)
 bare_copy = _copy_with("spar.workspace.build")  # no source, no cache: git alone
 previous_copy = _copy_with("previous.workspace_v0")  # the code before 8f1906f, kept for before/after only
@@ -229,8 +197,8 @@ def measure_later(info: RepoInfo, repeat: int, where: str | None = None, warmup:
     build_workspace(info.path, info.base, info.head, earlier, cache=pristine)  # round 1, not timed
     # the later head is not checked out: the work tree is no source here, round 1's copy is
     reuse = {"head": [f"{earlier}/head"], "base": [f"{earlier}/base"]}
-    sides = [("spar run", _as_spar_run(info)),
-             ("clone", _copy_with("spar.workspace.build", reuse, _cache_from(pristine))),
+    # as spar run: the blob cache round 1 left (where files clone), then round 1's copy
+    sides = [("spar run", _copy_with("spar.workspace.build", reuse, _cache_from(pristine))),
              ("bytes", _copy_with("spar.workspace.build", reuse)),
              ("fresh", bare_copy), ("cp", _cp_reflink(earlier)), ("archive", archive_copy)]
     res: dict[str, tuple[Series, Series]] = {name: (Series(), Series()) for name, _ in sides}
@@ -308,12 +276,10 @@ def run(quick: bool, repeat: int | None, where: str | None = None,
              f"files copy-on-write: {cow}",
              "ratio = spar / git archive floor (both commits, same run, alternating order)",
              "CPU = user + system of the child and everything it started (git, tar; spar's interpreter start)",
-             "spar = as `spar run` at the checked-out head (spar/round/treecache.py prepare_workspace, the series "
+             "spar = as `spar run` at the checked-out head (spar/workspace/build.py build_workspace, the series "
              "folder fresh): files whose work-tree bytes hash to their blob id come from the work tree, the rest "
-             "from git; where the series folder is on btrfs the copy is a subvolume and its snapshot is taken "
-             "into the series' tree cache (btrfs writes the copy's data out first), elsewhere the series' blob "
-             "cache is filled where files clone (spar/workspace/blobcache.py)",
-             "every byte from git = build_workspace for a head not checked out (no tree cache); one thread = "
+             "from git; the series' blob cache is filled where files clone (spar/workspace/blobcache.py)",
+             "every byte from git = build_workspace for a head not checked out; one thread = "
              "spar with spar.workspace.build.WORKERS = 1"]
     if previous:
         header += ["previous (before 8f1906f)", "range", "ratio", "previous peak RSS", "previous / spar"]
@@ -325,12 +291,9 @@ def run(quick: bool, repeat: int | None, where: str | None = None,
 
 def later_table(info: RepoInfo, repeat: int, where: str | None, warmup: bool, figures: dict) -> str:
     r = measure_later(info, repeat, where, warmup)
-    (st, sc), (rt, rc), (bt, bc), (ft, fc), (at, ac) = (r["spar run"], r["clone"], r["bytes"], r["fresh"],
-                                                        r["archive"])
+    (rt, rc), (bt, bc), (ft, fc), (at, ac) = r["spar run"], r["bytes"], r["fresh"], r["archive"]
     ct, cc = r["cp"]
-    figures["later"] = {"spar_run_seconds": st.median, "spar_run_ratio": st.median / at.median,
-                        "spar_run_cpu": sc.median, "spar_run_range": st.spread(),
-                        "cp_reflink_seconds": ct.median, "cp_reflink_ratio": ct.median / at.median,
+    figures["later"] = {"cp_reflink_seconds": ct.median, "cp_reflink_ratio": ct.median / at.median,
                         "reuse_seconds": rt.median, "fresh_seconds": ft.median, "archive_floor_seconds": at.median,
                         "ratio": rt.median / at.median, "fresh_ratio": ft.median / at.median,
                         "bytes_seconds": bt.median, "bytes_ratio": bt.median / at.median, "bytes_cpu": bc.median,
@@ -338,8 +301,7 @@ def later_table(info: RepoInfo, repeat: int, where: str | None, warmup: bool, fi
                         "ratio_cpu": rc.median / ac.median, "reuse_range": rt.spread(), "archive_range": at.spread()}
     rows = [[name, fmt_s(t.median), t.spread(), f"{t.median / at.median:.2f}x", f"{c.median:.2f} s",
              f"{c.median / ac.median:.2f}x"]
-            for name, t, c in (("spar run (tree snapshot where btrfs, else as the next row)", st, sc),
-                               ("spar: blob cache + round 1's copy", rt, rc),
+            for name, t, c in (("spar run: blob cache + round 1's copy", rt, rc),
                                ("spar, round 1's copy only (bytes)", bt, bc), ("spar, fresh copy", ft, fc),
                                ("cp -a --reflink=auto of round 1's copy (no check)", ct, cc),
                                ("git archive + tar -x (floor)", at, ac))]
@@ -349,11 +311,8 @@ def later_table(info: RepoInfo, repeat: int, where: str | None, warmup: bool, fi
              "base..(head + one file changed); every side copies both commits, same run, alternating order",
              "blob cache = files cloned (FICLONE) from round 1's cache where the file system clones, each clone's "
              "bytes checked against its blob id (spar/workspace/blobcache.py); each repetition gets its own copy of "
-             "round 1's cache (cp --reflink, untimed); where files do not clone there is no cache and this is the "
-             "next row",
-             "spar run = spar/round/treecache.py prepare_workspace, round 1 made untimed in the same series folder "
-             "for each repetition: where the series folder is on btrfs (and subvolumes may be destroyed), a "
-             "snapshot of the series' tree cache, checked and brought to the later commits",
+             "round 1's cache (cp --reflink, untimed); where files do not clone there is no cache and this row "
+             "pays one failed clone, then runs as the next row",
              "cp -a --reflink=auto = compiled code making every file of round 1's copy anew, as a clone where the "
              "file system clones, with no check: a lower bound for any copy made file by file",
              "round 1's copy (bytes) = unchanged files' bytes read from round 1's copy and checked against their "

@@ -237,6 +237,50 @@ def tree_of(repo: Path | str, commit: str) -> str:
     return run(repo, "rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}").stdout.decode("ascii").strip()
 
 
+# the empty tree in each object format: an attribute source that holds no `.gitattributes`
+_EMPTY_TREE = {"sha1": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+               "sha256": "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"}
+_STORES: dict[str, tuple[str, str]] = {}
+
+
+def _object_store(repo: Path | str) -> tuple[str, str]:
+    """(absolute objects folder, object format) of `repo`, asked once per repository."""
+    key = os.path.realpath(repo)
+    if key not in _STORES:
+        out = _decode(run(repo, "rev-parse", "--path-format=absolute", "--git-path", "objects",
+                          "--show-object-format").stdout).splitlines()
+        if len(out) != 2 or out[1] not in _EMPTY_TREE:
+            raise GitError(f"git rev-parse: cannot tell where {repo} keeps its objects")
+        _STORES[key] = (out[0], out[1])
+    return _STORES[key]
+
+
+@contextlib.contextmanager
+def plain(repo: Path | str) -> Iterator[dict[str, str]]:
+    """Variables for a git that reads `repo`'s objects and nothing else of it: a repository
+    of its own (bare, no refs, an empty configuration) borrowing the object folder. So no
+    attribute of the reviewed change (`-diff`, `binary`, `diff=DRIVER`, `text`, `eol`,
+    `filter`), of the repository (`info/attributes`, `.git/config` drivers, `diff.*`
+    settings, replace refs) or of the user's and system's configuration changes what a diff
+    or a blob read shows; git's own rule alone decides what is binary (a NUL byte)."""
+    objects, object_format = _object_store(repo)
+    with tempfile.TemporaryDirectory(prefix="spar-plain-git-") as gitdir:
+        os.mkdir(os.path.join(gitdir, "refs"))
+        with open(os.path.join(gitdir, "HEAD"), "w", encoding="ascii") as f:
+            f.write("ref: refs/heads/none\n")  # unborn: no tree to take attributes from
+        with open(os.path.join(gitdir, "config"), "w", encoding="ascii") as f:
+            f.write(f"[core]\n\trepositoryformatversion = 1\n\tbare = true\n"
+                    f"[extensions]\n\tobjectformat = {object_format}\n")
+        yield {
+            "GIT_DIR": gitdir, "GIT_OBJECT_DIRECTORY": objects, "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_ATTR_NOSYSTEM": "1", "GIT_NO_REPLACE_OBJECTS": "1",
+            # the user's attributes file is read even without a global configuration
+            "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.attributesFile", "GIT_CONFIG_VALUE_0": os.devnull,
+            # git 2.40 and later: attributes from this tree only (earlier versions ignore it)
+            "GIT_ATTR_SOURCE": _EMPTY_TREE[object_format],
+        }
+
+
 def _ref_exists(repo: Path | str, ref: str) -> bool:
     return run(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}",
                ok=(0, 1, 128)).returncode == 0
@@ -318,7 +362,8 @@ def read_blobs(repo: Path | str, shas: Iterable[str]) -> dict[str, bytes]:
     for sha in wanted:
         if not sha or any(c in sha for c in " \t\n\0"):
             raise GitError(f"not an object ID: {sha!r}")
-    out = run(repo, "cat-file", "--batch", input="".join(s + "\n" for s in wanted).encode()).stdout
+    with plain(repo) as env:  # bytes as committed: no replace refs
+        out = run(repo, "cat-file", "--batch", input="".join(s + "\n" for s in wanted).encode(), env=env).stdout
     result: dict[str, bytes] = {}
     pos = 0
     for sha in wanted:
@@ -342,9 +387,14 @@ def stream_blobs(repo: Path | str, shas: Iterable[str]) -> Iterator[tuple[str, b
     for sha in wanted:
         if not sha or any(c in sha for c in " \t\n\0"):
             raise GitError(f"not an object ID: {sha!r}")
+    with plain(repo) as env:  # bytes as committed: no replace refs
+        yield from _stream_blobs(repo, wanted, env)
+
+
+def _stream_blobs(repo: Path | str, wanted: list[str], env: dict[str, str]) -> Iterator[tuple[str, bytes]]:
     try:
         proc = subprocess.Popen(_argv(repo, ["cat-file", "--batch"]), stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env())
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**_env(), **env})
     except OSError as exc:
         raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
 
@@ -425,20 +475,32 @@ def tracks(repo: Path | str, path: Path | str) -> bool:
     return rel.encode("utf-8", "surrogateescape") in out.split(b"\0")
 
 
-def _diff_args(base: str, head: str) -> list[str]:
-    # fixed prefixes and no external programs, whatever the user's diff settings
+def _diff_args(repo: Path | str, base: str, head: str) -> list[str]:
+    # fixed prefixes and no external programs, whatever the user's diff settings; run in
+    # `plain`, which knows no names, so revisions are commit IDs by then
     return ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",
-            "--src-prefix=a/", "--dst-prefix=b/", base, head, "--"]
+            "--src-prefix=a/", "--dst-prefix=b/", _object_id(repo, base), _object_id(repo, head), "--"]
+
+
+def _object_id(repo: Path | str, rev: str) -> str:
+    if _FULL_ID.fullmatch(rev):
+        return rev
+    return resolve_commit(repo, rev)
+
+
+def _plain_run(repo: Path | str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    with plain(repo) as env:
+        return run(repo, *args, env=env)
 
 
 def diff_stat(repo: Path | str, base: str, head: str) -> str:
-    args = _diff_args(base, head)
+    args = _diff_args(repo, base, head)
     args.insert(1, "--stat")
-    return _decode(run(repo, *args).stdout)
+    return _decode(_plain_run(repo, *args).stdout)
 
 
 def diff(repo: Path | str, base: str, head: str) -> bytes:
-    return run(repo, *_diff_args(base, head)).stdout
+    return _plain_run(repo, *_diff_args(repo, base, head)).stdout
 
 
 @dataclass
@@ -460,16 +522,21 @@ def diff_with_stat(repo: Path | str, base: str, head: str, keep: int, pathspecs:
     """The stat and at most `keep` + 1 bytes of the patch: git is stopped once the patch
     is longer than the caller keeps, so a change of thousands of files costs the stat
     and the kept part, not the whole patch. The stat runs meanwhile, in parallel."""
-    args = _diff_args(base, head) + list(pathspecs)
+    args = _diff_args(repo, base, head) + list(pathspecs)
+    with plain(repo) as plain_env:
+        return _diff_with_stat(repo, args, keep, {**_env(), **plain_env})
+
+
+def _diff_with_stat(repo: Path | str, args: list[str], keep: int, env: dict[str, str]) -> Change:
     with _scratch() as stat_out, _scratch() as stat_err, _scratch() as err:  # never pipes either side could block on
         try:
             stat_proc = subprocess.Popen(_argv(repo, [args[0], "--stat", *args[1:]]), stdin=subprocess.DEVNULL,
-                                         stdout=stat_out, stderr=stat_err, env=_env())
+                                         stdout=stat_out, stderr=stat_err, env=env)
         except OSError as exc:
             raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
         try:
             proc = subprocess.Popen(_argv(repo, args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=err, env=_env())
+                                    stderr=err, env=env)
         except OSError as exc:
             stat_proc.kill()
             stat_proc.wait()
@@ -505,9 +572,9 @@ class ChangedFile:
 
 def changed_files(repo: Path | str, base: str, head: str) -> list[ChangedFile]:
     """Every file the diff from `base` to `head` touches, in git's order."""
-    args = _diff_args(base, head)
+    args = _diff_args(repo, base, head)
     args[1:1] = ["--numstat", "-z"]
-    fields = run(repo, *args).stdout.split(b"\0")
+    fields = _plain_run(repo, *args).stdout.split(b"\0")
     out: list[ChangedFile] = []
     i = 0
     while i < len(fields) and fields[i]:
@@ -548,6 +615,6 @@ def _number(raw: bytes) -> int | None:
 
 def line_diff(repo: Path | str, old: str, new: str) -> str:
     """`git diff -U0 -M` from one commit to another, for following lines (spar.judge.linemap)."""
-    args = _diff_args(old, new)
+    args = _diff_args(repo, old, new)
     args[1:1] = ["-U0", "-M"]
-    return _decode(run(repo, *args).stdout)
+    return _decode(_plain_run(repo, *args).stdout)

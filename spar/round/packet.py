@@ -276,12 +276,29 @@ def diff_sections(diff: bytes) -> list[bytes]:
 
 
 def inline_paths(diff: bytes) -> set[str]:
-    """The files whose whole diff the packet shows (`diff` as PacketInput holds it)."""
+    """The files whose whole diff the packet shows (`diff` as PacketInput holds it); a file
+    git shows as binary is not among them: none of its text was shown."""
     shown, was_cut = cut_diff(diff)
     sections = diff_sections(shown)
     if was_cut and sections and not diff[len(shown):].startswith(_SECTION):
         sections.pop()  # its end is beyond the cut
-    return {path for path in map(section_path, sections) if path is not None}
+    return {path for path in map(section_path, sections) if path is not None} - binary_paths(shown)
+
+
+def binary_paths(diff: bytes) -> set[str]:
+    """The files the diff shows as binary (git found a NUL byte in them): no text to read."""
+    out = set()
+    for section in diff_sections(diff):
+        lines = section.split(b"\n", 16)[1:]
+        for line in lines:
+            if line.startswith(b"@@"):
+                break
+            if line.startswith((b"Binary files ", b"GIT binary patch")):
+                path = section_path(section)
+                if path is not None:
+                    out.add(path)
+                break
+    return out
 
 
 # lock files and minified files, by name; anything below a `vendor/` folder (issue 24 point 3)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-from spar.errors import Refused, quote
+from spar.errors import Refused, Terminated, quote
 from spar.pathtext import path_text, text_bytes
 
 # Variables that would point git at another repository than the one we name with -C.
@@ -40,7 +40,11 @@ _DROPPED_ENV = (
 
 # how long one git command may take: far more than any read Spar asks for, so that a git
 # stuck on a lock or a dead network file system ends the command instead of hanging it
-TIME_LIMIT = 600.0  # also a FIFO among the ignore files, which blocks git forever
+TIME_LIMIT = 600.0
+# the queries that read little (status, check-ignore, ls-files, rev-parse): git status of
+# a 400,000-file work tree takes a few seconds; a FIFO among the ignore files (or a hung
+# file system) blocks git forever, and 30 s is how long a user waits for the plain error
+QUICK_LIMIT = 30.0
 
 BLOB_MODES = {"100644": "file", "100755": "executable", "120000": "symlink"}
 
@@ -85,17 +89,38 @@ def run(repo: Path | str, *args: str, input: bytes | None = None, ok: tuple[int,
     except OSError as exc:
         raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
     try:
-        out, err = proc.communicate(input, timeout=timeout)
+        with _sigterm_raises():
+            out, err = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
         _end_group(proc)
-        raise GitError(f"git {next(iter(args), '')} did not finish within {timeout:g}s") from None
-    except BaseException:  # Ctrl-C or the like: git must not outlive it
+        raise GitError(f"git {next(iter(args), '')} did not finish within {timeout:g}s (a FIFO or a hung "
+                       "file system among the files it reads?)") from None
+    except BaseException:  # Ctrl-C, SIGTERM or the like: git must not outlive it
         _end_group(proc)
         raise
     done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
     if done.returncode not in ok:
         raise GitError(_failure(args, done))
     return done
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises Terminated meanwhile, where it would end Python at once (its default)
+    and leave git, in a session of its own, running; a handler someone set is left alone,
+    and signal handlers are the main thread's only."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _end_group(proc: subprocess.Popen[bytes]) -> None:
@@ -137,7 +162,7 @@ def repo_root(path: Path | str) -> Path | None:
     start = _existing_dir(Path(path))
     if start is None:
         return None
-    proc = run(start, "rev-parse", "--show-toplevel", ok=(0, 128))
+    proc = run(start, "rev-parse", "--show-toplevel", ok=(0, 128), timeout=QUICK_LIMIT)
     if proc.returncode == 0:
         out = _decode(proc.stdout).rstrip("\n")
         return Path(out) if out else None
@@ -196,7 +221,8 @@ class Uncommitted(NamedTuple):
 def uncommitted(repo: Path | str) -> Uncommitted:
     """Counts of the working tree's changes against HEAD (`git status`, which writes
     nothing with optional locks off)."""
-    out = run(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames").stdout
+    out = run(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+              timeout=QUICK_LIMIT).stdout
     entries = [entry for entry in out.split(b"\0") if entry]
     untracked = sum(1 for entry in entries if entry.startswith(b"?? "))
     return Uncommitted(modified=len(entries) - untracked, untracked=untracked)
@@ -456,7 +482,7 @@ def is_ignored(repo: Path | str, path: Path | str, *, directory: bool | None = N
         directory = Path(path).is_dir() if Path(path).is_absolute() else (Path(repo) / path).is_dir()
     if directory and rel != ".":
         rel += "/"
-    proc = run(repo, "check-ignore", "-q", "--no-index", "--", rel, ok=(0, 1))
+    proc = run(repo, "check-ignore", "-q", "--no-index", "--", rel, ok=(0, 1), timeout=QUICK_LIMIT)
     return proc.returncode == 0
 
 
@@ -464,14 +490,14 @@ def tracked_under(repo: Path | str, path: Path | str) -> bool:
     """Whether the index holds any file at or under `path`."""
     rel = _relative(repo, path)
     # literal: a record path may hold `*` or `[` (check-ignore takes plain paths already)
-    out = run(repo, "ls-files", "-z", "--full-name", "--", f":(literal){rel}").stdout
+    out = run(repo, "ls-files", "-z", "--full-name", "--", f":(literal){rel}", timeout=QUICK_LIMIT).stdout
     return bool(out.strip(b"\0"))
 
 
 def tracks(repo: Path | str, path: Path | str) -> bool:
     """Whether the index holds `path` itself as an entry (a file, a link or a submodule)."""
     rel = _relative(repo, path)
-    out = run(repo, "ls-files", "-z", "--full-name", "--", f":(literal){rel}").stdout
+    out = run(repo, "ls-files", "-z", "--full-name", "--", f":(literal){rel}", timeout=QUICK_LIMIT).stdout
     return rel.encode("utf-8", "surrogateescape") in out.split(b"\0")
 
 

@@ -301,9 +301,19 @@ def render_text(checks: list[Check], ready: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def _all_checks(args: argparse.Namespace, base: Path, env: dict[str, str]) -> tuple[list[Check], dict[str, Any]]:
-    checks = [await git_check(env)]
+def _git_checks(args: argparse.Namespace, base: Path) -> tuple[Check, Path | None, Check | None]:
+    """The repository and series checks, run before the event loop: their git calls block,
+    and there Ctrl-C raises at once (asyncio's handler would only cancel the loop's task
+    once the call returned), so git is ended with it."""
     repo, root = repository_check(base)
+    series = Path(args.series) if os.path.isabs(args.series) else base / args.series
+    return repo, root, series_check(series, args.series) if root is not None else None
+
+
+async def _all_checks(args: argparse.Namespace, env: dict[str, str],
+                      git_checks: tuple[Check, Path | None, Check | None]) -> tuple[list[Check], dict[str, Any]]:
+    checks = [await git_check(env)]
+    repo, root, series = git_checks
     checks.append(repo)
     config, reviewers, passthrough = config_check(root)
     checks += config
@@ -319,9 +329,8 @@ async def _all_checks(args: argparse.Namespace, base: Path, env: dict[str, str])
         checks += results[i]
     if reviewers and not any(get_preset(r.preset).runs_process for r in reviewers):
         checks.append(unattended_warning(reviewers))
-    series = Path(args.series) if os.path.isabs(args.series) else base / args.series
-    if root is not None:
-        checks.append(series_check(series, args.series))
+    if series is not None:
+        checks.append(series)
     core, report = await core_check(args.core, env)
     checks.append(core)
     return checks, report
@@ -335,7 +344,8 @@ def main(argv: list[str]) -> int:
     if not args.series:
         raise UsageError("doctor: --series needs a folder")
     env = dict(os.environ)
-    checks, core = anyio.run(lambda: _all_checks(args, base.absolute(), env), backend=async_backend(env))
+    git_checks = _git_checks(args, base.absolute())
+    checks, core = anyio.run(lambda: _all_checks(args, env, git_checks), backend=async_backend(env))
     ready = not any(c.status == "problem" for c in checks)
     if args.format == "json":
         # ASCII only: a C1 control or bidi override in a tool's text is \uXXXX, never raw in a log

@@ -87,7 +87,10 @@ def choose_commits(args: RunArgs, repo: Path) -> RoundCommits:
     commit IDs; refused when one does not name a commit."""
     head = _head(args, repo)
     # only the checked-out HEAD has a working tree whose changes this round could miss
-    uncommitted = git.uncommitted(repo) if args.head is None else None
+    try:
+        uncommitted = git.uncommitted(repo) if args.head is None else None
+    except git.GitError as exc:  # a FIFO among the ignore files, say: plainly refused, not a traceback
+        raise Refused(f"cannot tell whether the working tree holds uncommitted work: {exc}") from None
     tree = parent = None
     if args.worktree:
         try:

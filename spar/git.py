@@ -10,6 +10,7 @@ import contextlib
 import os
 import re
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -233,6 +234,8 @@ class Snapshot(NamedTuple):
 
     commit: str
     tree: str
+    nested: tuple[str, ...] = ()  # untracked folders holding a repository: only its commit is recorded
+    too_large: tuple[tuple[str, int], ...] = ()  # (path, size) of untracked files over the cap: a note each
 
 
 # a fixed identity and date: the same working tree on the same HEAD gives the same commit,
@@ -243,19 +246,71 @@ _SNAPSHOT_IDENTITY = {
 }
 
 
-def snapshot_worktree(repo: Path | str, parent: str) -> Snapshot:
+def snapshot_worktree(repo: Path | str, parent: str, max_bytes: int | None = None) -> Snapshot:
     """The working tree as a commit on `parent`: tracked files as they are on disk and the
     untracked files the ignore rules do not ignore. Built in an index file of its own, so the
-    user's index, files and refs stay as they are; only objects are added to the repository."""
+    user's index, files and refs stay as they are; only objects are added to the repository.
+    With `max_bytes`, a file larger than that (its size, however sparse) is streamed into the
+    repository, never read whole into git's memory, and an untracked one is not read at all:
+    the commit holds a note saying its size instead (`Snapshot.too_large`)."""
+    streaming = ["-c", f"core.bigFileThreshold={max_bytes}"] if max_bytes is not None else []
     with tempfile.TemporaryDirectory(prefix="spar-index-") as tmp:
         index = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
         run(repo, "read-tree", parent, env=index)
-        run(repo, "add", "--all", "--", ":/", env=index)
+        large = _large_untracked(repo, index, max_bytes) if max_bytes is not None else {}
+        pathspecs = ":/\0" + "".join(literal_pathspec(path_text(p), exclude=True) + "\0" for p in large)
+        run(repo, *streaming, "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul",
+            input=os.fsencode(pathspecs), env=index)
+        if large:
+            _add_notes(repo, index, large, max_bytes or 0)
         tree = run(repo, "write-tree", env=index).stdout.decode("ascii").strip()
+        nested = _gitlinks(run(repo, "ls-files", "-z", "--stage", env=index).stdout)
     message = f"spar: the working tree on {parent}\n"
     commit = run(repo, "commit-tree", "--no-gpg-sign", "-p", parent, tree, input=message.encode(),
                  env=_SNAPSHOT_IDENTITY).stdout.decode("ascii").strip()
-    return Snapshot(commit=commit, tree=tree)
+    # git adds a folder holding a repository (a `.git` folder or file) as that repository's
+    # commit, none of its files: the copies hold nothing of it
+    known = _gitlinks(run(repo, "ls-tree", "-r", "-z", "--full-tree", parent).stdout)
+    return Snapshot(commit=commit, tree=tree, nested=tuple(sorted(set(nested) - set(known))),
+                    too_large=tuple(large.items()))
+
+
+def _large_untracked(repo: Path | str, index: dict[str, str], max_bytes: int) -> dict[str, int]:
+    """Untracked, not ignored regular files over `max_bytes` (st_size: a sparse file counts
+    its whole size) -> their size; paths as TreeEntry holds them."""
+    out = run(repo, "ls-files", "-z", "--others", "--exclude-standard", env=index).stdout
+    large = {}
+    for raw in out.split(b"\0"):
+        if not raw or raw.endswith(b"/"):  # a nested repository's folder
+            continue
+        try:
+            st = os.lstat(os.path.join(os.fsencode(repo), raw))
+        except OSError:
+            continue  # gone meanwhile: git add will not find it either
+        if stat.S_ISREG(st.st_mode) and st.st_size > max_bytes:
+            large[_decode(raw)] = st.st_size
+    return large
+
+
+def _add_notes(repo: Path | str, index: dict[str, str], large: dict[str, int], max_bytes: int) -> None:
+    """Each file of `large` in the index as a small note saying its size (one object per note)."""
+    lines = []
+    for path, size in large.items():
+        note = (f"spar: this untracked file of the working tree is {size} bytes, over the {max_bytes}-byte cap "
+                "per file (max_copy_bytes), so spar did not read it; this note stands in for it.\n")
+        sha = run(repo, "hash-object", "-w", "--stdin", input=note.encode()).stdout.decode("ascii").strip()
+        lines.append(b"100644 " + sha.encode() + b"\t" + path.encode("utf-8", "surrogateescape") + b"\0")
+    run(repo, "update-index", "-z", "--index-info", input=b"".join(lines), env=index)
+
+
+def _gitlinks(listing: bytes) -> list[str]:
+    """The paths of the gitlink entries (mode 160000) of an `ls-files -s -z` or `ls-tree -z` listing."""
+    out = []
+    for record in listing.split(b"\0"):
+        meta, tab, path = record.partition(b"\t")
+        if tab and meta.startswith(b"160000 "):
+            out.append(path_text(path))
+    return out
 
 
 def tree_of(repo: Path | str, commit: str) -> str:
@@ -380,14 +435,20 @@ def _ls_tree(repo: Path | str, commit: str) -> list[TreeEntry]:
     return entries
 
 
-def read_blobs(repo: Path | str, shas: Iterable[str]) -> dict[str, bytes]:
-    """Contents of every blob in `shas`, through one `git cat-file --batch` process."""
+def _object_ids(shas: Iterable[str]) -> list[str]:
+    """`shas` once each, in order; GitError for one that a batch request line cannot carry."""
     wanted = list(dict.fromkeys(shas))
-    if not wanted:
-        return {}
     for sha in wanted:
         if not sha or any(c in sha for c in " \t\n\0"):
             raise GitError(f"not an object ID: {sha!r}")
+    return wanted
+
+
+def read_blobs(repo: Path | str, shas: Iterable[str]) -> dict[str, bytes]:
+    """Contents of every blob in `shas`, through one `git cat-file --batch` process."""
+    wanted = _object_ids(shas)
+    if not wanted:
+        return {}
     with plain(repo) as env:  # bytes as committed: no replace refs
         out = run(repo, "cat-file", "--batch", input="".join(s + "\n" for s in wanted).encode(), env=env).stdout
     result: dict[str, bytes] = {}
@@ -404,15 +465,29 @@ def read_blobs(repo: Path | str, shas: Iterable[str]) -> dict[str, bytes]:
     return result
 
 
+def blob_sizes(repo: Path | str, shas: Iterable[str]) -> dict[str, int]:
+    """The size in bytes of every blob in `shas` (`git cat-file --batch-check`: no blob is read)."""
+    wanted = _object_ids(shas)
+    if not wanted:
+        return {}
+    with plain(repo) as env:
+        out = run(repo, "cat-file", "--batch-check", input="".join(s + "\n" for s in wanted).encode(),
+                  env=env).stdout.decode("ascii", "replace").splitlines()
+    sizes: dict[str, int] = {}
+    for sha, line in zip(wanted, out, strict=False):
+        header = line.split(" ")
+        if len(header) != 3 or header[1] != "blob" or not header[2].isdigit():
+            raise GitError(f"git cat-file: {sha} is not a blob ({' '.join(header[1:]) or 'no answer'})")
+        sizes[sha] = int(header[2])
+    return sizes
+
+
 def stream_blobs(repo: Path | str, shas: Iterable[str]) -> Iterator[tuple[str, bytes]]:
     """(sha, content) for each blob of `shas` in order, through one `git cat-file --batch`,
     as git answers: memory holds one blob at a time, not the whole tree."""
-    wanted = list(dict.fromkeys(shas))
+    wanted = _object_ids(shas)
     if not wanted:
         return
-    for sha in wanted:
-        if not sha or any(c in sha for c in " \t\n\0"):
-            raise GitError(f"not an object ID: {sha!r}")
     with plain(repo) as env:  # bytes as committed: no replace refs
         yield from _stream_blobs(repo, wanted, env)
 

@@ -99,6 +99,7 @@ def config_text(root: Path | None, cfg: AppliedConfig) -> str:
         lines.append(f"  {r.name:<{width}}  {r.preset:<{pwidth}}  {'  '.join(extra)}")
     lines += [
         f"timeout_seconds  {cfg.timeout_seconds}",
+        f"max_copy_bytes   {cfg.max_copy_bytes} (a larger file of the commits is a note in the workspace copies)",
         f"rules            {', '.join(cfg.rules) or '-'}",
         f"check_paths      {', '.join(cfg.check_paths) or '-'}",
         f"angles           {', '.join(cfg.angles)}",

@@ -28,6 +28,7 @@ from spar.backend import async_backend
 from spar.config.model import STAGES
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, UsageError, exit_for_signal
 from spar.judge import caps
+from spar.pathtext import path_text
 from spar.presets import get_preset
 from spar.proc.process import start_guard, stop_guard
 from spar.progress import Progress, make_progress
@@ -135,14 +136,16 @@ def plan_round(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> Round:
     backend = async_backend(env)
     repo = work_tree_of(cwd)
     config = run_config(args, repo, env)
-    commits = choose_commits(args, repo)
+    commits = choose_commits(args, repo, config.max_copy_bytes)
     documents = read_round_documents(str(repo), config_rules=list(config.rules), criteria=args.criteria,
                                      rules=args.rules, subject=args.subject, cwd=cwd)
     out = Path(os.path.abspath(os.path.join(cwd, args.out)))
     check_run_out(out)
     r = Round(args=args, repo=repo, config=config, backend=backend, out=out, commits=commits, documents=documents,
               presets={c.preset: get_preset(c.preset) for c in config.reviewers})
-    r.tree_plans = {"head": plan_commit(repo, commits.head), "base": plan_commit(repo, commits.base)}
+    r.tree_plans = {copy: plan_commit(repo, commit, config.max_copy_bytes)
+                    for copy, commit in (("head", commits.head), ("base", commits.base))}
+    r.tree_plans["head"].leave_out(commits.too_large)
     packet = packet_input(args, repo, config, commits, documents, r.tree_plans, out.parent)
     r.packet_kind, r.change_diff = choose_packet(repo, config, packet)
     r.packet_text = build_packet(packet)
@@ -200,7 +203,8 @@ def record_round(r: Round, progress: Progress) -> None:
             entry = reviewer_of(r.record, outcome.name)
             progress.reviewer_status(outcome.name, entry["status"], entry["reason"])
     if r.changed_files is not None:
-        record_coverage(r.record, r.outcomes, r.changed_files, r.inline_files, r.out / "workspace")
+        not_copied = {path_text(p) for plan in r.tree_plans.values() for p in plan.too_large}
+        record_coverage(r.record, r.outcomes, r.changed_files, r.inline_files, r.out / "workspace", not_copied)
     history.annotate(r.out, r.record, r.findings, ctx)
     write_round_outputs(r.out, r.record, r.findings)
 

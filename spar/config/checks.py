@@ -19,6 +19,7 @@ from typing import Any, TypeGuard
 from spar.config.model import (
     ANGLES,
     DEFAULT_CAPS,
+    DEFAULT_MAX_COPY_BYTES,
     DEFAULT_MAX_FINDINGS,
     DEFAULT_PACKET,
     DEFAULT_REVIEWERS,
@@ -71,7 +72,7 @@ def value_problem(value: str) -> str | None:
 
 # --- keys ---------------------------------------------------------------------
 
-USER_KEYS = ("timeout_seconds", "max_findings", "reviewers", "env_passthrough", "verify")
+USER_KEYS = ("timeout_seconds", "max_findings", "max_copy_bytes", "reviewers", "env_passthrough", "verify")
 VERIFY_KEYS = ("reviewers", "max_findings", "max_cost_usd")
 ENV_ITEM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")  # a variable name, or a prefix ending in *
 PROJECT_KEYS = ("rules", "check_paths", "angles", "caps", "packet")
@@ -125,6 +126,7 @@ class UserPart:
     env_passthrough: list[str] | None = None  # None: reviewers inherit everything
     max_findings: int = DEFAULT_MAX_FINDINGS
     verify: VerifyConfig | None = None  # the [verify] table, when there is one
+    max_copy_bytes: int = DEFAULT_MAX_COPY_BYTES
 
 
 def default_reviewers(timeout: int, names: Iterable[str] = DEFAULT_REVIEWERS,
@@ -152,6 +154,8 @@ def check_user(doc: LocatedDoc) -> UserPart:
             r.max_findings = cap
     if "verify" in data:
         part.verify = _verify(doc, data["verify"], part.reviewers)
+    if "max_copy_bytes" in data:
+        part.max_copy_bytes = _positive_int(doc, ("max_copy_bytes",), data["max_copy_bytes"], "max_copy_bytes")
     return part
 
 

@@ -17,6 +17,11 @@ DEFAULT_UNREACHABLE = 60  # seconds a CLI may say it cannot reach its service be
 # findings one answer may hold; an answer with more is invalid_output before any is built
 DEFAULT_MAX_FINDINGS = 500
 DEFAULT_CAPS = {"plan": 2, "plan_delta": 2, "code": 3}
+# the largest file a round's workspace copies hold (`max_copy_bytes`); a larger one is a
+# note saying its size. Source files are kilobytes; the largest ones people review
+# (SQLite's 9 MB amalgamation, a bundled or generated file) stay below 16 MiB, while data
+# a commit holds compressed (1 GiB of zeros is 1 MB in .git) would fill every round's copy
+DEFAULT_MAX_COPY_BYTES = 16 * 1024 * 1024
 # what a later round's packet carries per stage ([packet] of the project configuration):
 # "full" the whole diff every round, "incremental" the diff since the last round inline
 # and the whole diff as workspace/change.diff (spar.round.preparation)
@@ -102,6 +107,7 @@ class AppliedConfig:
     reviewers: list[ReviewerConfig]
     timeout_seconds: int = DEFAULT_TIMEOUT
     max_findings: int = DEFAULT_MAX_FINDINGS  # the user file's default for every reviewer
+    max_copy_bytes: int = DEFAULT_MAX_COPY_BYTES  # the cap per file of a round's workspace copies
     rules: list[str] = field(default_factory=list)  # repository-relative paths
     check_paths: list[str] = field(default_factory=list)
     angles: list[str] = field(default_factory=lambda: list(ANGLES))
@@ -123,6 +129,8 @@ class AppliedConfig:
         }
         if self.max_findings != DEFAULT_MAX_FINDINGS:
             out["max_findings"] = self.max_findings
+        if self.max_copy_bytes != DEFAULT_MAX_COPY_BYTES:  # likewise: the default keeps every digest
+            out["max_copy_bytes"] = self.max_copy_bytes
         if self.packet != DEFAULT_PACKET:  # only when set: configurations without it keep their digest
             out["packet"] = dict(self.packet)
         if self.env_passthrough is not None:  # only when set: configurations without it keep their digest

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Set
 from pathlib import Path
 from typing import Literal, cast, get_args
 
@@ -170,9 +171,10 @@ def apply_outcome(round_json: RoundRecord, outcome: ReviewerOutcome, ctx: RoundC
 
 
 def record_coverage(round_json: RoundRecord, outcomes: list[ReviewerOutcome], changed: list[str],
-                    inline: set[str], workspace: Path) -> None:
+                    inline: set[str], workspace: Path, not_copied: Set[str] = frozenset()) -> None:
     """Each attempt's observed coverage and the round's changed files no completed reviewer saw
-    (issue 24): inline in the packet, or named by the attempt's read and search calls."""
+    (issue 24): inline in the packet, or named by the attempt's read and search calls (never
+    a file `not_copied`: the copies hold only a note for it)."""
     changed = list(dict.fromkeys(changed))  # each path once, as the lists the record rules check
     files = ChangedFiles(changed)
     inline = inline & set(changed)
@@ -184,7 +186,7 @@ def record_coverage(round_json: RoundRecord, outcomes: list[ReviewerOutcome], ch
         opened: set[str] = set()
         for n, attempt in enumerate(entry["attempts"]):
             named = words[n] if words is not None and n < len(words) else None
-            opened = files.named(named, roots) - inline if named is not None else set()
+            opened = files.named(named, roots) - inline - not_copied if named is not None else set()
             attempt["coverage"] = {"inline": len(inline), "opened": len(opened), "changed_files": len(changed),
                                    "observed": named is not None,
                                    "opened_files": [path for path in changed if path in opened]}

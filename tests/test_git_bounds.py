@@ -7,12 +7,15 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from spar import git
 from spar.commands import doctor
+from tests.gitrepo import commit, make_repo
+from tests.gitrepo import git as run_git
 from tests.proctools import gone, wait_for
 from tests.runsetup import make_setup
 
@@ -103,3 +106,34 @@ def test_stopping_spar_ends_its_blocked_git(tmp_path, command, signum):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def test_an_interrupted_diff_leaves_no_git_running(tmp_path, monkeypatch):
+    """Ctrl-C while the packet's diff is read ends both gits (the patch's and the stat's)."""
+    repo = make_repo(tmp_path, {"a.txt": "a\n"})
+    base = run_git(repo, "rev-parse", "HEAD").strip()
+    head = commit(repo, {"a.txt": "b\n"})
+    marker = f"spar-test-blocked-{os.getpid()}"
+    # two programs standing in for git that never finish, as a git stuck on a dead file system
+    block = [sys.executable, "-c", f"import sys, time; sys.argv.append({marker!r}); print('x', flush=True); "
+             "time.sleep(600)", marker]
+    git.diff_with_stat(repo, base, head, 1 << 20)  # where the objects are: asked once, of git itself
+    monkeypatch.setattr(git, "_argv", lambda repo, args: block)
+    stand_ins: list[int] = []
+
+    def interrupt() -> None:
+        wait_for(lambda: len(_marked(marker)) == 2)
+        stand_ins.extend(_marked(marker))
+        os.kill(os.getpid(), signal.SIGINT)
+
+    sender = threading.Thread(target=interrupt)
+    sender.start()
+    with pytest.raises(KeyboardInterrupt):
+        git.diff_with_stat(repo, base, head, 1 << 20)
+    sender.join()
+    assert len(stand_ins) == 2 and all(gone(pid) for pid in stand_ins)
+
+
+def _marked(marker: str) -> list[int]:
+    return [pid for pid in _children(os.getpid())
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()]

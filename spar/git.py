@@ -255,7 +255,8 @@ def snapshot_worktree(repo: Path | str, parent: str, max_bytes: int | None = Non
     the commit holds a note saying its size instead (`Snapshot.too_large`)."""
     streaming = ["-c", f"core.bigFileThreshold={max_bytes}"] if max_bytes is not None else []
     with tempfile.TemporaryDirectory(prefix="spar-index-") as tmp:
-        index = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        # every command of the index: one that looks at a file again would run the filter
+        index = {"GIT_INDEX_FILE": os.path.join(tmp, "index"), **_without_local_filters(repo)}
         run(repo, "read-tree", parent, env=index)
         large = _large_untracked(repo, index, max_bytes) if max_bytes is not None else {}
         pathspecs = ":/\0" + "".join(literal_pathspec(path_text(p), exclude=True) + "\0" for p in large)
@@ -273,6 +274,23 @@ def snapshot_worktree(repo: Path | str, parent: str, max_bytes: int | None = Non
     known = _gitlinks(run(repo, "ls-tree", "-r", "-z", "--full-tree", parent).stdout)
     return Snapshot(commit=commit, tree=tree, nested=tuple(sorted(set(nested) - set(known))),
                     too_large=tuple(large.items()))
+
+
+def _without_local_filters(repo: Path | str) -> dict[str, str]:
+    """Variables that turn off every filter driver the repository's own configuration
+    defines: whoever wrote the change could write `.git/config` too, and a clean filter
+    would record other bytes than the working tree holds. The user's and system's drivers
+    (git-lfs installs its own there) stay as they are."""
+    out = run(repo, "config", "--local", "-z", "--get-regexp", r"^filter\..+\.(clean|smudge|process|required)$",
+              ok=(0, 1)).stdout
+    names = {_decode(entry.split(b"\n", 1)[0]).partition(".")[2].rpartition(".")[0]
+             for entry in out.split(b"\0") if entry}
+    settings = [(f"filter.{name}.{key}", value) for name in sorted(names)
+                for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))]
+    env = {"GIT_CONFIG_COUNT": str(len(settings))}
+    for n, (key, value) in enumerate(settings):
+        env[f"GIT_CONFIG_KEY_{n}"], env[f"GIT_CONFIG_VALUE_{n}"] = key, value
+    return env
 
 
 def _large_untracked(repo: Path | str, index: dict[str, str], max_bytes: int) -> dict[str, int]:

@@ -139,3 +139,18 @@ def test_a_round_shows_the_code_a_gitattributes_line_would_hide(tmp_path):
     rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text(encoding="utf-8"))
     assert "calc.py" in rj["inline_files"] and "blob.bin" not in rj["inline_files"]
     assert rj["unseen"] == ["blob.bin"]
+
+
+@pytest.mark.parametrize("key", ["clean", "process"])
+def test_worktree_takes_the_files_as_they_are_whatever_the_repository_filters(tmp_path, key):
+    """--worktree's commit: a filter driver the repository's own configuration defines (which
+    whoever wrote the change could write too) does not rewrite what the reviewers get."""
+    repo = make_repo(tmp_path, {"calc.py": BEFORE, ".gitattributes": "calc.py filter=hide\n"})
+    parent = run_git(repo, "rev-parse", "HEAD").strip()
+    run_git(repo, "config", f"filter.hide.{key}", HIDE if key == "clean" else "false")
+    run_git(repo, "config", "filter.hide.required", "true")
+    (repo / "calc.py").write_text(AFTER, encoding="utf-8")
+    made = git.snapshot_worktree(repo, parent)
+    blob = run_git(repo, "rev-parse", f"{made.commit}:calc.py").strip()
+    assert git.read_blobs(repo, [blob])[blob] == AFTER.encode()
+    assert b"+" + BACKDOOR.encode() in git.diff(repo, parent, made.commit)

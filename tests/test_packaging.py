@@ -38,6 +38,14 @@ def test_the_written_configuration_points_to_package_data():
         assert any(fnmatch.fnmatch(inside, glob) for glob in globs["spar"]), (name, globs)
 
 
+def test_the_baseline_rules_init_copies_are_package_data():
+    """`spar init --project` reads the baseline rules from the installed package: the file is
+    matched by the package data globs."""
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
+    assert (ROOT / "spar" / "configs" / "baseline.md").is_file()
+    assert any(fnmatch.fnmatch("configs/baseline.md", glob) for glob in globs["spar"])
+
+
 @pytest.mark.slow
 def test_a_wheel_built_from_the_repository_holds_the_examples(tmp_path):
     """Issue 22 point 8: `pip wheel` of the sources (copied, so the build writes nothing into
@@ -56,3 +64,4 @@ def test_a_wheel_built_from_the_repository_holds_the_examples(tmp_path):
         files = set(archive.namelist())
     assert named_examples() <= files
     assert "spar/configs/project.example.toml" in files
+    assert "spar/configs/baseline.md" in files  # what `spar init --project` copies into a project

@@ -78,9 +78,14 @@ def uncommitted_text(rj: RoundRecord) -> str | None:
         return f"the head {rj.get('head', '')} is the working tree{held}, made a commit on {rj.get('head_parent', '?')}"
     if not counts or not (counts["modified"] or counts["untracked"]):
         return None
-    return (f"the working tree has {_files(counts['modified'], 'changed tracked')} and "
+    text = (f"the working tree has {_files(counts['modified'], 'changed tracked')} and "
             f"{_files(counts['untracked'], 'untracked')} that this round does not review: it reviews "
             "the commit; commit them, or run spar run --worktree")
+    own = counts.get("spar_files") or []
+    if own:  # after `spar init` these are often all there is: say so, and what to do
+        text += (f"; of them, written by spar init: {shortened([_code(p) for p in own])}; commit them "
+                 "(the project's Spar set-up, read from the working tree either way)")
+    return text
 
 
 def closing_lines(rj: RoundRecord, out: Path, findings: list[Finding]) -> list[str]:

@@ -153,6 +153,10 @@ def _packet_line(rj: RoundRecord) -> list[str]:
     return [f"- Packet: full, not incremental: {kind['reason']}"]
 
 
+# the model column of a reviewer whose configuration sets none, where "(default)" is not true
+_UNSET_MODEL = {"command": "(set by the command)", "native": "(the host's)"}
+
+
 def _reviewers(rj: RoundRecord) -> list[str]:
     out = [
         "## Reviewers",
@@ -167,12 +171,16 @@ def _reviewers(rj: RoundRecord) -> list[str]:
             reason = f"{reason} (resets {r['resets']})" if reason else f"resets {r['resets']}"
         attempts = r.get("attempts") or []
         spent = usage.of_reviewer(r)  # over every attempt; a reviewer that never ran shows -
+        tokens, cost = usage.tokens_text(spent), usage.cost_text(spent["cost_usd"])
+        if r.get("status") == ReviewerStatus.UNAVAILABLE and not usage.spent_anything(spent):
+            tokens = cost = "not measured"  # a CLI that could not start work reports zeros: nothing ran
         out.append(
             "| " + " | ".join([
                 _cell(r.get("name")), _cell(r.get("preset")), _cell(r.get("status")),
-                _cell(r.get("model") or "(default)"), _cell(r.get("observed_model") or "unknown"),
+                _cell(r.get("model") or _UNSET_MODEL.get(str(r.get("preset")), "(default)")),
+                _cell(r.get("observed_model") or "unknown"),
                 _cell(len(attempts)), _cell(usage.duration_text(spent["duration_seconds"])),
-                _cell(usage.tokens_text(spent)), _cell(usage.cost_text(spent["cost_usd"])), _cell(r.get("verdict")),
+                _cell(tokens), _cell(cost), _cell(r.get("verdict")),
                 _cell(r.get("finding_count") if r.get("status") == ReviewerStatus.COMPLETED else None), _cell(reason),
             ]) + " |"
         )

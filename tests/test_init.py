@@ -152,7 +152,12 @@ def test_cli_found_later_replaces_the_native_stand_in_init_wrote(world, capsys):
     assert run() == 0
     assert NATIVE_MARK in user_file(home).read_text()
     with_clis("claude", "codex")
+    written = user_file(home).read_text()
     capsys.readouterr()
+    assert run("--dry-run") == 0
+    out = capsys.readouterr().out
+    assert 'preset = "claude"' in out and "remove the [[reviewers]] entry of the native reviewer" in out
+    assert user_file(home).read_text() == written
     assert run() == 0
     text = user_file(home).read_text()
     assert reviewers_of(user_file(home)) == ["claude", "codex"]

@@ -183,10 +183,12 @@ def _plan_new_clis(path: str, found: list[str]) -> Step:
                     notice=notice)
     _validated(path, edit.text, check_user)
     done = [f"added reviewers {', '.join(missing)} (found on PATH, not configured yet)"] if missing else []
+    shown = edit.lines_to_add() if missing else ""
     if stripped is not None:
         done.append("removed the native reviewer `spar init` wrote when no CLI was found "
                     "(rounds no longer wait for `spar record`)")
-    return Step(real, "edit", edit.text, edit.lines_to_add(), "; ".join(done), notice=notice)
+        shown += "and remove the [[reviewers]] entry of the native reviewer spar init wrote\n"
+    return Step(real, "edit", edit.text, shown, "; ".join(done), notice=notice)
 
 
 def _native_notice(path: str, text: str) -> str:

@@ -338,6 +338,14 @@ def test_existing_project_file_without_rules_gets_the_baseline(world):
     assert (repo / ".jaekit" / "rules" / "baseline.md").is_file()
 
 
+def test_a_folder_where_the_baseline_rules_go_is_refused(world, capsys):
+    repo, home, _ = world
+    (repo / ".jaekit" / "rules" / "baseline.md").mkdir(parents=True)
+    assert run("--project") == 65
+    assert "is not a regular file" in capsys.readouterr().err
+    assert not (repo / ".jaekit" / "spar.toml").exists() and not user_file(home).exists()
+
+
 def test_a_link_on_the_way_to_the_baseline_rules_is_refused(world, tmp_path, capsys):
     repo, home, _ = world
     elsewhere = tmp_path / "elsewhere"

@@ -170,8 +170,10 @@ def test_an_unavailable_reviewer_that_spent_nothing_shows_not_measured():
 
 def test_the_model_of_a_reviewer_without_one_says_who_picks_it():
     rj = round_json(reviewers=[reviewer("cmd", "completed"), reviewer("cli", "completed", preset="claude"),
-                               reviewer("set", "completed", preset="claude", model="opus")])
+                               reviewer("set", "completed", preset="claude", model="opus"),
+                               reviewer("host", "completed", preset="native")])
     text = render_summary(rj, [], [])
+    assert "| native | completed | (the host's) |" in table_row(text, "host")
     assert "| command | completed | (set by the command) |" in table_row(text, "cmd")
     assert "| claude | completed | (default) |" in table_row(text, "cli")
     assert "| claude | completed | opus |" in table_row(text, "set")

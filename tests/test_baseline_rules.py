@@ -90,8 +90,8 @@ def test_the_first_run_after_init_names_spars_own_uncommitted_files(tmp_path):
     _, _, stderr = round_after_init(s, logs_the_token(link_kind="none", link=""), tmp_path)
     [warning] = [line for line in stderr.splitlines() if "working tree" in line]
     assert "0 changed tracked files and 4 untracked files" in warning
-    own = warning.split("written by spar init: ", 1)[1]
-    assert own.startswith("`.gitignore`, `.jaekit/rules/baseline.md`, `.jaekit/spar.toml`; commit them")
+    own = warning.split("Spar's set-up files (where spar init writes): ", 1)[1]
+    assert own.startswith("`.gitignore`, `.jaekit/rules/baseline.md`, `.jaekit/spar.toml`; commit them too")
     assert "notes.txt" not in warning
     rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text(encoding="utf-8"))
     assert rj["uncommitted"]["spar_files"] == [".gitignore", ".jaekit/rules/baseline.md", ".jaekit/spar.toml"]

@@ -83,8 +83,8 @@ def uncommitted_text(rj: RoundRecord) -> str | None:
             "the commit; commit them, or run spar run --worktree")
     own = counts.get("spar_files") or []
     if own:  # after `spar init` these are often all there is: say so, and what to do
-        text += (f"; of them, written by spar init: {shortened([_code(p) for p in own])}; commit them "
-                 "(the project's Spar set-up, read from the working tree either way)")
+        text += (f"; of them, Spar's set-up files (where spar init writes): {shortened([_code(p) for p in own])}; "
+                 "commit them too (Spar reads them from the working tree either way)")
     return text
 
 

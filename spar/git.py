@@ -14,7 +14,7 @@ import stat
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -217,16 +217,21 @@ class Uncommitted(NamedTuple):
 
     modified: int  # tracked files changed (staged or not), deleted ones included
     untracked: int  # files git neither tracks nor ignores
+    marked: tuple[str, ...] = ()  # the changed or untracked paths the caller's `mark` picked, sorted
 
 
-def uncommitted(repo: Path | str) -> Uncommitted:
+MARKED_MAX = 20  # marked paths kept (a count of them would do beyond)
+
+
+def uncommitted(repo: Path | str, mark: Callable[[str], bool] | None = None) -> Uncommitted:
     """Counts of the working tree's changes against HEAD (`git status`, which writes
-    nothing with optional locks off)."""
+    nothing with optional locks off), and the first MARKED_MAX of those paths `mark` picks."""
     out = run(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
               timeout=QUICK_LIMIT).stdout
     entries = [entry for entry in out.split(b"\0") if entry]
     untracked = sum(1 for entry in entries if entry.startswith(b"?? "))
-    return Uncommitted(modified=len(entries) - untracked, untracked=untracked)
+    marked = sorted(path for path in (_decode(entry[3:]) for entry in entries) if mark is not None and mark(path))
+    return Uncommitted(modified=len(entries) - untracked, untracked=untracked, marked=tuple(marked[:MARKED_MAX]))
 
 
 class Snapshot(NamedTuple):

@@ -49,7 +49,8 @@ executable and version (its version check, at most 10 s), whether claude
 are logged in (agy has no harmless check), each CLI run with the environment
 its reviewer would get (env_passthrough), a warning when no configured
 reviewer runs unattended (only `native`, which needs a host agent to run
-`spar record`), and whether the series folder (--series, default reviews) is
+`spar record`) or when `native` is among reviewers that do (every round then
+waits for its record), and whether the series folder (--series, default reviews) is
 ignored as `spar run --out` requires (every repository holding it ignores it
 and no tracked file is under it).
 
@@ -170,6 +171,7 @@ async def reviewer_checks(r: ReviewerConfig, env: dict[str, str], passthrough: l
 
 
 UNATTENDED = "unattended"  # the subject of the warning below
+WAITING = "waits for spar record"  # the subject of waiting_warning
 
 
 def unattended_warning(reviewers: list[ReviewerConfig]) -> Check:
@@ -181,6 +183,21 @@ def unattended_warning(reviewers: list[ReviewerConfig]) -> Check:
                  "which needs a host agent to run `spar record`)",
                  "install claude, codex or agy and run `spar init` again (it adds a reviewer for each "
                  "found on PATH), or add a [[reviewers]] entry (spar/configs/user.example.toml)")
+
+
+def waiting_warning(reviewers: list[ReviewerConfig]) -> Check | None:
+    """A `native` reviewer beside ones that run unattended: every reviewer is required, so
+    each round waits for `spar record` of the native answer before it finishes and the gate
+    stays blocked on it; often a stand-in left from before a CLI was installed."""
+    hosts = [r.name for r in reviewers if not get_preset(r.preset).runs_process]
+    if not hosts or len(hosts) == len(reviewers):
+        return None
+    names = ", ".join(hosts)
+    return Check("reviewer", WAITING, "warning",
+                 f"every round waits for `spar record` of {names} (the host's own subagent) beside the "
+                 "reviewers that run unattended; without it the round stays unfinished and the gate blocked",
+                 f"delete the [[reviewers]] entry of {names} from the user configuration to run unattended, "
+                 "or leave it out of one round with --reviewers")
 
 
 async def _login(r: ReviewerConfig, exe: str, env: dict[str, str]) -> Check:
@@ -329,6 +346,9 @@ async def _all_checks(args: argparse.Namespace, env: dict[str, str],
         checks += results[i]
     if reviewers and not any(get_preset(r.preset).runs_process for r in reviewers):
         checks.append(unattended_warning(reviewers))
+    waiting = waiting_warning(reviewers)
+    if waiting is not None:
+        checks.append(waiting)
     if series is not None:
         checks.append(series)
     core, report = await core_check(args.core, env)

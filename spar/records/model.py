@@ -153,6 +153,7 @@ class Decision(TypedDict):
 class UncommittedCounts(TypedDict):
     modified: int  # tracked files changed beyond HEAD, staged or not
     untracked: int  # files neither tracked nor ignored
+    spar_files: NotRequired[list[str]]  # those of them where `spar init` writes (absent in older rounds)
 
 
 class PacketKind(TypedDict):

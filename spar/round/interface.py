@@ -247,6 +247,7 @@ class Preset(ABC):
     runs_process = True  # native runs nothing
     observes_reads = False  # its monitor sees which files the reviewer reads (claude, codex, agy)
     version_args: tuple[str, ...] | None = ("--version",)  # None: no version check
+    unset_model_text = "CLI default"  # what progress shows for a reviewer whose configuration sets no model
     monitor_class: type[Monitor] | None = None  # judges the output of presets that run a process
     # the vendor's own credentials and settings (patterns as in env_passthrough): its CLI
     # needs them, so they pass even when env_passthrough withholds the rest

@@ -87,7 +87,8 @@ CLASSIFICATION_NOTE = (
     "confirmed link; otherwise it is `hardening` there. Elsewhere a `requirement-question` stays "
     "one; a finding with `introduced_by_change` and `regression` both `yes` is a `defect`; a "
     "proposed `defect` whose link spar cannot confirm is recorded as a `note` (the link you gave "
-    "is kept as `claimed_link_kind` / `claimed_link`). So link every defect to what it breaks."
+    "is kept as `claimed_link_kind` / `claimed_link`). So link every defect to what it breaks: the "
+    "criterion, or the rule it breaks in a rule document under Rules above (`link_kind` `rule`)."
 )
 
 

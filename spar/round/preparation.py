@@ -14,12 +14,13 @@ from spar import git
 from spar import series as series_mod
 from spar.config.load import load_config
 from spar.config.model import CAP_KEYS, AppliedConfig
+from spar.config.scaffold import is_setup_file
 from spar.config.select import apply_selection
 from spar.errors import Refused, WriteFailed, quote
 from spar.judge.context import RoundDoc
 from spar.records import atomic, readers
 from spar.records.clock import now
-from spar.records.model import Finding, InputBytes, PacketKind, RoundRecord
+from spar.records.model import Finding, InputBytes, PacketKind, RoundRecord, UncommittedCounts
 from spar.round.args import RunArgs, check_standpoints
 from spar.round.interface import Preset, reviewer_input
 from spar.round.memory import memory_sha256
@@ -92,7 +93,7 @@ def choose_commits(args: RunArgs, repo: Path, max_copy_bytes: int | None = None)
     head = _head(args, repo)
     # only the checked-out HEAD has a working tree whose changes this round could miss
     try:
-        uncommitted = git.uncommitted(repo) if args.head is None else None
+        uncommitted = git.uncommitted(repo, is_setup_file) if args.head is None else None
     except git.GitError as exc:  # a FIFO among the ignore files, say: plainly refused, not a traceback
         raise Refused(f"cannot tell whether the working tree holds uncommitted work: {exc}") from None
     tree = parent = None
@@ -297,7 +298,12 @@ def _add_head_source(record: RoundRecord, commits: RoundCommits) -> RoundRecord:
     if commits.head_tree is not None and commits.parent is not None:
         record["head_tree"], record["head_parent"] = commits.head_tree, commits.parent
     counts = commits.uncommitted
-    record["uncommitted"] = None if counts is None else {"modified": counts.modified, "untracked": counts.untracked}
+    held: UncommittedCounts | None = None
+    if counts is not None:
+        held = {"modified": counts.modified, "untracked": counts.untracked}
+        if counts.marked:  # only when there are: other rounds' records stay as they were
+            held["spar_files"] = list(counts.marked)
+    record["uncommitted"] = held
     return record
 
 

@@ -231,7 +231,7 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     facts = _Facts(model=model, input=job.input)
     env = reviewer_env(st.env, st.passthrough, preset.vendor_env)  # what this reviewer inherits
     if st.progress is not None:
-        st.progress.reviewer_started(cfg.name, number, model)
+        st.progress.reviewer_started(cfg.name, number, model or preset.unset_model_text)
     try:
         lookup, facts.argv = command_line(job, model, env.get("PATH"))
     except OSError as exc:

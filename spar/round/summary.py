@@ -78,9 +78,14 @@ def uncommitted_text(rj: RoundRecord) -> str | None:
         return f"the head {rj.get('head', '')} is the working tree{held}, made a commit on {rj.get('head_parent', '?')}"
     if not counts or not (counts["modified"] or counts["untracked"]):
         return None
-    return (f"the working tree has {_files(counts['modified'], 'changed tracked')} and "
+    text = (f"the working tree has {_files(counts['modified'], 'changed tracked')} and "
             f"{_files(counts['untracked'], 'untracked')} that this round does not review: it reviews "
             "the commit; commit them, or run spar run --worktree")
+    own = counts.get("spar_files") or []
+    if own:  # after `spar init` these are often all there is: say so, and what to do
+        text += (f"; of them, Spar's set-up files (where spar init writes): {shortened([_code(p) for p in own])}; "
+                 "commit them too (Spar reads them from the working tree either way)")
+    return text
 
 
 def closing_lines(rj: RoundRecord, out: Path, findings: list[Finding]) -> list[str]:
@@ -148,6 +153,10 @@ def _packet_line(rj: RoundRecord) -> list[str]:
     return [f"- Packet: full, not incremental: {kind['reason']}"]
 
 
+# the model column of a reviewer whose configuration sets none, where "(default)" is not true
+_UNSET_MODEL = {"command": "(set by the command)", "native": "(the host's)"}
+
+
 def _reviewers(rj: RoundRecord) -> list[str]:
     out = [
         "## Reviewers",
@@ -162,12 +171,16 @@ def _reviewers(rj: RoundRecord) -> list[str]:
             reason = f"{reason} (resets {r['resets']})" if reason else f"resets {r['resets']}"
         attempts = r.get("attempts") or []
         spent = usage.of_reviewer(r)  # over every attempt; a reviewer that never ran shows -
+        tokens, cost = usage.tokens_text(spent), usage.cost_text(spent["cost_usd"])
+        if r.get("status") == ReviewerStatus.UNAVAILABLE and not usage.spent_anything(spent):
+            tokens = cost = "not measured"  # a CLI that could not start work reports zeros: nothing ran
         out.append(
             "| " + " | ".join([
                 _cell(r.get("name")), _cell(r.get("preset")), _cell(r.get("status")),
-                _cell(r.get("model") or "(default)"), _cell(r.get("observed_model") or "unknown"),
+                _cell(r.get("model") or _UNSET_MODEL.get(str(r.get("preset")), "(default)")),
+                _cell(r.get("observed_model") or "unknown"),
                 _cell(len(attempts)), _cell(usage.duration_text(spent["duration_seconds"])),
-                _cell(usage.tokens_text(spent)), _cell(usage.cost_text(spent["cost_usd"])), _cell(r.get("verdict")),
+                _cell(tokens), _cell(cost), _cell(r.get("verdict")),
                 _cell(r.get("finding_count") if r.get("status") == ReviewerStatus.COMPLETED else None), _cell(reason),
             ]) + " |"
         )

@@ -119,8 +119,7 @@ def prepare_calls(v: VerifyRun, plan: Plan) -> list[_Call]:
     configs = {r.name: r for r in v.config.reviewers}
     calls = []
     for planned in plan.calls:
-        members = [by_id[m] for m in planned.members]
-        text = verifier_input(v.round_dir, by_id[planned.finding], members, v.ctx)
+        text = verifier_input(v.round_dir, by_id[planned.finding], v.ctx)
         calls.append(_Call(planned, configs[planned.verifier.name], text))
     return calls
 

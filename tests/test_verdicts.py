@@ -18,6 +18,8 @@ import json
 import re
 import shlex
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -364,6 +366,28 @@ def test_the_printed_lines_record_exactly_what_apply_records(verified, tmp_path,
     out = capsys.readouterr().out
     assert "# round r1: no refuted finding without a disposition" in out
     assert "# round r1: claude-F3: refuted by agy (V1), left alone: claude-F3 has a disposition" in out
+
+
+def test_a_refuted_line_with_3_mib_of_evidence_runs_in_bash_and_records_what_apply_records(repo, tmp_path,
+                                                                                            capsys):
+    """The line printed for 3 MiB of evidence failed in bash ("Argument list too long")."""
+    huge = "the caller checks \x01 it " * (3 * 1024 * 1024 // 26)
+    series, r1 = _round(repo)
+    _verify(r1, {**RECORD, "calls": [_call(1, "claude-F1", "refuted", "codex", huge)], "unverified": []})
+    copy = tmp_path / "copy"
+    shutil.copytree(series, copy / series.name)
+    assert main(["triage", str(r1), "--refuted"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert len(line) < 8 * 1024
+    assert main(["triage", str(r1), "--refuted", "--apply"]) == 0
+    capsys.readouterr()
+    (applied,) = _ledger(r1)
+    assert applied["evidence"].endswith("[…] (whole in verifications.json, call V1)")
+    copied = copy / series.name / "r1"
+    script = f'spar() {{ exec {shlex.quote(sys.executable)} -m spar "$@"; }}; ' + line.replace(str(r1), str(copied), 1)
+    done = subprocess.run(["bash", "-c", script], capture_output=True, cwd=repo, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    assert _ledger(copied) == [applied]
 
 
 def test_refuted_with_nothing_refuted_and_a_round_never_verified(repo, capsys):

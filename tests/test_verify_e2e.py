@@ -447,6 +447,32 @@ def test_a_decoy_grouped_with_a_real_defect_gets_only_itself_rejected_and_the_ga
         assert done.returncode == 0, (args, done.stderr.decode())
 
 
+def test_a_proposed_defect_classed_a_note_gets_a_verdict_that_changes_neither_class_nor_gate(tmp_path):
+    """A proposed defect with no link is a note (classification rule 6); a verifier of another
+    vendor still checks it, and its verdict is shown, never changing the class or the gate."""
+    s = make_setup(tmp_path)
+    leak = finding(claim="divide logs the registry token", link_kind="none", link="")
+    _configure(s, 'reviewers = ["codex"]\n')
+    s.scenario({"claude": {"result": result(head=s.head, findings=[leak])},
+                "codex": {"result": result(head=s.head, findings=[], verdict="no_blocking_findings"),
+                          "by_prompt": {"ID: `claude-F1`": {"result": {
+                              "verdict": "confirmed", "evidence": "line 6 logs it", "location": "head/calc.py:6"}}}},
+                "agy": {"result": result(head=s.head, findings=[], verdict="no_blocking_findings")}})
+    proc = s.run()
+    assert proc.returncode == 0, proc.stderr.decode()
+    round_dir = s.repo / "reviews" / "r1"
+    (found,) = load(round_dir / "findings.json")
+    assert (found["id"], found["proposed_class"], found["class"]) == ("claude-F1", "defect", "note")
+    record = load(round_dir / "verifications.json")
+    assert [(c["finding"], c["verifier"], c["verdict"]) for c in record["calls"]] == [
+        ("claude-F1", "codex", "confirmed")]
+    assert "(its reviewer proposed `defect`)" in (round_dir / "verify" / "V1" / "input.md").read_text(encoding="utf-8")
+    assert "| confirmed by codex (V1) |" in (round_dir / "summary.md").read_text(encoding="utf-8")
+    assert load(round_dir / "findings.json") == [found]
+    gate = s.spar("gate", str(round_dir), "--out", str(tmp_path / "gate.json"))
+    assert gate.returncode == 0, gate.stderr.decode()
+
+
 @pytest.mark.parametrize(("record", "says"), [("findings.json", "findings.json"), ("ledger.jsonl", "ledger.jsonl")])
 def test_spar_verify_refuses_damaged_records_before_writing(tmp_path, record, says):
     s, round_dir = _unverified_round(tmp_path)

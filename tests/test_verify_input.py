@@ -44,7 +44,7 @@ def test_the_code_around_the_lines_and_the_files_diff(tmp_path):
     assert f"## The code: `head/` copy, lines {50 - CONTEXT_LINES}-{50 + CONTEXT_LINES}" in text
     assert "\n50 | line_50 = 5 / 0\n" in text and f"\n{50 + CONTEXT_LINES} | " in text
     assert f"\n{50 + CONTEXT_LINES + 1} | " not in text
-    assert "## The change's diff of lines 1-150 of that file" in text
+    assert "## The change's diff of lines 1-100 of that file" in text
     assert "@@ -47,7 +47,7 @@\n line_47 = 47\n" in text and "-line_50 = 50\n+line_50 = 5 / 0\n" in text
     assert "covers this finding's claim alone" in text
 

@@ -145,6 +145,7 @@ def _diff_part(workspace: Path, place: tuple[str, int, int] | None) -> list[str]
     last = min((end or start) + DIFF_CONTEXT, first + DIFF_WINDOW - 1) if start else DIFF_WINDOW
     windows = {copy: read_window(workspace, f"{copy}/{path}", first, last) for copy in ("base", "head")}
     old, new = (windows[c].lines if windows[c].problem is None else [] for c in ("base", "head"))
+    last = min(last, first + max(len(old), len(new), 1) - 1)  # the files may end before the window
     title = f"## The change's diff of lines {first}-{last} of that file"
     missing = [f"{copy}/ has no regular file {code_span(path)} ({windows[copy].problem})" for copy in ("base", "head")
                if windows[copy].problem is not None]
@@ -152,6 +153,9 @@ def _diff_part(workspace: Path, place: tuple[str, int, int] | None) -> list[str]
     notes += [n for copy in ("base", "head") for n in _said(windows[copy], code_span(f"{copy}/{path}"))]
     diff = _hunks([windows["base"].shown(n, x) for n, x in enumerate(old, start=first)],
                   [windows["head"].shown(n, x) for n, x in enumerate(new, start=first)], first)
+    if diff:  # the usual file header, /dev/null for a copy without the file
+        names = [f"{copy}/{path}" if windows[copy].problem is None else "/dev/null" for copy in ("base", "head")]
+        diff = f"--- {names[0]}\n+++ {names[1]}\n{diff}"
     if not diff:
         return [title, "", "These lines are the same in both copies (the change may touch the file elsewhere: "
                 "the `base/` and `head/` copies show it whole).", "", *notes]

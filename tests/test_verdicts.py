@@ -240,7 +240,8 @@ def test_sarif_carries_the_verdict_and_ranks_refuted_low(verified, capsys):
     results = {r["properties"]["finding"]: r for run in doc["runs"] for r in run["results"]}
     assert set(results) == {"claude-F1", "claude-F2", "claude-F3", "codex-F1", "agy-F1", "agy-F2"}  # G1 once
     assert {f: r["rank"] for f, r in results.items()} == {
-        "claude-F1": 90.0, "codex-F1": 50.0, "agy-F2": 50.0, "claude-F3": 10.0, "claude-F2": 10.0, "agy-F1": 10.0}
+        "claude-F1": 90.0, "codex-F1": 50.0, "agy-F2": 50.0, "claude-F2": 10.0, "agy-F1": 10.0,
+        "claude-F3": 50.0}  # G1: refuted claude-F3 and unread codex-F2 rank as codex-F2's no verdict
     props = results["claude-F2"]["properties"]
     assert (props["verdict"], props["verifier"], props["verifier_preset"], props["call"]) == \
         ("refuted", "codex", "codex", "V3")

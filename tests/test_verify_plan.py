@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from spar.judge.context import RoundContext
-from spar.judge.verify_plan import Verifier, judge_answer, plan_verification
+from spar.judge.verify_plan import EVIDENCE_LIMIT, LOCATION_LIMIT, Verifier, judge_answer, plan_verification
 
 AUTHORS = {"opus": "claude", "gpt": "codex", "gem": "agy"}
 CLAUDE, CODEX, AGY = Verifier("opus", "claude"), Verifier("gpt", "codex"), Verifier("gem", "agy")
@@ -99,3 +99,18 @@ def test_the_answer_rule(answer, expected):
     v = judge_answer(answer, CTX)
     assert (v.verdict, v.evidence, v.location) == expected[:3]
     assert expected[3] in v.reason and (v.reason == "") == (expected[3] == "")
+
+
+def test_an_answer_over_a_cap_is_unsure_and_its_reason_quotes_only_a_start():
+    """A verifier's fields are capped (the evidence, the location), and a reason quotes no
+    more than the start of what the verifier wrote (a 3 MiB verdict or key)."""
+    huge = "y" * (3 * 1024 * 1024)
+    for answer, says in (({"verdict": "refuted", "evidence": "x" * (EVIDENCE_LIMIT + 1)},
+                          f"evidence is {EVIDENCE_LIMIT + 1} characters, more than the {EVIDENCE_LIMIT}"),
+                         ({"verdict": "refuted", "evidence": "x", "location": "head/a.py:1" + " " * LOCATION_LIMIT},
+                          f"location is {LOCATION_LIMIT + 11} characters"),
+                         ({"verdict": huge, "evidence": "x"}, 'verdict "yyyy'),
+                         ({"verdict": "refuted", "evidence": "x", huge: 1}, 'the answer has key "yyyy')):
+        v = judge_answer(answer, CTX)
+        assert (v.verdict, v.evidence) == ("unsure", "") and says in v.reason and len(v.reason) < 200
+    assert judge_answer({"verdict": "refuted", "evidence": "x" * EVIDENCE_LIMIT}, CTX).verdict == "refuted"

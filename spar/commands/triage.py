@@ -74,14 +74,15 @@ names code (a code span or an identifier) the earlier claim does not, is only
 listed as a possible repeat; --force marks it too.
 
 spar triage ROUND --refuted [--apply]: after a verification (verifications.json),
-prints for every finding or group a verifier refuted, none of whose findings has
-a disposition yet, the command that rejects it: spar triage ROUND FINDING (or
-GROUP) --to rejected --evidence 'refuted by VERIFIER (CALL): its evidence',
-shell-quoted, the evidence shown escaped (no control character) and recorded
-exactly so when the line is run. --apply records them instead, one ledger line
-each as that command would (a group: its first member rejected, the others
-duplicate --of it) and prints what it wrote. Lines starting with # say what was
-left alone. A round never verified is refused (65); nothing refuted exits 0.
+prints for every finding a verifier refuted that has no disposition yet the
+command that rejects it: spar triage ROUND FINDING --to rejected --evidence
+'refuted by VERIFIER (CALL): its evidence', shell-quoted, the evidence shown
+escaped (no control character; its first 1000 characters when longer, the call
+keeping it whole) and recorded exactly so when the line is run. A verdict covers
+the finding it names alone: another finding of its group keeps standing.
+--apply records them instead, one ledger line each as that command would, and
+prints what it wrote. Lines starting with # say what was left alone. A round
+never verified is refused (65); nothing refuted exits 0.
 A verdict is advice: nothing is disposed unless you run the lines or --apply."""
 
 
@@ -318,9 +319,7 @@ def refuted_lines(round_dir: Path, series: Path) -> tuple[list[tuple[Refuted, li
         # escaped (no control character, one line) in the ledger too: the line --refuted
         # prints then records, when run, exactly what --apply records
         options = {"evidence": terminal_safe(rejection_evidence(r.verdict))}
-        lines = (group_lines(round_dir, series, r.target, "rejected", options) if r.target not in findings
-                 else [triage_line(round_dir, series, r.target, "rejected", options)])
-        out.append((r, lines))
+        out.append((r, [triage_line(round_dir, series, r.target, "rejected", options)]))
     return out, notes
 
 

@@ -1,7 +1,7 @@
 """`spar verify ROUND`: cross-vendor verification of a recorded round, run or run again.
 
-Each defect and hardening finding (a corroborated group once) is put to a `[verify]`
-reviewer of another vendor; verdicts go to ROUND/verifications.json, listed in
+Each finding proposed or classed defect or hardening (each member of a corroborated
+group on its own) is put to a `[verify]` reviewer of another vendor; verdicts go to ROUND/verifications.json, listed in
 round.json. A verdict never changes a finding's class, its disposition or the gate.
 """
 
@@ -28,15 +28,18 @@ SUMMARY = "Verify a recorded round's findings with reviewers of other vendors."
 
 EPILOG = """\
 The reviewers that verify come from the [verify] table of the user
-configuration (reviewers = [NAME, ...], optional max_findings and
-max_cost_usd). Each defect and hardening finding, a corroborated group once,
-goes to one of them whose preset (vendor) is not the author's; most vendors
-first, then defects before hardening. A verifier answers with one JSON object:
-{"verdict": "confirmed" | "refuted" | "unsure", "evidence": TEXT,
-"location": LOCATION or null}; anything else is recorded as unsure with the
-reason. Calls run in parallel, one at a time per verifier, each under that
-reviewer's timeout_seconds; once the finished calls cost max_cost_usd, no
-further call starts.
+configuration (reviewers = [NAME, ...], optional max_findings, default 20
+calls, and max_cost_usd). Each finding its reviewer proposed, or Spar
+classed, defect or hardening goes on its own (each member of a corroborated
+group too: a verdict covers only the claim read) to one of them whose preset
+(vendor) is not the author's; most vendors first, then defects before
+hardening. A verifier answers with one JSON object: {"verdict": "confirmed" |
+"refuted" | "unsure", "evidence": TEXT of at most 8000 characters,
+"location": LOCATION or null}; anything else (a key given twice included) is
+recorded as unsure with the reason. Calls run in parallel, one at a time per
+verifier, each under that reviewer's timeout_seconds; once the finished calls
+cost max_cost_usd, or one that ran reported no cost (codex), no further call
+starts (running calls finish).
 
 Running it again replaces ROUND/verify/ (the calls' inputs and logs), then
 ROUND/verifications.json, round.json's "verification" and summary.md, under

@@ -16,6 +16,9 @@ DEFAULT_TIMEOUT = 900
 DEFAULT_UNREACHABLE = 60  # seconds a CLI may say it cannot reach its service before Spar gives up
 # findings one answer may hold; an answer with more is invalid_output before any is built
 DEFAULT_MAX_FINDINGS = 500
+# one call per finding (a group's members each): twenty calls cover the defects and hardening
+# of a busy round while bounding a round's verification to twenty verifier runs
+DEFAULT_VERIFY_MAX_FINDINGS = 20
 DEFAULT_CAPS = {"plan": 2, "plan_delta": 2, "code": 3}
 # the largest file a round's workspace copies hold (`max_copy_bytes`); a larger one is a
 # note saying its size. Source files are kilobytes; the largest ones people review
@@ -87,14 +90,13 @@ class VerifyConfig:
     """`[verify]` of the user configuration: which reviewers check other vendors' findings."""
 
     reviewers: list[ReviewerConfig]  # as the user file configures them (no run arguments apply)
-    max_findings: int | None = None  # most verification calls of one round; None: no bound
-    max_cost_usd: int | float | None = None  # no call starts once finished calls cost this much
+    max_findings: int = DEFAULT_VERIFY_MAX_FINDINGS  # most verification calls of one round
+    # no call starts once finished calls cost this much, or once one that ran reported no cost
+    max_cost_usd: int | float | None = None
     source: str = "default"  # "<file>:<line>" of the table
 
     def applied(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"reviewers": [r.name for r in self.reviewers]}
-        if self.max_findings is not None:
-            out["max_findings"] = self.max_findings
+        out: dict[str, Any] = {"reviewers": [r.name for r in self.reviewers], "max_findings": self.max_findings}
         if self.max_cost_usd is not None:
             out["max_cost_usd"] = self.max_cost_usd
         return out

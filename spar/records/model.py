@@ -173,8 +173,8 @@ class Verification(TypedDict):
     """One verification call of verifications.json (docs/records.md "Verification")."""
 
     call: str  # V1, V2, ... in the order the calls were planned
-    finding: str  # the finding put to the verifier; for a group, its first member
-    group: str | None  # that finding's group id (the verdict speaks for every member)
+    finding: str  # the finding put to the verifier: the one its verdict covers
+    group: str | None  # that finding's group id, when it is in one (its other members have calls of their own)
     verifier: str  # the reviewer name of [verify] reviewers that answered
     preset: str  # the verifier's preset (its vendor)
     status: str  # a recorded ReviewerStatus value of the call

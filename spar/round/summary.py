@@ -15,7 +15,7 @@ from pathlib import Path
 from spar.judge.coverage import shortened
 from spar.judge.dispositions import standing
 from spar.judge.repeats import group_order
-from spar.judge.verdicts import Verdict, rank_of, unverified, verdicts
+from spar.judge.verdicts import Verdict, rank, rank_of, unverified, verdicts
 from spar.records import usage
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, VerificationsRecord, WaiverLine
 from spar.textsafe import terminal_safe
@@ -259,8 +259,8 @@ def _seen_by(finding: Finding) -> str:
 def _groups(round_name: str, findings: list[Finding], checked: dict[str, Verdict] | None = None) -> list[str]:
     """Each corroborated group once (findings.json `group`), most vendors first, with
     each member; empty for a round without groups. In a verified round (`checked`: finding
-    id -> verdict) the group's verdict ranks first (confirmed, none or unsure, refuted)
-    and is named after its vendors."""
+    id -> verdict) a group ranks by its best member's verdict (confirmed, none or unsure,
+    refuted) and each member shows its own."""
     groups: dict[str, list[Finding]] = {}
     vendors: dict[str, list[str]] = {}
     for f in findings:
@@ -277,12 +277,12 @@ def _groups(round_name: str, findings: list[Finding], checked: dict[str, Verdict
            f"`spar triage {round_name} GROUP --to ...` with a group's id disposes every member at once.", ""]
     for gid in order:
         count = len(vendors[gid])
-        verdict = by_id.get(groups[gid][0]["id"]) if checked is not None else None
-        said = f"; {verdict.words()}" if verdict is not None else ""
-        out.append(f"- **{_cell(gid)}** ({count} vendor{'s' if count != 1 else ''}: "
-                   f"{_cell(', '.join(vendors[gid]))}{_cell(said) if said else ''})")
-        out += [f"  - {_code(m.get('id'))} ({_cell(m.get('reviewer'))}, {_cell(m.get('class'))}): "
-                f"{_cell(m.get('claim'))}" for m in groups[gid]]
+        out.append(f"- **{_cell(gid)}** ({count} vendor{'s' if count != 1 else ''}: {_cell(', '.join(vendors[gid]))})")
+        for m in groups[gid]:  # a verdict covers the member it names alone
+            verdict = by_id.get(m["id"]) if checked is not None else None
+            said = f"; {verdict.words()}" if verdict is not None else ""
+            out.append(f"  - {_code(m.get('id'))} ({_cell(m.get('reviewer'))}, {_cell(m.get('class'))}"
+                       f"{_cell(said) if said else ''}): {_cell(m.get('claim'))}")
     return out + [""]
 
 
@@ -343,7 +343,7 @@ def _findings(findings: list[Finding], standing: dict[str, LedgerLine],
 
 
 def _verdicts(findings: list[Finding], checked: dict[str, Verdict], why: dict[str, str]) -> list[str]:
-    """Each verdict once (a group's at its first member) in reading order, with the
+    """Each verdict once (at the finding it names) in reading order, with the
     verifier's evidence as data; then the findings that got no call, and why."""
     said: dict[str, Verdict] = {}
     for f in _reading_order(findings, checked):
@@ -351,10 +351,10 @@ def _verdicts(findings: list[Finding], checked: dict[str, Verdict], why: dict[st
         if verdict is not None:
             said.setdefault(verdict.call, verdict)
     out = ["## Verification", "", f"{len(said)} verification call{'s' if len(said) != 1 else ''} "
-           "(a group's speaks for every member), in reading order: verdict, finding, verifier (its preset), "
+           "(each covers the finding it names alone), in reading order: verdict, finding, verifier (its preset), "
            "call and the verifier's evidence.", ""]
-    for verdict in said.values():
-        named = f"group {_cell(verdict.group)} (first member {_code(verdict.finding)})" if verdict.group \
+    for verdict in sorted(said.values(), key=rank):  # a group's members may rank apart
+        named = f"{_code(verdict.finding)} (of group {_cell(verdict.group)})" if verdict.group \
             else _code(verdict.finding)
         out.append(f"- **{verdict.verdict}** {named}, by {_cell(verdict.verifier)} ({_cell(verdict.preset)}), "
                    f"call {_cell(verdict.call)}: {_cell(verdict.said())}")

@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 
 from spar.cli import main as spar_main
+from spar.judge.repeat_plan import Candidate, check_problem, judge_repeat_answer, plan_repeat_checks
 from spar.judge.settle import MIN_FAILURE_SHARED, RESTATES_AT, claim_problem, restates, verdict_problem
 from spar.judge.similar import SIMILAR_AT, Place, claim_similarity, same_finding
 from spar.judge.verdicts import Verdict
+from spar.judge.verify_plan import Verifier
+from spar.records.repeat_checks import repeat_checks_problem
 from tests import roundfactory as rf
 from tests.gitrepo import commit, git
 
@@ -224,3 +227,62 @@ def test_a_repeat_confirmed_by_its_own_vendor_is_settled_as_before(tmp_path, cap
     capsys.readouterr()
     assert spar_main(["triage", str(r2), "--repeats"]) == 0
     assert capsys.readouterr().out == "round r2: codex-F2 -> duplicate --of r1/codex-F2 (rejected)\n"
+
+
+# ------------------------------------------------------------------ repeats put to a verifier (pure)
+
+def _candidate(n: int, reviewer: str, claim: str, earlier: str, decided: str | None = "rejected") -> Candidate:
+    return Candidate(_finding(reviewer, n, claim), f"r1/old-F{n}", _finding("old", n, earlier), decided)
+
+
+def test_only_repeats_triage_could_settle_are_put_to_another_vendor():
+    refund = "refund() accepts a negative amount"
+    cands = [_candidate(1, "codex", "refund() takes negative amounts", refund),
+             _candidate(2, "codex", LATER, VAGUE),  # shares only the subject: a person decides anyway
+             _candidate(3, "codex", refund, refund, decided=None),  # nothing decided to inherit
+             _candidate(4, "claude", refund, refund),
+             _candidate(5, "claude", refund, refund)]
+    verifiers = [Verifier("claude", "claude"), Verifier("codex-2", "codex"), Verifier("agy", "agy")]
+    calls, left = plan_repeat_checks(cands, {"codex": "codex", "claude": "claude"}, verifiers, None)
+    assert [(c.finding["id"], c.earlier_key, c.verifier.name) for c in calls] == [
+        ("codex-F1", "r1/old-F1", "claude"), ("claude-F4", "r1/old-F4", "codex-2"), ("claude-F5", "r1/old-F5", "agy")]
+    assert left == []
+    calls, left = plan_repeat_checks(cands, {"codex": "codex", "claude": "claude"}, [Verifier("c", "claude")], 0)
+    assert calls == [] and [(c.finding["id"], why) for c, why in left] == [
+        ("codex-F1", "max_findings"), ("claude-F4", "no_other_vendor"), ("claude-F5", "no_other_vendor")]
+
+
+@pytest.mark.parametrize("answer, verdict, reason", [
+    ({"verdict": "same", "evidence": "both say refund() takes a negative amount"}, "same", ""),
+    ({"verdict": "different", "evidence": "one is about deleting files"}, "different", ""),
+    ({"verdict": "same", "evidence": "  "}, "unsure", "evidence is missing, blank or not a string"),
+    ({"verdict": "confirmed", "evidence": "x"}, "unsure", 'verdict "confirmed" is not one of same, different'),
+    ({"verdict": "same", "evidence": "x", "settle": True}, "unsure", 'key "settle", which is not one of'),
+    ([1], "unsure", "the answer is not a JSON object"),
+])
+def test_a_repeat_answer_is_judged_strictly(answer, verdict, reason):
+    got = judge_repeat_answer(answer)
+    assert got[0] == verdict and reason in got[2]
+
+
+def test_a_checked_round_settles_only_what_a_verifier_called_the_same():
+    calls = [{"call": "R1", "finding": "a", "verifier": "codex", "verdict": "same"},
+             {"call": "R2", "finding": "b", "verifier": "codex", "verdict": "different"},
+             {"call": "R3", "finding": "c", "verifier": "codex", "verdict": "unsure"}]
+    unchecked = [{"finding": "d", "earlier": "r1/x", "why": "no_other_vendor"}]
+    assert check_problem("a", calls, unchecked) is None
+    assert check_problem("b", calls, unchecked) == "a verifier of another vendor, codex (R2), says it is another problem"
+    assert "could not tell" in check_problem("c", calls, unchecked)
+    assert check_problem("d", calls, unchecked).endswith("(no_other_vendor)")
+    assert "run `spar verify` again" in check_problem("e", calls, unchecked)
+
+
+def test_the_repeat_checks_record_is_read_strictly():
+    call = {"call": "R1", "finding": "a", "earlier": "r1/x", "verifier": "codex", "preset": "codex",
+            "status": "completed", "verdict": "same", "evidence": "e", "reason": "", "attempts": []}
+    record = {"schema": "spar-repeat-checks/v1", "calls": [call], "unchecked": []}
+    assert repeat_checks_problem(record, {"a"}) is None
+    assert "not a finding of the round" in repeat_checks_problem(record, {"b"})
+    assert "verdict is not one of" in repeat_checks_problem({**record, "calls": [{**call, "verdict": "yes"}]}, {"a"})
+    twice = {**record, "unchecked": [{"finding": "a", "earlier": "r1/x", "why": "max_findings"}]}
+    assert "named twice" in repeat_checks_problem(twice, {"a"})

@@ -32,12 +32,14 @@ from spar.judge.dispositions import (
     trace,
     would_cycle,
 )
+from spar.judge.repeat_plan import check_problem
 from spar.judge.repeats import group_members
 from spar.judge.settle import claim_problem, verdict_problem
 from spar.judge.verdicts import Refuted, Verdict, refuted, rejection_evidence, verdicts
 from spar.records import atomic, clock, jsonl, lock, readers
 from spar.records.model import Finding, LedgerLine, RoundRecord
 from spar.records.record_rules import link_problem
+from spar.records.repeat_checks import RepeatChecksRecord, read_repeat_checks
 from spar.round.summary_file import summary_text
 from spar.series import position, repository_of, round_folder
 from spar.textsafe import terminal_safe
@@ -77,7 +79,9 @@ span or an identifier) the earlier claim does not, whose claim does not restate
 the earlier claim's failure (only their subject is shared, e.g. "the divide
 function"), or that a verifier of another vendor confirmed while the decision it
 would join is a rejection or a refutation, is only listed as a possible repeat;
---force marks it too.
+--force marks it too. When the round's repeats were put to verifiers (with
+[verify], ROUND/repeat-checks.json), a repeat is settled only when a verifier
+of another vendor called it the same problem.
 
 spar triage ROUND --refuted [--apply]: after a verification (verifications.json),
 prints for every finding or group a verifier refuted, none of whose findings has
@@ -247,10 +251,13 @@ def summary_after(round_dir: Path, ledger: list[LedgerLine]) -> str:
 SETTLED_BY_REPEAT = ("rejected", "fixed", "answered", "deferred")
 
 
-def _settle_problem(f: Finding, traced: Trace, decided: str, cache: _RoundCache, here: str) -> str | None:
+def _settle_problem(f: Finding, traced: Trace, decided: str, cache: _RoundCache, here: str,
+                    checks: RepeatChecksRecord | None) -> str | None:
     """Why the earlier decision may not settle `f` without a person: its claim against the
     earlier finding's (spar.judge.settle.claim_problem), then what verifiers said of it and
-    of the chain it would join (verdict_problem); None when nothing holds it back."""
+    of the chain it would join (verdict_problem), then, when the round's repeats were put
+    to verifiers (`checks`), whether one called it the same problem; None when nothing
+    holds it back."""
     target = traced.chain[0]
     earlier = cache.get(target[0])[1].get(target[1])
     if earlier is None:
@@ -262,8 +269,11 @@ def _settle_problem(f: Finding, traced: Trace, decided: str, cache: _RoundCache,
     round_json = cache.get(here)[0]
     authors = {str(r.get("name")): str(r.get("preset") or r.get("name")) for r in round_json.get("reviewers", [])}
     refuted_in_chain = [(key, cache.verdicts_of(key[0]).get(key[1])) for key in traced.chain]
-    return verdict_problem(cache.verdicts_of(here).get(f["id"]), authors.get(str(f.get("reviewer")), ""), decided,
-                           ["/".join(key) for key, v in refuted_in_chain if v is not None and v.verdict == "refuted"])
+    why = verdict_problem(cache.verdicts_of(here).get(f["id"]), authors.get(str(f.get("reviewer")), ""), decided,
+                          ["/".join(key) for key, v in refuted_in_chain if v is not None and v.verdict == "refuted"])
+    if why is None and checks is not None:
+        return check_problem(f["id"], checks["calls"], checks["unchecked"])
+    return why
 
 
 def repeat_lines(round_dir: Path, series: Path, *, force: bool = False
@@ -273,6 +283,7 @@ def repeat_lines(round_dir: Path, series: Path, *, force: bool = False
     cache = _RoundCache(series)
     here = round_dir.name
     _, findings, own = cache.get(here)
+    checks = read_repeat_checks(round_dir, set(findings))
     lines, notes = [], []
     for fid, f in findings.items():
         rep = f.get("repeat_of")
@@ -289,7 +300,7 @@ def repeat_lines(round_dir: Path, series: Path, *, force: bool = False
             why = f"{target} has no standing decision" if traced.state in ("open", "disposed") else traced.detail
             notes.append(f"{fid}: left alone, {why}")
             continue
-        why_not = None if force else _settle_problem(f, traced, str(decided), cache, here)
+        why_not = None if force else _settle_problem(f, traced, str(decided), cache, here, checks)
         if why_not:
             notes.append(f"{fid}: possible repeat of {target} ({decided}), not marked: {why_not} "
                          "(triage it by hand, or --repeats --force)")

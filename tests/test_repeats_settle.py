@@ -286,3 +286,23 @@ def test_the_repeat_checks_record_is_read_strictly():
     assert "verdict is not one of" in repeat_checks_problem({**record, "calls": [{**call, "verdict": "yes"}]}, {"a"})
     twice = {**record, "unchecked": [{"finding": "a", "earlier": "r1/x", "why": "max_findings"}]}
     assert "named twice" in repeat_checks_problem(twice, {"a"})
+
+
+def test_a_confirmed_repeat_of_a_refuted_finding_is_not_settled(tmp_path, capsys):
+    """The earlier finding was refuted by a verifier in its round and then deferred by hand;
+    a later repeat a verifier of another vendor confirmed is left for a person."""
+    repo, series = _series(tmp_path)
+    rf.make_round(series, "r1", repo=repo, findings=[_finding("claude", 2, REAL)],
+                  ledger=[rf.ledger_line("claude-F2", "deferred", user_quote="after the release")])
+    refuted = _confirmed("r1", "claude-F2", "codex", "codex")
+    refuted["calls"][0]["verdict"] = "refuted"
+    (series / "r1" / "verifications.json").write_text(json.dumps(refuted))
+    repeat = {"round": "r1", "finding": "claude-F2", "disposition": "deferred"}
+    r2 = rf.make_round(series, "r2", repo=repo, findings=[_finding("codex", 2, REAL, repeat_of=repeat)])
+    (r2 / "verifications.json").write_text(json.dumps(_confirmed("r2", "codex-F2", "claude", "claude")))
+    capsys.readouterr()
+    assert spar_main(["triage", str(r2), "--repeats"]) == 0
+    out = capsys.readouterr().out
+    assert "codex-F2: possible repeat of r1/claude-F2 (deferred), not marked: a verifier of another vendor " \
+           "confirmed it (confirmed by claude (V1)), and r1/claude-F2 was refuted by a verifier" in out
+    assert rf.read_jsonl(r2 / "ledger.jsonl") == []

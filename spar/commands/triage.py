@@ -268,9 +268,12 @@ def _settle_problem(f: Finding, traced: Trace, decided: str, cache: _RoundCache,
         return why
     round_json = cache.get(here)[0]
     authors = {str(r.get("name")): str(r.get("preset") or r.get("name")) for r in round_json.get("reviewers", [])}
-    refuted_in_chain = [(key, cache.verdicts_of(key[0]).get(key[1])) for key in traced.chain]
-    why = verdict_problem(cache.verdicts_of(here).get(f["id"]), authors.get(str(f.get("reviewer")), ""), decided,
-                          ["/".join(key) for key, v in refuted_in_chain if v is not None and v.verdict == "refuted"])
+    mine = cache.verdicts_of(here).get(f["id"])
+    refuted_in_chain = []
+    if mine is not None and mine.verdict == "confirmed":  # the chain's rounds are read only when it matters
+        refuted_in_chain = ["/".join(key) for key in traced.chain
+                            if (v := cache.verdicts_of(key[0]).get(key[1])) is not None and v.verdict == "refuted"]
+    why = verdict_problem(mine, authors.get(str(f.get("reviewer")), ""), decided, refuted_in_chain)
     if why is None and checks is not None:
         return check_problem(f["id"], checks["calls"], checks["unchecked"])
     return why

@@ -306,3 +306,20 @@ def test_a_confirmed_repeat_of_a_refuted_finding_is_not_settled(tmp_path, capsys
     assert "codex-F2: possible repeat of r1/claude-F2 (deferred), not marked: a verifier of another vendor " \
            "confirmed it (confirmed by claude (V1)), and r1/claude-F2 was refuted by a verifier" in out
     assert rf.read_jsonl(r2 / "ledger.jsonl") == []
+
+
+def test_a_verified_round_whose_repeats_were_never_asked_settles_none(tmp_path, capsys):
+    """round.json says the round was verified, but repeat-checks.json is missing (the checks
+    were stopped, or an older Spar verified it): no repeat is settled unasked."""
+    repo, series = _series(tmp_path)
+    rf.make_round(series, "r1", repo=repo, findings=[_finding("claude", 2, REAL)],
+                  ledger=[rf.ledger_line("claude-F2", "rejected", evidence="AC-2 was changed")])
+    repeat = {"round": "r1", "finding": "claude-F2", "disposition": "rejected"}
+    index = {"file": "verifications.json", "sha256": "0" * 64, "calls": [], "cost_usd": None}
+    r2 = rf.make_round(series, "r2", repo=repo, findings=[_finding("codex", 2, REAL, repeat_of=repeat)],
+                       extra={"verification": index})
+    capsys.readouterr()
+    assert spar_main(["triage", str(r2), "--repeats"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "round r2: codex-F2: possible repeat of r1/claude-F2 (rejected), not marked: no verifier of another vendor "
+        "was asked whether it is the same problem (run `spar verify` again) (triage it by hand, or --repeats --force)")

@@ -79,9 +79,9 @@ span or an identifier) the earlier claim does not, whose claim does not restate
 the earlier claim's failure (only their subject is shared, e.g. "the divide
 function"), or that a verifier of another vendor confirmed while the decision it
 would join is a rejection or a refutation, is only listed as a possible repeat;
---force marks it too. When the round's repeats were put to verifiers (with
-[verify], ROUND/repeat-checks.json), a repeat is settled only when a verifier
-of another vendor called it the same problem.
+--force marks it too. In a verified round (with [verify]), a repeat is settled
+only when a verifier of another vendor called it the same problem
+(ROUND/repeat-checks.json, written by spar run and spar verify).
 
 spar triage ROUND --refuted [--apply]: after a verification (verifications.json),
 prints for every finding or group a verifier refuted, none of whose findings has
@@ -285,8 +285,13 @@ def repeat_lines(round_dir: Path, series: Path, *, force: bool = False
     left alone), reading only. Without `force`, a repeat the repeat rule holds back is a note."""
     cache = _RoundCache(series)
     here = round_dir.name
-    _, findings, own = cache.get(here)
+    round_json, findings, own = cache.get(here)
     checks = read_repeat_checks(round_dir, set(findings))
+    if checks is None and round_json.get("verification"):
+        # verified, yet its repeats were never put to a verifier (stopped, or an older Spar):
+        # an empty record, so that no repeat is settled unasked
+        checks = {"schema": "", "round": here, "started_at": "", "finished_at": "", "verifiers": [], "calls": [],
+                  "unchecked": []}
     lines, notes = [], []
     for fid, f in findings.items():
         rep = f.get("repeat_of")

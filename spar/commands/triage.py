@@ -39,7 +39,7 @@ from spar.judge.verdicts import Refuted, Verdict, refuted, rejection_evidence, v
 from spar.records import atomic, clock, jsonl, lock, readers
 from spar.records.model import Finding, LedgerLine, RoundRecord
 from spar.records.record_rules import link_problem
-from spar.records.repeat_checks import RepeatChecksRecord, read_repeat_checks
+from spar.records.repeat_checks import RepeatCheck, Unchecked, read_repeat_checks
 from spar.round.summary_file import summary_text
 from spar.series import position, repository_of, round_folder
 from spar.textsafe import terminal_safe
@@ -249,10 +249,11 @@ def summary_after(round_dir: Path, ledger: list[LedgerLine]) -> str:
 
 # what an earlier decision must be for its repeats to be settled by --repeats
 SETTLED_BY_REPEAT = ("rejected", "fixed", "answered", "deferred")
+_Asked = tuple[list[RepeatCheck], list[Unchecked]]  # what repeat-checks.json says: calls, unchecked
 
 
 def _settle_problem(f: Finding, traced: Trace, decided: str, cache: _RoundCache, here: str,
-                    checks: RepeatChecksRecord | None) -> str | None:
+                    checks: _Asked | None) -> str | None:
     """Why the earlier decision may not settle `f` without a person: its claim against the
     earlier finding's (spar.judge.settle.claim_problem), then what verifiers said of it and
     of the chain it would join (verdict_problem), then, when the round's repeats were put
@@ -275,7 +276,7 @@ def _settle_problem(f: Finding, traced: Trace, decided: str, cache: _RoundCache,
                             if (v := cache.verdicts_of(key[0]).get(key[1])) is not None and v.verdict == "refuted"]
     why = verdict_problem(mine, authors.get(str(f.get("reviewer")), ""), decided, refuted_in_chain)
     if why is None and checks is not None:
-        return check_problem(f["id"], checks["calls"], checks["unchecked"])
+        return check_problem(f["id"], *checks)
     return why
 
 
@@ -286,12 +287,12 @@ def repeat_lines(round_dir: Path, series: Path, *, force: bool = False
     cache = _RoundCache(series)
     here = round_dir.name
     round_json, findings, own = cache.get(here)
-    checks = read_repeat_checks(round_dir, set(findings))
+    record = read_repeat_checks(round_dir, set(findings))
+    checks: _Asked | None = (record["calls"], record["unchecked"]) if record is not None else None
     if checks is None and round_json.get("verification"):
         # verified, yet its repeats were never put to a verifier (stopped, or an older Spar):
-        # an empty record, so that no repeat is settled unasked
-        checks = {"schema": "", "round": here, "started_at": "", "finished_at": "", "verifiers": [], "calls": [],
-                  "unchecked": []}
+        # no repeat is settled unasked
+        checks = ([], [])
     lines, notes = [], []
     for fid, f in findings.items():
         rep = f.get("repeat_of")

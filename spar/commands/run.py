@@ -54,6 +54,7 @@ from spar.round.preparation import (
     write_round_folder,
 )
 from spar.round.recording import apply_outcome, record_coverage, reviewer_of, write_round_outputs
+from spar.round.repeat_check import check_repeats, result_line
 from spar.round.summary import closing_lines, uncommitted_text
 from spar.round.verification import result_lines, verifiable_problem, verify_round
 from spar.textsafe import terminal_safe
@@ -224,9 +225,14 @@ def verify_the_findings(r: Round) -> int | None:
     presets = {c.preset: get_preset(c.preset) for c in cfg.reviewers}
     result, signum = verify_round(r.out, cfg, presets, env=os.environ, passthrough=r.config.env_passthrough,
                                   backend=r.backend)
-    if result is not None:
-        for line in result_lines(result, r.out):
-            print(f"spar: {terminal_safe(line)}", file=sys.stderr)
+    if result is None:
+        return signum
+    for line in result_lines(result, r.out):
+        print(f"spar: {terminal_safe(line)}", file=sys.stderr)
+    checks, signum = check_repeats(r.out, cfg, presets, env=os.environ, passthrough=r.config.env_passthrough,
+                                   backend=r.backend)
+    if checks is not None and (checks["calls"] or checks["unchecked"]):
+        print(f"spar: {terminal_safe(result_line(checks, r.out))}", file=sys.stderr)
     return signum
 
 

@@ -20,6 +20,8 @@ from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, exit_for_signal
 from spar.presets import get_preset
 from spar.records import lock, readers
 from spar.records.model import ReviewerStatus
+from spar.records.readers import REPEAT_CHECKS_FILE
+from spar.round.repeat_check import check_repeats, result_line
 from spar.round.verification import result_lines, verifiable_problem, verify_round
 from spar.series import round_folder
 from spar.textsafe import terminal_safe
@@ -43,7 +45,12 @@ starts (running calls finish).
 
 Running it again replaces ROUND/verify/ (the calls' inputs and logs), then
 ROUND/verifications.json, round.json's "verification" and summary.md, under
-the series lock. A verdict never changes a finding's class, disposition or
+the series lock. Then each repeat (findings.json repeat_of) that spar triage
+--repeats could settle goes to a [verify] reviewer of another vendor than its
+author ("the same problem as the earlier finding?"; an answer {"verdict":
+"same" | "different" | "unsure", "evidence": TEXT}): ROUND/verify/repeats/ and
+ROUND/repeat-checks.json; --repeats then settles only a repeat a verifier
+called the same problem. A verdict never changes a finding's class, disposition or
 the gate.
 
 Exit codes: 0 written, every call answered; 1 written, a call did not
@@ -85,6 +92,10 @@ def main(argv: list[str]) -> int:
         _check(round_dir)  # read again under the lock
         result, signum = verify_round(round_dir, config, presets, env=os.environ, passthrough=cfg.env_passthrough,
                                       backend=backend)
+        checks = None
+        if result is not None:
+            checks, signum = check_repeats(round_dir, config, presets, env=os.environ,
+                                           passthrough=cfg.env_passthrough, backend=backend)
     if result is None:
         assert signum is not None
         print(f"spar: interrupted by {signal.Signals(signum).name}: every verifier was stopped; "
@@ -92,5 +103,13 @@ def main(argv: list[str]) -> int:
         return exit_for_signal(signum)
     for line in result_lines(result, round_dir):
         print(f"spar: {terminal_safe(line)}", file=sys.stderr)
-    completed = all(c["status"] == ReviewerStatus.COMPLETED for c in result.record["calls"])
+    if checks is None:
+        assert signum is not None
+        print(f"spar: interrupted by {signal.Signals(signum).name} while repeats were put to verifiers; "
+              f"{REPEAT_CHECKS_FILE} was not written", file=sys.stderr)
+        return exit_for_signal(signum)
+    if checks["calls"] or checks["unchecked"]:
+        print(f"spar: {terminal_safe(result_line(checks, round_dir))}", file=sys.stderr)
+    calls = [*result.record["calls"], *checks["calls"]]
+    completed = all(c["status"] == ReviewerStatus.COMPLETED for c in calls)
     return EXIT_OK if completed else EXIT_NOT_CLEAN

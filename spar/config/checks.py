@@ -122,7 +122,7 @@ class UserPart:
 
     timeout_seconds: int
     reviewers: list[ReviewerConfig]
-    env_passthrough: list[str] | None = None  # None: reviewers inherit everything
+    env_passthrough: list[str] | None = None  # None: the network settings instead of a list
     max_findings: int = DEFAULT_MAX_FINDINGS
     verify: VerifyConfig | None = None  # the [verify] table, when there is one
 

@@ -107,7 +107,7 @@ class AppliedConfig:
     angles: list[str] = field(default_factory=lambda: list(ANGLES))
     caps: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_CAPS))
     packet: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PACKET))
-    env_passthrough: list[str] | None = None  # None: reviewers inherit spar's whole environment
+    env_passthrough: list[str] | None = None  # None: the variables always passed, the vendor's and the network settings
     verify: VerifyConfig | None = None  # None: no [verify] table, findings are not verified
     files: list[dict[str, Any]] = field(default_factory=list)  # {"path", "sha256", "role": "user"|"project"}
     skipped: list[dict[str, Any]] = field(default_factory=list)  # {"path", "why"}

@@ -20,8 +20,9 @@ import anyio
 from spar.config.model import ReviewerConfig
 from spar.errors import quote
 from spar.judge.refusal import RefusalScan, reason_for
-from spar.proc.environment import reviewer_env
+from spar.proc.environment import reviewer_env, vendor_values
 from spar.proc.executable import ExecutableLookup, find_executable
+from spar.proc.masking import secrets_of
 from spar.proc.process import KILL_GRACE, OUTPUT_CAP, GuardedProcess, OutputHandling, ProcessResult
 from spar.records.clock import now
 from spar.records.model import Attempt
@@ -207,6 +208,8 @@ class _Facts:
     monitor: Monitor | None = None
     cli_version: str | None = None  # what the version check printed, once it answered
     warnings: list[str] = field(default_factory=list)
+    masks: tuple[bytes, ...] = ()  # the credentials handed to the reviewer: masked in all it prints
+    masked: int = 0  # how many of them its output held (version check and run)
 
     def done(self, status: S, reason: str = "", *, resets: str | None = None, observed_model: str | None = None,
              **kw: Any) -> _Attempt:
@@ -219,6 +222,8 @@ class _Facts:
                       usage=attempt_usage(anyio.current_time() - self.clock_start, usage))
         if self.cli_version is not None:
             record["cli_version"] = self.cli_version  # absent when no version check answered
+        if self.masked:
+            record["masked_secrets"] = self.masked  # how many, never which
         named = self.monitor.named_words if self.monitor is not None else []
         return _Attempt(record=cast(Attempt, record), status=status, reason=reason, resets=resets,
                         observed_model=observed_model, warnings=self.warnings, named_words=named, **kw)
@@ -230,6 +235,7 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     cfg = job.config
     facts = _Facts(model=model, input=job.input)
     env = reviewer_env(st.env, st.passthrough, preset.vendor_env)  # what this reviewer inherits
+    facts.masks = secrets_of(vendor_values(env, preset.vendor_env).values())
     if st.progress is not None:
         st.progress.reviewer_started(cfg.name, number, model)
     try:
@@ -240,7 +246,7 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
         return facts.done(S(lookup.status), lookup.reason)
     deadline = anyio.current_time() + cfg.timeout_seconds  # the attempt's cancel scopes end here
     if preset.version_args is not None:
-        checked = await _version_check(lookup.path, preset.version_args, run_paths(job), deadline, env, st)
+        checked = await _version_check(lookup.path, preset.version_args, run_paths(job), deadline, env, st, facts)
         if isinstance(checked, tuple):
             return facts.done(*checked)
         facts.cli_version = checked
@@ -269,7 +275,7 @@ async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str
     output = OutputHandling(stdout_path=paths.reviewer_dir / f"stdout{suffix}.log",
                             stderr_path=paths.reviewer_dir / f"stderr{suffix}.log",
                             on_stdout_line=monitor.feed, on_long_stdout_line=monitor.long_line,
-                            on_stderr_text=stderr_text, cap=st.output_cap)
+                            on_stderr_text=stderr_text, cap=st.output_cap, masks=facts.masks)
     liveness = watch_liveness(cfg, monitor, st.progress)
     try:
         async with GuardedProcess(facts.argv, cwd=paths.workspace, env=env, stdin_text=preset.stdin_text(job.input),
@@ -280,6 +286,7 @@ async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str
     except OSError as exc:
         return facts.done(S.FAILED, f"could not start {quote(exe)}: {exc.strerror or exc}")
     facts.exit_code = proc.result.exit_code
+    facts.masked += proc.result.masked
     facts.warnings.extend(monitor.warnings)
     if liveness.gave_up is not None:  # its process group is ended like a timed-out one's
         return facts.done(S.UNAVAILABLE, liveness.reason(preset.name), observed_model=monitor.observed_model)
@@ -337,20 +344,22 @@ def failure_reason(proc: ProcessResult, failure: str) -> str:
 
 
 async def _version_check(exe: str, version_args: tuple[str, ...], paths: RunPaths, deadline: float,
-                         env: Mapping[str, str], st: RunSettings) -> tuple[S, str] | str:
+                         env: Mapping[str, str], st: RunSettings, facts: _Facts) -> tuple[S, str] | str:
     """The first line `<exe> --version` printed when it answers with exit 0 ("" when it
     printed nothing); else (status, reason)."""
     args = [exe, *version_args]
     shown = " ".join(args)
     own_limit = anyio.current_time() + st.version_timeout
     try:
-        async with GuardedProcess(args, cwd=paths.workspace, env=env, output=OutputHandling(cap=64 * 1024),
+        async with GuardedProcess(args, cwd=paths.workspace, env=env,
+                                  output=OutputHandling(cap=64 * 1024, masks=facts.masks),
                                   kill_grace=st.kill_grace) as running:
             with anyio.move_on_at(min(deadline, own_limit)):
                 await running.wait()
     except OSError as exc:
         return S.FAILED, f"version check failed: could not start {quote(exe)}: {exc.strerror or exc}"
     proc = running.result
+    facts.masked += proc.masked
     if proc.timed_out:
         if deadline <= own_limit:
             # the attempt's own limit ran out first: that is the reviewer's timeout (G19)

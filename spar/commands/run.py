@@ -53,6 +53,7 @@ from spar.round.preparation import (
     write_round_folder,
 )
 from spar.round.recording import apply_outcome, record_coverage, reviewer_of, write_round_outputs
+from spar.round.repowatch import repository_change, repository_state
 from spar.round.summary import closing_lines, uncommitted_text
 from spar.round.verification import result_lines, verifiable_problem, verify_round
 from spar.textsafe import terminal_safe
@@ -175,7 +176,9 @@ def prepare_round(r: Round) -> None:
 
 def run_the_reviewers(r: Round, progress: Progress) -> int | None:
     """Step 3: every reviewer at once; the signal number when SIGINT or SIGTERM stopped them."""
+    watched = repository_state(r.repo, r.out.parent)  # the user's repository, compared once they end
     outcomes, signum = run_until_signal(r.jobs, progress, dict(os.environ), r.config.env_passthrough, r.backend)
+    r.repo_change = repository_change(watched, repository_state(r.repo, r.out.parent))
     if r.config.verify is None:
         stop_guard()  # no reviewer runs any more: it exits while the round is recorded
     r.outcomes = outcomes or []
@@ -190,6 +193,8 @@ def record_round(r: Round, progress: Progress) -> None:
     note = describe_changes(r.workspace_before, workspace_state(r.out / "workspace"))
     if note:
         r.record["warnings"].append(note)
+    if r.repo_change is not None:
+        r.record["repository_changed"] = r.repo_change.record(r.sandboxed)
     documents = [d for kind in ("criteria", "rules", "subject") for d in r.documents[kind]]
     ctx = context_from_git(r.repo, r.commits.base, r.commits.head, documents, list(r.config.check_paths),
                            r.record["links"]["criteria_ids"])
@@ -260,6 +265,8 @@ def execute(r: Round) -> int:
                 record_round(r, progress)
         finally:
             progress.close()
+        if r.repo_change is not None:
+            print(f"spar: warning: {terminal_safe(r.repo_change.message(r.sandboxed))}", file=sys.stderr)
         if signum is not None:
             print(f"spar: interrupted by {signal.Signals(signum).name}: every reviewer was stopped; "
                   f"round {r.out} was not recorded (its round.json has no finished_at)", file=sys.stderr)

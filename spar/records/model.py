@@ -266,6 +266,7 @@ class RoundRecord(TypedDict):
     reviewers: list[ReviewerEntry]
     warnings: list[str]
     masked_secrets: NotRequired[int]  # credentials masked in the reviewers' output (`spar run`)
+    repository_changed: NotRequired[dict[str, Any]]  # the repository changed while reviewers ran
     verification: NotRequired[VerificationIndex]  # absent when the round was never verified
 
 

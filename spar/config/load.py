@@ -32,6 +32,7 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
     passthrough: list[str] | None = None
     max_findings = DEFAULT_MAX_FINDINGS
     verify = None
+    sandbox = "auto"
     user, skipped = find_user_source(env, home)
     if user is not None:
         loaded = read_source(user)
@@ -41,7 +42,7 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
         else:
             part = check_user(_locate(loaded))
             timeout, reviewers, passthrough = part.timeout_seconds, part.reviewers, part.env_passthrough
-            max_findings, verify = part.max_findings, part.verify
+            max_findings, verify, sandbox = part.max_findings, part.verify, part.sandbox
 
     project = ProjectPart(rules=[], check_paths=[], angles=list(ANGLES), caps=dict(DEFAULT_CAPS))
     if repo_root is not None:
@@ -67,6 +68,7 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
         packet=project.packet,
         env_passthrough=passthrough,
         verify=verify,
+        sandbox=sandbox,
         files=files,
         skipped=skipped,
     )

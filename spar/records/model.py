@@ -267,6 +267,7 @@ class RoundRecord(TypedDict):
     warnings: list[str]
     masked_secrets: NotRequired[int]  # credentials masked in the reviewers' output (`spar run`)
     repository_changed: NotRequired[dict[str, Any]]  # the repository changed while reviewers ran
+    sandbox: NotRequired[dict[str, str | None]]  # {"kind": "bwrap"}, or {"kind": None, "why"}
     verification: NotRequired[VerificationIndex]  # absent when the round was never verified
 
 

@@ -27,6 +27,7 @@ from spar.round.packet import DIFF_LIMIT, PacketInput, diff_parts, packet_sha256
 from spar.round.recording import new_round_json, reviewer_entry
 from spar.round.repowatch import RepoChange
 from spar.round.runner import ReviewerJob, ReviewerOutcome
+from spar.round.sandboxing import SandboxChoice
 from spar.round.schema import schema_text
 from spar.workspace import reuse
 from spar.workspace.blobcache import series_cache
@@ -272,7 +273,8 @@ class Round:
     inline_files: set[str] = field(default_factory=set)  # those whose whole diff is in the packet
     findings: list[Finding] = field(default_factory=list)
     repo_change: RepoChange | None = None  # the user's repository changed while the reviewers ran
-    sandboxed: bool = False  # the reviewers ran in a kernel sandbox
+    # the reviewers' kernel sandbox, or why none (a dry run starts no reviewer)
+    sandbox: SandboxChoice = field(default_factory=lambda: SandboxChoice(None, "dry run"))
 
 
 def _add_head_source(record: RoundRecord, commits: RoundCommits) -> RoundRecord:

@@ -30,6 +30,7 @@ from spar.records.model import ReviewerStatus as S
 from spar.records.usage import attempt_usage
 from spar.round.interface import InputSpec, Monitor, Preset, RunPaths, recorded_argv
 from spar.round.liveness import watch_liveness
+from spar.round.sandboxing import Confinement, confined
 
 if TYPE_CHECKING:
     from spar.progress import Progress
@@ -100,22 +101,23 @@ class RunSettings:
     version_timeout: float
     progress: Progress | None = None
     started: dict[str, Any] = field(default_factory=dict)
+    sandbox: str | None = None  # bwrap, when the round's reviewers run in its sandbox (spar/round/sandboxing.py)
 
 
 async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = None,
                         env: Mapping[str, str] | None = None, env_passthrough: list[str] | None = None,
                         output_cap: int = OUTPUT_CAP,
                         kill_grace: float = KILL_GRACE,
-                        version_timeout: float = VERSION_TIMEOUT) -> list[ReviewerOutcome]:
+                        version_timeout: float = VERSION_TIMEOUT, sandbox: str | None = None) -> list[ReviewerOutcome]:
     """Run every job at once; outcomes in the order of `jobs`.
 
     `env` is the environment reviewers inherit from (default: this process's), each
     through `env_passthrough` and its preset's vendor variables (spar.proc.environment);
     its PATH is where bare executable names are looked up. One reviewer's failure never
-    stops the others.
+    stops the others. `sandbox`: bwrap, to run every reviewer process in its sandbox.
     """
     settings = run_settings(progress=progress, env=env, env_passthrough=env_passthrough, output_cap=output_cap,
-                            kill_grace=kill_grace, version_timeout=version_timeout)
+                            kill_grace=kill_grace, version_timeout=version_timeout, sandbox=sandbox)
     outcomes: list[ReviewerOutcome | None] = [None] * len(jobs)
 
     async def one(index: int, job: ReviewerJob) -> None:
@@ -129,11 +131,12 @@ async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = 
 
 def run_settings(*, progress: Progress | None = None, env: Mapping[str, str] | None = None,
                  env_passthrough: list[str] | None = None, output_cap: int = OUTPUT_CAP,
-                 kill_grace: float = KILL_GRACE, version_timeout: float = VERSION_TIMEOUT) -> RunSettings:
+                 kill_grace: float = KILL_GRACE, version_timeout: float = VERSION_TIMEOUT,
+                 sandbox: str | None = None) -> RunSettings:
     """What `run_reviewer` needs besides the job (the arguments of `run_reviewers`)."""
     return RunSettings(env=dict(os.environ if env is None else env), passthrough=env_passthrough,
                        output_cap=output_cap, kill_grace=kill_grace, version_timeout=version_timeout,
-                       progress=progress)
+                       progress=progress, sandbox=sandbox)
 
 
 async def run_reviewer(job: ReviewerJob, st: RunSettings) -> ReviewerOutcome:
@@ -245,12 +248,17 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     if lookup.status != "ok" or lookup.path is None:
         return facts.done(S(lookup.status), lookup.reason)
     deadline = anyio.current_time() + cfg.timeout_seconds  # the attempt's cancel scopes end here
-    if preset.version_args is not None:
-        checked = await _version_check(lookup.path, preset.version_args, run_paths(job), deadline, env, st, facts)
-        if isinstance(checked, tuple):
-            return facts.done(*checked)
-        facts.cli_version = checked
-    return await _run_and_judge(job, preset, lookup.path, _log_suffix(number), deadline, env, st, facts)
+    try:
+        with confined(preset, run_paths(job), lookup.path, facts.argv, env, st.sandbox) as jail:
+            if preset.version_args is not None:
+                checked = await _version_check(lookup.path, preset.version_args, run_paths(job), deadline, jail, st,
+                                               facts)
+                if isinstance(checked, tuple):
+                    return facts.done(*checked)
+                facts.cli_version = checked
+            return await _run_and_judge(job, preset, lookup.path, _log_suffix(number), deadline, jail, st, facts)
+    except OSError as exc:
+        return facts.done(S.FAILED, f"cannot prepare the sandbox: {exc.strerror or exc}")
 
 
 def _log_suffix(number: int) -> str:
@@ -258,7 +266,7 @@ def _log_suffix(number: int) -> str:
 
 
 async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str, deadline: float,
-                         env: Mapping[str, str], st: RunSettings, facts: _Facts) -> _Attempt:
+                         jail: Confinement, st: RunSettings, facts: _Facts) -> _Attempt:
     """Run the reviewer until it answers, the monitor objects or `deadline` passes; then judge."""
     cfg = job.config
     paths = run_paths(job)
@@ -278,7 +286,8 @@ async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str
                             on_stderr_text=stderr_text, cap=st.output_cap, masks=facts.masks)
     liveness = watch_liveness(cfg, monitor, st.progress)
     try:
-        async with GuardedProcess(facts.argv, cwd=paths.workspace, env=env, stdin_text=preset.stdin_text(job.input),
+        async with GuardedProcess(jail.argv(facts.argv), cwd=paths.workspace, env=jail.env,
+                                  stdin_text=preset.stdin_text(job.input),
                                   output=output, kill_grace=st.kill_grace) as proc:
             with anyio.move_on_at(deadline):
                 async with liveness.watching():  # stops waiting when the CLI cannot reach its service
@@ -344,14 +353,14 @@ def failure_reason(proc: ProcessResult, failure: str) -> str:
 
 
 async def _version_check(exe: str, version_args: tuple[str, ...], paths: RunPaths, deadline: float,
-                         env: Mapping[str, str], st: RunSettings, facts: _Facts) -> tuple[S, str] | str:
+                         jail: Confinement, st: RunSettings, facts: _Facts) -> tuple[S, str] | str:
     """The first line `<exe> --version` printed when it answers with exit 0 ("" when it
     printed nothing); else (status, reason)."""
     args = [exe, *version_args]
     shown = " ".join(args)
     own_limit = anyio.current_time() + st.version_timeout
     try:
-        async with GuardedProcess(args, cwd=paths.workspace, env=env,
+        async with GuardedProcess(jail.argv(args), cwd=paths.workspace, env=jail.env,
                                   output=OutputHandling(cap=64 * 1024, masks=facts.masks),
                                   kill_grace=st.kill_grace) as running:
             with anyio.move_on_at(min(deadline, own_limit)):

@@ -79,9 +79,11 @@ class Setup:
     # ---------------------------------------------------------------- configuration
 
     def configure(self, reviewers: list[dict], *, timeout: int = 60,
-                  passthrough: list[str] | None = FAKE_ENV) -> None:
+                  passthrough: list[str] | None = FAKE_ENV, sandbox: str | None = "off") -> None:
         """`passthrough`: the configuration's env_passthrough (None: not set); by default what
-        the fakes read of the environment (their scenario)."""
+        the fakes read of the environment (their scenario). `sandbox`: [sandbox] mode (None:
+        not set); off by default, as the fakes read and write the test's files (scenario,
+        record, pid files), which a sandboxed reviewer cannot see."""
         lines = [f"timeout_seconds = {timeout}", ""]
         if passthrough is not None:
             lines[:0] = [f"env_passthrough = {json.dumps(passthrough)}"]
@@ -95,6 +97,8 @@ class Setup:
                 else:
                     lines.append(f"{key} = {toml_str(value)}")
             lines.append("")
+        if sandbox is not None:
+            lines += ["[sandbox]", f"mode = {toml_str(sandbox)}", ""]
         self.config.write_text("\n".join(lines), encoding="utf-8")
         self.reviewers = reviewers
 

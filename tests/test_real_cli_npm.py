@@ -87,8 +87,7 @@ def _setup(tmp_path: Path, prefix: Path, reviewer: dict):
                  https_proxy=CLOSED_PROXY, http_proxy=CLOSED_PROXY, NO_PROXY="", no_proxy="")
     # no env_passthrough: the network settings (the closed proxy) pass; the sandbox is required
     s.configure([{**reviewer, "binary": str(prefix / "node_modules" / ".bin" / reviewer["preset"])}], timeout=120,
-                passthrough=None)
-    s.config.write_text(s.config.read_text() + '\n[sandbox]\nmode = "required"\n')
+                passthrough=None, sandbox="required")
     return s
 
 

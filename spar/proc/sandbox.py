@@ -49,12 +49,13 @@ class Bind:
 @dataclass(frozen=True)
 class Jail:
     """What a program sees: `private` folders (empty, writable, gone with it) made first,
-    then `binds` in order; it starts in `cwd`."""
+    then `binds` in order, then the symbolic `links` (target, path); it starts in `cwd`."""
 
     bwrap: str  # the bwrap executable (absolute)
     cwd: str
     private: tuple[str, ...] = ()
     binds: tuple[Bind, ...] = ()
+    links: tuple[tuple[str, str], ...] = ()
 
 
 def system_args() -> list[str]:
@@ -85,6 +86,8 @@ def jail_argv(jail: Jail, argv: list[str]) -> list[str]:
         args += ["--tmpfs", folder]
     for bind in jail.binds:
         args += ["--bind" if bind.writable else "--ro-bind", bind.source, bind.target]
+    for target, path in jail.links:
+        args += ["--symlink", target, path]
     return [*args, "--chdir", jail.cwd, "--", *argv]
 
 

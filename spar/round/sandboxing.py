@@ -45,6 +45,7 @@ HOME_INSIDE = "/home/reviewer"
 TMP_INSIDE = "/tmp"
 COPY_LIMIT = 64 * 1024 * 1024  # a configuration file larger than this is not copied
 SHEBANG_BYTES = 256
+MAX_LINKS = 40  # as the kernel's own limit on links followed
 
 
 @dataclass(frozen=True)
@@ -107,10 +108,11 @@ def confined(preset: Preset, paths: RunPaths, exe: str, argv: list[str], env: Ma
     try:
         binds = [Bind(scratch, HOME_INSIDE, writable=True)]
         binds += _home_binds(preset, env, scratch)
-        binds += [Bind(p, p) for p in _visible(paths, exe, argv, env, preset)]
+        shown, links = _visible(paths, exe, argv, env, preset)
+        binds += [Bind(p, p) for p in shown]
         inside = {**env, "HOME": HOME_INSIDE, "TMPDIR": TMP_INSIDE, **preset.sandbox_env(env, HOME_INSIDE)}
-        yield Confinement(Jail(bwrap, cwd=str(paths.workspace), private=(TMP_INSIDE,), binds=tuple(binds)),
-                          inside)
+        jail = Jail(bwrap, cwd=str(paths.workspace), private=(TMP_INSIDE,), binds=tuple(binds), links=tuple(links))
+        yield Confinement(jail, inside)
     finally:
         _remove(scratch)
 
@@ -135,22 +137,47 @@ def _home_binds(preset: Preset, env: Mapping[str, str], scratch: str) -> list[Bi
     return binds
 
 
-def _visible(paths: RunPaths, exe: str, argv: list[str], env: Mapping[str, str], preset: Preset) -> list[str]:
-    """Everything else the reviewer sees read-only, at its own path, each once."""
+def _visible(paths: RunPaths, exe: str, argv: list[str], env: Mapping[str, str],
+             preset: Preset) -> tuple[list[str], list[tuple[str, str]]]:
+    """Everything else the reviewer sees read-only, at its own path, each once; and the
+    symbolic links on the way to its programs (target, path)."""
     hidden = _never_whole(paths, env)
     shown = [str(paths.workspace), str(paths.reviewer_dir), str(paths.schema_path)]
+    hops: list[tuple[str, str]] = []
     for program in (exe, _interpreter(exe, env)):
         if program:
-            shown += [_install_root(p, hidden) for p in (program, os.path.realpath(program))]
+            chain = _link_chain(program)
+            hops += chain
+            shown += [_install_root(p, hidden) for p in [program, *(os.path.join(os.path.dirname(path), target)
+                                                                   for target, path in chain)]]
     named = [a for a in argv[1:] if os.path.isabs(a)]
     named += [env[k] for k in NETWORK_FILES if env.get(k)]
     named += [v for k, v in env.items() if os.path.isabs(v) and os.path.isfile(v) and _vendor(preset, k)]
     shown += [os.path.abspath(p) for p in named if os.path.exists(p) and not _too_wide(os.path.abspath(p), hidden)]
     kept: list[str] = []
     for path in shown:
-        if path not in kept and not _system(path):
+        if os.path.lexists(path) and path not in kept and not _system(path) and not os.path.islink(path):
             kept.append(path)
-    return kept
+    links = [(target, path) for target, path in dict.fromkeys(hops)
+             if not _system(os.path.dirname(path)) and not any(_under(path, k) for k in kept)]
+    return kept, links
+
+
+def _link_chain(program: str) -> list[tuple[str, str]]:
+    """The symbolic links from `program` to the file it names, as (target, link path)."""
+    chain = []
+    path = os.path.abspath(program)
+    for _ in range(MAX_LINKS):
+        if not os.path.islink(path):
+            break
+        target = os.readlink(path)
+        chain.append((target, path))
+        path = os.path.normpath(os.path.join(os.path.dirname(path), target))
+    return chain
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def _vendor(preset: Preset, name: str) -> bool:

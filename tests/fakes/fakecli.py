@@ -120,6 +120,9 @@ class Fake:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if self.sc.get("stderr"):
             self.err(self.sc["stderr"])
+        if self.sc.get("run"):  # a command the model had the CLI run: its output goes to stderr
+            sys.stderr.flush()
+            subprocess.run(self.sc["run"], stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), check=False)
         if self.sc.get("spawn_child"):
             # a grandchild that outlives us unless the whole process group is killed;
             # it inherits stdout, so it also keeps the pipe open

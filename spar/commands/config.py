@@ -108,6 +108,7 @@ def config_text(root: Path | None, cfg: AppliedConfig) -> str:
                                if cfg.env_passthrough is None else ", ".join(cfg.env_passthrough)
                                or "(only the variables always passed and each CLI's vendor's)"),
         "verify           " + (_verify_text(cfg) or "(not set: findings are not verified)"),
+        f"sandbox          mode={cfg.sandbox}",
         "files",
     ]
     lines += [f"  {f['role']:<7}  {f['path']}  sha256 {f['sha256']}" for f in cfg.files] or ["  - (defaults only)"]

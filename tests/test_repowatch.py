@@ -69,3 +69,9 @@ def test_a_reviewer_writing_into_the_repository_is_caught_without_a_sandbox(tmp_
     rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())
     assert rj["repository_changed"] == {"head": False, "index": False, "paths": ["calc.py", "planted.txt"],
                                         "path_count": 2, "sandboxed": False}
+
+
+def test_a_repository_git_cannot_read_goes_unwatched(tmp_path):
+    """A watch never blocks a round: where git fails, there is no state and no change."""
+    state = repository_state(tmp_path / "not-a-repository", tmp_path / "series")
+    assert state is None and repository_change(state, state) is None

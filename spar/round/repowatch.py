@@ -36,8 +36,16 @@ def _stat(path: Path) -> tuple[int, ...]:
     return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def repository_state(repo: Path, series: Path) -> RepoState:
-    """The repository as it stands now, the series folder (and what is below it) left out."""
+def repository_state(repo: Path, series: Path) -> RepoState | None:
+    """The repository as it stands now, the series folder (and what is below it) left out;
+    None when git cannot tell (the round goes on, unwatched: a watch never blocks)."""
+    try:
+        return _state(repo, series)
+    except git.GitError:
+        return None
+
+
+def _state(repo: Path, series: Path) -> RepoState:
     head = git.run(repo, "rev-parse", "--absolute-git-dir", "HEAD", "--symbolic-full-name", "HEAD",
                    ok=(0, 128)).stdout
     index = hashlib.sha256(git.run(repo, "ls-files", "--stage", "-z").stdout).hexdigest()
@@ -75,8 +83,10 @@ class RepoChange:
         return f"the repository changed while the reviewers ran ({'; '.join(what)}); {who}"
 
 
-def repository_change(before: RepoState, after: RepoState) -> RepoChange | None:
-    """What differs between two states; None when nothing does."""
+def repository_change(before: RepoState | None, after: RepoState | None) -> RepoChange | None:
+    """What differs between two states; None when nothing does (or one is unknown)."""
+    if before is None or after is None:
+        return None
     names = set(before.entries) | set(after.entries)
     paths = sorted(path_text(n) for n in names if before.entries.get(n) != after.entries.get(n))
     change = RepoChange(head=before.head != after.head, index=before.index != after.index, paths=paths)

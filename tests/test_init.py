@@ -18,7 +18,7 @@ from spar.cli import main
 from spar.config.load import load_config
 from spar.config.scaffold import NATIVE_MARK, fit, ignore_pattern, user_template
 from tests.gitrepo import commit, git, make_repo
-from tests.runsetup import result
+from tests.runsetup import FAKE_ENV, result
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = ROOT / "tests" / "fakes"
@@ -465,11 +465,11 @@ def test_new_user_goes_from_nothing_to_a_recorded_round(tmp_path):
     clis.mkdir()
     for name in ("claude", "codex"):
         (clis / name).symlink_to(FAKES / name)
-    scenario = tmp_path / "scenario.json"
-    scenario.write_text(json.dumps({"result": result(head, findings=[], verdict="no_blocking_findings")}))
+    # the scenario itself, not a file: where bwrap works the fakes run in Spar's sandbox
+    scenario = json.dumps({"result": result(head, findings=[], verdict="no_blocking_findings")})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPAR_", "XDG_", "GIT_"))}
     env.update(HOME=str(home), GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1",
-               SPAR_FAKE_SCENARIO=str(scenario),
+               SPAR_FAKE_SCENARIO=scenario,
                PATH=os.pathsep.join([str(clis), str(Path(sys.executable).parent), "/usr/bin", "/bin"]))
 
     def spar(*args: str) -> subprocess.CompletedProcess:
@@ -478,6 +478,8 @@ def test_new_user_goes_from_nothing_to_a_recorded_round(tmp_path):
 
     init = spar("init")
     assert init.returncode == 0, init.stderr
+    config = home / ".config" / "jaekit" / "spar.toml"
+    config.write_text(f"env_passthrough = {json.dumps(FAKE_ENV)}\n" + config.read_text())  # the fakes' scenario
     doctor = spar("doctor")  # the README's next step: a round can run here
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     first = spar("run", "--stage", "code", "--base", base, "--out", "reviews/r1")

@@ -21,6 +21,7 @@ from spar.presets import get_preset
 from spar.round.runner import run_settings
 from spar.round.verification import VerifyRun, bound_notes, build_record, plan_calls, prepare_calls, run_calls
 from tests.proctools import HANG, LIMITS, gone, written
+from tests.runsetup import FAKE_ENV
 
 pytestmark = pytest.mark.anyio
 
@@ -63,7 +64,7 @@ async def _verify(v: VerifyRun, env: dict[str, str]):
     plan = plan_calls(v)
     calls = prepare_calls(v, plan)
     with anyio.fail_after(HANG):
-        spend = await run_calls(v, calls, run_settings(env=env))
+        spend = await run_calls(v, calls, run_settings(env=env, env_passthrough=FAKE_ENV))
     return build_record(v, plan, calls, "2026-12-03T10:00:00.000Z"), spend
 
 

@@ -179,7 +179,7 @@ def test_run_verifies_every_finding_with_another_vendor(tmp_path, backend):
         assert (round_dir / "verify" / call["call"] / "stdout.log").stat().st_size > 0
 
     rj = load(round_dir / "round.json")
-    assert set(rj) == documented_round_keys() - {"memory_sha256", "head_tree", "head_parent"}
+    assert set(rj) == documented_round_keys() - {"memory_sha256", "head_tree", "head_parent", "repository_changed"}
     index = rj["verification"]
     assert index["file"] == "verifications.json"
     assert index["sha256"] == hashlib.sha256((round_dir / "verifications.json").read_bytes()).hexdigest()

@@ -107,10 +107,11 @@ def config_text(root: Path | None, cfg: AppliedConfig) -> str:
         f"angles           {', '.join(cfg.angles)}",
         "caps             " + "  ".join(f"{k}={v}" for k, v in cfg.caps.items()),
         "packet           " + "  ".join(f"{k}={v}" for k, v in cfg.packet.items()),
-        "env_passthrough  " + ("(not set: reviewers inherit the whole environment)" if cfg.env_passthrough is None
-                               else ", ".join(cfg.env_passthrough)
+        "env_passthrough  " + ("(not set: those always passed, each CLI's vendor's and the network settings)"
+                               if cfg.env_passthrough is None else ", ".join(cfg.env_passthrough)
                                or "(only the variables always passed and each CLI's vendor's)"),
         "verify           " + (_verify_text(cfg) or "(not set: findings are not verified)"),
+        f"sandbox          mode={cfg.sandbox}",
         "files",
     ]
     lines += [f"  {f['role']:<7}  {f['path']}  sha256 {f['sha256']}" for f in cfg.files] or ["  - (defaults only)"]

@@ -26,7 +26,7 @@ from spar import __version__, git
 from spar.argparsing import command_parser
 from spar.backend import async_backend
 from spar.config.load import load_config
-from spar.config.model import ReviewerConfig
+from spar.config.model import AppliedConfig, ReviewerConfig
 from spar.core_query import query_core
 from spar.errors import Refused, UsageError, quote
 from spar.judge.core_caps import GATE_FEATURE
@@ -35,6 +35,7 @@ from spar.proc.environment import reviewer_env
 from spar.proc.executable import find_executable
 from spar.proc.process import GuardedProcess, OutputHandling
 from spar.records import paths
+from spar.round.sandboxing import choose_sandbox
 from spar.textsafe import bounded, for_stream, terminal_safe
 
 SCHEMA = "spar-doctor/v1"
@@ -47,7 +48,9 @@ the configuration (errors name <file>:<line>), each configured reviewer's
 executable and version (its version check, at most 10 s), whether claude
 (`claude auth status`) and codex (`codex login status`, or CODEX_API_KEY set)
 are logged in (agy has no harmless check), each CLI run with the environment
-its reviewer would get (env_passthrough), a warning when no configured
+its reviewer would get (env_passthrough), whether reviewers run in the
+kernel sandbox here ([sandbox] mode; bwrap tried once) and why not, a
+warning when no configured
 reviewer runs unattended (only `native`, which needs a host agent to run
 `spar record`) or when `native` is among reviewers that do (every round then
 waits for its record), and whether the series folder (--series, default reviews) is
@@ -71,7 +74,7 @@ is missing (each problem says what to do); 64 usage error."""
 class Check:
     """One line of `spar doctor`'s answer."""
 
-    check: str  # git | repository | config | reviewer | login | series | core
+    check: str  # git | repository | config | sandbox | reviewer | login | series | core
     subject: str
     status: str  # ok | problem | warning | info
     detail: str
@@ -249,17 +252,33 @@ def repository_check(base: Path) -> tuple[Check, Path | None]:
     return Check("repository", str(root), "ok", "git repository"), Path(root)
 
 
-def config_check(root: Path | None) -> tuple[list[Check], list[ReviewerConfig], list[str] | None]:
-    """The check, the reviewers and env_passthrough (what reviewers inherit)."""
+def config_check(root: Path | None) -> tuple[list[Check], AppliedConfig | None]:
+    """The check, and the configuration when it can be read."""
     try:
         cfg = load_config(root)
     except Refused as err:
         return [Check("config", "configuration", "problem", err.message,
-                      "fix that line (`spar config` shows it)")], [], None
+                      "fix that line (`spar config` shows it)")], None
     files = "; ".join(f"{f['role']} {f['path']}" for f in cfg.files) or "no file: the defaults"
     names = ", ".join(r.name for r in cfg.reviewers)
     return [Check("config", "configuration", "ok", f"{files}; reviewers {names}; "
-                  f"timeout {cfg.timeout_seconds}s")], list(cfg.reviewers), cfg.env_passthrough
+                  f"timeout {cfg.timeout_seconds}s")], cfg
+
+
+def sandbox_check(mode: str, env: dict[str, str]) -> Check:
+    """Whether the reviewers of a round would run in the kernel sandbox here, and why not."""
+    subject = f'[sandbox] mode = "{mode}"'
+    try:
+        choice = choose_sandbox(mode, env.get("PATH"))
+    except Refused as err:
+        return Check("sandbox", subject, "problem", err.message, "install bubblewrap where user namespaces are "
+                     'allowed, or set [sandbox] mode = "auto"')
+    if choice.bwrap is not None:
+        return Check("sandbox", subject, "ok", f"every reviewer process runs in {choice.bwrap}'s sandbox")
+    if mode == "off":
+        return Check("sandbox", subject, "info", "reviewers run without Spar's sandbox (the configuration says so)")
+    return Check("sandbox", subject, "warning", f"reviewers run without a sandbox: {choice.why}",
+                 "install bubblewrap (apt-get install bubblewrap) where user namespaces are allowed")
 
 
 def series_check(series: Path, shown: str) -> Check:
@@ -332,8 +351,12 @@ async def _all_checks(args: argparse.Namespace, env: dict[str, str],
     checks = [await git_check(env)]
     repo, root, series = git_checks
     checks.append(repo)
-    config, reviewers, passthrough = config_check(root)
+    config, cfg = config_check(root)
     checks += config
+    reviewers = list(cfg.reviewers) if cfg is not None else []
+    passthrough = cfg.env_passthrough if cfg is not None else None
+    if cfg is not None:
+        checks.append(sandbox_check(cfg.sandbox, env))
     results: dict[int, list[Check]] = {}
 
     async def one(i: int, r: ReviewerConfig) -> None:

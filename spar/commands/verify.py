@@ -22,6 +22,7 @@ from spar.records import lock, readers
 from spar.records.model import ReviewerStatus
 from spar.records.readers import REPEAT_CHECKS_FILE
 from spar.round.repeat_check import check_repeats, result_line
+from spar.round.sandboxing import round_sandbox
 from spar.round.verification import result_lines, verifiable_problem, verify_round
 from spar.series import round_folder
 from spar.textsafe import terminal_safe
@@ -88,14 +89,15 @@ def main(argv: list[str]) -> int:
     round_dir, series = round_folder(args.round)
     _check(round_dir)  # before the lock: a refusal waits for nothing
     presets = {r.preset: get_preset(r.preset) for r in config.reviewers}
+    sandbox = round_sandbox(cfg.sandbox, os.environ.get("PATH"))  # the verifiers run in it too
     with lock.series_lock(series):
         _check(round_dir)  # read again under the lock
         result, signum = verify_round(round_dir, config, presets, env=os.environ, passthrough=cfg.env_passthrough,
-                                      backend=backend)
+                                      backend=backend, sandbox=sandbox.bwrap)
         checks = None
         if result is not None:
             checks, signum = check_repeats(round_dir, config, presets, env=os.environ,
-                                           passthrough=cfg.env_passthrough, backend=backend)
+                                           passthrough=cfg.env_passthrough, backend=backend, sandbox=sandbox.bwrap)
     if result is None:
         assert signum is not None
         print(f"spar: interrupted by {signal.Signals(signum).name}: every verifier was stopped; "

@@ -39,6 +39,7 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
     passthrough: list[str] | None = None
     max_findings, max_copy_bytes = DEFAULT_MAX_FINDINGS, DEFAULT_MAX_COPY_BYTES
     verify = None
+    sandbox = "auto"
     user, skipped = find_user_source(env, home)
     if user is not None:
         loaded = read_source(user)
@@ -49,6 +50,7 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
             part = check_user(_locate(loaded))
             timeout, reviewers, passthrough = part.timeout_seconds, part.reviewers, part.env_passthrough
             max_findings, verify, max_copy_bytes = part.max_findings, part.verify, part.max_copy_bytes
+            sandbox = part.sandbox
 
     project = ProjectPart(rules=[], check_paths=[], angles=list(ANGLES), caps=dict(DEFAULT_CAPS))
     if repo_root is not None:
@@ -75,6 +77,7 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
         packet=project.packet,
         env_passthrough=passthrough,
         verify=verify,
+        sandbox=sandbox,
         files=files,
         skipped=skipped,
     )

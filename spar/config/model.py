@@ -115,8 +115,9 @@ class AppliedConfig:
     angles: list[str] = field(default_factory=lambda: list(ANGLES))
     caps: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_CAPS))
     packet: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PACKET))
-    env_passthrough: list[str] | None = None  # None: reviewers inherit spar's whole environment
+    env_passthrough: list[str] | None = None  # None: the variables always passed, the vendor's and the network settings
     verify: VerifyConfig | None = None  # None: no [verify] table, findings are not verified
+    sandbox: str = "auto"  # [sandbox] mode: "auto", "required" or "off"
     files: list[dict[str, Any]] = field(default_factory=list)  # {"path", "sha256", "role": "user"|"project"}
     skipped: list[dict[str, Any]] = field(default_factory=list)  # {"path", "why"}
 
@@ -139,6 +140,8 @@ class AppliedConfig:
             out["env_passthrough"] = list(self.env_passthrough)
         if self.verify is not None:  # only when set: configurations without it keep their digest
             out["verify"] = self.verify.applied()
+        if self.sandbox != "auto":  # only when set otherwise: configurations without it keep their digest
+            out["sandbox"] = {"mode": self.sandbox}
         return out
 
     def digest(self) -> str:

@@ -37,6 +37,15 @@ TIMEOUT_BLOCK = f"""\
 # Default time limit for every reviewer below, in seconds (> 0). The limit
 # covers one whole attempt, including the CLI's version check.
 timeout_seconds = {DEFAULT_TIMEOUT}
+
+# A reviewer inherits PATH, HOME, USER, LOGNAME, SHELL, TMPDIR, TZ, LANG, LC_*,
+# its own vendor's variables (claude ANTHROPIC_* CLAUDE_*, codex OPENAI_* CODEX_*,
+# agy GEMINI_* GOOGLE_*) and the network settings (HTTPS_PROXY, NO_PROXY,
+# SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, ...), nothing else: before this release,
+# the whole environment. env_passthrough names what passes instead of the
+# network settings. Each reviewer runs in a kernel sandbox where bwrap works
+# ([sandbox] mode = "auto", "required" or "off"; spar/configs/user.example.toml).
+# env_passthrough = ["HTTPS_PROXY", "NO_PROXY", "MY_TOOL_TOKEN"]
 """
 
 PROJECT_HEADER = """\

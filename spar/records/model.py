@@ -73,6 +73,7 @@ class Attempt(TypedDict):
     usage: NotRequired[Usage]
     cli_version: NotRequired[str]  # first line of the version check's answer; absent when none answered
     coverage: NotRequired[Coverage]  # code-stage rounds recorded by `spar run` (issue 24)
+    masked_secrets: NotRequired[int]  # credentials masked in its output; absent when none
 
 
 class AngleChecked(TypedDict):
@@ -265,6 +266,9 @@ class RoundRecord(TypedDict):
     recorded_at: NotRequired[str]
     reviewers: list[ReviewerEntry]
     warnings: list[str]
+    masked_secrets: NotRequired[int]  # credentials masked in the reviewers' output (`spar run`)
+    repository_changed: NotRequired[dict[str, Any]]  # the repository changed while reviewers ran
+    sandbox: NotRequired[dict[str, str | None]]  # {"kind": "bwrap"}, or {"kind": None, "why"}
     verification: NotRequired[VerificationIndex]  # absent when the round was never verified
 
 

@@ -26,7 +26,9 @@ from spar.round.interface import Preset, reviewer_input
 from spar.round.memory import memory_sha256
 from spar.round.packet import DIFF_LIMIT, PacketInput, diff_parts, packet_sha256, reading_order
 from spar.round.recording import new_round_json, reviewer_entry
+from spar.round.repowatch import RepoChange
 from spar.round.runner import ReviewerJob, ReviewerOutcome
+from spar.round.sandboxing import SandboxChoice
 from spar.round.schema import schema_text
 from spar.textsafe import terminal_safe
 from spar.workspace import reuse
@@ -290,6 +292,9 @@ class Round:
     changed_files: list[str] | None = None  # the code stage's changed files, in git's order
     inline_files: set[str] = field(default_factory=set)  # those whose whole diff is in the packet
     findings: list[Finding] = field(default_factory=list)
+    repo_change: RepoChange | None = None  # the user's repository changed while the reviewers ran
+    # the reviewers' kernel sandbox, or why none (a dry run starts no reviewer)
+    sandbox: SandboxChoice = field(default_factory=lambda: SandboxChoice(None, "dry run"))
 
 
 def _add_head_source(record: RoundRecord, commits: RoundCommits) -> RoundRecord:

@@ -156,6 +156,9 @@ def apply_outcome(round_json: RoundRecord, outcome: ReviewerOutcome, ctx: RoundC
     entry["resets"] = outcome.resets
     entry["observed_model"] = outcome.observed_model
     entry["attempts"] = [a.copy() for a in outcome.attempts]
+    # how many credentials the round's output held, masked (never which)
+    round_json["masked_secrets"] = round_json.get("masked_secrets", 0) + sum(
+        a.get("masked_secrets", 0) for a in outcome.attempts)
     entry["model"] = outcome.model  # the last attempt's model (the fallback after a quota refusal)
     for warning in getattr(outcome, "warnings", []):
         round_json.setdefault("warnings", []).append(f"{outcome.name}: {warning}")

@@ -189,7 +189,8 @@ def _call_record(call: RepeatCall, call_id: str, outcome: ReviewerOutcome) -> Re
 
 
 def check_repeats(round_dir: Path, config: VerifyConfig, presets: Mapping[str, Preset], *, env: Mapping[str, str],
-                  passthrough: list[str] | None, backend: str) -> tuple[RepeatChecksRecord | None, int | None]:
+                  passthrough: list[str] | None, backend: str,
+                  sandbox: str | None = None) -> tuple[RepeatChecksRecord | None, int | None]:
     """Put the recorded round's repeats to verifiers and write repeat-checks.json: (the record,
     None), or (None, the signal number) when SIGINT or SIGTERM stopped the calls. The caller
     holds the series lock."""
@@ -206,7 +207,7 @@ def check_repeats(round_dir: Path, config: VerifyConfig, presets: Mapping[str, P
         start_guard()  # verification stopped its guard: one for these calls
         progress = make_progress()
         progress.expect(list(dict.fromkeys(f"{c.verifier.name} (repeats)" for c in calls)))
-        run.settings = run_settings(progress=progress, env=env, env_passthrough=passthrough)
+        run.settings = run_settings(progress=progress, env=env, env_passthrough=passthrough, sandbox=sandbox)
         try:
             _, signum = work_until_signal(lambda: _run_calls(run, calls), backend)
         finally:

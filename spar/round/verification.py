@@ -336,27 +336,29 @@ def result_lines(result: VerifyResult, round_dir: Path) -> list[str]:
 
 def verify_round(round_dir: Path, config: VerifyConfig, presets: Mapping[str, Preset], *,
                  env: Mapping[str, str], passthrough: list[str] | None,
-                 backend: str) -> tuple[VerifyResult | None, int | None]:
+                 backend: str, sandbox: str | None = None) -> tuple[VerifyResult | None, int | None]:
     """Verify a recorded round (`spar run` after its reviewers, `spar verify`), with a
-    progress display; the caller holds the series lock."""
+    progress display; the caller holds the series lock. `sandbox`: bwrap, for the verifiers."""
     v = verify_run_for(round_dir, config, presets)
     plan = plan_calls(v)
     start_guard()  # forked before a live progress display starts its thread (the guard needs one thread)
     progress = make_progress()
     progress.expect(progress_names(plan))
     try:
-        return verify_recorded_round(v, plan, progress=progress, env=env, passthrough=passthrough, backend=backend)
+        return verify_recorded_round(v, plan, progress=progress, env=env, passthrough=passthrough, backend=backend,
+                                     sandbox=sandbox)
     finally:
         progress.close()
 
 
 def verify_recorded_round(v: VerifyRun, plan: Plan, *, progress: Progress | None, env: Mapping[str, str],
-                          passthrough: list[str] | None, backend: str) -> tuple[VerifyResult | None, int | None]:
+                          passthrough: list[str] | None, backend: str,
+                          sandbox: str | None = None) -> tuple[VerifyResult | None, int | None]:
     """Run `plan`'s calls and write the records: (the result, None), or (None, the signal
     number) when SIGINT or SIGTERM stopped the calls (then nothing is written but logs)."""
     started = now()
     calls = prepare_calls(v, plan)
-    settings = run_settings(progress=progress, env=env, env_passthrough=passthrough)
+    settings = run_settings(progress=progress, env=env, env_passthrough=passthrough, sandbox=sandbox)
     try:
         spend, signum = work_until_signal(lambda: run_calls(v, calls, settings), backend)
     finally:

@@ -141,7 +141,7 @@ def _one_line(text: str) -> str:
 
 async def reviewer_checks(r: ReviewerConfig, env: dict[str, str], passthrough: list[str] | None) -> list[Check]:
     preset = get_preset(r.preset)
-    env = reviewer_env(env, passthrough, preset.vendor_env)  # what the reviewer of a round would get
+    env = reviewer_env(env, passthrough, preset.env_names(r))  # what the reviewer of a round would get
     subject = f"{r.name} ({r.preset})"
     if not preset.runs_process:
         return [Check("reviewer", subject, "info",

@@ -7,7 +7,8 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-PRESETS = ("claude", "codex", "agy", "native", "command")
+PRESETS = ("claude", "codex", "agy", "native", "command", "openai-compatible")
+ENDPOINT = "openai-compatible"  # the preset that talks to an endpoint itself, not through a CLI
 ANGLES = ("criteria", "correctness", "checks", "contracts", "risk")
 STAGES = ("plan", "plan-delta", "code")  # CLI / record spelling
 CAP_KEYS = {"plan": "plan", "plan-delta": "plan_delta", "code": "code"}  # stage -> config key
@@ -43,6 +44,14 @@ class ReviewerConfig:
     unreachable_seconds: int = DEFAULT_UNREACHABLE
     allowed_models: list[str] | None = None
     allowed_efforts: list[str] | None = None
+    # openai-compatible only: the endpoint, the name of the variable holding its key ("" for
+    # none), prices in USD per million tokens (None: cost unknown), and the vendor the
+    # verification counts it as ("": the endpoint's host)
+    base_url: str = ""
+    api_key_env: str = ""
+    input_usd_per_million: int | float | None = None
+    output_usd_per_million: int | float | None = None
+    vendor: str = ""
     model_written: bool = False  # the user file wrote `model` (so --model is refused)
     effort_written: bool = False
     max_findings_written: bool = False  # the entry set its own max_findings
@@ -61,6 +70,12 @@ class ReviewerConfig:
                 out["effort"] = self.effort
         if self.preset == "command":
             out["argv"] = list(self.argv)
+        if self.preset == ENDPOINT:
+            out.update(model=self.model, fallback_model=self.fallback_model, effort=self.effort,
+                       base_url=self.base_url, api_key_env=self.api_key_env)
+            for key in ("input_usd_per_million", "output_usd_per_million", "vendor"):
+                if getattr(self, key) not in (None, ""):
+                    out[key] = getattr(self, key)
         if self.max_findings != DEFAULT_MAX_FINDINGS:  # only when set: older configurations keep their digest
             out["max_findings"] = self.max_findings
         if self.max_budget_usd is not None:  # only when set: configurations without it keep their digest

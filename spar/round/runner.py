@@ -229,7 +229,7 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     within the reviewer's time limit (G19), which runs from here."""
     cfg = job.config
     facts = _Facts(model=model, input=job.input)
-    env = reviewer_env(st.env, st.passthrough, preset.vendor_env)  # what this reviewer inherits
+    env = reviewer_env(st.env, st.passthrough, preset.env_names(cfg))  # what this reviewer inherits
     if st.progress is not None:
         st.progress.reviewer_started(cfg.name, number, model)
     try:
@@ -315,6 +315,8 @@ def _judge(cfg: ReviewerConfig, proc: ProcessResult, monitor: Monitor, stderr_re
     if refusal is not None:
         return facts.done(S.UNAVAILABLE, reason_for(refusal), resets=refusal.resets, observed_model=observed,
                           quota=refusal.kind == "quota")
+    if answer.unavailable:
+        return facts.done(S.UNAVAILABLE, answer.unavailable, observed_model=observed)
     return facts.done(S.FAILED, failure_reason(proc, answer.failure), observed_model=observed)
 
 

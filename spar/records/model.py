@@ -30,6 +30,7 @@ class ReviewerStatus(StrEnum):
     STARTING = "starting"
     RUNNING = "running"
     FALLBACK = "fallback"  # a quota refusal; the next attempt uses the fallback model
+    RETRYING = "retrying"  # a transient failure; the same model is tried once more
     ANSWERED = "answered"
 
 

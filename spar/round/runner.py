@@ -20,6 +20,7 @@ import anyio
 from spar.config.model import ReviewerConfig
 from spar.errors import quote
 from spar.judge.refusal import RefusalScan, reason_for
+from spar.judge.transient import transient_failure
 from spar.proc.environment import reviewer_env
 from spar.proc.executable import ExecutableLookup, find_executable
 from spar.proc.process import KILL_GRACE, OUTPUT_CAP, GuardedProcess, OutputHandling, ProcessResult
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from spar.progress import Progress
 
 VERSION_TIMEOUT = 30.0
+TRANSIENT_BACKOFF = 3.0  # seconds before the one retry of a transient failure
+MIN_RETRY_SECONDS = 5.0  # a retry needs at least this much of the limit left after the backoff
 
 
 @dataclass
@@ -84,6 +87,8 @@ class _Attempt:
     result: dict[str, Any] | None = None
     output_error: str | None = None
     quota: bool = False  # refused for quota or rate limit (fallback may follow)
+    transient: str | None = None  # failed, and its own words say for a moment (one retry may follow)
+    deadline: float | None = None  # the end of its time limit (anyio clock), once it ran
     warnings: list[str] = field(default_factory=list)  # round warnings (e.g. the CLI ignored a value)
     named_words: list[str] = field(default_factory=list)  # its tool calls' words (coverage)
 
@@ -98,6 +103,7 @@ class RunSettings:
     kill_grace: float
     version_timeout: float
     progress: Progress | None = None
+    transient_backoff: float = TRANSIENT_BACKOFF
     started: dict[str, Any] = field(default_factory=dict)
 
 
@@ -105,7 +111,8 @@ async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = 
                         env: Mapping[str, str] | None = None, env_passthrough: list[str] | None = None,
                         output_cap: int = OUTPUT_CAP,
                         kill_grace: float = KILL_GRACE,
-                        version_timeout: float = VERSION_TIMEOUT) -> list[ReviewerOutcome]:
+                        version_timeout: float = VERSION_TIMEOUT,
+                        transient_backoff: float = TRANSIENT_BACKOFF) -> list[ReviewerOutcome]:
     """Run every job at once; outcomes in the order of `jobs`.
 
     `env` is the environment reviewers inherit from (default: this process's), each
@@ -115,6 +122,7 @@ async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = 
     """
     settings = run_settings(progress=progress, env=env, env_passthrough=env_passthrough, output_cap=output_cap,
                             kill_grace=kill_grace, version_timeout=version_timeout)
+    settings.transient_backoff = transient_backoff
     outcomes: list[ReviewerOutcome | None] = [None] * len(jobs)
 
     async def one(index: int, job: ReviewerJob) -> None:
@@ -148,12 +156,21 @@ async def run_reviewer(job: ReviewerJob, st: RunSettings) -> ReviewerOutcome:
     if cfg.fallback_model:
         models.append(cfg.fallback_model)
     attempts: list[_Attempt] = []
-    for number, model in enumerate(models, start=1):
-        attempt = await _attempt(job, preset, model, number, st)
+    index, deadline = 0, None  # deadline: a retry's, the limit of the attempt it repeats
+    while True:
+        attempt = await _attempt(job, preset, models[index], len(attempts) + 1, st, deadline)
         attempts.append(attempt)
-        if not (attempt.quota and number < len(models)):
+        deadline = _retry_deadline(attempt, attempts, st)
+        if deadline is not None:
+            _status(st, cfg.name, S.RETRYING, f"transient failure; trying {model_label(models[index])} "
+                    f"again in {st.transient_backoff:g}s: {attempt.transient}")
+            await anyio.sleep(st.transient_backoff)
+        elif attempt.quota and index + 1 < len(models):
+            index += 1
+            _status(st, cfg.name, S.FALLBACK,
+                    f"quota or rate limit; retrying with model {model_label(models[index])}")
+        else:
             break
-        _status(st, cfg.name, S.FALLBACK, f"quota or rate limit; retrying with model {model_label(models[number])}")
     last = attempts[-1]
     outcome = ReviewerOutcome(
         name=cfg.name,
@@ -163,7 +180,7 @@ async def run_reviewer(job: ReviewerJob, st: RunSettings) -> ReviewerOutcome:
         observed_model=last.observed_model,
         attempts=[a.record for a in attempts],
         result=last.result,
-        model=models[len(attempts) - 1],
+        model=last.record["model"],
         output_error=last.output_error,
         warnings=list(dict.fromkeys(w for a in attempts for w in a.warnings)),
         named_words=[a.named_words for a in attempts] if preset.observes_reads else None,
@@ -206,6 +223,7 @@ class _Facts:
     exit_code: int | None = None
     monitor: Monitor | None = None
     cli_version: str | None = None  # what the version check printed, once it answered
+    deadline: float | None = None  # where its time limit ends, once it is set
     warnings: list[str] = field(default_factory=list)
 
     def done(self, status: S, reason: str = "", *, resets: str | None = None, observed_model: str | None = None,
@@ -221,12 +239,15 @@ class _Facts:
             record["cli_version"] = self.cli_version  # absent when no version check answered
         named = self.monitor.named_words if self.monitor is not None else []
         return _Attempt(record=cast(Attempt, record), status=status, reason=reason, resets=resets,
-                        observed_model=observed_model, warnings=self.warnings, named_words=named, **kw)
+                        observed_model=observed_model, warnings=self.warnings, named_words=named,
+                        deadline=self.deadline, **kw)
 
 
-async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: RunSettings) -> _Attempt:
+async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: RunSettings,
+                   deadline: float | None = None) -> _Attempt:
     """One attempt: find the executable, check its version, run it, judge how it ended; all
-    within the reviewer's time limit (G19), which runs from here."""
+    within the reviewer's time limit (G19), which runs from here (or ends at `deadline`: a
+    retry of a transient failure stays inside the limit of the attempt it repeats)."""
     cfg = job.config
     facts = _Facts(model=model, input=job.input)
     env = reviewer_env(st.env, st.passthrough, preset.env_names(cfg))  # what this reviewer inherits
@@ -238,7 +259,9 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
         return facts.done(S.FAILED, f"cannot build the command line: {exc.strerror or exc}")
     if lookup.status != "ok" or lookup.path is None:
         return facts.done(S(lookup.status), lookup.reason)
-    deadline = anyio.current_time() + cfg.timeout_seconds  # the attempt's cancel scopes end here
+    if deadline is None:
+        deadline = anyio.current_time() + cfg.timeout_seconds  # the attempt's cancel scopes end here
+    facts.deadline = deadline
     if preset.version_args is not None:
         checked = await _version_check(lookup.path, preset.version_args, run_paths(job), deadline, env, st)
         if isinstance(checked, tuple):
@@ -317,7 +340,21 @@ def _judge(cfg: ReviewerConfig, proc: ProcessResult, monitor: Monitor, stderr_re
                           quota=refusal.kind == "quota")
     if answer.unavailable:
         return facts.done(S.UNAVAILABLE, answer.unavailable, observed_model=observed)
-    return facts.done(S.FAILED, failure_reason(proc, answer.failure), observed_model=observed)
+    return facts.done(S.FAILED, failure_reason(proc, answer.failure), observed_model=observed,
+                      transient=transient_failure([*answer.error_texts, answer.failure]))
+
+
+def _retry_deadline(attempt: _Attempt, attempts: list[_Attempt], st: RunSettings) -> float | None:
+    """When `attempt` failed for a moment and is not itself a retry: the deadline its one
+    retry runs to (its own), provided the backoff leaves time for a try; else None."""
+    if attempt.transient is None or attempt.deadline is None:
+        return None
+    if len(attempts) > 1 and attempts[-2].transient is not None and attempts[-2].record["model"] == \
+            attempt.record["model"]:
+        return None  # one retry per model
+    if attempt.deadline - anyio.current_time() <= st.transient_backoff + MIN_RETRY_SECONDS:
+        return None
+    return attempt.deadline
 
 
 def failure_reason(proc: ProcessResult, failure: str) -> str:

@@ -293,7 +293,8 @@ def _answer_event(got: Streamed, prompt_chars: int, args: argparse.Namespace) ->
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="spar.endpoint.client", description=__doc__)
+    p = argparse.ArgumentParser(prog="spar.endpoint.client",
+                                description="One chat completion from an OpenAI-compatible endpoint, for Spar.")
     p.add_argument("--base-url", required=True)
     p.add_argument("--model", required=True)
     p.add_argument("--schema", required=True, help="the answer schema (JSON file)")

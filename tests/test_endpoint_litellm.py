@@ -144,7 +144,7 @@ async def _one(tmp_path: Path, base_url: str, model: str, **config):
 
 
 async def test_a_real_rate_limit_is_retried_then_a_refusal(tmp_path, litellm):
-    outcome = await _one(tmp_path, litellm, "mock-ratelimit", timeout_seconds=6)
+    outcome = await _one(tmp_path, litellm, "mock-ratelimit", timeout_seconds=30)
     assert outcome.status == S.UNAVAILABLE
     assert outcome.reason.startswith("quota or rate limit: rate limit: HTTP 429 throttling_error: litellm.RateLimit")
     retries = [json.loads(x) for x in (tmp_path / "ROUND" / "litellm" / "stdout.log").read_text().splitlines()]
@@ -152,7 +152,7 @@ async def test_a_real_rate_limit_is_retried_then_a_refusal(tmp_path, litellm):
 
 
 async def test_a_real_server_error_is_retried_then_unavailable(tmp_path, litellm):
-    outcome = await _one(tmp_path, litellm, "mock-server", timeout_seconds=6)
+    outcome = await _one(tmp_path, litellm, "mock-server", timeout_seconds=30)
     assert outcome.status == S.UNAVAILABLE
     assert outcome.reason.startswith("server: HTTP 500 internal_server_error: litellm.InternalServerError")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import urllib.parse
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -87,6 +88,13 @@ class ReviewerConfig:
         if self.allowed_efforts is not None:
             out["allowed_efforts"] = list(self.allowed_efforts)
         return out
+
+    def vendor_name(self) -> str:
+        """The vendor cross-vendor verification counts this reviewer as: its preset, or for an
+        openai-compatible endpoint its `vendor`, else the endpoint's host."""
+        if self.preset != ENDPOINT:
+            return self.preset
+        return self.vendor or (urllib.parse.urlsplit(self.base_url).hostname or "").lower() or self.preset
 
     def with_changes(self, **kw: Any) -> ReviewerConfig:
         return replace(self, **kw)

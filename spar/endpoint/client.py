@@ -38,6 +38,7 @@ MAX_ANSWER = 8 * 1024 * 1024  # bytes of a response read at most
 MAX_ERROR = 64 * 1024  # bytes of an error body read at most
 MAX_SCHEMA = 1024 * 1024
 MAX_TRIES = 6
+RETRY_MARGIN = 0.2  # of the time limit: what a retry must leave for its own request
 CHAT_PATH = "/chat/completions"
 
 
@@ -211,6 +212,7 @@ class Call:
     endpoint: Endpoint
     body: bytes
     deadline: float  # time.monotonic() by which everything must be over
+    margin: float = 2.0  # a retry needs this much time left after its wait (the runner's clock started first)
 
 
 def chat_once(call: Call) -> Streamed | ServerError:
@@ -277,7 +279,7 @@ def converse(call: Call, model: str, prompt_chars: int, args: argparse.Namespace
             out(_answer_event(got, prompt_chars, args))
             return 0
         wait = backoff(tries, got.retry_after, args.backoff)
-        if not got.retried or tries == MAX_TRIES or time.monotonic() + wait + 1 >= call.deadline:
+        if not got.retried or tries == MAX_TRIES or time.monotonic() + wait + call.margin >= call.deadline:
             out({"type": "error", "kind": got.kind, "detail": got.describe(), "tries": tries})
             return 1
         out({"type": "retry", "try": tries, "kind": got.kind, "detail": got.describe(), "wait_seconds": wait})
@@ -321,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         schema = json.loads(f.read(MAX_SCHEMA))
     packet = sys.stdin.read()
     body = json.dumps(chat_body(args.model, packet, schema, args.effort), ensure_ascii=False).encode("utf-8")
-    call = Call(Endpoint(args.base_url, key), body, deadline)
+    call = Call(Endpoint(args.base_url, key), body, deadline, margin=max(2.0, args.time_limit * RETRY_MARGIN))
     return converse(call, args.model, len(packet), args)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import sys
-import urllib.parse
 from typing import Any
 
 from spar.config.model import ReviewerConfig
@@ -102,11 +101,6 @@ class EndpointMonitor(Monitor):
             return Answer(False, failure=cut_prompt)
         result, error = parse_answer(content, "the server's answer (the message content)")
         return Answer(True, result=result, output_error=error)
-
-
-def endpoint_host(base_url: str) -> str:
-    """The host of a base URL (the vendor of an endpoint whose user named none)."""
-    return (urllib.parse.urlsplit(base_url).hostname or "").lower()
 
 
 class OpenAICompatiblePreset(Preset):

@@ -114,6 +114,8 @@ class ReviewerEntry(TypedDict):
     standpoint: str | None
     standpoint_report: dict[str, Any] | None
     input_bytes: NotRequired[InputBytes]  # absent in rounds written before it was kept
+    # openai-compatible only: the vendor verification counts it as (others: their preset)
+    vendor: NotRequired[str]
     # when completed
     verdict: NotRequired[str]
     reviewed_head: NotRequired[str]

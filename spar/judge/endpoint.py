@@ -71,7 +71,7 @@ class ServerError:
 
 
 def _word(value: object) -> str:
-    return value.strip() if isinstance(value, str) else ""
+    return " ".join(value.split()) if isinstance(value, str) else ""  # one line, as a reason shows it
 
 
 def error_fields(body: bytes | str) -> tuple[str, str, str]:
@@ -80,10 +80,10 @@ def error_fields(body: bytes | str) -> tuple[str, str, str]:
         value = json.loads(body)
     except (ValueError, RecursionError):
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-        return "", "", text.strip()[:MAX_MESSAGE]
+        return "", "", _word(text)[:MAX_MESSAGE]
     error = value.get("error") if isinstance(value, dict) else None
     if isinstance(error, str):
-        return "", "", error.strip()[:MAX_MESSAGE]
+        return "", "", _word(error)[:MAX_MESSAGE]
     if not isinstance(error, dict):
         message = value.get("message") if isinstance(value, dict) else None
         return "", "", _word(message)[:MAX_MESSAGE]

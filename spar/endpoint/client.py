@@ -309,7 +309,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def review(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     deadline = time.monotonic() + args.time_limit
     key = None
@@ -328,4 +328,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(review())

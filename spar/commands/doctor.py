@@ -26,8 +26,9 @@ from spar import __version__, git
 from spar.argparsing import command_parser
 from spar.backend import async_backend
 from spar.config.load import load_config
-from spar.config.model import AppliedConfig, ReviewerConfig
+from spar.config.model import ENDPOINT, AppliedConfig, ReviewerConfig
 from spar.core_query import query_core
+from spar.endpoint.client import Endpoint, NetworkError, list_models
 from spar.errors import Refused, UsageError, quote
 from spar.judge.core_caps import GATE_FEATURE
 from spar.presets import get_preset
@@ -41,6 +42,7 @@ from spar.textsafe import bounded, for_stream, terminal_safe
 SCHEMA = "spar-doctor/v1"
 VERSION_TIMEOUT = 10.0  # a version print is instant; a hung CLI must not hold the screen
 LOGIN_TIMEOUT = 10.0
+ENDPOINT_TIMEOUT = 5.0  # an endpoint's GET /models
 
 DESCRIPTION = """\
 Say in one screen whether a review round can run here: git, the repository,
@@ -145,11 +147,13 @@ def _one_line(text: str) -> str:
 
 async def reviewer_checks(r: ReviewerConfig, env: dict[str, str], passthrough: list[str] | None) -> list[Check]:
     preset = get_preset(r.preset)
-    env = reviewer_env(env, passthrough, preset.vendor_env)  # what the reviewer of a round would get
+    env = reviewer_env(env, passthrough, preset.env_names(r))  # what the reviewer of a round would get
     subject = f"{r.name} ({r.preset})"
     if not preset.runs_process:
         return [Check("reviewer", subject, "info",
                       "the host's own subagent: spar run writes its prompt, `spar record` records its answer")]
+    if r.preset == ENDPOINT:
+        return [await endpoint_check(r, env)]
     name = r.argv[0] if r.preset == "command" else (r.binary or r.preset)
     lookup = find_executable(name, env.get("PATH"))
     if lookup.status != "ok" or lookup.path is None:
@@ -171,6 +175,34 @@ async def reviewer_checks(r: ReviewerConfig, env: dict[str, str], passthrough: l
     checks = [Check("reviewer", subject, "ok", f"{lookup.path} {_one_line(out) or _one_line(err)}".rstrip())]
     checks.append(await _login(r, lookup.path, env))
     return checks
+
+
+async def endpoint_check(r: ReviewerConfig, env: dict[str, str]) -> Check:
+    """An openai-compatible reviewer's endpoint: reachable, key accepted, model listed by
+    `GET /models` (one request, at most ENDPOINT_TIMEOUT)."""
+    subject = f"{r.name} ({r.preset})"
+    key = env.get(r.api_key_env, "") if r.api_key_env else None
+    if key == "":
+        return Check("reviewer", subject, "problem", f"{r.api_key_env} (api_key_env) is not set",
+                     f"export {r.api_key_env} with the endpoint's key")
+    try:
+        _, models, error = await anyio.to_thread.run_sync(
+            lambda: list_models(Endpoint(r.base_url, key), ENDPOINT_TIMEOUT))
+    except NetworkError as exc:
+        return Check("reviewer", subject, "problem", f"{r.base_url}: {exc}",
+                     "start the server, or correct base_url in the user configuration")
+    if error is not None:
+        what = bounded(error.describe(), 300)
+        if error.kind == "authentication":
+            return Check("reviewer", subject, "problem", f"{r.base_url} refused the key: {what}",
+                         f"check the key in {r.api_key_env or 'api_key_env'}")
+        return Check("reviewer", subject, "warning", f"{r.base_url}: GET /models answered {what}")
+    keyed = "key accepted" if key else "no key"
+    if r.model in models:
+        return Check("reviewer", subject, "ok", f"{r.base_url} reachable, {keyed}, model {r.model} listed")
+    shown = ", ".join(bounded(m, 80) for m in models[:5]) + (", …" if len(models) > 5 else "")
+    return Check("reviewer", subject, "warning", f"{r.base_url} reachable, {keyed}, but GET /models does not "
+                 f"list model {r.model} (it lists {shown or 'none'})", "correct model in the user configuration")
 
 
 UNATTENDED = "unattended"  # the subject of the warning below

@@ -9,6 +9,7 @@ files are only ever added to (`spar.config.scaffold`), never rewritten.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import stat
 import sys
@@ -42,6 +43,7 @@ from spar.config.scaffold import (
 )
 from spar.config.sources import PROJECT_FILE, find_user_source, missing_why, user_candidates
 from spar.config.toml_positions import LocatedDoc, TomlSyntaxError, locate_toml
+from spar.endpoint.discover import Found, from_environment, local_servers
 from spar.errors import EXIT_OK, ConfigError, Refused, UsageError, quote
 from spar.proc.executable import find_executable
 from spar.records import atomic, paths
@@ -414,4 +416,29 @@ def main(argv: list[str]) -> int:
 
             paths.check_record_path(series, kind="--series", directory=True)  # the line must have done it
         out.write(f"Next: `spar doctor`, then `spar run --stage code --out {args.series.rstrip('/')}/ROUND`.\n")
+    out.write(endpoint_offers(from_environment(env) + local_servers(), steps[0].path))
     return EXIT_OK
+
+
+def endpoint_offers(found: list[Found], config_path: str) -> str:
+    """The openai-compatible entries init offers (printed, never written: using a key found
+    in the environment, or a local server, is the user's choice)."""
+    if not found:
+        return ""
+    lines = ["", f"OpenAI-compatible endpoints found; to review with one, add its entry to {config_path}:"]
+    for f in found:
+        where = "from OPENAI_API_KEY/OPENAI_BASE_URL" if f.name == "openai" else "answering on this machine"
+        lines += ["", f"# {f.name}: {f.base_url} ({where})", "[[reviewers]]", f"name = {_toml(f.name)}",
+                  'preset = "openai-compatible"', f"base_url = {_toml(f.base_url)}"]
+        if f.models:
+            listed = ", ".join(_toml(m[:200]) for m in f.models[:10])
+            lines.append(f"allowed_models = [{listed}]  # listed by GET /models; the first is the default")
+        else:
+            lines.append('model = ""  # the model to review with')
+        if f.api_key_env:
+            lines.append(f"api_key_env = {_toml(f.api_key_env)}  # the variable's name; the key stays there")
+    return "\n".join(lines) + "\n"
+
+
+def _toml(value: str) -> str:
+    return json.dumps(value)  # a JSON string is a TOML basic string

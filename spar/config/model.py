@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import urllib.parse
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-PRESETS = ("claude", "codex", "agy", "native", "command")
+PRESETS = ("claude", "codex", "agy", "native", "command", "openai-compatible")
+ENDPOINT = "openai-compatible"  # the preset that talks to an endpoint itself, not through a CLI
 ANGLES = ("criteria", "correctness", "checks", "contracts", "risk")
 STAGES = ("plan", "plan-delta", "code")  # CLI / record spelling
 CAP_KEYS = {"plan": "plan", "plan-delta": "plan_delta", "code": "code"}  # stage -> config key
@@ -51,6 +53,14 @@ class ReviewerConfig:
     unreachable_seconds: int = DEFAULT_UNREACHABLE
     allowed_models: list[str] | None = None
     allowed_efforts: list[str] | None = None
+    # openai-compatible only: the endpoint, the name of the variable holding its key ("" for
+    # none), prices in USD per million tokens (None: cost unknown), and the vendor the
+    # verification counts it as ("": the endpoint's host)
+    base_url: str = ""
+    api_key_env: str = ""
+    input_usd_per_million: int | float | None = None
+    output_usd_per_million: int | float | None = None
+    vendor: str = ""
     model_written: bool = False  # the user file wrote `model` (so --model is refused)
     effort_written: bool = False
     max_findings_written: bool = False  # the entry set its own max_findings
@@ -69,6 +79,12 @@ class ReviewerConfig:
                 out["effort"] = self.effort
         if self.preset == "command":
             out["argv"] = list(self.argv)
+        if self.preset == ENDPOINT:
+            out.update(model=self.model, fallback_model=self.fallback_model, effort=self.effort,
+                       base_url=self.base_url, api_key_env=self.api_key_env)
+            for key in ("input_usd_per_million", "output_usd_per_million", "vendor"):
+                if getattr(self, key) not in (None, ""):
+                    out[key] = getattr(self, key)
         if self.max_findings != DEFAULT_MAX_FINDINGS:  # only when set: older configurations keep their digest
             out["max_findings"] = self.max_findings
         if self.max_budget_usd is not None:  # only when set: configurations without it keep their digest
@@ -80,6 +96,13 @@ class ReviewerConfig:
         if self.allowed_efforts is not None:
             out["allowed_efforts"] = list(self.allowed_efforts)
         return out
+
+    def vendor_name(self) -> str:
+        """The vendor cross-vendor verification counts this reviewer as: its preset, or for an
+        openai-compatible endpoint its `vendor`, else the endpoint's host."""
+        if self.preset != ENDPOINT:
+            return self.preset
+        return self.vendor or (urllib.parse.urlsplit(self.base_url).hostname or "").lower() or self.preset
 
     def with_changes(self, **kw: Any) -> ReviewerConfig:
         return replace(self, **kw)

@@ -30,6 +30,7 @@ class ReviewerStatus(StrEnum):
     STARTING = "starting"
     RUNNING = "running"
     FALLBACK = "fallback"  # a quota refusal; the next attempt uses the fallback model
+    RETRYING = "retrying"  # a transient failure; the same model is tried once more
     ANSWERED = "answered"
 
 
@@ -114,6 +115,8 @@ class ReviewerEntry(TypedDict):
     standpoint: str | None
     standpoint_report: dict[str, Any] | None
     input_bytes: NotRequired[InputBytes]  # absent in rounds written before it was kept
+    # openai-compatible only: the vendor verification counts it as (others: their preset)
+    vendor: NotRequired[str]
     # when completed
     verdict: NotRequired[str]
     reviewed_head: NotRequired[str]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal, cast, get_args
 
 from spar import __version__
-from spar.config.model import DEFAULT_MAX_FINDINGS, AppliedConfig, ReviewerConfig, sha256_canonical
+from spar.config.model import DEFAULT_MAX_FINDINGS, ENDPOINT, AppliedConfig, ReviewerConfig, sha256_canonical
 from spar.errors import RecordError
 from spar.judge.context import RoundContext, RoundDoc
 from spar.judge.coverage import ChangedFiles
@@ -49,7 +49,7 @@ COMPLETED_KEYS: tuple[CompletedKey, ...] = get_args(CompletedKey)
 
 def reviewer_entry(cfg: ReviewerConfig, standpoint: str | None) -> ReviewerEntry:
     """A reviewer entry before it ran (`pending`)."""
-    return {
+    entry: ReviewerEntry = {
         "name": cfg.name,
         "preset": cfg.preset,
         "status": ReviewerStatus.PENDING,
@@ -65,6 +65,9 @@ def reviewer_entry(cfg: ReviewerConfig, standpoint: str | None) -> ReviewerEntry
         "standpoint": standpoint,
         "standpoint_report": None,
     }
+    if cfg.preset == ENDPOINT:
+        entry["vendor"] = cfg.vendor_name()  # its endpoint, not its preset, is its vendor
+    return entry
 
 
 def criteria_digest(criteria: list[RoundDoc]) -> str:

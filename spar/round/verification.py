@@ -109,8 +109,8 @@ class VerifyResult:
 
 def plan_calls(v: VerifyRun) -> Plan:
     """The plan of `v`'s round: who wrote each finding, who may check it."""
-    authors = {e["name"]: e["preset"] for e in v.round_json["reviewers"]}
-    verifiers = [Verifier(r.name, r.preset) for r in v.config.reviewers]
+    authors = {e["name"]: e.get("vendor") or e["preset"] for e in v.round_json["reviewers"]}
+    verifiers = [Verifier(r.name, r.vendor_name()) for r in v.config.reviewers]
     return plan_verification(v.findings, authors, verifiers, v.config.max_findings)
 
 

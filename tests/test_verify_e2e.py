@@ -14,7 +14,7 @@ import pytest
 
 from spar.records import readers
 from tests.gitrepo import commit
-from tests.proctools import HANG, gone, wait_for, written
+from tests.proctools import HANG, gone, sigint_as_from_a_terminal, wait_for, written
 from tests.runsetup import BACKENDS, FAKES, documented_round_keys, finding, make_setup, result
 
 pytestmark = pytest.mark.slow
@@ -113,7 +113,8 @@ def _signalled_while_verifying(s, pid_file: Path, argv: list[str], signum: int):
     """`spar ARGV` sent `signum` once the hanging verifier wrote its pid: (the finished
     process, its stderr, the verifier's pid)."""
     proc = subprocess.Popen([sys.executable, "-m", "spar", *argv], cwd=s.repo, env=s.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=sigint_as_from_a_terminal)  # noqa: PLW1509
     try:
         assert wait_for(lambda: written(pid_file).strip() != "")
         verifier = int(written(pid_file))

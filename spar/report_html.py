@@ -131,8 +131,12 @@ def findings_chart_svg(rounds: list[dict[str, Any]]) -> str:
 def _gate_html(gate: dict[str, Any]) -> str:
     state = gate.get("state") or "unknown"
     klass = state if state in ("passed", "blocked") else "unknown"
+    gated = gate.get("gated") or []
     lines = [f'<div class="gate {klass}" id="gate"><strong>Gate: {_e(state)}</strong>'
-             f' <span class="muted">(every round of the series, as <code>spar gate</code> judges it now)</span>']
+             f' <span class="muted">(as <code>spar gate</code> judges {_names(gated, "round")} now)</span>']
+    if gate.get("not_gated"):
+        lines.append(f'<p class="muted">Not gated: {_names(gate["not_gated"], "dry run")}; '
+                     "<code>spar gate</code> blocks on a dry run only when it is listed.</p>")
     if gate.get("error"):
         lines.append(f"<p>{_e(gate['error'])}</p>")
     reasons = gate.get("reasons") or []
@@ -142,6 +146,15 @@ def _gate_html(gate: dict[str, Any]) -> str:
         lines.append(f"<p>Open findings: {_e(', '.join(gate['open']))}</p>")
     lines.append("</div>")
     return "".join(lines)
+
+
+def _names(names: list[str], what: str, shown: int = 12) -> str:
+    """`round a, b and c`, escaped; a long list cut after `shown` names, saying how many more."""
+    if not names:
+        return f"no {what}"
+    text = ", ".join(names[:shown])
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return _e(f"{what}{'s' if len(names) > 1 else ''} {text}{more}")
 
 
 def _rounds_table(rounds: list[dict[str, Any]]) -> str:

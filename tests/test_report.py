@@ -233,3 +233,30 @@ def test_a_round_a_killed_run_left_unfinished_blocks_the_gate_as_spar_gate_does(
     html = out.read_text()
     assert "Gate: blocked" in html and "Gate: passed" not in html
     assert "killed was not finished" in html
+
+
+def test_the_page_gates_what_spar_gate_gates_and_leaves_a_dry_run_out(tmp_path):
+    """A dry run beside a recorded round: `spar gate` on the recorded round passes, and the
+    page says the same, names the round it gated and shows the dry run as one, not gated."""
+    repo, series = series_repo(tmp_path)
+    make_round(series, "r1", repo=repo, started_at="2024-01-01T10:00:00.000Z")
+    make_round(series, "dry", repo=repo, dry_run=True, started_at="2024-01-01T11:00:00.000Z")
+    gate_file = tmp_path / "gate.json"
+    assert main(["gate", str(series / "r1"), "--out", str(gate_file)]) == 0
+    out = tmp_path / "r.html"
+    assert main(["report", str(series), "--out", str(out)]) == 0
+    html = out.read_text()
+    assert "Gate: passed" in html and "is a dry run" not in html
+    assert "judges round r1 now" in html
+    assert "Not gated: dry run dry;" in html and "dry (dry run)" in html
+    # listed, the dry run blocks `spar gate`: the user's own choice, which the page does not make
+    assert main(["gate", str(series / "r1"), str(series / "dry"), "--out", str(gate_file)]) == 1
+
+
+def test_a_series_of_dry_runs_only_has_no_round_to_gate(tmp_path):
+    repo, series = series_repo(tmp_path)
+    make_round(series, "dry", repo=repo, dry_run=True)
+    out = tmp_path / "r.html"
+    assert main(["report", str(series), "--out", str(out)]) == 0
+    html = out.read_text()
+    assert "Gate: unknown" in html and "no round to gate yet (a dry run is not gated)" in html

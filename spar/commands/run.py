@@ -200,7 +200,8 @@ def record_round(r: Round, progress: Progress) -> None:
             entry = reviewer_of(r.record, outcome.name)
             progress.reviewer_status(outcome.name, entry["status"], entry["reason"])
     if r.changed_files is not None:
-        record_coverage(r.record, r.outcomes, r.changed_files, r.inline_files, r.out / "workspace")
+        record_coverage(r.record, r.outcomes, r.changed_files, r.inline_files, r.out / "workspace",
+                        change_diff=r.change_diff is not None)
     history.annotate(r.out, r.record, r.findings, ctx)
     write_round_outputs(r.out, r.record, r.findings)
 

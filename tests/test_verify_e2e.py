@@ -116,7 +116,8 @@ def _signalled_while_verifying(s, pid_file: Path, argv: list[str], signum: int):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=sigint_as_from_a_terminal)  # noqa: PLW1509
     try:
-        assert wait_for(lambda: written(pid_file).strip() != "")
+        assert wait_for(lambda: written(pid_file).strip() != "" or proc.poll() is not None)
+        assert proc.poll() is None, proc.communicate()[1].decode()  # it ended before the verifier hung
         verifier = int(written(pid_file))
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=HANG)

@@ -41,8 +41,10 @@ required, and done when it completed or was waived in any of them); a
 defect or requirement-question without a standing disposition (a duplicate
 counts only when the finding it traces to is disposed), each listed once: when
 it is a defect of the latest code round introduced by the last fix
-(introduced_by_change: yes; a fix only when an earlier code round of the series
-reviewed another head) outside the check paths, its reason says so. Growth
+(introduced_by_change: yes, at a place the fix changed, never a repeat; a fix
+only when an earlier code round of the series reviewed another head) outside
+the check paths, its reason says so; a repeat's reason names the finding and
+round it repeats. Growth
 inside the check paths is counted in "growth" but adds nothing to a reason.
 "Latest" is by started_at, ties by list order. --out is refused (65, nothing
 written) inside any round folder of a listed series, as the series'

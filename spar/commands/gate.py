@@ -13,7 +13,7 @@ from pathlib import Path
 
 from spar import __version__
 from spar.argparsing import Parser, command_parser
-from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, quote
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK
 from spar.gating import build_gate, real_paths, series_round_folders
 from spar.records import atomic, clock, paths
 from spar.textsafe import terminal_safe
@@ -77,8 +77,7 @@ def main(argv: list[str]) -> int:
                  for name in names]
     # a listed round is also in its series' listing: each folder compared once
     previous = paths.check_gate_out(out, dict.fromkeys(round_dirs + in_series), series_dirs)
-    if not out.parent.is_dir():
-        raise Refused(f"--out {quote(args.out)}: the folder {quote(str(out.parent))} does not exist")
+    paths.check_out_folder(args.out)
     document = build_gate(args.rounds, args.expect_head, real_args=round_dirs, series_folders=folders)
     document["previous_gate_digest"] = previous
     document["spar_version"] = __version__

@@ -57,8 +57,9 @@ browser, attach it to a ticket, keep it with the series.
 series' extensions.jsonl): that is refused, as `spar gate --out` refuses it.
 
 Exit codes: 0 written; 64 usage error; 65 refused (the series is not a
-series folder, one of its records cannot be read, or --out names a record);
-70 the write failed."""
+series folder: a round folder, an empty folder or one holding no round folder;
+one of its records cannot be read; --out names a record or a folder that does
+not exist); 70 the write failed."""
 
 
 def _parser() -> Parser:
@@ -164,12 +165,13 @@ def gather(series: Path, detail_rounds: int = DETAIL_ROUNDS) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    series = series_folder(args.series)
+    series = series_folder(args.series, read="rounds")
     # never over a record (a round's ledger.jsonl, the series' extensions.jsonl), nor inside
     # a round folder a killed run left without round.json
     with os.scandir(series) as entries:
         folders = [entry.path for entry in entries if entry.is_dir()]
     paths.check_not_record(args.out, folders, [series])
+    paths.check_out_folder(args.out)
     atomic.write_text(args.out, render(gather(series, args.detail_rounds)))
     print(f"report: {args.out}")
     return EXIT_OK

@@ -368,3 +368,41 @@ def test_the_file_table_quotes_paths_as_data():
     assert "<img" not in page and "<b>" not in page and "\u202e" not in page
     assert "&lt;img src=x onerror=&quot;a()&quot;&gt;\\u202e.py" in page
     assert 'id="files-r&lt;1&gt;"' in page
+
+
+@pytest.mark.slow
+def test_a_recorded_native_answer_had_the_packets_inline_files(tmp_path):
+    """A native reviewer answers outside Spar, on the packet: once `spar record` records it,
+    the inline files were seen (round.json, summary.md, SARIF and the report's table agree)."""
+    s = make_setup(tmp_path)
+    s.configure([s.answer_reviewer("cmd", "not an answer", copy=False), {"name": "host", "preset": "native"}])
+    proc = s.run("--base", s.base, "--head", s.head)
+    assert proc.returncode == EXIT_NOT_CLEAN, proc.stderr.decode()
+    round_dir = s.repo / "reviews" / "r1"
+    assert load(round_dir / "round.json")["unseen"] == ["calc.py", "tests/test_calc.py"]  # nobody answered yet
+    answer = s.tmp / "host.json"
+    answer.write_text(json.dumps(_ok(s.head)), encoding="utf-8")
+    recorded = s.spar("record", str(round_dir), "--reviewer", "host", "--result", str(answer))
+    assert recorded.returncode == 0, recorded.stderr.decode()
+    rj = load(round_dir / "round.json")
+    assert rj["inline_files"] == ["calc.py", "tests/test_calc.py"] and rj["unseen"] == []
+    assert round_problem(rj) is None
+    summary = (round_dir / "summary.md").read_text(encoding="utf-8")
+    assert "- Coverage: each of the 2 changed files was seen by a completed reviewer\n" in summary
+    sarif = s.spar("export", str(round_dir), "--format", "sarif")
+    assert "spar/unseen-files" not in sarif.stdout.decode()
+    out = s.tmp / "report.html"
+    assert s.spar("report", str(s.repo / "reviews"), "--out", str(out)).returncode == 0
+    (table,) = file_tables(out.read_text(encoding="utf-8"))
+    assert table["unseen"] == {} and table["seen"] == {"calc.py": ["inline", "inline"],
+                                                       "tests/test_calc.py": ["inline", "inline"]}
+
+
+def test_an_incremental_rounds_change_diff_names_every_changed_file():
+    """An incremental round's workspace/change.diff holds every file's diff: a call naming it
+    saw them all; in a full round no such file exists, and a copy's own change.diff is a file."""
+    files = ChangedFiles(["a/b.py", "c.py"])
+    for word in ("/ws/change.diff", "./change.diff", "change.diff"):
+        assert files.named([word], ["/ws"], change_diff=True) == {"a/b.py", "c.py"}
+    assert files.named(["/ws/change.diff"], ["/ws"]) == set()
+    assert files.named(["head/change.diff", "/ws/head/a/change.diff"], ["/ws"], change_diff=True) == set()

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.proctools import HANG, LIMITS, gone, signal_ignored, wait_for, written
+from tests.proctools import HANG, LIMITS, gone, sigint_as_from_a_terminal, signal_ignored, wait_for, written
 from tests.runsetup import BACKENDS, FAKES, finding, make_setup, result
 
 pytestmark = pytest.mark.slow
@@ -197,7 +197,7 @@ def test_interrupt_kills_every_reviewer_and_leaves_the_round_unrecorded(tmp_path
     proc = subprocess.Popen([sys.executable, "-m", "spar", "run", "--stage", "code", "--out", "reviews/r1"],
                             cwd=s.repo, env=s.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
+                            preexec_fn=sigint_as_from_a_terminal)  # noqa: PLW1509
     try:
         assert wait_for(lambda: (written(grandchild) and written(sleeper_pid)) or proc.poll() is not None)
         assert proc.poll() is None, proc.stderr.read().decode()

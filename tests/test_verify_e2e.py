@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from spar.records import readers
-from tests.proctools import HANG, gone, wait_for, written
+from tests.gitrepo import commit
+from tests.proctools import HANG, gone, sigint_as_from_a_terminal, wait_for, written
 from tests.runsetup import BACKENDS, FAKES, documented_round_keys, finding, make_setup, result
 
 pytestmark = pytest.mark.slow
@@ -112,9 +113,11 @@ def _signalled_while_verifying(s, pid_file: Path, argv: list[str], signum: int):
     """`spar ARGV` sent `signum` once the hanging verifier wrote its pid: (the finished
     process, its stderr, the verifier's pid)."""
     proc = subprocess.Popen([sys.executable, "-m", "spar", *argv], cwd=s.repo, env=s.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=sigint_as_from_a_terminal)  # noqa: PLW1509
     try:
-        assert wait_for(lambda: written(pid_file).strip() != "")
+        assert wait_for(lambda: written(pid_file).strip() != "" or proc.poll() is not None)
+        assert proc.poll() is None, proc.communicate()[1].decode()  # it ended before the verifier hung
         verifier = int(written(pid_file))
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=HANG)

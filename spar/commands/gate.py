@@ -13,7 +13,7 @@ from pathlib import Path
 
 from spar import __version__
 from spar.argparsing import Parser, command_parser
-from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, quote
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK
 from spar.gating import build_gate, real_paths, series_round_folders
 from spar.records import atomic, clock, paths
 from spar.textsafe import terminal_safe
@@ -42,8 +42,10 @@ required, and done when it completed or was waived in any of them); a
 defect or requirement-question without a standing disposition (a duplicate
 counts only when the finding it traces to is disposed), each listed once: when
 it is a defect of the latest code round introduced by the last fix
-(introduced_by_change: yes; a fix only when an earlier code round of the series
-reviewed another head) outside the check paths, its reason says so. Growth
+(introduced_by_change: yes, at a place the fix changed, never a repeat; a fix
+only when an earlier code round of the series reviewed another head) outside
+the check paths, its reason says so; a repeat's reason names the finding and
+round it repeats. Growth
 inside the check paths is counted in "growth" but adds nothing to a reason.
 "Latest" is by started_at, ties by list order. --out is refused (65, nothing
 written) inside any round folder of a listed series, as the series'
@@ -76,8 +78,7 @@ def main(argv: list[str]) -> int:
                  for name in names]
     # a listed round is also in its series' listing: each folder compared once
     previous = paths.check_gate_out(out, dict.fromkeys(round_dirs + in_series), series_dirs)
-    if not out.parent.is_dir():
-        raise Refused(f"--out {quote(args.out)}: the folder {quote(str(out.parent))} does not exist")
+    paths.check_out_folder(args.out)
     document = build_gate(args.rounds, args.expect_head, real_args=round_dirs, series_folders=folders)
     document["previous_gate_digest"] = previous
     document["spar_version"] = __version__

@@ -168,6 +168,7 @@ def record(round_dir: Path, name: str, result_data: bytes | None, transcript_dat
         new: list[Finding] = []
     else:
         new = recording.record_reviewer_result(round_json, name, result, ctx)
+        recording.recount_unseen(round_json, name)
     # IDs continue the reviewer's numbering; never reuse an ID a ledger line may name
     offset = _used_numbers(name, existing, ledger)
     if offset:

@@ -215,7 +215,8 @@ def record_round(r: Round, progress: Progress) -> None:
             progress.reviewer_status(outcome.name, entry["status"], entry["reason"])
     if r.changed_files is not None:
         not_copied = {path_text(p) for plan in r.tree_plans.values() for p in plan.too_large}
-        record_coverage(r.record, r.outcomes, r.changed_files, r.inline_files, r.out / "workspace", not_copied)
+        record_coverage(r.record, r.outcomes, r.changed_files, r.inline_files, r.out / "workspace", not_copied,
+                        change_diff=r.change_diff is not None)
     history.annotate(r.out, r.record, r.findings, ctx)
     write_round_outputs(r.out, r.record, r.findings)
 

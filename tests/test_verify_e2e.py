@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from spar.records import readers
-from tests.gitrepo import commit
 from tests.proctools import HANG, gone, sigint_as_from_a_terminal, wait_for, written
 from tests.runsetup import BACKENDS, FAKES, documented_round_keys, finding, make_setup, result
 

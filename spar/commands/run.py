@@ -1,7 +1,6 @@
-"""`spar run`: its parser and its messages. Its steps, each returning its own frozen result:
-`plan_round` and `prepare_round` (spar/round/preparation.py), `review_round`, `record_round`
-and `verify_findings` (spar/round/reviewing.py); SIGINT or SIGTERM while reviewers run
-raise spar.errors.Interrupted (exit 128 + the signal, the round left unrecorded)."""
+"""`spar run`: its parser and its messages. Its steps, each returning its own frozen result, are
+in spar/round/preparation.py (planned, prepared) and spar/round/reviewing.py (reviewed, recorded,
+verified); a signal while reviewers run raises spar.errors.Interrupted (exit 128 + the signal)."""
 
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ from spar.round.dryrun import dry_run_lines
 from spar.round.preparation import PlannedRound, PreparedRound, cap_decision, plan_round, prepare_round
 from spar.round.reviewing import RecordedRound, record_round, review_round, verify_findings
 from spar.round.summary import closing_lines, uncommitted_text
-from spar.round.verification import result_lines
 from spar.textsafe import terminal_safe
 
 DESCRIPTION = """\
@@ -113,7 +111,7 @@ def _verified_lines(recorded: RecordedRound) -> None:
     if isinstance(verified, str):
         print(f"spar: not verified now: {verified}", file=sys.stderr)
     elif verified is not None:
-        for line in result_lines(verified, recorded.prepared.planned.out):
+        for line in verified.lines(recorded.prepared.planned.out):
             print(f"spar: {terminal_safe(line)}", file=sys.stderr)
 
 
@@ -131,9 +129,13 @@ def execute(planned: PlannedRound) -> int:
         progress = make_progress()
         progress.expect([job.config.name for job in prepared.jobs])
         try:
-            recorded = record_round(review_round(prepared, progress), progress)
+            reviewed = review_round(prepared, progress)
+            recorded = record_round(reviewed, progress)
         finally:
             progress.close()
+        if reviewed.repo_change is not None:
+            print(f"spar: warning: {terminal_safe(reviewed.repo_change.message(planned.sandbox.bwrap is not None))}",
+                  file=sys.stderr)
         _verified_lines(recorded)
     for line in closing_lines(recorded.record, planned.out, recorded.findings):
         print(line, file=sys.stderr)

@@ -8,18 +8,23 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
+from spar.pathtext import path_text
 from spar.proc.process import stop_guard
 from spar.progress import Progress
 from spar.records.model import Finding, ReviewerStatus, RoundRecord
+from spar.records.repeat_checks import RepeatChecksRecord
 from spar.round import history
 from spar.round.context import context_from_git
 from spar.round.interface import Preset
 from spar.round.interrupt import run_until_signal
 from spar.round.preparation import PreparedRound
 from spar.round.recording import apply_outcome, record_coverage, reviewer_of, write_round_outputs
+from spar.round.repeat_check import check_repeats, result_line
+from spar.round.repowatch import RepoChange, repository_change, repository_state
 from spar.round.runner import ReviewerOutcome
-from spar.round.verification import VerifyResult, verifiable_problem, verify_round
+from spar.round.verification import VerifyResult, result_lines, verifiable_problem, verify_round
 from spar.workspace.build import describe_changes, workspace_state
 
 
@@ -29,6 +34,7 @@ class ReviewedRound:
 
     prepared: PreparedRound
     outcomes: list[ReviewerOutcome]
+    repo_change: RepoChange | None  # the user's repository changed while the reviewers ran
 
 
 @dataclass(frozen=True)
@@ -49,11 +55,13 @@ def review_round(prepared: PreparedRound, progress: Progress) -> ReviewedRound:
     """Step 3: every reviewer at once; `Interrupted` when SIGINT or SIGTERM stopped them."""
     p = prepared.planned
     left = f"every reviewer was stopped; round {p.out} was not recorded (its round.json has no finished_at)"
+    watched = repository_state(p.repo, p.out.parent)  # the user's repository, compared once they end
     outcomes = run_until_signal(prepared.jobs, progress, dict(os.environ), p.config.env_passthrough, p.backend,
-                                left)
+                                left, p.sandbox.bwrap)
+    repo_change = repository_change(watched, repository_state(p.repo, p.out.parent))
     if p.config.verify is None:
         stop_guard()  # no reviewer runs any more: it exits while the round is recorded
-    return ReviewedRound(prepared, outcomes)
+    return ReviewedRound(prepared, outcomes, repo_change)
 
 
 def record_round(reviewed: ReviewedRound, progress: Progress) -> RecordedRound:
@@ -65,6 +73,9 @@ def record_round(reviewed: ReviewedRound, progress: Progress) -> RecordedRound:
     note = describe_changes(prepared.workspace_before, workspace_state(p.out / "workspace"))
     if note:
         record["warnings"].append(note)
+    record["sandbox"] = p.sandbox.record()
+    if reviewed.repo_change is not None:
+        record["repository_changed"] = reviewed.repo_change.record(p.sandbox.bwrap is not None)
     documents = [d for kind in ("criteria", "rules", "subject") for d in p.documents[kind]]
     ctx = context_from_git(p.repo, p.commits.base, p.commits.head, documents, list(p.config.check_paths),
                            record["links"]["criteria_ids"])
@@ -76,16 +87,33 @@ def record_round(reviewed: ReviewedRound, progress: Progress) -> RecordedRound:
             entry = reviewer_of(record, outcome.name)
             progress.reviewer_status(outcome.name, entry["status"], entry["reason"])
     if p.changed_files is not None:
-        record_coverage(record, reviewed.outcomes, p.changed_files, set(p.inline_files), p.out / "workspace")
+        not_copied = {path_text(path) for plan in p.tree_plans.values() for path in plan.too_large}
+        record_coverage(record, reviewed.outcomes, p.changed_files, set(p.inline_files), p.out / "workspace",
+                        not_copied, change_diff=p.change_diff is not None)
     history.annotate(p.out, record, findings, ctx)
     write_round_outputs(p.out, record, findings)
     return RecordedRound(prepared, record, findings)
 
 
-def verify_findings(recorded: RecordedRound, preset_of: Callable[[str], Preset]) -> VerifyResult | str | None:
-    """Step 5, with a [verify] table: the round's findings put to verifiers of other vendors
-    (None without one; why not, when the round cannot be verified now); `Interrupted` when
-    SIGINT or SIGTERM stopped them (the round stays recorded, verifications.json unwritten)."""
+@dataclass(frozen=True)
+class VerifiedRound:
+    """Step 5's result: the verification written, and the repeats put to verifiers."""
+
+    verification: VerifyResult
+    repeat_checks: RepeatChecksRecord
+
+    def lines(self, out: Path) -> list[str]:
+        """What stderr says of them."""
+        lines = result_lines(self.verification, out)
+        if self.repeat_checks["calls"] or self.repeat_checks["unchecked"]:
+            lines.append(result_line(self.repeat_checks, out))
+        return lines
+
+
+def verify_findings(recorded: RecordedRound, preset_of: Callable[[str], Preset]) -> VerifiedRound | str | None:
+    """Step 5, with a [verify] table: the round's findings put to verifiers of other vendors,
+    then its repeats (None without one; why not, when the round cannot be verified now);
+    `Interrupted` when SIGINT or SIGTERM stopped them (the round stays recorded)."""
     p = recorded.prepared.planned
     cfg = p.config.verify
     if cfg is None:
@@ -94,6 +122,12 @@ def verify_findings(recorded: RecordedRound, preset_of: Callable[[str], Preset])
     if problem:
         return problem
     presets = {c.preset: preset_of(c.preset) for c in cfg.reviewers}
-    return verify_round(p.out, cfg, presets, env=os.environ, passthrough=p.config.env_passthrough, backend=p.backend,
-                        left=f"every verifier was stopped; round {p.out} is recorded, its verification is not "
-                             "(run `spar verify` on it)")
+    verification = verify_round(p.out, cfg, presets, env=os.environ, passthrough=p.config.env_passthrough,
+                                backend=p.backend, sandbox=p.sandbox.bwrap,
+                                left=f"every verifier was stopped; round {p.out} is recorded, its verification "
+                                     "is not (run `spar verify` on it)")
+    checks = check_repeats(p.out, cfg, presets, env=os.environ, passthrough=p.config.env_passthrough,
+                           backend=p.backend, sandbox=p.sandbox.bwrap,
+                           left=f"every verifier of the repeats was stopped; round {p.out} is recorded and "
+                                "verified, its repeats are not (run `spar verify` on it)")
+    return VerifiedRound(verification, checks)

@@ -94,16 +94,15 @@ def parse_run_args(argv: list[str]) -> RunArgs:
 
 
 def _prepared_lines(prepared: PreparedRound) -> None:
-    """What stdout and stderr say once the round folder exists."""
-    print(prepared.planned.out, flush=True)
+    p = prepared.planned  # stdout: the round folder, once it exists; stderr: what it holds of note
+    print(p.out, flush=True)
     uncommitted = uncommitted_text(prepared.record)
     if uncommitted:
-        warning = "" if prepared.planned.args.worktree else "warning: "
-        print(f"spar: {warning}{terminal_safe(uncommitted)}", file=sys.stderr)
-    if prepared.planned.args.dry_run:
+        print(f"spar: {'' if p.args.worktree else 'warning: '}{terminal_safe(uncommitted)}", file=sys.stderr)
+    if p.args.dry_run:
         for line in dry_run_lines(prepared.jobs, os.environ.get("PATH")):
             print(line, file=sys.stderr)
-        print(f"spar: dry run written to {prepared.planned.out} (no reviewer started)", file=sys.stderr)
+        print(f"spar: dry run written to {p.out} (no reviewer started)", file=sys.stderr)
 
 
 def _verified_lines(recorded: RecordedRound) -> None:
@@ -133,9 +132,8 @@ def execute(planned: PlannedRound) -> int:
             recorded = record_round(reviewed, progress)
         finally:
             progress.close()
-        if reviewed.repo_change is not None:
-            print(f"spar: warning: {terminal_safe(reviewed.repo_change.message(planned.sandbox.bwrap is not None))}",
-                  file=sys.stderr)
+        if (warning := reviewed.repo_warning()) is not None:
+            print(f"spar: warning: {terminal_safe(warning)}", file=sys.stderr)
         _verified_lines(recorded)
     for line in closing_lines(recorded.record, planned.out, recorded.findings):
         print(line, file=sys.stderr)

@@ -36,6 +36,12 @@ class ReviewedRound:
     outcomes: list[ReviewerOutcome]
     repo_change: RepoChange | None  # the user's repository changed while the reviewers ran
 
+    def repo_warning(self) -> str | None:
+        """What stderr says of a change to the user's repository while the reviewers ran."""
+        if self.repo_change is None:
+            return None
+        return self.repo_change.message(self.prepared.planned.sandbox.bwrap is not None)
+
 
 @dataclass(frozen=True)
 class RecordedRound:

@@ -39,7 +39,9 @@ EPILOG = """\
                 allowed_efforts, max_budget_usd when set, unreachable_seconds
                 when not 60), timeout_seconds, rules,
                 check_paths, angles, caps; verify ({"reviewers": names,
-                max_findings and max_cost_usd when set}) only when the user
+                "max_findings" (default 20), "max_cost_usd" when set: no
+                call starts once finished calls cost that much, or once
+                one that ran reported no cost}) only when the user
                 configuration has a [verify] table
   "digest"      sha256 of the canonical JSON of "config" (round.json config_digest)
   "files"       every configuration file read: {"path", "sha256", "role": "user"|"project"}
@@ -99,6 +101,7 @@ def config_text(root: Path | None, cfg: AppliedConfig) -> str:
         lines.append(f"  {r.name:<{width}}  {r.preset:<{pwidth}}  {'  '.join(extra)}")
     lines += [
         f"timeout_seconds  {cfg.timeout_seconds}",
+        f"max_copy_bytes   {cfg.max_copy_bytes} (a larger file of the commits is a note in the workspace copies)",
         f"rules            {', '.join(cfg.rules) or '-'}",
         f"check_paths      {', '.join(cfg.check_paths) or '-'}",
         f"angles           {', '.join(cfg.angles)}",
@@ -123,6 +126,11 @@ def _verify_text(cfg: AppliedConfig) -> str:
         return ""
     values = cfg.verify.applied()
     parts = ["reviewers=" + ", ".join(values.pop("reviewers"))]
+    if "max_cost_usd" in values:  # what the bound does with a verifier that reports no cost (codex)
+        values["max_cost_usd"] = f"{values['max_cost_usd']} (checked before each call; a call that reports no " \
+                                 "cost counts as over it)"
+    else:
+        values["max_cost_usd"] = "none"
     return "  ".join(parts + [f"{k}={v}" for k, v in values.items()])
 
 

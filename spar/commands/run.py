@@ -28,6 +28,7 @@ from spar.backend import async_backend
 from spar.config.model import STAGES
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, UsageError, exit_for_signal
 from spar.judge import caps
+from spar.pathtext import path_text
 from spar.presets import get_preset
 from spar.proc.process import start_guard, stop_guard
 from spar.progress import Progress, make_progress
@@ -53,6 +54,7 @@ from spar.round.preparation import (
     write_round_folder,
 )
 from spar.round.recording import apply_outcome, record_coverage, reviewer_of, write_round_outputs
+from spar.round.repeat_check import check_repeats, result_line
 from spar.round.repowatch import repository_change, repository_state
 from spar.round.sandboxing import round_sandbox
 from spar.round.summary import closing_lines, uncommitted_text
@@ -137,7 +139,7 @@ def plan_round(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> Round:
     backend = async_backend(env)
     repo = work_tree_of(cwd)
     config = run_config(args, repo, env)
-    commits = choose_commits(args, repo)
+    commits = choose_commits(args, repo, config.max_copy_bytes)
     documents = read_round_documents(str(repo), config_rules=list(config.rules), criteria=args.criteria,
                                      rules=args.rules, subject=args.subject, cwd=cwd)
     out = Path(os.path.abspath(os.path.join(cwd, args.out)))
@@ -146,7 +148,9 @@ def plan_round(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> Round:
               presets={c.preset: get_preset(c.preset) for c in config.reviewers})
     if not args.dry_run:  # decided before anything is written: "required" refuses an uncounted round
         r.sandbox = round_sandbox(config.sandbox, env.get("PATH"))
-    r.tree_plans = {"head": plan_commit(repo, commits.head), "base": plan_commit(repo, commits.base)}
+    r.tree_plans = {copy: plan_commit(repo, commit, config.max_copy_bytes)
+                    for copy, commit in (("head", commits.head), ("base", commits.base))}
+    r.tree_plans["head"].leave_out(commits.too_large)
     packet = packet_input(args, repo, config, commits, documents, r.tree_plans, out.parent)
     r.packet_kind, r.change_diff = choose_packet(repo, config, packet)
     r.packet_text = build_packet(packet)
@@ -210,7 +214,9 @@ def record_round(r: Round, progress: Progress) -> None:
             entry = reviewer_of(r.record, outcome.name)
             progress.reviewer_status(outcome.name, entry["status"], entry["reason"])
     if r.changed_files is not None:
-        record_coverage(r.record, r.outcomes, r.changed_files, r.inline_files, r.out / "workspace")
+        not_copied = {path_text(p) for plan in r.tree_plans.values() for p in plan.too_large}
+        record_coverage(r.record, r.outcomes, r.changed_files, r.inline_files, r.out / "workspace", not_copied,
+                        change_diff=r.change_diff is not None)
     history.annotate(r.out, r.record, r.findings, ctx)
     write_round_outputs(r.out, r.record, r.findings)
 
@@ -230,9 +236,14 @@ def verify_the_findings(r: Round) -> int | None:
     presets = {c.preset: get_preset(c.preset) for c in cfg.reviewers}
     result, signum = verify_round(r.out, cfg, presets, env=os.environ, passthrough=r.config.env_passthrough,
                                   backend=r.backend, sandbox=r.sandbox.bwrap)
-    if result is not None:
-        for line in result_lines(result, r.out):
-            print(f"spar: {terminal_safe(line)}", file=sys.stderr)
+    if result is None:
+        return signum
+    for line in result_lines(result, r.out):
+        print(f"spar: {terminal_safe(line)}", file=sys.stderr)
+    checks, signum = check_repeats(r.out, cfg, presets, env=os.environ, passthrough=r.config.env_passthrough,
+                                   backend=r.backend, sandbox=r.sandbox.bwrap)
+    if checks is not None and (checks["calls"] or checks["unchecked"]):
+        print(f"spar: {terminal_safe(result_line(checks, r.out))}", file=sys.stderr)
     return signum
 
 

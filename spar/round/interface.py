@@ -83,6 +83,9 @@ class Answer:
     failure: str = ""  # not completed: what happened (without exit code / stderr)
     error_texts: list[str] = field(default_factory=list)  # output error messages (refusal detection)
     timed_out: bool = False  # not completed because the CLI's own time limit ended it: `timeout`
+    # not completed because the service could not be used (unreachable, its key refused, its
+    # servers in trouble past the retries): `unavailable` with this reason; "" otherwise
+    unavailable: str = ""
 
 
 NAMED_WORDS = 100_000  # tool-call words kept per attempt for coverage
@@ -257,6 +260,7 @@ class Preset(ABC):
     runs_process = True  # native runs nothing
     observes_reads = False  # its monitor sees which files the reviewer reads (claude, codex, agy)
     version_args: tuple[str, ...] | None = ("--version",)  # None: no version check
+    unset_model_text = "CLI default"  # what progress shows for a reviewer whose configuration sets no model
     monitor_class: type[Monitor] | None = None  # judges the output of presets that run a process
     # the vendor's own credentials and settings (patterns as in env_passthrough): its CLI
     # needs them, so they pass even when env_passthrough withholds the rest
@@ -287,6 +291,11 @@ class Preset(ABC):
         """Variables set anew in the sandbox whose HOME is `home` (a folder setting that
         named the user's own)."""
         return {}
+
+    def env_names(self, cfg: ReviewerConfig) -> tuple[str, ...]:
+        """The variables this reviewer needs whatever env_passthrough withholds: its vendor's
+        (`vendor_env`), or what its configuration names."""
+        return self.vendor_env
 
     def monitor(self) -> Monitor:
         """A fresh monitor for one attempt's stdout."""

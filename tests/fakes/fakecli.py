@@ -67,7 +67,11 @@ class Fake:
                 return data[key]
         return data
 
-    def apply_model(self, prompt: str | None = None) -> None:
+    def apply_model(self, prompt: str | None = None, *, version: bool = False) -> None:
+        first, marker = self.sc.get("first_call"), self.sc.get("first_call_marker")
+        if isinstance(first, dict) and marker and not version and not os.path.exists(marker):
+            open(marker, "w").close()  # the first call only: a failure a retry does not meet
+            self.sc = {**self.sc, **first}
         overrides = self.sc.get("by_model", {}).get(self.model_arg)
         if isinstance(overrides, dict):
             self.sc = {**self.sc, **overrides}
@@ -659,7 +663,7 @@ def main(prog: str) -> None:
     try:
         fake.sc = fake.load_scenario()
         if fake.argv[:1] in (["--version"], ["-v"], ["-V"]):
-            fake.apply_model()
+            fake.apply_model(version=True)
             code = fake.version()
         elif fake.sc.get("replay"):
             code = replay(fake)

@@ -269,8 +269,10 @@ def _grouped(findings: list[dict[str, Any]]) -> list[tuple[dict[str, Any] | None
         else:
             singles.append((None, [f]))
     ordered = sorted(groups.values(), key=lambda g: -len(g[0].get("vendors") or []))
-    # a verified round: the verdict first (confirmed, none or unsure, refuted), then that order
-    return sorted([(g, members) for g, members in ordered] + singles, key=lambda entry: _rank(entry[1][0]))
+    # a verified round: the verdict first (confirmed, none or unsure, refuted; a group its best
+    # member's, each verdict covering its own member), then that order
+    return sorted([(g, members) for g, members in ordered] + singles,
+                  key=lambda entry: min(_rank(m) for m in entry[1]))
 
 
 def _rank(f: dict[str, Any]) -> int:

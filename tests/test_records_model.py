@@ -26,7 +26,7 @@ def test_recorded_statuses_are_the_documented_ones():
 
 def test_progress_knows_every_status():
     """Every status but pending ends a row or is a quiet step on the way."""
-    shown = set(FINAL) | set(QUIET) | {ReviewerStatus.PENDING, ReviewerStatus.FALLBACK}
+    shown = set(FINAL) | set(QUIET) | {ReviewerStatus.PENDING, ReviewerStatus.FALLBACK, ReviewerStatus.RETRYING}
     assert shown == set(ReviewerStatus)
     assert set(RECORDED) - {ReviewerStatus.PENDING} <= set(FINAL)
 

@@ -290,7 +290,7 @@ def test_progress_is_a_live_table_on_a_terminal_and_plain_lines_otherwise(tmp_pa
     assert "\x1b[" not in err
     lines = err.strip().splitlines()
     assert "spar: claude: started attempt 1 (model opus)" in lines
-    assert "spar: quick: started attempt 1 (model CLI default)" in lines
+    assert "spar: quick: started attempt 1 (model set by the command)" in lines  # a command has no model of Spar's
     assert any(line.startswith("spar: claude: completed in ") for line in lines)
     assert lines[-1] == (f"spar: round {s.repo / 'reviews' / 'pipe'} recorded: "
                          "1 defect, 0 requirement-question, 0 hardening, 0 note")

@@ -23,9 +23,10 @@ Blocked reasons, all that apply, in this order: an unreadable, unfinished,
 dry-run or unrecorded round in the list (or an unreadable waivers.jsonl).
 Unreadable: a record Spar could not have written, named with its file and
 line (torn, missing, another schema, or an impossible value such as a ledger
-line against the disposition rules; docs/records.md); a path with no folder
-behind it says "no such round folder" (a mistyped path blocks the gate like
-any round it cannot read, and exits 1, not 64). Unfinished ("was not
+line against the disposition rules; spar/docs/records.md, installed with
+Spar); a path with no folder behind it says "no such round folder" (a
+mistyped path blocks the gate like any round it cannot read, and exits 1,
+not 64). Unfinished ("was not
 finished"): a folder without round.json, findings.json written but round.json
 never marked recorded, or NAME.tmp files a killed write left (while the series
 lock is held they are a write in progress instead). Then: a round of a
@@ -49,7 +50,7 @@ inside the check paths is counted in "growth" but adds nothing to a reason.
 "Latest" is by started_at, ties by list order. --out is refused (65, nothing
 written) inside any round folder of a listed series, as the series'
 extensions.jsonl, or when it exists and is not a review-gate/v1 file.
-The file has the review-gate/v1 keys (docs/records.md) plus: expect_head, stages (required,
+The file has the review-gate/v1 keys (spar/docs/records.md) plus: expect_head, stages (required,
 completed and waived reviewers of the latest round of each stage and series),
 growth_findings, rounds[].base/dry_run/state, generated_at."""
 

@@ -12,6 +12,7 @@ import math
 import posixpath
 import re
 import unicodedata
+import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
@@ -19,10 +20,12 @@ from typing import Any, TypeGuard
 from spar.config.model import (
     ANGLES,
     DEFAULT_CAPS,
+    DEFAULT_MAX_COPY_BYTES,
     DEFAULT_MAX_FINDINGS,
     DEFAULT_PACKET,
     DEFAULT_REVIEWERS,
     DEFAULT_TIMEOUT,
+    ENDPOINT,
     PACKET_KINDS,
     PRESETS,
     ReviewerConfig,
@@ -71,7 +74,9 @@ def value_problem(value: str) -> str | None:
 
 # --- keys ---------------------------------------------------------------------
 
-USER_KEYS = ("timeout_seconds", "max_findings", "reviewers", "env_passthrough", "verify")
+USER_KEYS = ("timeout_seconds", "max_findings", "max_copy_bytes", "reviewers", "env_passthrough", "verify",
+             "sandbox")
+SANDBOX_MODES = ("auto", "required", "off")
 VERIFY_KEYS = ("reviewers", "max_findings", "max_cost_usd")
 ENV_ITEM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")  # a variable name, or a prefix ending in *
 PROJECT_KEYS = ("rules", "check_paths", "angles", "caps", "packet")
@@ -79,7 +84,7 @@ CAP_NAMES = tuple(DEFAULT_CAPS)  # plan, plan_delta, code
 FORBIDDEN_PROJECT_KEYS = frozenset({
     "reviewers", "preset", "name", "binary", "argv", "model", "fallback_model", "effort",
     "allowed_models", "allowed_efforts", "timeout_seconds", "max_budget_usd", "max_findings",
-    "unreachable_seconds",
+    "unreachable_seconds", "base_url", "api_key_env", "input_usd_per_million", "output_usd_per_million", "vendor",
 })
 _COMMON = frozenset({"name", "preset", "timeout_seconds", "max_findings"})
 _CLI = _COMMON | {"model", "fallback_model", "binary", "allowed_models"}
@@ -89,6 +94,8 @@ PRESET_KEYS: dict[str, frozenset[str]] = {
     "agy": _CLI,  # agy has no effort
     "native": _COMMON,
     "command": _COMMON | {"argv"},
+    ENDPOINT: (_CLI - {"binary"}) | {"effort", "allowed_efforts", "base_url", "api_key_env",
+                                     "input_usd_per_million", "output_usd_per_million", "vendor"},
 }
 REVIEWER_KEYS = frozenset().union(*PRESET_KEYS.values())
 
@@ -122,9 +129,11 @@ class UserPart:
 
     timeout_seconds: int
     reviewers: list[ReviewerConfig]
-    env_passthrough: list[str] | None = None  # None: reviewers inherit everything
+    env_passthrough: list[str] | None = None  # None: the network settings instead of a list
     max_findings: int = DEFAULT_MAX_FINDINGS
     verify: VerifyConfig | None = None  # the [verify] table, when there is one
+    max_copy_bytes: int = DEFAULT_MAX_COPY_BYTES
+    sandbox: str = "auto"  # [sandbox] mode
 
 
 def default_reviewers(timeout: int, names: Iterable[str] = DEFAULT_REVIEWERS,
@@ -152,7 +161,26 @@ def check_user(doc: LocatedDoc) -> UserPart:
             r.max_findings = cap
     if "verify" in data:
         part.verify = _verify(doc, data["verify"], part.reviewers)
+    if "max_copy_bytes" in data:
+        part.max_copy_bytes = _positive_int(doc, ("max_copy_bytes",), data["max_copy_bytes"], "max_copy_bytes")
+    if "sandbox" in data:
+        part.sandbox = _sandbox(doc, data["sandbox"])
     return part
+
+
+def _sandbox(doc: LocatedDoc, value: object) -> str:
+    """`[sandbox]`: `mode`, one of SANDBOX_MODES (the only key)."""
+    if not isinstance(value, dict):
+        raise ConfigError(doc.file, doc.line(("sandbox",)), f"sandbox must be a table ([sandbox]), got {show(value)}")
+    for key in value:
+        if key != "mode":
+            raise ConfigError(doc.file, doc.line(("sandbox", key)),
+                              f"unknown key {quote('sandbox.' + key)} (the key is mode)")
+    mode = value.get("mode", "auto")
+    if mode not in SANDBOX_MODES:
+        raise ConfigError(doc.file, doc.line(("sandbox", "mode")),
+                          f"sandbox.mode must be one of {', '.join(map(quote, SANDBOX_MODES))}, got {show(mode)}")
+    return str(mode)
 
 
 def _verify(doc: LocatedDoc, value: object, reviewers: list[ReviewerConfig]) -> VerifyConfig:
@@ -270,6 +298,8 @@ def _check_reviewer(doc: LocatedDoc, index: int, entry: object, timeout: int) ->
         else:
             _set_reviewer_key(err, r, key, value)
     _check_key_pairs(doc, base, label, entry)
+    if r.preset == ENDPOINT and not r.model and r.allowed_models:
+        r.model = r.allowed_models[0]  # an endpoint has no default model: the first allowed one, unless --model
     return r
 
 
@@ -316,12 +346,62 @@ def _set_reviewer_key(err: KeyedError, r: ReviewerConfig, key: str, value: objec
         r.max_budget_usd = _budget(err, value)
     elif key in ("allowed_models", "allowed_efforts"):
         setattr(r, key, _allowed(err, key, value))
+    else:
+        _set_endpoint_key(err, r, key, value)
+
+
+def _set_endpoint_key(err: KeyedError, r: ReviewerConfig, key: str, value: object) -> None:
+    """The keys only openai-compatible takes: its endpoint, key variable, prices and vendor."""
+    if key == "base_url":
+        r.base_url = _base_url(err, _string(err, key, value))
+    elif key == "api_key_env":
+        name = _string(err, key, value)
+        if not ENV_NAME.fullmatch(name):
+            raise err(key, f"api_key_env {quote(name)} is not a variable name (the key itself never goes "
+                      "in a file: name the environment variable that holds it)")
+        r.api_key_env = name
+    elif key in ("input_usd_per_million", "output_usd_per_million"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise err(key, f"{key} must be a number of US dollars, 0 or more, got {show(value)}")
+        setattr(r, key, value)
+    elif key == "vendor":
+        vendor = _string(err, key, value)
+        problem = value_problem(vendor)
+        if problem:
+            raise err(key, f"vendor {quote(vendor)} {problem}")
+        r.vendor = vendor
+
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _base_url(err: KeyedError, url: str) -> str:
+    """An http(s) URL with a host, no user or password in it, no query or fragment."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise err("base_url", f"base_url {quote(url)} must be an http:// or https:// URL with a host "
+                  "(e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1)")
+    if parts.username is not None or parts.password is not None:
+        raise err("base_url", f"base_url {quote(url)} holds a user or password: put the key in an "
+                  "environment variable and name it in api_key_env")
+    if parts.query or parts.fragment:
+        raise err("base_url", f"base_url {quote(url)} must not have a query or fragment")
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        raise err("base_url", f"base_url {quote(url)} has a port that is not a number") from None
+    return url.rstrip("/")
 
 
 def _check_key_pairs(doc: LocatedDoc, base: KeyPath, label: str, entry: dict[str, Any]) -> None:
     """Keys that need or exclude each other within one entry."""
     if entry["preset"] == "command" and "argv" not in entry:
         raise ConfigError(doc.file, doc.line(base), f"{label}: preset \"command\" needs argv")
+    if entry["preset"] == ENDPOINT:
+        for key in ("base_url", "model"):
+            if key not in entry and not (key == "model" and "allowed_models" in entry):
+                also = " (or allowed_models, from which --model picks)" if key == "model" else ""
+                raise ConfigError(doc.file, doc.line(base), f"{label}: preset \"{ENDPOINT}\" needs {key}{also}")
     for one, many in (("model", "allowed_models"), ("effort", "allowed_efforts")):
         if one in entry and many in entry:
             later = max((one, many), key=lambda k: doc.line(base + (k,)))

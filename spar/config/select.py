@@ -13,7 +13,8 @@ from spar.globs import glob_problem, normalize_glob
 from spar.whitespace import trim
 
 # which presets take --model / --effort, and the allowed-list attribute for each
-_KEY_PRESETS = {"model": ("claude", "codex", "agy"), "effort": ("claude", "codex")}
+_KEY_PRESETS = {"model": ("claude", "codex", "agy", "openai-compatible"),
+                "effort": ("claude", "codex", "openai-compatible")}
 
 
 def parse_reviewers_list(text: str) -> list[str]:

@@ -281,6 +281,10 @@ def head_reasons(latest: ListedRound | None, head: HeadCheck | None) -> list[str
     if worktree and head.expected_tree is not None and head.expected_tree == latest.record.get("head_tree"):
         return []
     if head.expected != latest.record["head"]:
+        if worktree:  # its head is a commit Spar made, which the user never saw: name what it stands for
+            return [f"round {latest.arg} reviewed the working tree snapshot of "
+                    f"{latest.record.get('head_parent', '?')} (spar run --worktree), but {head.source} is "
+                    f"{head.expected}, whose files differ from it"]
         return [f"round {latest.arg} reviewed head {latest.record['head']}, but {head.source} is {head.expected}"]
     return []
 

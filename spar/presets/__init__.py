@@ -13,13 +13,15 @@ __all__ = ["InputSpec", "Preset", "get_preset", "prepare_input"]
 
 
 def get_preset(name: str) -> Preset:
-    """The preset object for a preset name (`claude`, `codex`, `agy`, `native`, `command`)."""
+    """The preset object for a preset name (`claude`, `codex`, `agy`, `native`, `command`,
+    `openai-compatible`)."""
     # only the preset asked for is imported: a round pays for the presets it uses (agy's
     # command grammar alone costs more than a round's own start-up), and no import cycle
     if name not in PRESETS:  # each one a module of this package
         # configuration checks reject unknown presets long before this; reaching here is a caller bug
         raise Refused(f"unknown preset {name!r}")
-    preset: Preset = importlib.import_module(f"spar.presets.{name}").PRESET
+    # a module name cannot hold `-`: `openai-compatible` is spar/presets/openai_compatible.py
+    preset: Preset = importlib.import_module(f"spar.presets.{name.replace('-', '_')}").PRESET
     return preset
 
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Set
 from pathlib import Path
 from typing import Literal, cast, get_args
 
 from spar import __version__
-from spar.config.model import DEFAULT_MAX_FINDINGS, AppliedConfig, ReviewerConfig, sha256_canonical
+from spar.config.model import DEFAULT_MAX_FINDINGS, ENDPOINT, AppliedConfig, ReviewerConfig, sha256_canonical
 from spar.errors import RecordError
 from spar.judge.context import RoundContext, RoundDoc
 from spar.judge.coverage import ChangedFiles, had
@@ -48,7 +49,7 @@ COMPLETED_KEYS: tuple[CompletedKey, ...] = get_args(CompletedKey)
 
 def reviewer_entry(cfg: ReviewerConfig, standpoint: str | None) -> ReviewerEntry:
     """A reviewer entry before it ran (`pending`)."""
-    return {
+    entry: ReviewerEntry = {
         "name": cfg.name,
         "preset": cfg.preset,
         "status": ReviewerStatus.PENDING,
@@ -64,6 +65,9 @@ def reviewer_entry(cfg: ReviewerConfig, standpoint: str | None) -> ReviewerEntry
         "standpoint": standpoint,
         "standpoint_report": None,
     }
+    if cfg.preset == ENDPOINT:
+        entry["vendor"] = cfg.vendor_name()  # its endpoint, not its preset, is its vendor
+    return entry
 
 
 def criteria_digest(criteria: list[RoundDoc]) -> str:
@@ -155,6 +159,9 @@ def apply_outcome(round_json: RoundRecord, outcome: ReviewerOutcome, ctx: RoundC
     entry["resets"] = outcome.resets
     entry["observed_model"] = outcome.observed_model
     entry["attempts"] = [a.copy() for a in outcome.attempts]
+    # how many credentials the round's output held, masked (never which)
+    round_json["masked_secrets"] = round_json.get("masked_secrets", 0) + sum(
+        a.get("masked_secrets", 0) for a in outcome.attempts)
     entry["model"] = outcome.model  # the last attempt's model (the fallback after a quota refusal)
     for warning in getattr(outcome, "warnings", []):
         round_json.setdefault("warnings", []).append(f"{outcome.name}: {warning}")
@@ -170,10 +177,12 @@ def apply_outcome(round_json: RoundRecord, outcome: ReviewerOutcome, ctx: RoundC
 
 
 def record_coverage(round_json: RoundRecord, outcomes: list[ReviewerOutcome], changed: list[str],
-                    inline: set[str], workspace: Path, change_diff: bool = False) -> None:
+                    inline: set[str], workspace: Path, not_copied: Set[str] = frozenset(),
+                    change_diff: bool = False) -> None:
     """Each attempt's observed coverage and the round's changed files no completed reviewer saw:
-    inline in the packet, or named by the attempt's read and search calls (`change_diff`: an
-    incremental round, whose workspace/change.diff holds every file's diff)."""
+    inline in the packet, or named by the attempt's read and search calls (never a file
+    `not_copied`: the copies hold only a note for it; `change_diff`: an incremental round,
+    whose workspace/change.diff holds every file's diff)."""
     changed = list(dict.fromkeys(changed))  # each path once, as the lists the record rules check
     files = ChangedFiles(changed)
     inline = inline & set(changed)
@@ -185,7 +194,7 @@ def record_coverage(round_json: RoundRecord, outcomes: list[ReviewerOutcome], ch
         opened: set[str] = set()
         for n, attempt in enumerate(entry["attempts"]):
             named = words[n] if words is not None and n < len(words) else None
-            opened = files.named(named, roots, change_diff) - inline if named is not None else set()
+            opened = files.named(named, roots, change_diff) - inline - not_copied if named is not None else set()
             attempt["coverage"] = {"inline": len(inline), "opened": len(opened), "changed_files": len(changed),
                                    "observed": named is not None,
                                    "opened_files": [path for path in changed if path in opened]}

@@ -20,8 +20,10 @@ import anyio
 from spar.config.model import ReviewerConfig
 from spar.errors import quote
 from spar.judge.refusal import RefusalScan, reason_for
-from spar.proc.environment import reviewer_env
+from spar.judge.transient import transient_failure
+from spar.proc.environment import reviewer_env, vendor_values
 from spar.proc.executable import ExecutableLookup, find_executable
+from spar.proc.masking import secrets_of
 from spar.proc.process import KILL_GRACE, OUTPUT_CAP, GuardedProcess, OutputHandling, ProcessResult
 from spar.records.clock import now
 from spar.records.model import Attempt
@@ -29,11 +31,14 @@ from spar.records.model import ReviewerStatus as S
 from spar.records.usage import attempt_usage
 from spar.round.interface import InputSpec, Monitor, Preset, RunPaths, recorded_argv
 from spar.round.liveness import watch_liveness
+from spar.round.sandboxing import Confinement, confined
 
 if TYPE_CHECKING:
     from spar.progress import Progress
 
 VERSION_TIMEOUT = 30.0
+TRANSIENT_BACKOFF = 3.0  # seconds before the one retry of a transient failure
+MIN_RETRY_SECONDS = 5.0  # a retry needs at least this much of the limit left after the backoff
 
 
 @dataclass
@@ -84,6 +89,8 @@ class _Attempt:
     result: dict[str, Any] | None = None
     output_error: str | None = None
     quota: bool = False  # refused for quota or rate limit (fallback may follow)
+    transient: str | None = None  # failed, and its own words say for a moment (one retry may follow)
+    deadline: float | None = None  # the end of its time limit (anyio clock), once it ran
     warnings: list[str] = field(default_factory=list)  # round warnings (e.g. the CLI ignored a value)
     named_words: list[str] = field(default_factory=list)  # its tool calls' words (coverage)
 
@@ -98,23 +105,27 @@ class RunSettings:
     kill_grace: float
     version_timeout: float
     progress: Progress | None = None
+    transient_backoff: float = TRANSIENT_BACKOFF
     started: dict[str, Any] = field(default_factory=dict)
+    sandbox: str | None = None  # bwrap, when the round's reviewers run in its sandbox (spar/round/sandboxing.py)
 
 
 async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = None,
                         env: Mapping[str, str] | None = None, env_passthrough: list[str] | None = None,
                         output_cap: int = OUTPUT_CAP,
                         kill_grace: float = KILL_GRACE,
-                        version_timeout: float = VERSION_TIMEOUT) -> list[ReviewerOutcome]:
+                        version_timeout: float = VERSION_TIMEOUT, sandbox: str | None = None,
+                        transient_backoff: float = TRANSIENT_BACKOFF) -> list[ReviewerOutcome]:
     """Run every job at once; outcomes in the order of `jobs`.
 
     `env` is the environment reviewers inherit from (default: this process's), each
     through `env_passthrough` and its preset's vendor variables (spar.proc.environment);
     its PATH is where bare executable names are looked up. One reviewer's failure never
-    stops the others.
+    stops the others. `sandbox`: bwrap, to run every reviewer process in its sandbox.
     """
     settings = run_settings(progress=progress, env=env, env_passthrough=env_passthrough, output_cap=output_cap,
-                            kill_grace=kill_grace, version_timeout=version_timeout)
+                            kill_grace=kill_grace, version_timeout=version_timeout, sandbox=sandbox)
+    settings.transient_backoff = transient_backoff
     outcomes: list[ReviewerOutcome | None] = [None] * len(jobs)
 
     async def one(index: int, job: ReviewerJob) -> None:
@@ -128,11 +139,12 @@ async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = 
 
 def run_settings(*, progress: Progress | None = None, env: Mapping[str, str] | None = None,
                  env_passthrough: list[str] | None = None, output_cap: int = OUTPUT_CAP,
-                 kill_grace: float = KILL_GRACE, version_timeout: float = VERSION_TIMEOUT) -> RunSettings:
+                 kill_grace: float = KILL_GRACE, version_timeout: float = VERSION_TIMEOUT,
+                 sandbox: str | None = None) -> RunSettings:
     """What `run_reviewer` needs besides the job (the arguments of `run_reviewers`)."""
     return RunSettings(env=dict(os.environ if env is None else env), passthrough=env_passthrough,
                        output_cap=output_cap, kill_grace=kill_grace, version_timeout=version_timeout,
-                       progress=progress)
+                       progress=progress, sandbox=sandbox)
 
 
 async def run_reviewer(job: ReviewerJob, st: RunSettings) -> ReviewerOutcome:
@@ -148,12 +160,21 @@ async def run_reviewer(job: ReviewerJob, st: RunSettings) -> ReviewerOutcome:
     if cfg.fallback_model:
         models.append(cfg.fallback_model)
     attempts: list[_Attempt] = []
-    for number, model in enumerate(models, start=1):
-        attempt = await _attempt(job, preset, model, number, st)
+    index, deadline = 0, None  # deadline: a retry's, the limit of the attempt it repeats
+    while True:
+        attempt = await _attempt(job, preset, models[index], len(attempts) + 1, st, deadline)
         attempts.append(attempt)
-        if not (attempt.quota and number < len(models)):
+        deadline = _retry_deadline(attempt, attempts, st)
+        if deadline is not None:
+            _status(st, cfg.name, S.RETRYING, f"transient failure; trying {model_label(models[index])} "
+                    f"again in {st.transient_backoff:g}s: {attempt.transient}")
+            await anyio.sleep(st.transient_backoff)
+        elif attempt.quota and index + 1 < len(models):
+            index += 1
+            _status(st, cfg.name, S.FALLBACK,
+                    f"quota or rate limit; retrying with model {model_label(models[index])}")
+        else:
             break
-        _status(st, cfg.name, S.FALLBACK, f"quota or rate limit; retrying with model {model_label(models[number])}")
     last = attempts[-1]
     outcome = ReviewerOutcome(
         name=cfg.name,
@@ -163,7 +184,7 @@ async def run_reviewer(job: ReviewerJob, st: RunSettings) -> ReviewerOutcome:
         observed_model=last.observed_model,
         attempts=[a.record for a in attempts],
         result=last.result,
-        model=models[len(attempts) - 1],
+        model=last.record["model"],
         output_error=last.output_error,
         warnings=list(dict.fromkeys(w for a in attempts for w in a.warnings)),
         named_words=[a.named_words for a in attempts] if preset.observes_reads else None,
@@ -206,7 +227,10 @@ class _Facts:
     exit_code: int | None = None
     monitor: Monitor | None = None
     cli_version: str | None = None  # what the version check printed, once it answered
+    deadline: float | None = None  # where its time limit ends, once it is set
     warnings: list[str] = field(default_factory=list)
+    masks: tuple[bytes, ...] = ()  # the credentials handed to the reviewer: masked in all it prints
+    masked: int = 0  # how many of them its output held (version check and run)
 
     def done(self, status: S, reason: str = "", *, resets: str | None = None, observed_model: str | None = None,
              **kw: Any) -> _Attempt:
@@ -219,32 +243,46 @@ class _Facts:
                       usage=attempt_usage(anyio.current_time() - self.clock_start, usage))
         if self.cli_version is not None:
             record["cli_version"] = self.cli_version  # absent when no version check answered
+        if self.masked:
+            record["masked_secrets"] = self.masked  # how many, never which
         named = self.monitor.named_words if self.monitor is not None else []
         return _Attempt(record=cast(Attempt, record), status=status, reason=reason, resets=resets,
-                        observed_model=observed_model, warnings=self.warnings, named_words=named, **kw)
+                        observed_model=observed_model, warnings=self.warnings, named_words=named,
+                        deadline=self.deadline, **kw)
 
 
-async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: RunSettings) -> _Attempt:
+async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: RunSettings,
+                   deadline: float | None = None) -> _Attempt:
     """One attempt: find the executable, check its version, run it, judge how it ended; all
-    within the reviewer's time limit (G19), which runs from here."""
+    within the reviewer's time limit (G19), which runs from here (or ends at `deadline`: a
+    retry of a transient failure stays inside the limit of the attempt it repeats)."""
     cfg = job.config
     facts = _Facts(model=model, input=job.input)
-    env = reviewer_env(st.env, st.passthrough, preset.vendor_env)  # what this reviewer inherits
+    names = preset.env_names(cfg)  # its vendor's variables, or what its configuration names
+    env = reviewer_env(st.env, st.passthrough, names)  # what this reviewer inherits
+    facts.masks = secrets_of(vendor_values(env, names).values())
     if st.progress is not None:
-        st.progress.reviewer_started(cfg.name, number, model)
+        st.progress.reviewer_started(cfg.name, number, model or preset.unset_model_text)
     try:
         lookup, facts.argv = command_line(job, model, env.get("PATH"))
     except OSError as exc:
         return facts.done(S.FAILED, f"cannot build the command line: {exc.strerror or exc}")
     if lookup.status != "ok" or lookup.path is None:
         return facts.done(S(lookup.status), lookup.reason)
-    deadline = anyio.current_time() + cfg.timeout_seconds  # the attempt's cancel scopes end here
-    if preset.version_args is not None:
-        checked = await _version_check(lookup.path, preset.version_args, run_paths(job), deadline, env, st)
-        if isinstance(checked, tuple):
-            return facts.done(*checked)
-        facts.cli_version = checked
-    return await _run_and_judge(job, preset, lookup.path, _log_suffix(number), deadline, env, st, facts)
+    if deadline is None:
+        deadline = anyio.current_time() + cfg.timeout_seconds  # the attempt's cancel scopes end here
+    facts.deadline = deadline
+    try:
+        with confined(preset, run_paths(job), lookup.path, facts.argv, env, st.sandbox) as jail:
+            if preset.version_args is not None:
+                checked = await _version_check(lookup.path, preset.version_args, run_paths(job), deadline, jail, st,
+                                               facts)
+                if isinstance(checked, tuple):
+                    return facts.done(*checked)
+                facts.cli_version = checked
+            return await _run_and_judge(job, preset, lookup.path, _log_suffix(number), deadline, jail, st, facts)
+    except OSError as exc:
+        return facts.done(S.FAILED, f"cannot prepare the sandbox: {exc.strerror or exc}")
 
 
 def _log_suffix(number: int) -> str:
@@ -252,7 +290,7 @@ def _log_suffix(number: int) -> str:
 
 
 async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str, deadline: float,
-                         env: Mapping[str, str], st: RunSettings, facts: _Facts) -> _Attempt:
+                         jail: Confinement, st: RunSettings, facts: _Facts) -> _Attempt:
     """Run the reviewer until it answers, the monitor objects or `deadline` passes; then judge."""
     cfg = job.config
     paths = run_paths(job)
@@ -269,10 +307,11 @@ async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str
     output = OutputHandling(stdout_path=paths.reviewer_dir / f"stdout{suffix}.log",
                             stderr_path=paths.reviewer_dir / f"stderr{suffix}.log",
                             on_stdout_line=monitor.feed, on_long_stdout_line=monitor.long_line,
-                            on_stderr_text=stderr_text, cap=st.output_cap)
+                            on_stderr_text=stderr_text, cap=st.output_cap, masks=facts.masks)
     liveness = watch_liveness(cfg, monitor, st.progress)
     try:
-        async with GuardedProcess(facts.argv, cwd=paths.workspace, env=env, stdin_text=preset.stdin_text(job.input),
+        async with GuardedProcess(jail.argv(facts.argv), cwd=paths.workspace, env=jail.env,
+                                  stdin_text=preset.stdin_text(job.input),
                                   output=output, kill_grace=st.kill_grace) as proc:
             with anyio.move_on_at(deadline):
                 async with liveness.watching():  # stops waiting when the CLI cannot reach its service
@@ -280,6 +319,7 @@ async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str
     except OSError as exc:
         return facts.done(S.FAILED, f"could not start {quote(exe)}: {exc.strerror or exc}")
     facts.exit_code = proc.result.exit_code
+    facts.masked += proc.result.masked
     facts.warnings.extend(monitor.warnings)
     if liveness.gave_up is not None:  # its process group is ended like a timed-out one's
         return facts.done(S.UNAVAILABLE, liveness.reason(preset.name), observed_model=monitor.observed_model)
@@ -315,7 +355,23 @@ def _judge(cfg: ReviewerConfig, proc: ProcessResult, monitor: Monitor, stderr_re
     if refusal is not None:
         return facts.done(S.UNAVAILABLE, reason_for(refusal), resets=refusal.resets, observed_model=observed,
                           quota=refusal.kind == "quota")
-    return facts.done(S.FAILED, failure_reason(proc, answer.failure), observed_model=observed)
+    if answer.unavailable:
+        return facts.done(S.UNAVAILABLE, answer.unavailable, observed_model=observed)
+    return facts.done(S.FAILED, failure_reason(proc, answer.failure), observed_model=observed,
+                      transient=transient_failure([*answer.error_texts, answer.failure]))
+
+
+def _retry_deadline(attempt: _Attempt, attempts: list[_Attempt], st: RunSettings) -> float | None:
+    """When `attempt` failed for a moment and is not itself a retry: the deadline its one
+    retry runs to (its own), provided the backoff leaves time for a try; else None."""
+    if attempt.transient is None or attempt.deadline is None:
+        return None
+    if len(attempts) > 1 and attempts[-2].transient is not None and attempts[-2].record["model"] == \
+            attempt.record["model"]:
+        return None  # one retry per model
+    if attempt.deadline - anyio.current_time() <= st.transient_backoff + MIN_RETRY_SECONDS:
+        return None
+    return attempt.deadline
 
 
 def failure_reason(proc: ProcessResult, failure: str) -> str:
@@ -337,20 +393,22 @@ def failure_reason(proc: ProcessResult, failure: str) -> str:
 
 
 async def _version_check(exe: str, version_args: tuple[str, ...], paths: RunPaths, deadline: float,
-                         env: Mapping[str, str], st: RunSettings) -> tuple[S, str] | str:
+                         jail: Confinement, st: RunSettings, facts: _Facts) -> tuple[S, str] | str:
     """The first line `<exe> --version` printed when it answers with exit 0 ("" when it
     printed nothing); else (status, reason)."""
     args = [exe, *version_args]
     shown = " ".join(args)
     own_limit = anyio.current_time() + st.version_timeout
     try:
-        async with GuardedProcess(args, cwd=paths.workspace, env=env, output=OutputHandling(cap=64 * 1024),
+        async with GuardedProcess(jail.argv(args), cwd=paths.workspace, env=jail.env,
+                                  output=OutputHandling(cap=64 * 1024, masks=facts.masks),
                                   kill_grace=st.kill_grace) as running:
             with anyio.move_on_at(min(deadline, own_limit)):
                 await running.wait()
     except OSError as exc:
         return S.FAILED, f"version check failed: could not start {quote(exe)}: {exc.strerror or exc}"
     proc = running.result
+    facts.masked += proc.masked
     if proc.timed_out:
         if deadline <= own_limit:
             # the attempt's own limit ran out first: that is the reviewer's timeout (G19)

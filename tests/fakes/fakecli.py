@@ -57,14 +57,21 @@ class Fake:
         path = os.environ.get("SPAR_FAKE_SCENARIO")
         if not path:
             return {}
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        if path.lstrip().startswith("{"):  # the scenario itself (a sandboxed fake sees no test file)
+            data = json.loads(path)
+        else:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
         for key in (os.environ.get("FAKE_NAME"), os.path.basename(sys.argv[0]), self.prog):
             if key and isinstance(data.get(key), dict):
                 return data[key]
         return data
 
-    def apply_model(self, prompt: str | None = None) -> None:
+    def apply_model(self, prompt: str | None = None, *, version: bool = False) -> None:
+        first, marker = self.sc.get("first_call"), self.sc.get("first_call_marker")
+        if isinstance(first, dict) and marker and not version and not os.path.exists(marker):
+            open(marker, "w").close()  # the first call only: a failure a retry does not meet
+            self.sc = {**self.sc, **first}
         overrides = self.sc.get("by_model", {}).get(self.model_arg)
         if isinstance(overrides, dict):
             self.sc = {**self.sc, **overrides}
@@ -117,6 +124,9 @@ class Fake:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if self.sc.get("stderr"):
             self.err(self.sc["stderr"])
+        if self.sc.get("run"):  # a command the model had the CLI run: its output goes to stderr
+            sys.stderr.flush()
+            subprocess.run(self.sc["run"], stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), check=False)
         if self.sc.get("spawn_child"):
             # a grandchild that outlives us unless the whole process group is killed;
             # it inherits stdout, so it also keeps the pipe open
@@ -653,7 +663,7 @@ def main(prog: str) -> None:
     try:
         fake.sc = fake.load_scenario()
         if fake.argv[:1] in (["--version"], ["-v"], ["-V"]):
-            fake.apply_model()
+            fake.apply_model(version=True)
             code = fake.version()
         elif fake.sc.get("replay"):
             code = replay(fake)

@@ -1,0 +1,1 @@
+"""Spar's only code that talks to a network: the `openai-compatible` reviewer's client."""

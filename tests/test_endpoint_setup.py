@@ -1,0 +1,81 @@
+"""Where users meet the openai-compatible preset: `spar doctor` checks the endpoint
+(reachable, key accepted, model listed), `spar init` offers entries for the OpenAI
+variables and local servers answering on loopback, and the verifier's vendor."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from spar.commands.doctor import endpoint_check
+from spar.commands.init import endpoint_offers
+from spar.config.model import ReviewerConfig
+from spar.endpoint.discover import from_environment, local_servers
+from tests.endpointfake import FakeEndpoint, Reply
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def _cfg(base_url: str, **kw) -> ReviewerConfig:
+    return ReviewerConfig(name="ep", preset="openai-compatible", base_url=base_url, model=kw.pop("model", "fake-model"),
+                          **kw)
+
+
+async def test_doctor_says_reachable_key_accepted_and_model_listed():
+    with FakeEndpoint([Reply()]) as fake:
+        check = await endpoint_check(_cfg(fake.base_url, api_key_env="K"), {"K": "right"})
+    assert check.status == "ok" and "key accepted, model fake-model listed" in check.detail
+
+
+async def test_doctor_warns_when_the_model_is_not_listed():
+    with FakeEndpoint([Reply()], models=("a", "b")) as fake:
+        check = await endpoint_check(_cfg(fake.base_url), {})
+    assert check.status == "warning" and "does not list model fake-model (it lists a, b)" in check.detail
+
+
+async def test_doctor_reports_a_refused_key_and_a_missing_variable():
+    with FakeEndpoint([Reply()]) as fake:
+        refused = await endpoint_check(_cfg(fake.base_url, api_key_env="K"), {"K": "wrong"})
+        missing = await endpoint_check(_cfg(fake.base_url, api_key_env="K"), {})
+    assert refused.status == "problem" and "refused the key: HTTP 401 invalid_api_key" in refused.detail
+    assert missing.status == "problem" and "K (api_key_env) is not set" in missing.detail
+
+
+async def test_doctor_reports_an_endpoint_it_cannot_reach():
+    with FakeEndpoint([Reply()]) as fake:
+        url = fake.base_url
+    check = await endpoint_check(_cfg(url), {})
+    assert check.status == "problem" and "cannot connect to 127.0.0.1" in check.detail
+
+
+def test_init_offers_a_local_server_answering_on_loopback_with_its_models():
+    with FakeEndpoint([Reply()], models=("qwen3-coder:30b",)) as fake:
+        port = int(fake.base_url.split(":")[2].split("/")[0])
+        with FakeEndpoint([Reply()]) as gone:
+            closed = int(gone.base_url.split(":")[2].split("/")[0])
+        found = local_servers((("ollama", port), ("vllm", closed)))
+    assert [(f.name, f.models) for f in found] == [("ollama", ["qwen3-coder:30b"])]
+    text = endpoint_offers(found, "/home/u/.config/jaekit/spar.toml")
+    entry = tomllib.loads(text.split("\n", 3)[3])["reviewers"][0]
+    assert entry == {"name": "ollama", "preset": "openai-compatible", "base_url": fake.base_url,
+                     "allowed_models": ["qwen3-coder:30b"]}
+
+
+def test_init_offers_the_openai_variables_without_probing_them():
+    assert from_environment({}) == []
+    [found] = from_environment({"OPENAI_API_KEY": "sk-x", "OPENAI_BASE_URL": "https://gw.example/v1/"})
+    assert (found.base_url, found.api_key_env) == ("https://gw.example/v1", "OPENAI_API_KEY")
+    text = endpoint_offers([found], "spar.toml")
+    assert 'api_key_env = "OPENAI_API_KEY"' in text and "sk-x" not in text
+
+
+def test_the_verifier_vendor_is_the_endpoints_host_or_the_name_given():
+    assert _cfg("https://API.openai.com/v1").vendor_name() == "api.openai.com"
+    assert _cfg("http://127.0.0.1:11434/v1", vendor="local").vendor_name() == "local"
+    assert ReviewerConfig(name="c", preset="claude").vendor_name() == "claude"

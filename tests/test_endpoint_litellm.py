@@ -8,7 +8,8 @@ models (no provider, no weights), installed from PyPI with every file pinned by 
   then `unavailable`, a context window error said plainly (its mock error keywords); an
   exhausted quota (`insufficient_quota`, code "429") moving to the fallback model at once
   and a refused key (401) `unavailable` at once (raised by a callback through its own
-  `ProxyException`, as its proxy raises them).
+  `ProxyException`, as its proxy raises them), and a stream ending in
+  `finish_reason: "length"` `invalid_output` (its streaming hook).
 
 The server is kept from the internet: every `LITELLM_LOCAL_*` setting points it at the
 copies it ships, telemetry is off, HF_HUB_OFFLINE is set and HTTP(S)_PROXY point at a
@@ -89,8 +90,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-# LiteLLM's own extension point, a callback raising its own ProxyException, for the shapes
-# its mock keywords cannot give: an exhausted quota and a refused key
+# LiteLLM's own extension point, a callback raising its own ProxyException or changing its
+# stream, for the shapes its mock keywords cannot give: an exhausted quota, a refused key, a
+# streamed answer cut at the output limit
 HOOKS = '''
 from litellm.integrations.custom_logger import CustomLogger
 from litellm.proxy._types import ProxyException
@@ -109,6 +111,13 @@ class Hooks(CustomLogger):
             raise ProxyException(message=message, type=kind, param=None, code=code)
         return data
 
+    async def async_post_call_streaming_iterator_hook(self, user_api_key_dict, response, request_data):
+        async for chunk in response:  # mock-cut: the stream a server stopped at its output limit
+            for choice in getattr(chunk, "choices", None) or []:
+                if request_data.get("model") == "mock-cut" and getattr(choice, "finish_reason", None) == "stop":
+                    choice.finish_reason = "length"
+            yield chunk
+
 
 hooks = Hooks()
 '''
@@ -119,7 +128,7 @@ def _config(answer: dict) -> str:
     refuse."""
     models = {"mock-reviewer": json.dumps(answer), "mock-ratelimit": "litellm.RateLimitError",
               "mock-server": "litellm.InternalServerError", "mock-toolong": "litellm.ContextWindowExceededError",
-              "mock-quota": "{}", "mock-noauth": "{}"}
+              "mock-quota": "{}", "mock-noauth": "{}", "mock-cut": '{"x": "abcdefgh'}
     lines = ["model_list:"]
     for name, response in models.items():
         lines += [f"  - model_name: {name}", "    litellm_params:", f"      model: openai/{name}",
@@ -202,6 +211,13 @@ async def test_a_real_refused_key_is_unavailable_at_once(tmp_path, litellm):
     outcome = await _one(tmp_path, litellm, "mock-noauth", fallback_model="mock-reviewer")
     assert outcome.status == S.UNAVAILABLE and len(outcome.attempts) == 1
     assert outcome.reason.startswith("authentication: HTTP 401 auth_error: Authentication Error")
+
+
+async def test_a_real_stream_cut_at_the_output_limit_is_invalid_output(tmp_path, litellm):
+    outcome = await _one(tmp_path, litellm, "mock-cut")
+    assert outcome.status == S.COMPLETED and outcome.result is None
+    assert outcome.output_error.startswith("the answer was cut after 15 characters")
+    assert outcome.attempts[0]["usage"]["output_tokens"] > 0
 
 
 async def test_a_real_context_window_error_is_said_plainly(tmp_path, litellm):

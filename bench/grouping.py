@@ -1,6 +1,6 @@
 """How well Spar's claim rule groups findings of different vendors, on third-party reviews.
 
-    .venv/bin/python bench/grouping.py [DATA_DIR] [--json] [--sweep] [--as-filed]
+    .venv/bin/python bench/grouping.py [DATA_DIR] [--json] [--sweep] [--as-filed] [--repeats]
 
 DATA_DIR (default: shared/data/code-review-bench/ beside the repository) holds the
 `evaluations-<judge>.json` files of Martian's code review benchmark (bench/README.md,
@@ -24,6 +24,12 @@ chosen on the pull requests of the other two (TUNED_ON, `--sweep` shows how). `-
 prints a list of {"judge", "pairs", "negatives", "recall", "false_match", "before"}, one
 per judge file, for Spar's rule on the held-out projects; "before" holds the previous
 rule's figures on the same pairs.
+
+`--repeats` measures settling (spar/judge/settle.py): of the pairs the grouping rule pairs,
+those `restates` also accepts, as a later finding `spar triage --repeats` may settle by the
+earlier one's decision. True repeats kept are same-problem pairs it keeps; false settles are
+different-problem pairs it keeps (with the grouping rule alone every grouped pair would
+settle). RESTATES_AT was chosen on TUNED_ON (a sweep is printed first).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spar.judge.settle import RESTATES_AT, restates
 from spar.judge.similar import NEAR_BEST, SIMILAR_AT, claim_similarity, closest_pairs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -215,12 +222,54 @@ def group_table(judges: dict[str, list[PullRequest]]) -> None:
                       f"| {m['false_match']:.3f} |")
 
 
+SETTLE_FALSE_AT = 0.03  # the most different-problem pairs a settling rule may keep (grouping allows 0.05)
+
+
+def settled(prs: list[PullRequest], projects: tuple[str, ...], at: float = RESTATES_AT) -> dict[str, float]:
+    """Of the pairs grouping pairs, those `restates` keeps: counts and shares of all pairs."""
+    grouped_pos = grouped_neg = kept_pos = kept_neg = pairs = negatives = 0
+    for p in (p for p in prs if p.project in projects):
+        grouped = spar_rule(p)
+        pairs, negatives = pairs + len(p.pairs), negatives + len(p.negatives)
+        pos = [x for x in p.pairs if x in grouped]
+        neg = [x for x in p.negatives if x in grouped]
+        grouped_pos, grouped_neg = grouped_pos + len(pos), grouped_neg + len(neg)
+        kept_pos += sum(restates(a[1], b[1], at) for a, b in pos)
+        kept_neg += sum(restates(a[1], b[1], at) for a, b in neg)
+    return {"pairs": pairs, "negatives": negatives, "grouped": grouped_pos, "kept": kept_pos,
+            "grouped_negatives": grouped_neg, "kept_negatives": kept_neg,
+            "recall": round(kept_pos / pairs, 3) if pairs else 0.0,
+            "false_settle": round(kept_neg / negatives, 3) if negatives else 0.0}
+
+
+def repeats_table(judges: dict[str, list[PullRequest]]) -> None:
+    print(f"settling sweep on {', '.join(TUNED_ON)} (recall / false-settle per judge); chosen: the highest"
+          f" lowest recall with every false-settle <= {SETTLE_FALSE_AT}")
+    best: tuple[float, float] | None = None
+    for at in (SIMILAR_AT, 0.25, 0.3, 0.35, 0.4):
+        cells = [settled(prs, TUNED_ON, at) for prs in judges.values()]
+        print(f"  restates_at {at:.2f}  " + "  ".join(f"{c['recall']:.3f} / {c['false_settle']:.3f}" for c in cells))
+        low = min(c["recall"] for c in cells)
+        if max(c["false_settle"] for c in cells) <= SETTLE_FALSE_AT and (best is None or low > best[0]):
+            best = (low, at)
+    print(f"chosen: restates_at {best[1]:.2f}" if best else f"chosen: none meets {SETTLE_FALSE_AT}")
+    print(f"\nsettling at restates_at {RESTATES_AT}, held out: true repeats (same-problem pairs) and false settles"
+          " (different-problem pairs) the grouping rule pairs and the settling rule keeps")
+    print("| judge | same-problem pairs | grouped | settled | different-problem pairs | grouped | settled |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for j, prs in judges.items():
+        m = settled(prs, HELD_OUT)
+        print(f"| {j} | {m['pairs']} | {m['grouped']} | {m['kept']} | {m['negatives']} | {m['grouped_negatives']} "
+              f"| {m['kept_negatives']} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--json", action="store_true", help="one object per judge file, Spar's rule, held-out projects")
     ap.add_argument("--sweep", action="store_true", help="recall/false-match by threshold on the tuning projects")
     ap.add_argument("--as-filed", action="store_true", help="count pairs as when issue 23 was filed")
+    ap.add_argument("--repeats", action="store_true", help="settling: the pairs grouping pairs that restates keeps")
     args = ap.parse_args(argv)
     files = sorted(args.data.glob("evaluations-*.json")) if args.data.is_dir() else []
     if not files:
@@ -234,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"judge": j, **measure(prs, HELD_OUT, "spar"),
                          "before": {"rule": f"closest only, Dice >= {BEFORE[0]}", **before}})
         print(json.dumps(rows, indent=2))
+    elif args.repeats:
+        repeats_table(judges)
     elif args.sweep:
         sweep(judges)
     else:

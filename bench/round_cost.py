@@ -68,6 +68,9 @@ def _config(tmp: Path, info: RepoInfo, count: int, sleep: float) -> Path:
     for name in NAMES[:count]:
         lines += ["[[reviewers]]", f'name = "{name}"', 'preset = "command"',
                   f'argv = ["/bin/sh", "-c", "{command}", "{{prompt}}"]', ""]
+    # Spar's own cost, as before the kernel sandbox (its cost: sandbox_cost.py); in it, the
+    # answer file named inside the shell line would not be there
+    lines += ["[sandbox]", 'mode = "off"', ""]
     path = tmp / f"spar-{count}-{sleep:g}.toml"
     path.write_text("\n".join(lines))
     return path

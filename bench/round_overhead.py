@@ -52,6 +52,7 @@ def write_setup(tmp: Path, info: RepoInfo, sleep: float) -> dict[str, str]:
     for name in REVIEWERS:
         lines += ["[[reviewers]]", f'name = "{name}"', 'preset = "command"',
                   f'argv = ["/bin/sh", "-c", "sleep {sleep}; cat {tmp / "result.json"}", "{{prompt}}"]', ""]
+    lines += ["[sandbox]", 'mode = "off"', ""]  # as before the sandbox (its cost: sandbox_cost.py)
     (tmp / "spar.toml").write_text("\n".join(lines))
     (tmp / "xdg").mkdir()
     return clean_env(SPAR_CONFIG=str(tmp / "spar.toml"), XDG_CONFIG_HOME=str(tmp / "xdg"))

@@ -108,7 +108,10 @@ def measure(lines: int, repeat: int) -> dict[str, Series]:
     tmp = work_dir("stream")
     try:
         sc = scenario(tmp, lines, info.head)
-        (tmp / "spar.toml").write_text(f'[[reviewers]]\nname = "agy"\npreset = "agy"\nbinary = "{FAKE_AGY}"\n')
+        # the fake reads its scenario file: passed on, outside the sandbox
+        (tmp / "spar.toml").write_text('env_passthrough = ["SPAR_FAKE_*"]\n'
+                                       f'[[reviewers]]\nname = "agy"\npreset = "agy"\nbinary = "{FAKE_AGY}"\n'
+                                       '[sandbox]\nmode = "off"\n')
         (tmp / "xdg").mkdir()
         env = clean_env(SPAR_FAKE_SCENARIO=str(sc), SPAR_CONFIG=str(tmp / "spar.toml"),
                         XDG_CONFIG_HOME=str(tmp / "xdg"))

@@ -10,7 +10,7 @@ import traceback
 from typing import NoReturn
 
 from spar import __version__
-from spar.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, SparError, UsageError, exit_for_signal
+from spar.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, SparError, Terminated, UsageError, exit_for_signal
 from spar.textsafe import terminal_safe
 
 # each command and its one-line summary, in help order; its module under spar.commands is the
@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("spar: interrupted", file=sys.stderr)
         return exit_for_signal(signal.SIGINT)
+    except Terminated as stop:
+        print("spar: terminated (SIGTERM)", file=sys.stderr)
+        return exit_for_signal(stop.signum)
     except BrokenPipeError:
         return EXIT_INTERNAL
     except Exception as exc:  # anything unexpected is an internal error, never a traceback-only exit 1

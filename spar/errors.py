@@ -64,6 +64,14 @@ class WriteFailed(SparError):
     exit_code = EXIT_INTERNAL
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived while Spar waited on a program of its own (`spar.git`), raised there so
+    that the program is ended on the way out; `spar.cli` exits 143 for it. A BaseException,
+    as KeyboardInterrupt is: no `except Exception` may swallow it."""
+
+    signum = 15  # SIGTERM
+
+
 def exit_for_signal(signum: int) -> int:
     """The shell's exit code for a process ended by signal `signum`."""
     return EXIT_SIGNAL + signum

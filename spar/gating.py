@@ -16,6 +16,7 @@ from spar import git
 from spar.errors import RecordError, Refused, quote
 from spar.judge import gate as judgement
 from spar.judge.dispositions import Key, LookupResult
+from spar.judge.linemap import LineMap, parse_diff
 from spar.records import readers
 from spar.records.model import RoundRecord
 from spar.series import repository_of
@@ -177,13 +178,25 @@ def _reload(series: str, name: str) -> judgement.DuplicateLinks | str:
         return _why(exc)
 
 
+def _fix_diff(round_json: RoundRecord, earlier: str) -> LineMap | None:
+    """The line changes from `earlier` to the round's head in its repository (the last fix);
+    None when they cannot be read (a commit or the repository gone)."""
+    repo = repository_of(round_json)
+    if repo is None:
+        return None
+    try:
+        return parse_diff(git.line_diff(repo, earlier, round_json["head"]))
+    except (git.GitError, OSError):
+        return None
+
+
 def build_gate(round_args: list[str], expect_head: str | None, *, real_args: list[str] | None = None,
                series_folders: dict[str, list[str] | str] | None = None) -> dict[str, Any]:
     """Read and judge, one round at a time; the document without previous_gate_digest.
     `real_args` (the real path of each argument) and `series_folders` (each series'
     round folders, or why it cannot be listed) when the caller has them already."""
     reals = real_args if real_args is not None else [os.path.realpath(arg) for arg in round_args]
-    fold = judgement.Judgement(_reload, _extra_lookup)
+    fold = judgement.Judgement(_reload, _extra_lookup, _fix_diff)
     seen: set[str] = set()
     series_args: dict[str, str] = {}
     for arg, real in zip(round_args, reals, strict=True):

@@ -10,15 +10,16 @@ import contextlib
 import os
 import re
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-from spar.errors import Refused, quote
+from spar.errors import Refused, Terminated, quote
 from spar.pathtext import path_text, text_bytes
 
 # Variables that would point git at another repository than the one we name with -C.
@@ -40,7 +41,11 @@ _DROPPED_ENV = (
 
 # how long one git command may take: far more than any read Spar asks for, so that a git
 # stuck on a lock or a dead network file system ends the command instead of hanging it
-TIME_LIMIT = 600.0  # also a FIFO among the ignore files, which blocks git forever
+TIME_LIMIT = 600.0
+# the queries that read little (status, check-ignore, ls-files, rev-parse): git status of
+# a 400,000-file work tree takes a few seconds; a FIFO among the ignore files (or a hung
+# file system) blocks git forever, and 30 s is how long a user waits for the plain error
+QUICK_LIMIT = 30.0
 
 BLOB_MODES = {"100644": "file", "100755": "executable", "120000": "symlink"}
 
@@ -85,17 +90,38 @@ def run(repo: Path | str, *args: str, input: bytes | None = None, ok: tuple[int,
     except OSError as exc:
         raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
     try:
-        out, err = proc.communicate(input, timeout=timeout)
+        with _sigterm_raises():
+            out, err = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
         _end_group(proc)
-        raise GitError(f"git {next(iter(args), '')} did not finish within {timeout:g}s") from None
-    except BaseException:  # Ctrl-C or the like: git must not outlive it
+        raise GitError(f"git {next(iter(args), '')} did not finish within {timeout:g}s (a FIFO or a hung "
+                       "file system among the files it reads?)") from None
+    except BaseException:  # Ctrl-C, SIGTERM or the like: git must not outlive it
         _end_group(proc)
         raise
     done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
     if done.returncode not in ok:
         raise GitError(_failure(args, done))
     return done
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises Terminated meanwhile, where it would end Python at once (its default)
+    and leave git, in a session of its own, running; a handler someone set is left alone,
+    and signal handlers are the main thread's only."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _end_group(proc: subprocess.Popen[bytes]) -> None:
@@ -137,7 +163,7 @@ def repo_root(path: Path | str) -> Path | None:
     start = _existing_dir(Path(path))
     if start is None:
         return None
-    proc = run(start, "rev-parse", "--show-toplevel", ok=(0, 128))
+    proc = run(start, "rev-parse", "--show-toplevel", ok=(0, 128), timeout=QUICK_LIMIT)
     if proc.returncode == 0:
         out = _decode(proc.stdout).rstrip("\n")
         return Path(out) if out else None
@@ -191,15 +217,21 @@ class Uncommitted(NamedTuple):
 
     modified: int  # tracked files changed (staged or not), deleted ones included
     untracked: int  # files git neither tracks nor ignores
+    marked: tuple[str, ...] = ()  # the changed or untracked paths the caller's `mark` picked, sorted
 
 
-def uncommitted(repo: Path | str) -> Uncommitted:
+MARKED_MAX = 20  # marked paths kept (a count of them would do beyond)
+
+
+def uncommitted(repo: Path | str, mark: Callable[[str], bool] | None = None) -> Uncommitted:
     """Counts of the working tree's changes against HEAD (`git status`, which writes
-    nothing with optional locks off)."""
-    out = run(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames").stdout
+    nothing with optional locks off), and the first MARKED_MAX of those paths `mark` picks."""
+    out = run(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+              timeout=QUICK_LIMIT).stdout
     entries = [entry for entry in out.split(b"\0") if entry]
     untracked = sum(1 for entry in entries if entry.startswith(b"?? "))
-    return Uncommitted(modified=len(entries) - untracked, untracked=untracked)
+    marked = sorted(path for path in (_decode(entry[3:]) for entry in entries) if mark is not None and mark(path))
+    return Uncommitted(modified=len(entries) - untracked, untracked=untracked, marked=tuple(marked[:MARKED_MAX]))
 
 
 class Snapshot(NamedTuple):
@@ -207,6 +239,8 @@ class Snapshot(NamedTuple):
 
     commit: str
     tree: str
+    nested: tuple[str, ...] = ()  # untracked folders holding a repository: only its commit is recorded
+    too_large: tuple[tuple[str, int], ...] = ()  # (path, size) of untracked files over the cap: a note each
 
 
 # a fixed identity and date: the same working tree on the same HEAD gives the same commit,
@@ -217,24 +251,138 @@ _SNAPSHOT_IDENTITY = {
 }
 
 
-def snapshot_worktree(repo: Path | str, parent: str) -> Snapshot:
+def snapshot_worktree(repo: Path | str, parent: str, max_bytes: int | None = None) -> Snapshot:
     """The working tree as a commit on `parent`: tracked files as they are on disk and the
     untracked files the ignore rules do not ignore. Built in an index file of its own, so the
-    user's index, files and refs stay as they are; only objects are added to the repository."""
+    user's index, files and refs stay as they are; only objects are added to the repository.
+    With `max_bytes`, a file larger than that (its size, however sparse) is streamed into the
+    repository, never read whole into git's memory, and an untracked one is not read at all:
+    the commit holds a note saying its size instead (`Snapshot.too_large`)."""
+    streaming = ["-c", f"core.bigFileThreshold={max_bytes}"] if max_bytes is not None else []
     with tempfile.TemporaryDirectory(prefix="spar-index-") as tmp:
-        index = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        # every command of the index: one that looks at a file again would run the filter
+        index = {"GIT_INDEX_FILE": os.path.join(tmp, "index"), **_without_local_filters(repo)}
         run(repo, "read-tree", parent, env=index)
-        run(repo, "add", "--all", "--", ":/", env=index)
+        large = _large_untracked(repo, index, max_bytes) if max_bytes is not None else {}
+        pathspecs = ":/\0" + "".join(literal_pathspec(path_text(p), exclude=True) + "\0" for p in large)
+        run(repo, *streaming, "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul",
+            input=os.fsencode(pathspecs), env=index)
+        if large:
+            _add_notes(repo, index, large, max_bytes or 0)
         tree = run(repo, "write-tree", env=index).stdout.decode("ascii").strip()
+        nested = _gitlinks(run(repo, "ls-files", "-z", "--stage", env=index).stdout)
     message = f"spar: the working tree on {parent}\n"
     commit = run(repo, "commit-tree", "--no-gpg-sign", "-p", parent, tree, input=message.encode(),
                  env=_SNAPSHOT_IDENTITY).stdout.decode("ascii").strip()
-    return Snapshot(commit=commit, tree=tree)
+    # git adds a folder holding a repository (a `.git` folder or file) as that repository's
+    # commit, none of its files: the copies hold nothing of it
+    known = _gitlinks(run(repo, "ls-tree", "-r", "-z", "--full-tree", parent).stdout)
+    return Snapshot(commit=commit, tree=tree, nested=tuple(sorted(set(nested) - set(known))),
+                    too_large=tuple(large.items()))
+
+
+def _without_local_filters(repo: Path | str) -> dict[str, str]:
+    """Variables that turn off every filter driver the repository's own configuration
+    defines: whoever wrote the change could write `.git/config` too, and a clean filter
+    would record other bytes than the working tree holds. The user's and system's drivers
+    (git-lfs installs its own there) stay as they are."""
+    out = run(repo, "config", "--local", "-z", "--get-regexp", r"^filter\..+\.(clean|smudge|process|required)$",
+              ok=(0, 1)).stdout
+    names = {_decode(entry.split(b"\n", 1)[0]).partition(".")[2].rpartition(".")[0]
+             for entry in out.split(b"\0") if entry}
+    settings = [(f"filter.{name}.{key}", value) for name in sorted(names)
+                for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))]
+    env = {"GIT_CONFIG_COUNT": str(len(settings))}
+    for n, (key, value) in enumerate(settings):
+        env[f"GIT_CONFIG_KEY_{n}"], env[f"GIT_CONFIG_VALUE_{n}"] = key, value
+    return env
+
+
+def _large_untracked(repo: Path | str, index: dict[str, str], max_bytes: int) -> dict[str, int]:
+    """Untracked, not ignored regular files over `max_bytes` (st_size: a sparse file counts
+    its whole size) -> their size; paths as TreeEntry holds them."""
+    out = run(repo, "ls-files", "-z", "--others", "--exclude-standard", env=index).stdout
+    large = {}
+    for raw in out.split(b"\0"):
+        if not raw or raw.endswith(b"/"):  # a nested repository's folder
+            continue
+        try:
+            st = os.lstat(os.path.join(os.fsencode(repo), raw))
+        except OSError:
+            continue  # gone meanwhile: git add will not find it either
+        if stat.S_ISREG(st.st_mode) and st.st_size > max_bytes:
+            large[_decode(raw)] = st.st_size
+    return large
+
+
+def _add_notes(repo: Path | str, index: dict[str, str], large: dict[str, int], max_bytes: int) -> None:
+    """Each file of `large` in the index as a small note saying its size (one object per note)."""
+    lines = []
+    for path, size in large.items():
+        note = (f"spar: this untracked file of the working tree is {size} bytes, over the {max_bytes}-byte cap "
+                "per file (max_copy_bytes), so spar did not read it; this note stands in for it.\n")
+        sha = run(repo, "hash-object", "-w", "--stdin", input=note.encode()).stdout.decode("ascii").strip()
+        lines.append(b"100644 " + sha.encode() + b"\t" + path.encode("utf-8", "surrogateescape") + b"\0")
+    run(repo, "update-index", "-z", "--index-info", input=b"".join(lines), env=index)
+
+
+def _gitlinks(listing: bytes) -> list[str]:
+    """The paths of the gitlink entries (mode 160000) of an `ls-files -s -z` or `ls-tree -z` listing."""
+    out = []
+    for record in listing.split(b"\0"):
+        meta, tab, path = record.partition(b"\t")
+        if tab and meta.startswith(b"160000 "):
+            out.append(path_text(path))
+    return out
 
 
 def tree_of(repo: Path | str, commit: str) -> str:
     """The tree ID of `commit`."""
     return run(repo, "rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}").stdout.decode("ascii").strip()
+
+
+# the empty tree in each object format: an attribute source that holds no `.gitattributes`
+_EMPTY_TREE = {"sha1": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+               "sha256": "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"}
+_STORES: dict[str, tuple[str, str]] = {}
+
+
+def _object_store(repo: Path | str) -> tuple[str, str]:
+    """(absolute objects folder, object format) of `repo`, asked once per repository."""
+    key = os.path.realpath(repo)
+    if key not in _STORES:
+        out = _decode(run(repo, "rev-parse", "--path-format=absolute", "--git-path", "objects",
+                          "--show-object-format").stdout).splitlines()
+        if len(out) != 2 or out[1] not in _EMPTY_TREE:
+            raise GitError(f"git rev-parse: cannot tell where {repo} keeps its objects")
+        _STORES[key] = (out[0], out[1])
+    return _STORES[key]
+
+
+@contextlib.contextmanager
+def plain(repo: Path | str) -> Iterator[dict[str, str]]:
+    """Variables for a git that reads `repo`'s objects and nothing else of it: a repository
+    of its own (bare, no refs, an empty configuration) borrowing the object folder. So no
+    attribute of the reviewed change (`-diff`, `binary`, `diff=DRIVER`, `text`, `eol`,
+    `filter`), of the repository (`info/attributes`, `.git/config` drivers, `diff.*`
+    settings, replace refs) or of the user's and system's configuration changes what a diff
+    or a blob read shows; git's own rule alone decides what is binary (a NUL byte)."""
+    objects, object_format = _object_store(repo)
+    with tempfile.TemporaryDirectory(prefix="spar-plain-git-") as gitdir:
+        os.mkdir(os.path.join(gitdir, "refs"))
+        with open(os.path.join(gitdir, "HEAD"), "w", encoding="ascii") as f:
+            f.write("ref: refs/heads/none\n")  # unborn: no tree to take attributes from
+        with open(os.path.join(gitdir, "config"), "w", encoding="ascii") as f:
+            f.write(f"[core]\n\trepositoryformatversion = 1\n\tbare = true\n"
+                    f"[extensions]\n\tobjectformat = {object_format}\n")
+        yield {
+            "GIT_DIR": gitdir, "GIT_OBJECT_DIRECTORY": objects, "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_ATTR_NOSYSTEM": "1", "GIT_NO_REPLACE_OBJECTS": "1",
+            # the user's attributes file is read even without a global configuration
+            "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.attributesFile", "GIT_CONFIG_VALUE_0": os.devnull,
+            # git 2.40 and later: attributes from this tree only (earlier versions ignore it)
+            "GIT_ATTR_SOURCE": _EMPTY_TREE[object_format],
+        }
 
 
 def _ref_exists(repo: Path | str, ref: str) -> bool:
@@ -310,15 +458,22 @@ def _ls_tree(repo: Path | str, commit: str) -> list[TreeEntry]:
     return entries
 
 
-def read_blobs(repo: Path | str, shas: Iterable[str]) -> dict[str, bytes]:
-    """Contents of every blob in `shas`, through one `git cat-file --batch` process."""
+def _object_ids(shas: Iterable[str]) -> list[str]:
+    """`shas` once each, in order; GitError for one that a batch request line cannot carry."""
     wanted = list(dict.fromkeys(shas))
-    if not wanted:
-        return {}
     for sha in wanted:
         if not sha or any(c in sha for c in " \t\n\0"):
             raise GitError(f"not an object ID: {sha!r}")
-    out = run(repo, "cat-file", "--batch", input="".join(s + "\n" for s in wanted).encode()).stdout
+    return wanted
+
+
+def read_blobs(repo: Path | str, shas: Iterable[str]) -> dict[str, bytes]:
+    """Contents of every blob in `shas`, through one `git cat-file --batch` process."""
+    wanted = _object_ids(shas)
+    if not wanted:
+        return {}
+    with plain(repo) as env:  # bytes as committed: no replace refs
+        out = run(repo, "cat-file", "--batch", input="".join(s + "\n" for s in wanted).encode(), env=env).stdout
     result: dict[str, bytes] = {}
     pos = 0
     for sha in wanted:
@@ -333,18 +488,37 @@ def read_blobs(repo: Path | str, shas: Iterable[str]) -> dict[str, bytes]:
     return result
 
 
+def blob_sizes(repo: Path | str, shas: Iterable[str]) -> dict[str, int]:
+    """The size in bytes of every blob in `shas` (`git cat-file --batch-check`: no blob is read)."""
+    wanted = _object_ids(shas)
+    if not wanted:
+        return {}
+    with plain(repo) as env:
+        out = run(repo, "cat-file", "--batch-check", input="".join(s + "\n" for s in wanted).encode(),
+                  env=env).stdout.decode("ascii", "replace").splitlines()
+    sizes: dict[str, int] = {}
+    for sha, line in zip(wanted, out, strict=False):
+        header = line.split(" ")
+        if len(header) != 3 or header[1] != "blob" or not header[2].isdigit():
+            raise GitError(f"git cat-file: {sha} is not a blob ({' '.join(header[1:]) or 'no answer'})")
+        sizes[sha] = int(header[2])
+    return sizes
+
+
 def stream_blobs(repo: Path | str, shas: Iterable[str]) -> Iterator[tuple[str, bytes]]:
     """(sha, content) for each blob of `shas` in order, through one `git cat-file --batch`,
     as git answers: memory holds one blob at a time, not the whole tree."""
-    wanted = list(dict.fromkeys(shas))
+    wanted = _object_ids(shas)
     if not wanted:
         return
-    for sha in wanted:
-        if not sha or any(c in sha for c in " \t\n\0"):
-            raise GitError(f"not an object ID: {sha!r}")
+    with plain(repo) as env:  # bytes as committed: no replace refs
+        yield from _stream_blobs(repo, wanted, env)
+
+
+def _stream_blobs(repo: Path | str, wanted: list[str], env: dict[str, str]) -> Iterator[tuple[str, bytes]]:
     try:
         proc = subprocess.Popen(_argv(repo, ["cat-file", "--batch"]), stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env())
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**_env(), **env})
     except OSError as exc:
         raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
 
@@ -406,7 +580,7 @@ def is_ignored(repo: Path | str, path: Path | str, *, directory: bool | None = N
         directory = Path(path).is_dir() if Path(path).is_absolute() else (Path(repo) / path).is_dir()
     if directory and rel != ".":
         rel += "/"
-    proc = run(repo, "check-ignore", "-q", "--no-index", "--", rel, ok=(0, 1))
+    proc = run(repo, "check-ignore", "-q", "--no-index", "--", rel, ok=(0, 1), timeout=QUICK_LIMIT)
     return proc.returncode == 0
 
 
@@ -414,31 +588,43 @@ def tracked_under(repo: Path | str, path: Path | str) -> bool:
     """Whether the index holds any file at or under `path`."""
     rel = _relative(repo, path)
     # literal: a record path may hold `*` or `[` (check-ignore takes plain paths already)
-    out = run(repo, "ls-files", "-z", "--full-name", "--", f":(literal){rel}").stdout
+    out = run(repo, "ls-files", "-z", "--full-name", "--", f":(literal){rel}", timeout=QUICK_LIMIT).stdout
     return bool(out.strip(b"\0"))
 
 
 def tracks(repo: Path | str, path: Path | str) -> bool:
     """Whether the index holds `path` itself as an entry (a file, a link or a submodule)."""
     rel = _relative(repo, path)
-    out = run(repo, "ls-files", "-z", "--full-name", "--", f":(literal){rel}").stdout
+    out = run(repo, "ls-files", "-z", "--full-name", "--", f":(literal){rel}", timeout=QUICK_LIMIT).stdout
     return rel.encode("utf-8", "surrogateescape") in out.split(b"\0")
 
 
-def _diff_args(base: str, head: str) -> list[str]:
-    # fixed prefixes and no external programs, whatever the user's diff settings
+def _diff_args(repo: Path | str, base: str, head: str) -> list[str]:
+    # fixed prefixes and no external programs, whatever the user's diff settings; run in
+    # `plain`, which knows no names, so revisions are commit IDs by then
     return ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",
-            "--src-prefix=a/", "--dst-prefix=b/", base, head, "--"]
+            "--src-prefix=a/", "--dst-prefix=b/", _object_id(repo, base), _object_id(repo, head), "--"]
+
+
+def _object_id(repo: Path | str, rev: str) -> str:
+    if _FULL_ID.fullmatch(rev):
+        return rev
+    return resolve_commit(repo, rev)
+
+
+def _plain_run(repo: Path | str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    with plain(repo) as env:
+        return run(repo, *args, env=env)
 
 
 def diff_stat(repo: Path | str, base: str, head: str) -> str:
-    args = _diff_args(base, head)
+    args = _diff_args(repo, base, head)
     args.insert(1, "--stat")
-    return _decode(run(repo, *args).stdout)
+    return _decode(_plain_run(repo, *args).stdout)
 
 
 def diff(repo: Path | str, base: str, head: str) -> bytes:
-    return run(repo, *_diff_args(base, head)).stdout
+    return _plain_run(repo, *_diff_args(repo, base, head)).stdout
 
 
 @dataclass
@@ -460,30 +646,41 @@ def diff_with_stat(repo: Path | str, base: str, head: str, keep: int, pathspecs:
     """The stat and at most `keep` + 1 bytes of the patch: git is stopped once the patch
     is longer than the caller keeps, so a change of thousands of files costs the stat
     and the kept part, not the whole patch. The stat runs meanwhile, in parallel."""
-    args = _diff_args(base, head) + list(pathspecs)
+    args = _diff_args(repo, base, head) + list(pathspecs)
+    with plain(repo) as plain_env:
+        return _diff_with_stat(repo, args, keep, {**_env(), **plain_env})
+
+
+def _diff_with_stat(repo: Path | str, args: list[str], keep: int, env: dict[str, str]) -> Change:
     with _scratch() as stat_out, _scratch() as stat_err, _scratch() as err:  # never pipes either side could block on
         try:
             stat_proc = subprocess.Popen(_argv(repo, [args[0], "--stat", *args[1:]]), stdin=subprocess.DEVNULL,
-                                         stdout=stat_out, stderr=stat_err, env=_env())
+                                         stdout=stat_out, stderr=stat_err, env=env)
         except OSError as exc:
             raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
         try:
             proc = subprocess.Popen(_argv(repo, args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=err, env=_env())
+                                    stderr=err, env=env)
         except OSError as exc:
             stat_proc.kill()
             stat_proc.wait()
             raise GitError(f"cannot run git: {exc.strerror or exc}") from exc
         assert proc.stdout is not None
         patch = bytearray()
-        with proc.stdout:
-            while len(patch) <= keep and (chunk := proc.stdout.read(min(1 << 16, keep + 1 - len(patch)))):
-                patch += chunk
-        complete = len(patch) <= keep
-        if not complete:
-            proc.kill()  # the rest would be read only to be thrown away
-        code = proc.wait()
-        stat_code = stat_proc.wait()
+        try:
+            with proc.stdout, _sigterm_raises():
+                while len(patch) <= keep and (chunk := proc.stdout.read(min(1 << 16, keep + 1 - len(patch)))):
+                    patch += chunk
+                complete = len(patch) <= keep
+                if not complete:
+                    proc.kill()  # the rest would be read only to be thrown away
+                code = proc.wait()
+                stat_code = stat_proc.wait()
+        except BaseException:  # Ctrl-C, SIGTERM: neither git outlives it
+            for child in (proc, stat_proc):
+                child.kill()
+                child.wait()
+            raise
         for what, returncode, errors in (("--stat", stat_code, stat_err), ("", code if complete else 0, err)):
             if returncode != 0:
                 errors.seek(0)
@@ -505,9 +702,9 @@ class ChangedFile:
 
 def changed_files(repo: Path | str, base: str, head: str) -> list[ChangedFile]:
     """Every file the diff from `base` to `head` touches, in git's order."""
-    args = _diff_args(base, head)
+    args = _diff_args(repo, base, head)
     args[1:1] = ["--numstat", "-z"]
-    fields = run(repo, *args).stdout.split(b"\0")
+    fields = _plain_run(repo, *args).stdout.split(b"\0")
     out: list[ChangedFile] = []
     i = 0
     while i < len(fields) and fields[i]:
@@ -548,6 +745,6 @@ def _number(raw: bytes) -> int | None:
 
 def line_diff(repo: Path | str, old: str, new: str) -> str:
     """`git diff -U0 -M` from one commit to another, for following lines (spar.judge.linemap)."""
-    args = _diff_args(old, new)
+    args = _diff_args(repo, old, new)
     args[1:1] = ["-U0", "-M"]
-    return _decode(run(repo, *args).stdout)
+    return _decode(_plain_run(repo, *args).stdout)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from spar.judge.classify import rule_words
 from spar.judge.verdicts import NO_VERDICT_RANK, RANKS
 from spar.records import usage as usage_text
 from spar.records.model import ReviewerStatus
@@ -43,7 +44,8 @@ text-align:left;vertical-align:top}th{background:#f5f5f5}td.num{text-align:right
 .badge{display:inline-block;padding:0 6px;border-radius:9px;color:#fff;font-size:12px;margin:1px 2px}
 .cls{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px}
 .finding{border:1px solid #ddd;border-radius:6px;padding:8px 10px;margin:8px 0}
-.finding h3{font-size:14px;margin:0 0 4px}.hist{margin:4px 0 0 0;padding-left:18px}code{font-size:12px}
+.finding h3{font-size:14px;margin:0 0 4px}.details{margin:4px 0}.details dt{font-weight:bold;font-size:12px}
+.details dd{margin:0 0 4px 12px;white-space:pre-wrap}.hist{margin:4px 0 0 0;padding-left:18px}code{font-size:12px}
 svg text{font:12px system-ui,sans-serif}
 """
 
@@ -131,8 +133,12 @@ def findings_chart_svg(rounds: list[dict[str, Any]]) -> str:
 def _gate_html(gate: dict[str, Any]) -> str:
     state = gate.get("state") or "unknown"
     klass = state if state in ("passed", "blocked") else "unknown"
+    gated = gate.get("gated") or []
     lines = [f'<div class="gate {klass}" id="gate"><strong>Gate: {_e(state)}</strong>'
-             f' <span class="muted">(every round of the series, as <code>spar gate</code> judges it now)</span>']
+             f' <span class="muted">(as <code>spar gate</code> judges {_names(gated, "round")} now)</span>']
+    if gate.get("not_gated"):
+        lines.append(f'<p class="muted">Not gated: {_names(gate["not_gated"], "dry run")}; '
+                     "<code>spar gate</code> blocks on a dry run only when it is listed.</p>")
     if gate.get("error"):
         lines.append(f"<p>{_e(gate['error'])}</p>")
     reasons = gate.get("reasons") or []
@@ -142,6 +148,15 @@ def _gate_html(gate: dict[str, Any]) -> str:
         lines.append(f"<p>Open findings: {_e(', '.join(gate['open']))}</p>")
     lines.append("</div>")
     return "".join(lines)
+
+
+def _names(names: list[str], what: str, shown: int = 12) -> str:
+    """`round a, b and c`, escaped; a long list cut after `shown` names, saying how many more."""
+    if not names:
+        return f"no {what}"
+    text = ", ".join(names[:shown])
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return _e(f"{what}{'s' if len(names) > 1 else ''} {text}{more}")
 
 
 def _rounds_table(rounds: list[dict[str, Any]]) -> str:
@@ -254,8 +269,10 @@ def _grouped(findings: list[dict[str, Any]]) -> list[tuple[dict[str, Any] | None
         else:
             singles.append((None, [f]))
     ordered = sorted(groups.values(), key=lambda g: -len(g[0].get("vendors") or []))
-    # a verified round: the verdict first (confirmed, none or unsure, refuted), then that order
-    return sorted([(g, members) for g, members in ordered] + singles, key=lambda entry: _rank(entry[1][0]))
+    # a verified round: the verdict first (confirmed, none or unsure, refuted; a group its best
+    # member's, each verdict covering its own member), then that order
+    return sorted([(g, members) for g, members in ordered] + singles,
+                  key=lambda entry: min(_rank(m) for m in entry[1]))
 
 
 def _rank(f: dict[str, Any]) -> int:
@@ -274,6 +291,21 @@ def _verification(f: dict[str, Any], verified: bool) -> str:
             f'{_e(v["verifier"])} ({_e(v["preset"])}), call {_e(v["call"])}: {_e(v["evidence"])}</p>')
 
 
+DETAILS = (("failure_scenario", "failure scenario"), ("evidence", "evidence"), ("smallest_fix", "smallest fix"))
+
+
+def _details(f: dict[str, Any]) -> str:
+    """The reviewer's failure scenario, evidence and smallest fix (each when given), as data."""
+    rows = [f"<dt>{label}</dt><dd>{_e(f[key])}</dd>" for key, label in DETAILS
+            if isinstance(f.get(key), str) and f[key].strip()]
+    return f'<dl class="details">{"".join(rows)}</dl>' if rows else ""
+
+
+def _rule(f: dict[str, Any]) -> str:
+    words = rule_words(f["class_reason"]) if isinstance(f.get("class_reason"), str) else ""
+    return f" ({_e(words)})" if words else ""
+
+
 def _finding_html(round_name: str, f: dict[str, Any], verified: bool = False) -> str:
     cls = str(f["class"]) if f.get("class") in CLASSES else "note"
     where = f.get("path") or "(unreadable location)"
@@ -281,9 +313,9 @@ def _finding_html(round_name: str, f: dict[str, Any], verified: bool = False) ->
     return (f'<div class="finding" id="{_e(round_name)}/{_e(f["id"])}" data-standing="{_e(standing)}">'
             f'<h3><span class="cls" style="background:{COLORS[cls]}"></span>{_e(f["id"])} · {_e(cls)} · '
             f'<code>{_e(where)}</code> · {_e(standing)}</h3>'
-            f'<p>{_e(f.get("claim"))}</p>'
-            f'<p class="muted">location {_e(f.get("location"))} · {_e(f.get("class_reason"))}'
-            + _memory(f) + "</p>" + _verification(f, verified)
+            f'<p>{_e(f.get("claim"))}</p>' + _details(f)
+            + f'<p class="muted">location {_e(f.get("location"))} · {_e(f.get("class_reason"))}'
+            + _rule(f) + _memory(f) + "</p>" + _verification(f, verified)
             + _history(f["history"]) + "</div>")
 
 

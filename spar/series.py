@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from spar import git
 from spar.config.model import DEFAULT_CAPS, STAGES
@@ -32,14 +33,19 @@ def round_folder(arg: str) -> tuple[Path, Path]:
     return path, path.parent
 
 
-def series_folder(arg: str, *, may_be_new: bool = False) -> Path:
-    """The SERIES argument of extend and cap-report: an existing folder that is not
-    itself a round folder (a round's path given by mistake would otherwise read as
+def series_folder(arg: str, *, may_be_new: bool = False, read: Literal["empty ok", "rounds"] | None = None) -> Path:
+    """The SERIES argument of extend, cap-report and report: an existing folder that is
+    not itself a round folder (a round's path given by mistake would otherwise read as
     an empty series, or get an extensions.jsonl that no cap decision ever reads).
 
     may_be_new (extend): a series without rounds yet may not exist, as long as the
     folder holding it does; a project cap of 0 makes `spar run` ask for an
-    extension before the series' first round."""
+    extension before the series' first round.
+
+    read (cap-report, report): the folder must hold a round folder or the series'
+    extensions.jsonl, so that a source folder given by mistake is refused rather than
+    read as an empty series; "empty ok" lets an empty folder through (a series whose
+    first round is still to come has its default caps), "rounds" does not."""
     path = Path(arg)
     if not path.exists() and not path.is_symlink() and may_be_new:
         parent = Path(os.path.abspath(arg)).parent
@@ -53,7 +59,27 @@ def series_folder(arg: str, *, may_be_new: bool = False) -> Path:
     if os.path.lexists(path / readers.ROUND_FILE):
         raise Refused(f"series {quote(arg)} is a round folder (it holds round.json); "
                       f"its series is {quote(os.path.dirname(os.path.abspath(arg)))}")
+    if read is not None:
+        _check_holds_a_series(arg, path, empty_ok=read == "empty ok")
     return path
+
+
+def _check_holds_a_series(arg: str, path: Path, *, empty_ok: bool) -> None:
+    """Refused unless `path` holds a round folder (with round.json, or one a killed run
+    left) or extensions.jsonl; an empty folder passes when `empty_ok`."""
+    if (os.path.lexists(path / readers.EXTENSIONS_FILE) or readers.series_round_names(path)
+            or readers.unfinished_rounds(path)):
+        return
+    try:
+        with os.scandir(path) as entries:
+            empty = next(entries, None) is None
+    except OSError as exc:
+        raise Refused(f"series {quote(arg)} cannot be read: {exc.strerror or exc}") from None
+    if empty and empty_ok:
+        return
+    what = ("is empty: no round yet" if empty
+            else "holds no round folder (none with a round.json) and no extensions.jsonl")
+    raise Refused(f"series {quote(arg)} is not a series folder: it {what}")
 
 
 def repository_of(round_json: RoundRecord) -> str | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from spar import __version__
+from spar.judge import coverage
 from spar.judge.convergence import named_groups, round_convergence, scoreboard, stage_verdict
 from spar.judge.dispositions import standing
 from spar.judge.verdicts import NoiseBoard, Verdict, verdicts
@@ -61,12 +62,14 @@ def file_table(item: SeriesRound, most: int) -> dict[str, Any] | None:
     r = readers.read_round(item.path)
     inline = set(r.get("inline_files") or [])
     columns = []
-    opened: list[set[str] | None] = []  # None: the last attempt recorded no coverage (it saw nothing)
+    opened: list[set[str] | None] = []  # None: nothing to read (it never ran, or awaits its record)
     for e in r["reviewers"]:
         attempts = e.get("attempts") or []
         last = attempts[-1].get("coverage") if attempts else None
-        columns.append({"name": e["name"], "status": e["status"], "observed": last and last["observed"]})
-        opened.append(None if last is None else set(last.get("opened_files") or []))
+        # no attempt: a reviewer Spar did not run (recorded by `spar record`), its calls not visible
+        observed = last["observed"] if last else None if attempts else False
+        columns.append({"name": e["name"], "status": e["status"], "observed": observed})
+        opened.append(coverage.had(e, inline))
 
     def row(path: str) -> dict[str, Any]:
         cells = [NOT_SEEN if files is None else "inline" if path in inline else "opened" if path in files

@@ -85,7 +85,7 @@ def fault_setup(tmp_path: Path, reviewers: tuple[str, ...] = ("alpha", "beta"), 
     script = tmp_path / "fault_reviewer.py"
     script.write_text(REVIEWER_SCRIPT, encoding="utf-8")
     s.configure([{"name": n, "preset": "command", "argv": [sys.executable, str(script), "{prompt}", n]}
-                 for n in reviewers], timeout=timeout)
+                 for n in reviewers], timeout=timeout, passthrough=["FAULT_*"])  # what the reviewer reads
     return s
 
 

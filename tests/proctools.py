@@ -7,6 +7,7 @@ so it is generous: on a loaded machine an event may take seconds.
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from pathlib import Path
@@ -78,6 +79,14 @@ def signal_ignored(pid: int, signum: int) -> bool:
         if line.startswith("SigIgn:"):
             return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
     return False
+
+
+def sigint_as_from_a_terminal() -> None:
+    """A `preexec_fn` for a spar the test interrupts with SIGINT: the child starts with SIGINT
+    at its default, as a terminal's foreground job does. A suite run as a background job of a
+    script (`pytest ... &`, nohup, some CI runners) starts with SIGINT ignored, every child
+    inherits that, and spar keeps an ignored SIGINT ignored: the test's SIGINT would be dropped."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def blocked_on_lock(pid: int) -> bool:

@@ -14,6 +14,7 @@ from spar.config.model import ReviewerConfig
 from spar.presets import get_preset, prepare_input
 from spar.round.runner import ReviewerJob, run_reviewers
 from tests.proctools import HANG
+from tests.runsetup import FAKE_ENV
 
 FAKES = Path(__file__).parent / "fakes"
 STRICT_SCHEMA = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"],
@@ -61,6 +62,8 @@ class Round:
     async def run(self, jobs, **kw):
         (self.tmp / "scenario.json").write_text(json.dumps(self.scenarios), encoding="utf-8")
         with anyio.fail_after(HANG):
+            # the fakes read their scenario from the environment: passed on
+            kw.setdefault("env_passthrough", FAKE_ENV)
             return await run_reviewers(jobs, env=self.env, **kw)
 
     def records(self) -> list[dict]:

@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FAKES = ROOT / "tests" / "fakes"
 EXAMPLE_REVIEWER = ROOT / "examples" / "example_reviewer.py"
 RECORDS_MD = ROOT / "docs" / "records.md"
+# what the fake CLIs read of the environment: a reviewer gets it only when listed
+FAKE_ENV = ["SPAR_FAKE_*", "FAKE_NAME"]
 BACKENDS = ("trio", "asyncio")  # for tests of what the backends do differently: processes, signals, kills
 
 # a command reviewer: prints the JSON in ANSWER (HEAD replaced by the packet's head) and
@@ -76,8 +78,15 @@ class Setup:
 
     # ---------------------------------------------------------------- configuration
 
-    def configure(self, reviewers: list[dict], *, timeout: int = 60) -> None:
+    def configure(self, reviewers: list[dict], *, timeout: int = 60,
+                  passthrough: list[str] | None = FAKE_ENV, sandbox: str | None = "off") -> None:
+        """`passthrough`: the configuration's env_passthrough (None: not set); by default what
+        the fakes read of the environment (their scenario). `sandbox`: [sandbox] mode (None:
+        not set); off by default, as the fakes read and write the test's files (scenario,
+        record, pid files), which a sandboxed reviewer cannot see."""
         lines = [f"timeout_seconds = {timeout}", ""]
+        if passthrough is not None:
+            lines[:0] = [f"env_passthrough = {json.dumps(passthrough)}"]
         for r in reviewers:
             lines.append("[[reviewers]]")
             for key, value in r.items():
@@ -88,6 +97,8 @@ class Setup:
                 else:
                     lines.append(f"{key} = {toml_str(value)}")
             lines.append("")
+        if sandbox is not None:
+            lines += ["[sandbox]", f"mode = {toml_str(sandbox)}", ""]
         self.config.write_text("\n".join(lines), encoding="utf-8")
         self.reviewers = reviewers
 

@@ -22,8 +22,8 @@ from spar.judge.agy_options import TABLES
 from tests import g11_differential as diff
 
 pytestmark = pytest.mark.skipif(bool(diff.missing_programs()),
-                                reason=f"programs missing: {' '.join(diff.missing_programs())} (the G11 differential "
-                                       "test runs them for real; .ci/run installs them with apt-get)")
+                                reason=f"programs missing: {' '.join(diff.missing_programs())} (the differential "
+                                       "test of agy's shell-line checker runs them for real; .ci/run installs them with apt-get)")
 
 ATTACKS = [r for r in diff.DATA["violations"] if r["source"] == "issue 11"]
 

@@ -41,6 +41,12 @@ CASES = {
     "empty": (lambda a: b"  \n", "invalid_output", "empty"),
     "100,000 nested arrays": (lambda a: DEEP, "invalid_output", "nested too deeply"),
     "huge integer": (lambda a: b"9" * 5000, "invalid_output", "cannot be read as JSON"),
+    # a repeated key was read last-wins: the later verdict silently replaced the earlier one
+    "duplicate key": (lambda a: a.replace(b'"verdict": "no_blocking_findings"',
+                                          b'"verdict": "blocking_findings", "verdict": "no_blocking_findings"'),
+                      "invalid_output", 'the key "verdict" appears twice in one object'),
+    "duplicate nested key": (lambda a: a.replace(b'"result": "looked"}', b'"result": "looked", "result": "x"}', 1),
+                             "invalid_output", 'the key "result" appears twice in one object'),
 }
 NAMES = {case: f"r{n}" for n, case in enumerate(CASES)}
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.gitrepo import commit, git, make_repo
-from tests.runsetup import finding, result
+from tests.runsetup import FAKE_ENV, finding, result
 
 ROOT = Path(__file__).resolve().parent.parent
 CI = ROOT / "examples" / "ci"
@@ -71,17 +71,18 @@ def ci(tmp_path):
     spar.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m spar "$@"\n')
     spar.chmod(0o755)
     home = tmp_path / "home"
-    home.mkdir()
+    (home / ".config" / "jaekit").mkdir(parents=True)
+    # the one line a user would add for the fakes, which `spar init` keeps: they read their scenario
+    # from the environment (given inline: where bwrap works, they run in Spar's sandbox)
+    (home / ".config" / "jaekit" / "spar.toml").write_text(f"env_passthrough = {json.dumps(FAKE_ENV)}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPAR_", "XDG_", "GIT_"))}
     env.update(HOME=str(home), GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1",
                PYTHONPATH=str(ROOT), SPAR_ROUND="ci-1",
                PATH=os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), "/usr/bin", "/bin"]))
 
     def answer(findings: list[dict]) -> None:
-        scenario = tmp_path / "scenario.json"
         verdict = "blocking_findings" if findings else "no_blocking_findings"
-        scenario.write_text(json.dumps({"result": result(head, findings=findings, verdict=verdict)}))
-        env["SPAR_FAKE_SCENARIO"] = str(scenario)
+        env["SPAR_FAKE_SCENARIO"] = json.dumps({"result": result(head, findings=findings, verdict=verdict)})
 
     def run(fmt: str = "sarif", report: str = "spar.sarif") -> subprocess.CompletedProcess:
         return subprocess.run(["bash", str(SCRIPT), base, head, fmt, report], cwd=repo, env=env,
@@ -161,10 +162,9 @@ def test_a_reviewer_that_failed_is_a_blocked_gate_and_a_sarif_that_says_so(ci, t
     complete; the script takes that as written and lets the gate judge, not as a tool failure."""
     repo, env, _answer, run, _ = ci
     head = git(repo, "rev-parse", "HEAD").strip()
-    scenario = tmp_path / "failing.json"
-    scenario.write_text(json.dumps({"claude": {"result": result(head, findings=[], verdict="no_blocking_findings")},
-                                    "codex": {"turn_failed": "stream disconnected before completion"}}))
-    env["SPAR_FAKE_SCENARIO"] = str(scenario)
+    env["SPAR_FAKE_SCENARIO"] = json.dumps({
+        "claude": {"result": result(head, findings=[], verdict="no_blocking_findings")},
+        "codex": {"turn_failed": "stream disconnected before completion"}})
     proc = run()
     assert proc.returncode == 1, proc.stderr
     assert "GATE BLOCKED" in proc.stderr and "spar export failed" not in proc.stderr

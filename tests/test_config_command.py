@@ -204,6 +204,8 @@ def test_example_files(world, capsys):
     (world["repo"] / "AGENTS.md").write_text("rules\n")
     (world["repo"] / "docs" / "rules").mkdir(parents=True)
     (world["repo"] / "docs" / "rules" / "api.md").write_text("api\n")
+    (world["repo"] / ".jaekit" / "rules").mkdir()
+    shutil.copy(ROOT / "spar" / "configs" / "baseline.md", world["repo"] / ".jaekit" / "rules" / "baseline.md")
     code, out, err = run(capsys, "--format", "json")
     assert code == 0, err
     config = json.loads(out)["config"]
@@ -216,7 +218,7 @@ def test_example_files(world, capsys):
         {"name": "house", "preset": "command", "timeout_seconds": 600,
          "argv": ["house-review", "--prompt", "{prompt}", "--schema", "{schema}", "--cwd", "{workspace}"]},
     ]
-    assert config["rules"] == ["AGENTS.md", "docs/rules/api.md"]
+    assert config["rules"] == ["AGENTS.md", "docs/rules/api.md", ".jaekit/rules/baseline.md"]
     assert config["check_paths"] == ["tests/**", "checks/**", "**/*_test.go"]
     assert config["angles"] == ["criteria", "correctness", "checks", "contracts", "risk"]
     assert config["caps"] == {"plan": 2, "plan_delta": 2, "code": 4}

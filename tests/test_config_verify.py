@@ -36,8 +36,8 @@ def test_verify_names_configured_reviewers_and_its_bounds(tmp_path):
 def test_default_reviewers_can_verify_and_bounds_are_optional(tmp_path):
     _, cfg = _load(tmp_path, '[verify]\nreviewers = ["codex"]\nmax_cost_usd = 0\n')
     assert cfg.verify is not None and [r.name for r in cfg.verify.reviewers] == ["codex"]
-    assert cfg.verify.max_findings is None and cfg.verify.max_cost_usd == 0
-    assert cfg.applied_values()["verify"] == {"reviewers": ["codex"], "max_cost_usd": 0}
+    assert cfg.verify.max_findings == 20 and cfg.verify.max_cost_usd == 0  # max_findings: its default
+    assert cfg.applied_values()["verify"] == {"reviewers": ["codex"], "max_findings": 20, "max_cost_usd": 0}
 
 
 def test_a_configuration_without_verify_keeps_its_digest(tmp_path):
@@ -104,3 +104,8 @@ def test_spar_config_shows_verify(tmp_path):
     data = json.loads(subprocess.run(run + ["--format", "json"], env=env, capture_output=True, text=True,
                                      check=True).stdout)
     assert data["config"]["verify"] == {"reviewers": ["codex"], "max_findings": 4}
+    path.write_text(REVIEWERS + '\n[verify]\nreviewers = ["codex"]\nmax_cost_usd = 2.5\n', encoding="utf-8")
+    text = subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout
+    # the default bound of calls, and what the cost bound does with a verifier that reports no cost
+    assert ("verify           reviewers=codex  max_findings=20  max_cost_usd=2.5 (checked before each call; "
+            "a call that reports no cost counts as over it)") in text

@@ -177,3 +177,31 @@ def test_messages_cite_no_rule_ids():
 def test_message_scan_control(source, expected):
     """Control for the scan above: ids in messages are found, docstrings and comments pass."""
     assert len(id_strings(source)) == expected
+
+
+def _skip_reasons(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, text) of each string inside a `skip`, `skipif` or `importorskip` call."""
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+             and node.func.attr in ("skip", "skipif", "importorskip")]
+    return [(sub.lineno, sub.value) for call in calls for sub in ast.walk(call)
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str)]
+
+
+def test_readme_and_skip_reasons_cite_no_rule_ids():
+    """A user has the README and the skip lines of a test run, not the contract: both say
+    what they mean in words."""
+    assert USER_ID.findall((ROOT / "README.md").read_text(encoding="utf-8")) == []
+    found = {}
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        hits = [(line, text) for line, text in _skip_reasons(ast.parse(path.read_text(encoding="utf-8")))
+                if USER_ID.search(text)]
+        if hits:
+            found[str(path.relative_to(ROOT))] = hits
+    assert found == {}
+
+
+def test_skip_reason_scan_control():
+    """Control for the scan above: a reason citing a row is found, whatever call spells it."""
+    source = ('pytestmark = pytest.mark.skipif(True, reason=f"needs {x} (the " "G11 test")\n'
+              'pytest.skip("needs root")\n')
+    assert [text for _, text in _skip_reasons(ast.parse(source)) if USER_ID.search(text)] == [" (the G11 test"]

@@ -368,13 +368,30 @@ def test_only_native_reviewers_is_a_warning_saying_how_to_add_one(here, capsys):
     assert "no reviewer runs unattended" in out.splitlines()[0] and "-> install claude, codex or agy" in out
 
 
-def test_a_cli_reviewer_beside_native_needs_no_warning(here, capsys):
+def test_a_cli_reviewer_beside_native_lifts_the_all_native_warning(here, capsys):
     _repo, bin_dir, config = here
     program(bin_dir, "claude", CLAUDE.replace("LOGGED", "True"))
     config.write_text('[[reviewers]]\npreset = "native"\n[[reviewers]]\npreset = "claude"\n')
     code, report = doctor_json(capsys)
     assert code == 0
     assert [c for c in report["checks"] if c["subject"] == "unattended"] == []
+
+
+def test_native_beside_a_reviewer_that_runs_unattended_is_flagged(here, capsys):
+    """Every configured reviewer is required: with native among CLIs, each round waits for
+    `spar record` and the gate stays blocked without it; doctor says so and how to fix it."""
+    _repo, bin_dir, config = here
+    program(bin_dir, "claude", CLAUDE.replace("LOGGED", "True"))
+    config.write_text('[[reviewers]]\nname = "host"\npreset = "native"\n[[reviewers]]\npreset = "claude"\n')
+    code, report = doctor_json(capsys)
+    assert code == 0 and report["ready"] is True  # a round can run; it just will not finish alone
+    [flag] = [c for c in report["checks"] if c["subject"] == "waits for spar record"]
+    assert flag["status"] == "warning" and "`spar record` of host" in flag["detail"]
+    assert "delete the [[reviewers]] entry of host" in flag["fix"]
+    config.write_text('[[reviewers]]\npreset = "claude"\n')
+    assert [c for c in doctor_json(capsys)[1]["checks"] if c["subject"] == "waits for spar record"] == []
+    config.write_text('[[reviewers]]\npreset = "native"\n')  # native alone: the other warning says it
+    assert [c for c in doctor_json(capsys)[1]["checks"] if c["subject"] == "waits for spar record"] == []
 
 
 def test_a_repository_without_commits_is_a_problem(tmp_path, monkeypatch, capsys):

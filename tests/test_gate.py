@@ -34,9 +34,14 @@ def _commits(repo):
 
 def _finding(spec: dict) -> dict:
     reviewer, _, n = spec["id"].rpartition("-F")
-    return rf.finding(reviewer, int(n), cls=spec["class"], introduced_by_change="yes" if spec.get("growth") else "no",
-                      in_check_paths=spec.get("checks", False), path=spec.get("path", "app/main.py"),
-                      location_unreadable=spec.get("unreadable", False))
+    f = rf.finding(reviewer, int(n), cls=spec["class"], introduced_by_change="yes" if spec.get("growth") else "no",
+                   in_check_paths=spec.get("checks", False), path=spec.get("path", "app/main.py"),
+                   location_unreadable=spec.get("unreadable", False))
+    if "line" in spec:
+        f["location"] = f"head/{f['path']}:{spec['line']}"
+    if "repeat_of" in spec:
+        f["repeat_of"] = spec["repeat_of"]
+    return f
 
 
 def _fill(text: str, ctx: dict) -> str:
@@ -115,7 +120,7 @@ def test_gate_file_field_by_field(repo, capsys):
          "ledger": [{"finding": "claude-F1", "disposition": "rejected", "evidence": "e"}]},
         {"name": "r2", "reviewers": [["claude", "completed"], ["codex", "unavailable"]],
          "waivers": [{"reviewer": "codex", "preset": "codex", "user_quote": "go", "at": "2024-01-02T00:00:00.000Z"}],
-         "findings": [{"id": "claude-F1", "class": "note"}, {"id": "claude-F2", "class": "defect", "growth": True, "checks": True, "path": "tests/test_main.py"}],
+         "findings": [{"id": "claude-F1", "class": "note"}, {"id": "claude-F2", "class": "defect", "growth": True, "checks": True, "line": 1}],
          "ledger": [{"finding": "claude-F2", "disposition": "duplicate", "of": "r1/claude-F1"}]}]}
     series = build_series(repo, scenario)
     code, captured, out = run_gate(capsys, repo, series, ["r1", "r2"])

@@ -340,3 +340,15 @@ def test_snapshot_worktree_leaves_index_and_refs(two_commits):
     assert git.tree_of(repo, made.commit) == made.tree
     assert git.snapshot_worktree(repo, head) == made
     assert git.uncommitted(repo) == git.Uncommitted(modified=0, untracked=2)
+
+
+def test_uncommitted_names_the_paths_the_caller_marks(two_commits):
+    """The counts stay whole; `mark` picks paths out of them (sorted), ignored files never."""
+    repo, _, _ = two_commits
+    (repo / ".gitignore").write_text("*.log\n")
+    (repo / "keep").mkdir()
+    (repo / "keep" / "a.txt").write_text("a\n")
+    (repo / "keep" / "b.log").write_text("ignored\n")
+    found = git.uncommitted(repo, lambda path: path.endswith((".gitignore", ".txt", ".log")))
+    assert found == git.Uncommitted(modified=0, untracked=2, marked=(".gitignore", "keep/a.txt"))
+    assert git.uncommitted(repo).marked == ()

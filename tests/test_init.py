@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -15,9 +16,9 @@ import pytest
 
 from spar.cli import main
 from spar.config.load import load_config
-from spar.config.scaffold import fit, ignore_pattern
+from spar.config.scaffold import NATIVE_MARK, fit, ignore_pattern, user_template
 from tests.gitrepo import commit, git, make_repo
-from tests.runsetup import result
+from tests.runsetup import FAKE_ENV, result
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = ROOT / "tests" / "fakes"
@@ -144,6 +145,58 @@ def test_run_again_dry_run_shows_the_reviewers_it_would_add(world, capsys):
     assert reviewers_of(user_file(home)) == ["native", "codex"]
 
 
+def test_cli_found_later_replaces_the_native_stand_in_init_wrote(world, capsys):
+    """With no CLI on PATH init writes a marked native entry; once claude and codex are there,
+    init replaces it with them and says so, so a round no longer waits for `spar record`."""
+    repo, home, with_clis = world
+    assert run() == 0
+    assert NATIVE_MARK in user_file(home).read_text()
+    with_clis("claude", "codex")
+    written = user_file(home).read_text()
+    capsys.readouterr()
+    assert run("--dry-run") == 0
+    out = capsys.readouterr().out
+    assert 'preset = "claude"' in out and "remove the [[reviewers]] entry of the native reviewer" in out
+    assert user_file(home).read_text() == written
+    assert run() == 0
+    text = user_file(home).read_text()
+    assert reviewers_of(user_file(home)) == ["claude", "codex"]
+    assert [r.name for r in load_config(repo).reviewers] == ["claude", "codex"]
+    assert "None of claude" not in text and NATIVE_MARK not in text  # its comments went with it
+    assert text.startswith(user_template([]).split("[[reviewers]]")[0].rsplit("# None of", 1)[0])
+    out = capsys.readouterr().out
+    assert "added reviewers claude, codex" in out and "removed the native reviewer `spar init` wrote" in out
+    assert "note:" not in out
+
+
+def test_native_entry_written_before_the_mark_is_replaced_too(world):
+    """A user file written by a Spar whose native entry had no mark yet: the same entry,
+    byte for byte, is still init's own."""
+    repo, home, with_clis = world
+    user_file(home).parent.mkdir(parents=True)
+    unmarked = user_template([]).replace(NATIVE_MARK + "\n", "").replace(
+        "it replaces this entry\n# with one for each CLI found (every key of an entry: spar/configs/user.example.toml).",
+        "it adds an entry for it\n# (every key of an entry: spar/configs/user.example.toml).")
+    user_file(home).write_text(unmarked)
+    with_clis("codex")
+    assert run() == 0
+    assert reviewers_of(user_file(home)) == ["codex"]
+
+
+def test_native_entry_the_user_wrote_stays_with_one_line_saying_what_it_means(world, capsys):
+    repo, home, with_clis = world
+    user_file(home).parent.mkdir(parents=True)
+    user_file(home).write_text('[[reviewers]]\nname = "host"\npreset = "native"\n')
+    with_clis("claude")
+    assert run() == 0
+    assert reviewers_of(user_file(home)) == ["native", "claude"]
+    [note] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note: ")]
+    assert "keeps a native reviewer" in note and "waits for `spar record`" in note
+    assert "delete its [[reviewers]] entry" in note
+    assert run() == 0  # nothing new: the file stays, the note is said again
+    assert "keeps a native reviewer" in capsys.readouterr().out
+
+
 def test_reviewers_as_an_inline_array_are_refused_with_the_lines_to_add(world, capsys):
     """An edit that cannot be appended safely writes nothing and prints the entries."""
     _repo, home, with_clis = world
@@ -238,9 +291,71 @@ def test_project_file_from_what_the_repository_holds(world):
     repo, _home, _ = world
     assert run("--project") == 0
     data = tomllib.loads((repo / ".jaekit" / "spar.toml").read_text())
-    assert data["rules"] == ["AGENTS.md"] and data["check_paths"] == ["tests/**"]
+    assert data["rules"] == ["AGENTS.md", ".jaekit/rules/baseline.md"] and data["check_paths"] == ["tests/**"]
     cfg = load_config(repo)
-    assert cfg.rules == ["AGENTS.md"] and cfg.caps == data["caps"]
+    assert cfg.rules == ["AGENTS.md", ".jaekit/rules/baseline.md"] and cfg.caps == data["caps"]
+
+
+def test_project_gets_the_baseline_rules_as_installed_and_listed(world, capsys):
+    """The baseline rules: the installed package's text, written beside the project file and
+    listed in its rules; a second run leaves the user's edits to it alone."""
+    repo, _home, _ = world
+    assert run("--project") == 0
+    written = repo / ".jaekit" / "rules" / "baseline.md"
+    assert written.read_bytes() == (ROOT / "spar" / "configs" / "baseline.md").read_bytes()
+    ids = re.findall(r"^## (BASE-[A-Z]+):", written.read_text(), re.M)
+    assert ids == ["BASE-SECRETS", "BASE-PATHS", "BASE-INJECTION", "BASE-ERRORS", "BASE-TESTS"]
+    assert "created " + str(written) in capsys.readouterr().out
+    written.write_text("# our own baseline\n")
+    assert run("--project") == 0
+    assert written.read_text() == "# our own baseline\n"
+    assert f"kept {written}: already there" in capsys.readouterr().out
+
+
+def test_baseline_rules_taken_out_of_the_list_stay_out(world, capsys):
+    """A user who removed the baseline from rules (and deleted the file) does not get it back;
+    a rules list that names it while the file is gone gets it again."""
+    repo, _home, _ = world
+    assert run("--project") == 0
+    project, written = repo / ".jaekit" / "spar.toml", repo / ".jaekit" / "rules" / "baseline.md"
+    text = project.read_text()
+    project.write_text(text.replace(', ".jaekit/rules/baseline.md"', ""))
+    written.unlink()
+    assert run("--project") == 0
+    assert not written.exists() and "do not list .jaekit/rules/baseline.md" in capsys.readouterr().out
+    project.write_text(text)
+    assert run("--project") == 0
+    assert written.is_file()
+
+
+def test_existing_project_file_without_rules_gets_the_baseline(world):
+    repo, _home, _ = world
+    path = repo / ".jaekit" / "spar.toml"
+    path.parent.mkdir()
+    path.write_text("check_paths = []\n")
+    assert run("--project") == 0
+    assert tomllib.loads(path.read_text())["rules"] == ["AGENTS.md", ".jaekit/rules/baseline.md"]
+    assert (repo / ".jaekit" / "rules" / "baseline.md").is_file()
+
+
+def test_a_folder_where_the_baseline_rules_go_is_refused(world, capsys):
+    repo, home, _ = world
+    (repo / ".jaekit" / "rules" / "baseline.md").mkdir(parents=True)
+    assert run("--project") == 65
+    assert "is not a regular file" in capsys.readouterr().err
+    assert not (repo / ".jaekit" / "spar.toml").exists() and not user_file(home).exists()
+
+
+def test_a_link_on_the_way_to_the_baseline_rules_is_refused(world, tmp_path, capsys):
+    repo, home, _ = world
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (repo / ".jaekit").mkdir()
+    (repo / ".jaekit" / "rules").symlink_to(elsewhere)
+    assert run("--project") == 65
+    assert "is a symbolic link" in capsys.readouterr().err
+    assert list(elsewhere.iterdir()) == [] and not (repo / ".jaekit" / "spar.toml").exists()
+    assert not user_file(home).exists()  # nothing at all was written
 
 
 def test_existing_project_file_gains_missing_keys_and_keeps_its_comments(world):
@@ -254,6 +369,7 @@ def test_existing_project_file_gains_missing_keys_and_keeps_its_comments(world):
     assert "rules = []  # none yet\n" in text and text.startswith("# our rules\n")
     assert set(tomllib.loads(text)) == {"rules", "check_paths", "angles", "caps"}
     assert tomllib.loads(text)["rules"] == []
+    assert not (repo / ".jaekit" / "rules").exists()  # the user's rules do not list the baseline
 
 
 def test_project_file_with_a_forbidden_key_is_refused(world, capsys):
@@ -349,11 +465,11 @@ def test_new_user_goes_from_nothing_to_a_recorded_round(tmp_path):
     clis.mkdir()
     for name in ("claude", "codex"):
         (clis / name).symlink_to(FAKES / name)
-    scenario = tmp_path / "scenario.json"
-    scenario.write_text(json.dumps({"result": result(head, findings=[], verdict="no_blocking_findings")}))
+    # the scenario itself, not a file: where bwrap works the fakes run in Spar's sandbox
+    scenario = json.dumps({"result": result(head, findings=[], verdict="no_blocking_findings")})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPAR_", "XDG_", "GIT_"))}
     env.update(HOME=str(home), GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1",
-               SPAR_FAKE_SCENARIO=str(scenario),
+               SPAR_FAKE_SCENARIO=scenario,
                PATH=os.pathsep.join([str(clis), str(Path(sys.executable).parent), "/usr/bin", "/bin"]))
 
     def spar(*args: str) -> subprocess.CompletedProcess:
@@ -362,6 +478,8 @@ def test_new_user_goes_from_nothing_to_a_recorded_round(tmp_path):
 
     init = spar("init")
     assert init.returncode == 0, init.stderr
+    config = home / ".config" / "jaekit" / "spar.toml"
+    config.write_text(f"env_passthrough = {json.dumps(FAKE_ENV)}\n" + config.read_text())  # the fakes' scenario
     doctor = spar("doctor")  # the README's next step: a round can run here
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     first = spar("run", "--stage", "code", "--base", base, "--out", "reviews/r1")

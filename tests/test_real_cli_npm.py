@@ -7,7 +7,8 @@ pinned versions, without credentials and without a network (issue 10 point 10).
 - codex without a network retries forever (`Reconnecting...`): `timeout` under a short
   limit, and nothing of its process group is left running.
 
-HOME and XDG_CONFIG_HOME point into the test's folder (CODEX_HOME and CLAUDE_CONFIG_DIR are
+Both run in Spar's kernel sandbox (`[sandbox] mode = "required"`; skipped where bwrap cannot
+start), with the same outcomes as without. HOME and XDG_CONFIG_HOME point into the test's folder (CODEX_HOME and CLAUDE_CONFIG_DIR are
 unset, so both CLIs keep their state there), API keys are removed
 from the environment and HTTPS_PROXY/HTTP_PROXY point at a closed local port, so no real
 credentials are read and nothing leaves the machine whatever network the host has.
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from spar.round.sandboxing import choose_sandbox
 from tests.proctools import LIMITS, wait_for
 from tests.runsetup import make_setup
 
@@ -47,7 +49,11 @@ pytestmark = [pytest.mark.realcli, pytest.mark.slow]
 
 @pytest.fixture(scope="session")
 def real_clis() -> Path:
-    """The npm prefix holding both CLIs (node_modules/.bin/claude, codex)."""
+    """The npm prefix holding both CLIs (node_modules/.bin/claude, codex); they run in Spar's
+    sandbox, so bwrap must work here (`.ci/run` installs it)."""
+    why = choose_sandbox("auto", os.environ.get("PATH")).why
+    if why:
+        pytest.skip(f"the real CLIs run in Spar's sandbox, and there is none here: {why}")
     npm = shutil.which("npm")
     if npm is None:
         pytest.skip("npm is not installed: the real-CLI tests need it (.ci/run installs it with apt-get)")
@@ -79,8 +85,14 @@ def _setup(tmp_path: Path, prefix: Path, reviewer: dict):
         s.env.pop(key, None)
     s.env.update(HTTPS_PROXY=CLOSED_PROXY, HTTP_PROXY=CLOSED_PROXY,
                  https_proxy=CLOSED_PROXY, http_proxy=CLOSED_PROXY, NO_PROXY="", no_proxy="")
-    s.configure([{**reviewer, "binary": str(prefix / "node_modules" / ".bin" / reviewer["preset"])}], timeout=120)
+    # no env_passthrough: the network settings (the closed proxy) pass; the sandbox is required
+    s.configure([{**reviewer, "binary": str(prefix / "node_modules" / ".bin" / reviewer["preset"])}], timeout=120,
+                passthrough=None, sandbox="required")
     return s
+
+
+def _sandbox(s) -> dict:
+    return json.loads((s.repo / "reviews" / "r1" / "round.json").read_text(encoding="utf-8"))["sandbox"]
 
 
 def _reviewer(s) -> dict:
@@ -95,6 +107,7 @@ def test_real_claude_without_login_is_unavailable_for_authentication(tmp_path, r
     proc = s.run()
     assert proc.returncode == 1, proc.stderr.decode()
     entry = _reviewer(s)
+    assert _sandbox(s) == {"kind": "bwrap"}
     assert entry["status"] == "unavailable", entry["reason"]
     assert entry["reason"].startswith("authentication: ")
     assert "Not logged in" in entry["reason"] and "/login" in entry["reason"]
@@ -134,6 +147,7 @@ def test_real_codex_without_network_times_out_and_leaves_nothing_running(tmp_pat
         if '"type":"turn.started"' in log:
             break
     entry = _reviewer(s)
+    assert _sandbox(s) == {"kind": "bwrap"}
     assert entry["status"] == "timeout", entry["reason"]
     assert f"no answer within {limit}s" in entry["reason"] and "process group killed" in entry["reason"]
     (attempt,) = entry["attempts"]  # a timeout is no quota refusal: no fallback

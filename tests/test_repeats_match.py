@@ -263,3 +263,15 @@ def test_line_map_agrees_with_the_edit_that_made_the_diff(tmp_path_factory, edit
     after = commit(repo, {"f.txt": "\n".join(new) + "\n"}, allow_empty=True)
     line_map = parse_diff(spar_git.line_diff(repo, before, after))
     assert {n: line_map.map_line("f.txt", n) for n in fate} == fate
+
+
+def test_what_a_fix_touched():
+    """The gate's growth: a place counts when the diff changed one of its head lines (or, without
+    lines, the file at all); a new file is changed whole; another file is untouched."""
+    m = parse_diff("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -4,0 +5,2 @@\n+a\n+b\n"
+                   "diff --git a/y b/y\n--- a/y\n+++ b/y\n@@ -3 +2,0 @@\n-gone\n"
+                   "diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+new\n")
+    assert m.touches("x", 5, 5) and m.touches("x", 1, 9) and m.touches("x", None, None)
+    assert not m.touches("x", 4, 4) and not m.touches("x", 7, 9)
+    assert m.touches("y", 2, 2) and not m.touches("y", 3, 3)  # the line next to a deletion
+    assert m.touches("n", 1, 1) and not m.touches("z", 1, 1)

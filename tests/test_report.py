@@ -186,12 +186,12 @@ def test_old_rounds_without_usage_say_not_recorded(tmp_path):
     assert "not recorded" in html and "Gate: passed" in html
 
 
-def test_empty_series_and_dry_runs(tmp_path):
+def test_empty_series_and_dry_runs(tmp_path, capsys):
     repo, series = series_repo(tmp_path)
     series.mkdir()
     out = tmp_path / "r.html"
-    assert main(["report", str(series), "--out", str(out)]) == 0
-    assert "Gate: unknown" in out.read_text() and "no round yet" in out.read_text()
+    assert main(["report", str(series), "--out", str(out)]) == 65  # nothing to report
+    assert "is not a series folder: it is empty" in capsys.readouterr().err and not out.exists()
     make_round(series, "dry", repo=repo, dry_run=True)
     assert main(["report", str(series), "--out", str(out)]) == 0
     html = out.read_text()
@@ -233,3 +233,66 @@ def test_a_round_a_killed_run_left_unfinished_blocks_the_gate_as_spar_gate_does(
     html = out.read_text()
     assert "Gate: blocked" in html and "Gate: passed" not in html
     assert "killed was not finished" in html
+
+
+def test_the_page_gates_what_spar_gate_gates_and_leaves_a_dry_run_out(tmp_path):
+    """A dry run beside a recorded round: `spar gate` on the recorded round passes, and the
+    page says the same, names the round it gated and shows the dry run as one, not gated."""
+    repo, series = series_repo(tmp_path)
+    make_round(series, "r1", repo=repo, started_at="2024-01-01T10:00:00.000Z")
+    make_round(series, "dry", repo=repo, dry_run=True, started_at="2024-01-01T11:00:00.000Z")
+    gate_file = tmp_path / "gate.json"
+    assert main(["gate", str(series / "r1"), "--out", str(gate_file)]) == 0
+    out = tmp_path / "r.html"
+    assert main(["report", str(series), "--out", str(out)]) == 0
+    html = out.read_text()
+    assert "Gate: passed" in html and "is a dry run" not in html
+    assert "judges round r1 now" in html
+    assert "Not gated: dry run dry;" in html and "dry (dry run)" in html
+    # listed, the dry run blocks `spar gate`: the user's own choice, which the page does not make
+    assert main(["gate", str(series / "r1"), str(series / "dry"), "--out", str(gate_file)]) == 1
+
+
+def test_a_series_of_dry_runs_only_has_no_round_to_gate(tmp_path):
+    repo, series = series_repo(tmp_path)
+    make_round(series, "dry", repo=repo, dry_run=True)
+    out = tmp_path / "r.html"
+    assert main(["report", str(series), "--out", str(out)]) == 0
+    html = out.read_text()
+    assert "Gate: unknown" in html and "no round to gate yet (a dry run is not gated)" in html
+
+
+def test_a_source_folder_is_not_a_series(tmp_path, capsys):
+    """`spar report` and `spar cap-report` on a folder that holds no round refuse (65), as
+    their help says; cap-report still reads an empty folder as a series yet to start."""
+    repo, series = series_repo(tmp_path)
+    out = tmp_path / "r.html"
+    assert main(["report", str(repo / "app"), "--out", str(out)]) == 65
+    assert "holds no round folder" in capsys.readouterr().err and not out.exists()
+    assert main(["cap-report", str(repo / "app")]) == 65
+    assert "holds no round folder" in capsys.readouterr().err
+    series.mkdir()
+    assert main(["cap-report", str(series)]) == 0
+
+
+def test_out_in_a_folder_that_does_not_exist_is_refused(tmp_path, capsys):
+    repo, series = build_series(tmp_path)
+    out = tmp_path / "nodir" / "x.html"
+    assert main(["report", str(series), "--out", str(out)]) == 65
+    assert f'the folder "{tmp_path / "nodir"}" does not exist' in capsys.readouterr().err
+    assert not out.parent.exists()
+
+
+def test_a_finding_card_shows_the_reviewers_reasoning_and_its_rule_in_words(tmp_path):
+    repo, series = series_repo(tmp_path)
+    f = finding("claude", 1, cls="defect", claim="divide crashes")
+    f.update(failure_scenario="divide(1, 0) <b>raises</b>", evidence="calc.py:3 has no check",
+             smallest_fix="return None when b == 0", class_reason="rule 7: proposed defect")
+    make_round(series, "r1", repo=repo, findings=[f])
+    out = tmp_path / "r.html"
+    assert main(["report", str(series), "--out", str(out)]) == 0
+    html = out.read_text()
+    assert "<dt>failure scenario</dt><dd>divide(1, 0) &lt;b&gt;raises&lt;/b&gt;</dd>" in html
+    assert "<dt>evidence</dt><dd>calc.py:3 has no check</dd>" in html
+    assert "<dt>smallest fix</dt><dd>return None when b == 0</dd>" in html
+    assert "rule 7: proposed defect (no earlier rule applied: the class the reviewer proposed stands)" in html

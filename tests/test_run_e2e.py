@@ -52,13 +52,15 @@ def test_round_with_command_reviewers(tmp_path, backend):
 
     rj = load(round_dir / "round.json")
     # a first round has no memory; a round of a commit has no worktree commit; without [verify], no verification
-    assert set(rj) == documented_round_keys() - {"memory_sha256", "head_tree", "head_parent", "verification"}
+    assert set(rj) == documented_round_keys() - {"memory_sha256", "head_tree", "head_parent", "verification",
+                                                 "repository_changed"}
     always, completed = documented_reviewer_keys()
     for entry in rj["reviewers"]:
         assert set(entry) == always | completed, entry["name"]
         assert entry["status"] == "completed" and entry["reason"] == ""
         for attempt in entry["attempts"]:
-            assert set(attempt) == documented_attempt_keys() - {"observed_model", "cli_version"}  # commands
+            # commands; masked_secrets only when a credential was masked
+            assert set(attempt) == documented_attempt_keys() - {"observed_model", "cli_version", "masked_secrets"}
             assert attempt["exit_code"] == 0 and attempt["status"] == "completed"
     assert [r["name"] for r in rj["reviewers"]] == ["example", "house"]
     assert (rj["schema"], rj["stage"], rj["base"], rj["head"]) == ("review-round/v1", "code", s.base, s.head)
@@ -153,7 +155,7 @@ def test_dry_run_writes_inputs_and_starts_nothing(tmp_path):
     assert rj["dry_run"] is True and rj["counted"] is False
     assert set(rj) == documented_round_keys() - {"finished_at", "recorded_at", "memory_sha256", "head_tree",
                                                  "head_parent", "changed_files", "unseen", "verification",
-                                                 "inline_files"}
+                                                 "inline_files", "masked_secrets", "sandbox", "repository_changed"}
     assert all(r["status"] == "pending" and r["attempts"] == [] for r in rj["reviewers"])
     for name in ("findings.json", "ledger.jsonl", "summary.md"):
         assert not (round_dir / name).exists()

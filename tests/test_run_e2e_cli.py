@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.proctools import HANG, LIMITS, gone, signal_ignored, wait_for, written
+from tests.proctools import HANG, LIMITS, gone, sigint_as_from_a_terminal, signal_ignored, wait_for, written
 from tests.runsetup import BACKENDS, FAKES, finding, make_setup, result
 
 pytestmark = pytest.mark.slow
@@ -197,7 +197,7 @@ def test_interrupt_kills_every_reviewer_and_leaves_the_round_unrecorded(tmp_path
     proc = subprocess.Popen([sys.executable, "-m", "spar", "run", "--stage", "code", "--out", "reviews/r1"],
                             cwd=s.repo, env=s.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
+                            preexec_fn=sigint_as_from_a_terminal)  # noqa: PLW1509
     try:
         assert wait_for(lambda: (written(grandchild) and written(sleeper_pid)) or proc.poll() is not None)
         assert proc.poll() is None, proc.stderr.read().decode()
@@ -290,7 +290,7 @@ def test_progress_is_a_live_table_on_a_terminal_and_plain_lines_otherwise(tmp_pa
     assert "\x1b[" not in err
     lines = err.strip().splitlines()
     assert "spar: claude: started attempt 1 (model opus)" in lines
-    assert "spar: quick: started attempt 1 (model CLI default)" in lines
+    assert "spar: quick: started attempt 1 (model set by the command)" in lines  # a command has no model of Spar's
     assert any(line.startswith("spar: claude: completed in ") for line in lines)
     assert lines[-1] == (f"spar: round {s.repo / 'reviews' / 'pipe'} recorded: "
                          "1 defect, 0 requirement-question, 0 hardening, 0 note")

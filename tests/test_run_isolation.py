@@ -58,20 +58,24 @@ def s(tmp_path):
 
 
 def _configure(s, reviewers, passthrough: list[str] | None) -> None:
-    s.configure(reviewers)
-    if passthrough is not None:
-        text = s.config.read_text()
-        s.config.write_text(f"env_passthrough = {json.dumps(passthrough)}\n" + text)
+    s.configure(reviewers, passthrough=passthrough)
 
 
-def test_default_passes_the_whole_environment(s):
+def test_default_environment_is_closed(s):
+    """No env_passthrough: the variables always passed and the network settings, nothing else
+    (a command reviewer has no vendor variables)."""
+    s.env.update(HTTPS_PROXY="http://127.0.0.1:9", no_proxy="localhost", NODE_EXTRA_CA_CERTS="/etc/ssl/x.pem",
+                 OPENAI_API_KEY="sk-other-vendor", GITHUB_TOKEN="ghp_secret")
     reviewer, report = probe_reviewer(s, "probe")
     _configure(s, [reviewer], None)
     proc = s.run()
     assert proc.returncode == 0, proc.stderr.decode()
     env = json.loads(report.read_text())["env"]
-    for key in ("CALLER_SECRET", "VENDOR_KEY", "SPAR_CONFIG", "HOME", "PATH"):
+    for key in ("HTTPS_PROXY", "no_proxy", "NODE_EXTRA_CA_CERTS", "PATH", "LC_TIME"):
         assert env[key] == s.env[key], key
+    for key in ("CALLER_SECRET", "VENDOR_KEY", "SPAR_CONFIG", "OPENAI_API_KEY", "GITHUB_TOKEN", "CLAUDE_CODE_FLAG",
+                "GIT_CONFIG_GLOBAL"):
+        assert key not in env, key
 
 
 def test_env_passthrough_withholds_what_is_not_listed(s):
@@ -92,12 +96,15 @@ def test_env_passthrough_withholds_what_is_not_listed(s):
 def test_reviewer_env_rule():
     env = {"PATH": "/bin", "HOME": "/h", "LC_ALL": "C", "SPAR_CONFIG": "x", "AWS_SECRET": "s",
            "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "u", "OPENAIX": "no"}
-    assert reviewer_env(env, None) == env
+    # not set: the network settings, never the rest
+    assert reviewer_env({**env, "NO_PROXY": "x", "https_proxy": "p"}, None) == {
+        "PATH": "/bin", "HOME": "/h", "LC_ALL": "C", "NO_PROXY": "x", "https_proxy": "p"}
     assert reviewer_env(env, []) == {"PATH": "/bin", "HOME": "/h", "LC_ALL": "C"}
     assert set(reviewer_env(env, ["OPENAI_*"])) == {"PATH", "HOME", "LC_ALL", "OPENAI_API_KEY", "OPENAI_BASE_URL"}
     # a preset's own vendor variables pass under any list, and only with it
     assert set(reviewer_env(env, [], ("OPENAI_*",))) == {"PATH", "HOME", "LC_ALL", "OPENAI_API_KEY", "OPENAI_BASE_URL"}
-    assert reviewer_env(env, None, ("OPENAI_*",)) == env
+    assert set(reviewer_env(env, None, ("OPENAI_*",))) == {"PATH", "HOME", "LC_ALL", "OPENAI_API_KEY",
+                                                           "OPENAI_BASE_URL"}
 
 
 def test_each_cli_preset_names_its_vendor_variables():

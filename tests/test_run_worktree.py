@@ -33,7 +33,7 @@ def refs(repo: Path) -> str:
 def gate_head_reasons(s, out: Path) -> list[str]:
     proc = s.spar("gate", "reviews/r1", "--out", str(out))
     assert proc.returncode in (0, 1), proc.stderr.decode()
-    return [reason for reason in load(out)["reasons"] if "reviewed head" in reason]
+    return [reason for reason in load(out)["reasons"] if "reviewed head" in reason or "reviewed the" in reason]
 
 
 def test_uncommitted_changes_are_named_on_stderr_in_summary_and_round_json(tmp_path):
@@ -98,7 +98,11 @@ def test_worktree_reviews_an_untracked_file_and_leaves_index_files_and_refs(tmp_
 
     # the gate: stale while HEAD lacks the changes, current once exactly that tree is committed
     # (another commit ID), stale again after any other change
-    assert gate_head_reasons(s, tmp_path / "gate1.json") != []
+    [stale] = gate_head_reasons(s, tmp_path / "gate1.json")
+    # named as what it is: the commit Spar made of the working tree is no commit of the user's
+    assert stale == (f"round reviews/r1 reviewed the working tree snapshot of {s.head} (spar run --worktree), "
+                     f"but HEAD of {s.repo} is {s.head}, whose files differ from it")
+    assert rj["head"] not in stale
     git(s.repo, "add", "--all")
     git(s.repo, "commit", "-q", "-m", "what was reviewed")
     assert git(s.repo, "rev-parse", "HEAD").strip() != rj["head"]

@@ -149,3 +149,31 @@ def test_a_class_changed_from_the_proposed_one_names_the_rule():
         "- `alpha-F3`: proposed note, classed hardening, by rule 3: in check paths",
     ]
     assert "## Classes Spar changed" not in render_summary(round_json(), findings[1:2], [])
+
+
+def test_an_unavailable_reviewer_that_spent_nothing_shows_not_measured():
+    """A CLI that cannot log in still prints a usage of zeros: nothing ran, so the summary
+    says "not measured" rather than `in 0 / out 0 | $0.0000`."""
+    zeros = {"duration_seconds": 1.2, "input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0,
+             "cost_usd": 0.0}
+    spent = dict(zeros, input_tokens=1200, output_tokens=30, cost_usd=0.01)
+    rj = round_json(reviewers=[
+        reviewer("noauth", "unavailable", preset="claude", attempts=[{"model": "", "usage": zeros}]),
+        reviewer("quota", "unavailable", preset="claude", attempts=[{"model": "", "usage": spent}]),
+        reviewer("slow", "timeout", preset="claude", attempts=[{"model": "", "usage": zeros}]),
+    ])
+    text = render_summary(rj, [], [])
+    assert "| 1.2s | not measured | not measured |" in table_row(text, "noauth")
+    assert "| in 1,200 / out 30 | $0.0100 |" in table_row(text, "quota")  # it did spend: shown
+    assert "| in 0 / out 0 | $0.0000 |" in table_row(text, "slow")  # it ran: zero is what it reported
+
+
+def test_the_model_of_a_reviewer_without_one_says_who_picks_it():
+    rj = round_json(reviewers=[reviewer("cmd", "completed"), reviewer("cli", "completed", preset="claude"),
+                               reviewer("set", "completed", preset="claude", model="opus"),
+                               reviewer("host", "completed", preset="native")])
+    text = render_summary(rj, [], [])
+    assert "| native | completed | (the host's) |" in table_row(text, "host")
+    assert "| command | completed | (set by the command) |" in table_row(text, "cmd")
+    assert "| claude | completed | (default) |" in table_row(text, "cli")
+    assert "| claude | completed | opus |" in table_row(text, "set")

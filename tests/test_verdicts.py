@@ -4,9 +4,12 @@ HTML report and the exports, SARIF rank, a noise figure in cap-report, `spar tri
 
 One verified round of three vendors, each verdict the record can hold:
 
-    V1 group G1 (claude-F3, codex-F2) refuted by agy       V4 codex-F1 unsure by claude
+    V1 claude-F3 of group G1 refuted by agy                V4 codex-F1 unsure by claude
     V2 claude-F1 confirmed by codex                        V5 agy-F1 refuted by agy-check (agy: same vendor)
     V3 claude-F2 refuted by codex (hostile evidence)       agy-F2 not verified (max_findings)
+
+codex-F2, the other member of G1, had no call of its own (a record of the time a group's
+call named its first member alone): V1's verdict covers claude-F3 only, the claim read.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import json
 import re
 import shlex
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -60,8 +65,9 @@ CALLS = [
 RECORD = {"schema": "spar-verifications/v1", "round": "r1", "started_at": FIXED_AT, "finished_at": FIXED_AT,
           "verifiers": ["codex", "claude", "agy", "agy-check"], "max_findings": 5, "max_cost_usd": None,
           "calls": CALLS, "unverified": [{"finding": "agy-F2", "why": "max_findings"}]}
-# reading order: confirmed, then unsure or none (groups first, file order), refuted last
-ORDER = ["claude-F1", "codex-F1", "agy-F2", "claude-F3", "codex-F2", "claude-F2", "agy-F1"]
+# reading order: confirmed, then unsure or none (groups first, by their best member, then file order),
+# refuted last
+ORDER = ["claude-F1", "claude-F3", "codex-F2", "codex-F1", "agy-F2", "claude-F2", "agy-F1"]
 
 
 def _findings() -> list[dict]:
@@ -105,12 +111,12 @@ def _table_ids(summary: str) -> list[str]:
 # ------------------------------------------------------------------ the pure rules
 
 
-def test_each_finding_gets_its_verdict_and_a_group_speaks_for_every_member():
+def test_each_finding_gets_its_own_calls_verdict_and_a_group_mate_never_read_gets_none():
     by_id = verdicts(RECORD, _findings())  # type: ignore[arg-type]
     assert {fid: v.verdict for fid, v in by_id.items()} == {
-        "claude-F3": "refuted", "codex-F2": "refuted", "claude-F1": "confirmed", "claude-F2": "refuted",
+        "claude-F3": "refuted", "claude-F1": "confirmed", "claude-F2": "refuted",
         "codex-F1": "unsure", "agy-F1": "refuted"}
-    assert by_id["codex-F2"].call == "V1" and by_id["codex-F2"].verifier == "agy"
+    assert by_id["claude-F3"].call == "V1" and by_id["claude-F3"].group == "G1" and "codex-F2" not in by_id
     assert "agy-F2" not in by_id and verdicts(None, _findings()) == {}  # type: ignore[arg-type]
     assert [rank(by_id.get(f)) for f in ("claude-F1", "codex-F1", "agy-F2", "claude-F2")] == [0, 1, 1, 2]
 
@@ -120,16 +126,16 @@ def test_noise_counts_only_verdicts_of_another_vendor():
     board.add_round(_findings(), verdicts(RECORD, _findings()),  # type: ignore[arg-type]
                     {"claude": "claude", "codex": "codex", "agy": "agy"})
     assert board.document(["codex"]) == {"verified_rounds": 1, "reviewers": [
-        {"name": "codex", "findings": 2, "checked": 2, "refuted": 1, "share_refuted": 0.5},
+        {"name": "codex", "findings": 2, "checked": 1, "refuted": 0, "share_refuted": 0.0},  # codex-F2 unread
         {"name": "claude", "findings": 3, "checked": 3, "refuted": 2, "share_refuted": 0.667},
         # agy-F1 was refuted by a verifier of agy's own vendor, agy-F2 never verified
         {"name": "agy", "findings": 2, "checked": 0, "refuted": 0, "share_refuted": None}]}
 
 
-def test_refuted_findings_without_a_disposition_a_group_once():
+def test_refuted_findings_without_a_disposition_each_alone_never_a_group_mate():
     todo, notes = refuted(RECORD, _findings(), {"agy-F1": {"disposition": "fixed"}})  # type: ignore[arg-type]
     assert [(r.target, r.members, r.verdict.call) for r in todo] == [
-        ("G1", ["claude-F3", "codex-F2"], "V1"), ("claude-F2", ["claude-F2"], "V3")]
+        ("claude-F3", ["claude-F3"], "V1"), ("claude-F2", ["claude-F2"], "V3")]
     assert notes == ["agy-F1: refuted by agy-check (V5), left alone: agy-F1 has a disposition"]
 
 
@@ -143,12 +149,13 @@ def test_summary_lists_confirmed_first_refuted_last_with_verifier_call_and_evide
     assert _table_ids(text) == ORDER
     assert "| confirmed by codex (V2) |" in text and "| not verified (max_findings) |" in text
     groups = text.split("## Groups", 1)[1].split("## Findings", 1)[0]
-    assert "- **G1** (2 vendors: claude, codex; refuted by agy (V1))" in groups
+    assert "- **G1** (2 vendors: claude, codex)\n  - `claude-F3` (claude, defect; refuted by agy (V1)): " in groups
+    assert "\n  - `codex-F2` (codex, defect): " in groups  # no call read its claim
     section = text.split("## Verification\n", 1)[1].split("\n## ", 1)[0]
     lines = [line for line in section.splitlines() if line.startswith("- ")]
     assert [line.split("**")[1] for line in lines] == ["confirmed", "unsure", "refuted", "refuted", "refuted"]
     assert lines[0] == ("- **confirmed** `claude-F1`, by codex (codex), call V2: divides by zero on an empty list")
-    assert lines[2].startswith("- **refuted** group G1 (first member `claude-F3`), by agy (agy), call V1: ")
+    assert lines[2].startswith("- **refuted** `claude-F3` (of group G1), by agy (agy), call V1: ")
     assert "Not verified: `agy-F2` (max_findings)" in section
 
 
@@ -233,7 +240,8 @@ def test_sarif_carries_the_verdict_and_ranks_refuted_low(verified, capsys):
     results = {r["properties"]["finding"]: r for run in doc["runs"] for r in run["results"]}
     assert set(results) == {"claude-F1", "claude-F2", "claude-F3", "codex-F1", "agy-F1", "agy-F2"}  # G1 once
     assert {f: r["rank"] for f, r in results.items()} == {
-        "claude-F1": 90.0, "codex-F1": 50.0, "agy-F2": 50.0, "claude-F3": 10.0, "claude-F2": 10.0, "agy-F1": 10.0}
+        "claude-F1": 90.0, "codex-F1": 50.0, "agy-F2": 50.0, "claude-F2": 10.0, "agy-F1": 10.0,
+        "claude-F3": 50.0}  # G1: refuted claude-F3 and unread codex-F2 rank as codex-F2's no verdict
     props = results["claude-F2"]["properties"]
     assert (props["verdict"], props["verifier"], props["verifier_preset"], props["call"]) == \
         ("refuted", "codex", "codex", "V3")
@@ -283,7 +291,7 @@ def test_cap_report_gives_the_share_refuted_by_another_vendor(verified, repo, ca
     noise = json.loads(capsys.readouterr().out)["noise"]
     assert noise == {"verified_rounds": 1, "reviewers": [
         {"name": "claude", "findings": 3, "checked": 3, "refuted": 2, "share_refuted": 0.667},
-        {"name": "codex", "findings": 2, "checked": 2, "refuted": 1, "share_refuted": 0.5},
+        {"name": "codex", "findings": 2, "checked": 1, "refuted": 0, "share_refuted": 0.0},
         {"name": "agy", "findings": 2, "checked": 0, "refuted": 0, "share_refuted": None}]}
     assert main(["cap-report", str(series)]) == 0
     md = capsys.readouterr().out.split("## Findings refuted by another vendor", 1)[1]
@@ -325,9 +333,9 @@ def test_refuted_prints_the_lines_and_writes_nothing(verified, capsys):
     assert rf.snapshot(series) == before
     assert ACTING.search(out) is None
     lines = out.splitlines()
-    assert lines[0] == (f"spar triage {r1} G1 --to rejected --evidence "
+    assert lines[0] == (f"spar triage {r1} claude-F3 --to rejected --evidence "
                         "'refuted by agy (V1): the caller checks the length first'")
-    assert [shlex.split(line)[3] for line in lines[:3]] == ["G1", "claude-F2", "agy-F1"]
+    assert [shlex.split(line)[3] for line in lines[:3]] == ["claude-F3", "claude-F2", "agy-F1"]
     assert shlex.split(lines[1])[-1] == ("refuted by codex (V3): line 3 is fine \\e[2J\\e]52;c;ZWNobw==\\a \\u202e"
                                          "\\n# Heading\\n<script>alert(1)</script> `code` $(touch pwned); 'q' "
                                          "\"dq\" | pipe")
@@ -343,10 +351,10 @@ def test_the_printed_lines_record_exactly_what_apply_records(verified, tmp_path,
     assert main(["triage", str(r1), "--refuted", "--apply"]) == 0
     said = capsys.readouterr().out.splitlines()
     assert said[:2] == ["round r1: claude-F3 -> rejected (refuted by agy (V1))",
-                        "round r1: codex-F2 -> duplicate --of r1/claude-F3 (refuted by agy (V1))"]
+                        "round r1: claude-F2 -> rejected (refuted by codex (V3))"]
     applied = _ledger(r1)
-    assert [line["finding"] for line in applied] == ["claude-F3", "codex-F2", "claude-F2", "agy-F1"]
-    assert applied[2]["evidence"].startswith("refuted by codex (V3): line 3 is fine \\e[2J")
+    assert [line["finding"] for line in applied] == ["claude-F3", "claude-F2", "agy-F1"]  # codex-F2 stands
+    assert applied[1]["evidence"].startswith("refuted by codex (V3): line 3 is fine \\e[2J")
     copied = copy / series.name / "r1"
     for line in printed:
         argv = shlex.split(line)
@@ -358,8 +366,29 @@ def test_the_printed_lines_record_exactly_what_apply_records(verified, tmp_path,
     assert main(["triage", str(r1), "--refuted", "--apply"]) == 0
     out = capsys.readouterr().out
     assert "# round r1: no refuted finding without a disposition" in out
-    assert "# round r1: G1: refuted by agy (V1), left alone: claude-F3 has a disposition, codex-F2 has a " \
-           "disposition" in out
+    assert "# round r1: claude-F3: refuted by agy (V1), left alone: claude-F3 has a disposition" in out
+
+
+def test_a_refuted_line_with_3_mib_of_evidence_runs_in_bash_and_records_what_apply_records(repo, tmp_path,
+                                                                                            capsys):
+    """The line printed for 3 MiB of evidence failed in bash ("Argument list too long")."""
+    huge = "the caller checks \x01 it " * (3 * 1024 * 1024 // 26)
+    series, r1 = _round(repo)
+    _verify(r1, {**RECORD, "calls": [_call(1, "claude-F1", "refuted", "codex", huge)], "unverified": []})
+    copy = tmp_path / "copy"
+    shutil.copytree(series, copy / series.name)
+    assert main(["triage", str(r1), "--refuted"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert len(line) < 8 * 1024
+    assert main(["triage", str(r1), "--refuted", "--apply"]) == 0
+    capsys.readouterr()
+    (applied,) = _ledger(r1)
+    assert applied["evidence"].endswith("[…] (whole in verifications.json, call V1)")
+    copied = copy / series.name / "r1"
+    script = f'spar() {{ exec {shlex.quote(sys.executable)} -m spar "$@"; }}; ' + line.replace(str(r1), str(copied), 1)
+    done = subprocess.run(["bash", "-c", script], capture_output=True, cwd=repo, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    assert _ledger(copied) == [applied]
 
 
 def test_refuted_with_nothing_refuted_and_a_round_never_verified(repo, capsys):

@@ -16,10 +16,12 @@ import pytest
 
 from spar.config.model import ReviewerConfig, VerifyConfig
 from spar.judge.context import RoundContext
+from spar.judge.verify_plan import EVIDENCE_LIMIT
 from spar.presets import get_preset
 from spar.round.runner import run_settings
-from spar.round.verification import VerifyRun, build_record, plan_calls, prepare_calls, run_calls
+from spar.round.verification import VerifyRun, bound_notes, build_record, plan_calls, prepare_calls, run_calls
 from tests.proctools import HANG, LIMITS, gone, written
+from tests.runsetup import FAKE_ENV
 
 pytestmark = pytest.mark.anyio
 
@@ -62,7 +64,7 @@ async def _verify(v: VerifyRun, env: dict[str, str]):
     plan = plan_calls(v)
     calls = prepare_calls(v, plan)
     with anyio.fail_after(HANG):
-        spend = await run_calls(v, calls, run_settings(env=env))
+        spend = await run_calls(v, calls, run_settings(env=env, env_passthrough=FAKE_ENV))
     return build_record(v, plan, calls, "2026-12-03T10:00:00.000Z"), spend
 
 
@@ -107,3 +109,42 @@ async def test_max_cost_usd_stops_the_calls_not_started(tmp_path):
     assert record["unverified"] == [{"finding": "gpt-F3", "why": "max_cost_usd"}]
     assert spend.cost == 0.5 and spend.stopped
     assert sorted(p.name for p in (v.round_dir / "verify").iterdir()) == ["V1", "V2", "schema.json"]
+
+
+async def test_a_repeated_key_in_a_verifiers_answer_is_no_verdict(tmp_path):
+    """`"verdict": "refuted", ..., "verdict": "confirmed"` was recorded confirmed (the last value won)."""
+    raw = '{"verdict": "refuted", "evidence": "x", "location": null, "verdict": "confirmed"}'
+    v, env = _setup(tmp_path, [("ver", "codex", 60)], {"ver": {"raw_result": raw}}, [_finding("opus-F1", "opus")])
+    record, _ = await _verify(v, env)
+    (call,) = record["calls"]
+    assert (call["status"], call["verdict"], call["evidence"]) == ("invalid_output", "unsure", "")
+    assert 'the key "verdict" appears twice in one object' in call["reason"]
+
+
+async def test_evidence_over_the_cap_is_no_verdict_and_is_not_kept(tmp_path):
+    """3 MiB of evidence was kept whole in verifications.json and in one summary.md cell."""
+    answer = {"verdict": "refuted", "evidence": "x" * (3 * 1024 * 1024), "location": None}
+    v, env = _setup(tmp_path, [("ver", "codex", 60)], {"ver": {"result": answer}}, [_finding("opus-F1", "opus")])
+    record, _ = await _verify(v, env)
+    (call,) = record["calls"]
+    assert (call["status"], call["verdict"], call["evidence"]) == ("invalid_output", "unsure", "")
+    assert f"evidence is {3 * 1024 * 1024} characters, more than the {EVIDENCE_LIMIT}" in call["reason"]
+    assert len(json.dumps(record)) < 16 * 1024
+
+
+async def test_a_call_that_reports_no_cost_counts_as_over_max_cost_usd(tmp_path):
+    """codex reports tokens, never a cost: under max_cost_usd its calls were never stopped."""
+    findings = [_finding(f"opus-F{n}", "opus") for n in (1, 2, 3)]
+    v, env = _setup(tmp_path, [("ver", "codex", 60)], {"ver": {"result": ANSWER}}, findings, max_cost=100.0)
+    record, spend = await _verify(v, env)
+    assert [(c["call"], c["finding"]) for c in record["calls"]] == [("V1", "opus-F1")]
+    assert record["unverified"] == [{"finding": "opus-F2", "why": "max_cost_usd"},
+                                    {"finding": "opus-F3", "why": "max_cost_usd"}]
+    assert spend.unknown == ["V1"]
+    assert bound_notes(record, spend) == [
+        "verification stopped at max_cost_usd 100 (finished calls cost $0.0000; V1 reported no cost, which counts "
+        "as over the bound): 2 finding(s) not verified"]
+    # without the bound, the same calls all run
+    v.config.max_cost_usd = None
+    record, spend = await _verify(v, env)
+    assert len(record["calls"]) == 3 and record["unverified"] == [] and spend.unknown == ["V1", "V2", "V3"]

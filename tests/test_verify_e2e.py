@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from spar.records import readers
-from tests.gitrepo import commit
-from tests.proctools import HANG, gone, wait_for, written
+from tests.proctools import HANG, gone, sigint_as_from_a_terminal, wait_for, written
 from tests.runsetup import BACKENDS, FAKES, documented_round_keys, finding, make_setup, result
 
 pytestmark = pytest.mark.slow
@@ -113,9 +112,11 @@ def _signalled_while_verifying(s, pid_file: Path, argv: list[str], signum: int):
     """`spar ARGV` sent `signum` once the hanging verifier wrote its pid: (the finished
     process, its stderr, the verifier's pid)."""
     proc = subprocess.Popen([sys.executable, "-m", "spar", *argv], cwd=s.repo, env=s.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=sigint_as_from_a_terminal)  # noqa: PLW1509
     try:
-        assert wait_for(lambda: written(pid_file).strip() != "")
+        assert wait_for(lambda: written(pid_file).strip() != "" or proc.poll() is not None)
+        assert proc.poll() is None, proc.communicate()[1].decode()  # it ended before the verifier hung
         verifier = int(written(pid_file))
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=HANG)
@@ -180,7 +181,7 @@ def test_run_verifies_every_finding_with_another_vendor(tmp_path, backend):
         assert (round_dir / "verify" / call["call"] / "stdout.log").stat().st_size > 0
 
     rj = load(round_dir / "round.json")
-    assert set(rj) == documented_round_keys() - {"memory_sha256", "head_tree", "head_parent"}
+    assert set(rj) == documented_round_keys() - {"memory_sha256", "head_tree", "head_parent", "repository_changed"}
     index = rj["verification"]
     assert index["file"] == "verifications.json"
     assert index["sha256"] == hashlib.sha256((round_dir / "verifications.json").read_bytes()).hexdigest()
@@ -404,41 +405,74 @@ def test_a_verifier_refused_for_quota_answers_with_its_fallback_model(tmp_path):
     assert (s.repo / "reviews" / "r1" / "verify" / call["call"] / "stdout.2.log").exists()
 
 
-def test_a_group_is_verified_once_by_a_vendor_outside_it(tmp_path):
+def test_a_decoy_grouped_with_a_real_defect_gets_only_itself_rejected_and_the_gate_blocks(tmp_path):
+    """A reviewer first in configuration order reports a false claim at the line where codex
+    reports the real defect; the two are one group. Each member is put to the verifier on its
+    own: refuting the decoy rejects the decoy alone, and codex's finding keeps the gate blocked."""
     s = make_setup(tmp_path)
-    code = "".join(f"value_{n} = {n}\n" for n in range(1, 41))
-    head = commit(s.repo, {"shop.py": code}, message="shop")
-
-    def item(fid: str, line: int, claim: str) -> dict:
-        return finding(id=fid, location=f"head/shop.py:{line}", claim=claim, link_kind="none", link="",
-                       regression="yes")
-
-    _configure(s, 'reviewers = ["claude", "codex", "agy"]\n')
-    s.scenario({"claude": {"result": result(head=head, findings=[item("c1", 20, "refund() accepts a negative amount")])},
-                "codex": {"result": result(head=head[:7], findings=[
-                    item("x1", 21, "Negative refund amounts are accepted by refund")])},
-                "agy": {"result": result(head=head, findings=[], verdict="no_blocking_findings"),
-                        "by_prompt": {"ID: `claude-F1`": {"result": {"verdict": "confirmed", "evidence": "line 20",
-                                                                     "location": "head/shop.py:20"}}}}})
-    proc = s.run("--base", s.base)
+    decoy = finding(id="d1", claim="divide returns infinity when the divisor is zero",
+                    failure_scenario="divide(1, 0) returns inf", evidence="float division")
+    real = finding(id="x1", claim="divide raises ZeroDivisionError when the divisor is zero; AC-2 asks for ValueError")
+    verdicts = {"ID: `claude-F1`": {"result": {"verdict": "refuted", "evidence": "line 6 raises, never returns inf",
+                                               "location": "head/calc.py:6"}},
+                "ID: `codex-F1`": {"result": {"verdict": "confirmed", "evidence": "line 6 divides by b unchecked",
+                                              "location": "head/calc.py:6"}}}
+    _configure(s, 'reviewers = ["agy"]\n')
+    s.scenario({"claude": {"result": result(head=s.head, findings=[decoy])},
+                "codex": {"result": result(head=s.head, findings=[real])},
+                "agy": {"result": result(head=s.head, findings=[], verdict="no_blocking_findings"),
+                        "by_prompt": verdicts}})
+    proc = s.run("--criteria", "docs/criteria.md")
     assert proc.returncode == 0, proc.stderr.decode()
     round_dir = s.repo / "reviews" / "r1"
     found = {f["id"]: f for f in load(round_dir / "findings.json")}
     assert found["claude-F1"]["group"]["members"] == ["claude-F1", "codex-F1"]
     record = load(round_dir / "verifications.json")
-    # one call for the group, through its first member, by the one vendor outside it
-    assert [(c["finding"], c["group"], c["verifier"], c["verdict"]) for c in record["calls"]] == [
-        ("claude-F1", "G1", "agy", "confirmed")]
-    assert record["unverified"] == []
-    text = (round_dir / "verify" / "V1" / "input.md").read_text(encoding="utf-8")
-    assert "- `codex-F1` by `codex` at `head/shop.py:21`" in text
-    assert len(_verification_calls(s, round_dir)) == 1
+    assert sorted((c["finding"], c["group"], c["verifier"], c["verdict"]) for c in record["calls"]) == [
+        ("claude-F1", "G1", "agy", "refuted"), ("codex-F1", "G1", "agy", "confirmed")]
+    for call in record["calls"]:  # each input quotes the one claim its verdict covers
+        text = (round_dir / "verify" / call["call"] / "input.md").read_text(encoding="utf-8")
+        assert (found[call["finding"]]["claim"] in text,
+                found[({"claude-F1", "codex-F1"} - {call["finding"]}).pop()]["claim"] in text) == (True, False)
+    applied = s.spar("triage", str(round_dir), "--refuted", "--apply")
+    assert applied.returncode == 0, applied.stderr.decode()
+    assert applied.stdout.decode().splitlines() == ["round r1: claude-F1 -> rejected (refuted by agy (V1))"]
+    ledger = [json.loads(line) for line in (round_dir / "ledger.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(line["finding"], line["disposition"]) for line in ledger] == [("claude-F1", "rejected")]
+    gate = s.spar("gate", str(round_dir), "--out", str(tmp_path / "gate.json"))
+    assert gate.returncode == 1, gate.stderr.decode()
+    assert "codex-F1" in json.dumps(load(tmp_path / "gate.json")["reasons"])
     # the other readers of a series read a verified round as before
     for args in (["cap-report", "reviews"], ["report", "reviews", "--out", str(tmp_path / "report.html")],
-                 ["export", str(round_dir), "--format", "sarif"], ["triage", str(round_dir), "claude-F1", "--to",
-                                                                   "rejected", "--evidence", "not a defect"]):
+                 ["export", str(round_dir), "--format", "sarif"]):
         done = s.spar(*args)
         assert done.returncode == 0, (args, done.stderr.decode())
+
+
+def test_a_proposed_defect_classed_a_note_gets_a_verdict_that_changes_neither_class_nor_gate(tmp_path):
+    """A proposed defect with no link is a note (classification rule 6); a verifier of another
+    vendor still checks it, and its verdict is shown, never changing the class or the gate."""
+    s = make_setup(tmp_path)
+    leak = finding(claim="divide logs the registry token", link_kind="none", link="")
+    _configure(s, 'reviewers = ["codex"]\n')
+    s.scenario({"claude": {"result": result(head=s.head, findings=[leak])},
+                "codex": {"result": result(head=s.head, findings=[], verdict="no_blocking_findings"),
+                          "by_prompt": {"ID: `claude-F1`": {"result": {
+                              "verdict": "confirmed", "evidence": "line 6 logs it", "location": "head/calc.py:6"}}}},
+                "agy": {"result": result(head=s.head, findings=[], verdict="no_blocking_findings")}})
+    proc = s.run()
+    assert proc.returncode == 0, proc.stderr.decode()
+    round_dir = s.repo / "reviews" / "r1"
+    (found,) = load(round_dir / "findings.json")
+    assert (found["id"], found["proposed_class"], found["class"]) == ("claude-F1", "defect", "note")
+    record = load(round_dir / "verifications.json")
+    assert [(c["finding"], c["verifier"], c["verdict"]) for c in record["calls"]] == [
+        ("claude-F1", "codex", "confirmed")]
+    assert "(its reviewer proposed `defect`)" in (round_dir / "verify" / "V1" / "input.md").read_text(encoding="utf-8")
+    assert "| confirmed by codex (V1) |" in (round_dir / "summary.md").read_text(encoding="utf-8")
+    assert load(round_dir / "findings.json") == [found]
+    gate = s.spar("gate", str(round_dir), "--out", str(tmp_path / "gate.json"))
+    assert gate.returncode == 0, gate.stderr.decode()
 
 
 @pytest.mark.parametrize(("record", "says"), [("findings.json", "findings.json"), ("ledger.jsonl", "ledger.jsonl")])

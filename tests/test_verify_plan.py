@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from spar.judge.context import RoundContext
-from spar.judge.verify_plan import Verifier, judge_answer, plan_verification
+from spar.judge.verify_plan import EVIDENCE_LIMIT, LOCATION_LIMIT, Verifier, judge_answer, plan_verification
 
 AUTHORS = {"opus": "claude", "gpt": "codex", "gem": "agy"}
 CLAUDE, CODEX, AGY = Verifier("opus", "claude"), Verifier("gpt", "codex"), Verifier("gem", "agy")
@@ -39,19 +39,28 @@ def test_every_defect_and_hardening_goes_to_another_vendor_spread_across_verifie
         assert AUTHORS[fid.split("-")[0]] != {"opus": "claude", "gpt": "codex", "gem": "agy"}[verifier]
 
 
-def test_a_group_is_verified_once_by_a_vendor_outside_it_and_comes_first():
+def test_each_member_of_a_group_gets_a_call_of_its_own_by_a_vendor_outside_the_group_first():
     group = _group("G1", ["opus-F1", "gpt-F1"], ["claude", "codex"])
     findings = [_finding("gem-F1"), _finding("opus-F1", "hardening", group), _finding("gpt-F1", "defect", group)]
     plan = plan_verification(findings, AUTHORS, [CLAUDE, CODEX, AGY], None)
-    # two vendors first (its class: its members' most severe); the verdict speaks for both members
-    assert [(c.finding, c.group, c.verifier.name, c.members) for c in plan.calls] == [
-        ("opus-F1", "G1", "gem", ("opus-F1", "gpt-F1")), ("gem-F1", None, "opus", ("gem-F1",))]
+    # two vendors first, defect before hardening; each verdict covers the one claim its call shows
+    assert [(c.finding, c.group, c.verifier.name) for c in plan.calls] == [
+        ("gpt-F1", "G1", "gem"), ("opus-F1", "G1", "gem"), ("gem-F1", None, "opus")]
 
 
-def test_a_group_of_every_verifier_vendor_goes_to_one_other_than_its_first_members_author():
+def test_a_group_of_every_verifier_vendor_has_each_member_checked_by_another_vendor_than_its_author():
     group = _group("G1", ["opus-F1", "gpt-F1"], ["claude", "codex"])
     findings = [_finding("opus-F1", "defect", group), _finding("gpt-F1", "defect", group)]
-    assert _plan(findings, (CLAUDE, CODEX)) == ([("opus-F1", "gpt")], [])
+    assert _plan(findings, (CLAUDE, CODEX)) == ([("opus-F1", "gpt"), ("gpt-F1", "opus")], [])
+
+
+def test_a_proposed_defect_spar_classed_a_note_is_verified_and_a_proposed_note_is_not():
+    lowered = {**_finding("opus-F1", "note"), "proposed_class": "defect"}
+    hardening = {**_finding("gpt-F1", "note"), "proposed_class": "hardening"}
+    note = {**_finding("gem-F1", "note"), "proposed_class": "note"}
+    question = {**_finding("gem-F2", "requirement-question"), "proposed_class": "requirement-question"}
+    calls, unverified = _plan([hardening, note, lowered, question])
+    assert calls == [("opus-F1", "gpt"), ("gpt-F1", "opus")] and unverified == []
 
 
 def test_no_verifier_of_another_vendor_leaves_the_finding_unverified():
@@ -90,3 +99,18 @@ def test_the_answer_rule(answer, expected):
     v = judge_answer(answer, CTX)
     assert (v.verdict, v.evidence, v.location) == expected[:3]
     assert expected[3] in v.reason and (v.reason == "") == (expected[3] == "")
+
+
+def test_an_answer_over_a_cap_is_unsure_and_its_reason_quotes_only_a_start():
+    """A verifier's fields are capped (the evidence, the location), and a reason quotes no
+    more than the start of what the verifier wrote (a 3 MiB verdict or key)."""
+    huge = "y" * (3 * 1024 * 1024)
+    for answer, says in (({"verdict": "refuted", "evidence": "x" * (EVIDENCE_LIMIT + 1)},
+                          f"evidence is {EVIDENCE_LIMIT + 1} characters, more than the {EVIDENCE_LIMIT}"),
+                         ({"verdict": "refuted", "evidence": "x", "location": "head/a.py:1" + " " * LOCATION_LIMIT},
+                          f"location is {LOCATION_LIMIT + 11} characters"),
+                         ({"verdict": huge, "evidence": "x"}, 'verdict "yyyy'),
+                         ({"verdict": "refuted", "evidence": "x", huge: 1}, 'the answer has key "yyyy')):
+        v = judge_answer(answer, CTX)
+        assert (v.verdict, v.evidence) == ("unsure", "") and says in v.reason and len(v.reason) < 200
+    assert judge_answer({"verdict": "refuted", "evidence": "x" * EVIDENCE_LIMIT}, CTX).verdict == "refuted"

@@ -64,7 +64,9 @@ JSON ({SCHEMA}):
 Refused (65) on any record it reads that Spar could not have written: a torn,
 missing or impossible round.json, the findings.json of a recorded round, or an
 extensions.jsonl line `spar extend` would not have written (a cause not among the
-five included)."""
+five included), and on a SERIES that is not a series folder: a round folder, or a
+folder holding neither a round folder nor extensions.jsonl (an empty folder is a
+series whose first round is still to come: default caps)."""
 
 
 def _cell(value: object) -> str:
@@ -179,7 +181,7 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.format not in ("md", "json"):
         raise UsageError(f"cap-report: --format {quote(args.format)} is not md or json")
-    series = series_folder(args.series)
+    series = series_folder(args.series, read="empty ok")
     report = build_report(series)
     if args.format == "json":
         sys.stdout.write(for_stream(json.dumps(report, indent=2, ensure_ascii=False) + "\n", sys.stdout))

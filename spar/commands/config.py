@@ -39,7 +39,9 @@ EPILOG = """\
                 allowed_efforts, max_budget_usd when set, unreachable_seconds
                 when not 60), timeout_seconds, rules,
                 check_paths, angles, caps; verify ({"reviewers": names,
-                max_findings and max_cost_usd when set}) only when the user
+                "max_findings" (default 20), "max_cost_usd" when set: no
+                call starts once finished calls cost that much, or once
+                one that ran reported no cost}) only when the user
                 configuration has a [verify] table
   "digest"      sha256 of the canonical JSON of "config" (round.json config_digest)
   "files"       every configuration file read: {"path", "sha256", "role": "user"|"project"}
@@ -99,15 +101,17 @@ def config_text(root: Path | None, cfg: AppliedConfig) -> str:
         lines.append(f"  {r.name:<{width}}  {r.preset:<{pwidth}}  {'  '.join(extra)}")
     lines += [
         f"timeout_seconds  {cfg.timeout_seconds}",
+        f"max_copy_bytes   {cfg.max_copy_bytes} (a larger file of the commits is a note in the workspace copies)",
         f"rules            {', '.join(cfg.rules) or '-'}",
         f"check_paths      {', '.join(cfg.check_paths) or '-'}",
         f"angles           {', '.join(cfg.angles)}",
         "caps             " + "  ".join(f"{k}={v}" for k, v in cfg.caps.items()),
         "packet           " + "  ".join(f"{k}={v}" for k, v in cfg.packet.items()),
-        "env_passthrough  " + ("(not set: reviewers inherit the whole environment)" if cfg.env_passthrough is None
-                               else ", ".join(cfg.env_passthrough)
+        "env_passthrough  " + ("(not set: those always passed, each CLI's vendor's and the network settings)"
+                               if cfg.env_passthrough is None else ", ".join(cfg.env_passthrough)
                                or "(only the variables always passed and each CLI's vendor's)"),
         "verify           " + (_verify_text(cfg) or "(not set: findings are not verified)"),
+        f"sandbox          mode={cfg.sandbox}",
         "files",
     ]
     lines += [f"  {f['role']:<7}  {f['path']}  sha256 {f['sha256']}" for f in cfg.files] or ["  - (defaults only)"]
@@ -122,6 +126,11 @@ def _verify_text(cfg: AppliedConfig) -> str:
         return ""
     values = cfg.verify.applied()
     parts = ["reviewers=" + ", ".join(values.pop("reviewers"))]
+    if "max_cost_usd" in values:  # what the bound does with a verifier that reports no cost (codex)
+        values["max_cost_usd"] = f"{values['max_cost_usd']} (checked before each call; a call that reports no " \
+                                 "cost counts as over it)"
+    else:
+        values["max_cost_usd"] = "none"
     return "  ".join(parts + [f"{k}={v}" for k, v in values.items()])
 
 

@@ -26,7 +26,7 @@ from spar import __version__, git
 from spar.argparsing import command_parser
 from spar.backend import async_backend
 from spar.config.load import load_config
-from spar.config.model import ENDPOINT, ReviewerConfig
+from spar.config.model import ENDPOINT, AppliedConfig, ReviewerConfig
 from spar.core_query import query_core
 from spar.endpoint.client import Endpoint, NetworkError, list_models
 from spar.errors import Refused, UsageError, quote
@@ -36,6 +36,7 @@ from spar.proc.environment import reviewer_env
 from spar.proc.executable import find_executable
 from spar.proc.process import GuardedProcess, OutputHandling
 from spar.records import paths
+from spar.round.sandboxing import choose_sandbox
 from spar.textsafe import bounded, for_stream, terminal_safe
 
 SCHEMA = "spar-doctor/v1"
@@ -49,9 +50,12 @@ the configuration (errors name <file>:<line>), each configured reviewer's
 executable and version (its version check, at most 10 s), whether claude
 (`claude auth status`) and codex (`codex login status`, or CODEX_API_KEY set)
 are logged in (agy has no harmless check), each CLI run with the environment
-its reviewer would get (env_passthrough), a warning when no configured
+its reviewer would get (env_passthrough), whether reviewers run in the
+kernel sandbox here ([sandbox] mode; bwrap tried once) and why not, a
+warning when no configured
 reviewer runs unattended (only `native`, which needs a host agent to run
-`spar record`), and whether the series folder (--series, default reviews) is
+`spar record`) or when `native` is among reviewers that do (every round then
+waits for its record), and whether the series folder (--series, default reviews) is
 ignored as `spar run --out` requires (every repository holding it ignores it
 and no tracked file is under it).
 
@@ -72,7 +76,7 @@ is missing (each problem says what to do); 64 usage error."""
 class Check:
     """One line of `spar doctor`'s answer."""
 
-    check: str  # git | repository | config | reviewer | login | series | core
+    check: str  # git | repository | config | sandbox | reviewer | login | series | core
     subject: str
     status: str  # ok | problem | warning | info
     detail: str
@@ -202,6 +206,7 @@ async def endpoint_check(r: ReviewerConfig, env: dict[str, str]) -> Check:
 
 
 UNATTENDED = "unattended"  # the subject of the warning below
+WAITING = "waits for spar record"  # the subject of waiting_warning
 
 
 def unattended_warning(reviewers: list[ReviewerConfig]) -> Check:
@@ -213,6 +218,21 @@ def unattended_warning(reviewers: list[ReviewerConfig]) -> Check:
                  "which needs a host agent to run `spar record`)",
                  "install claude, codex or agy and run `spar init` again (it adds a reviewer for each "
                  "found on PATH), or add a [[reviewers]] entry (spar/configs/user.example.toml)")
+
+
+def waiting_warning(reviewers: list[ReviewerConfig]) -> Check | None:
+    """A `native` reviewer beside ones that run unattended: every reviewer is required, so
+    each round waits for `spar record` of the native answer before it finishes and the gate
+    stays blocked on it; often a stand-in left from before a CLI was installed."""
+    hosts = [r.name for r in reviewers if not get_preset(r.preset).runs_process]
+    if not hosts or len(hosts) == len(reviewers):
+        return None
+    names = ", ".join(hosts)
+    return Check("reviewer", WAITING, "warning",
+                 f"every round waits for `spar record` of {names} (the host's own subagent) beside the "
+                 "reviewers that run unattended; without it the round stays unfinished and the gate blocked",
+                 f"delete the [[reviewers]] entry of {names} from the user configuration to run unattended, "
+                 "or leave it out of one round with --reviewers")
 
 
 async def _login(r: ReviewerConfig, exe: str, env: dict[str, str]) -> Check:
@@ -264,17 +284,33 @@ def repository_check(base: Path) -> tuple[Check, Path | None]:
     return Check("repository", str(root), "ok", "git repository"), Path(root)
 
 
-def config_check(root: Path | None) -> tuple[list[Check], list[ReviewerConfig], list[str] | None]:
-    """The check, the reviewers and env_passthrough (what reviewers inherit)."""
+def config_check(root: Path | None) -> tuple[list[Check], AppliedConfig | None]:
+    """The check, and the configuration when it can be read."""
     try:
         cfg = load_config(root)
     except Refused as err:
         return [Check("config", "configuration", "problem", err.message,
-                      "fix that line (`spar config` shows it)")], [], None
+                      "fix that line (`spar config` shows it)")], None
     files = "; ".join(f"{f['role']} {f['path']}" for f in cfg.files) or "no file: the defaults"
     names = ", ".join(r.name for r in cfg.reviewers)
     return [Check("config", "configuration", "ok", f"{files}; reviewers {names}; "
-                  f"timeout {cfg.timeout_seconds}s")], list(cfg.reviewers), cfg.env_passthrough
+                  f"timeout {cfg.timeout_seconds}s")], cfg
+
+
+def sandbox_check(mode: str, env: dict[str, str]) -> Check:
+    """Whether the reviewers of a round would run in the kernel sandbox here, and why not."""
+    subject = f'[sandbox] mode = "{mode}"'
+    try:
+        choice = choose_sandbox(mode, env.get("PATH"))
+    except Refused as err:
+        return Check("sandbox", subject, "problem", err.message, "install bubblewrap where user namespaces are "
+                     'allowed, or set [sandbox] mode = "auto"')
+    if choice.bwrap is not None:
+        return Check("sandbox", subject, "ok", f"every reviewer process runs in {choice.bwrap}'s sandbox")
+    if mode == "off":
+        return Check("sandbox", subject, "info", "reviewers run without Spar's sandbox (the configuration says so)")
+    return Check("sandbox", subject, "warning", f"reviewers run without a sandbox: {choice.why}",
+                 "install bubblewrap (apt-get install bubblewrap) where user namespaces are allowed")
 
 
 def series_check(series: Path, shown: str) -> Check:
@@ -333,12 +369,26 @@ def render_text(checks: list[Check], ready: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def _all_checks(args: argparse.Namespace, base: Path, env: dict[str, str]) -> tuple[list[Check], dict[str, Any]]:
-    checks = [await git_check(env)]
+def _git_checks(args: argparse.Namespace, base: Path) -> tuple[Check, Path | None, Check | None]:
+    """The repository and series checks, run before the event loop: their git calls block,
+    and there Ctrl-C raises at once (asyncio's handler would only cancel the loop's task
+    once the call returned), so git is ended with it."""
     repo, root = repository_check(base)
+    series = Path(args.series) if os.path.isabs(args.series) else base / args.series
+    return repo, root, series_check(series, args.series) if root is not None else None
+
+
+async def _all_checks(args: argparse.Namespace, env: dict[str, str],
+                      git_checks: tuple[Check, Path | None, Check | None]) -> tuple[list[Check], dict[str, Any]]:
+    checks = [await git_check(env)]
+    repo, root, series = git_checks
     checks.append(repo)
-    config, reviewers, passthrough = config_check(root)
+    config, cfg = config_check(root)
     checks += config
+    reviewers = list(cfg.reviewers) if cfg is not None else []
+    passthrough = cfg.env_passthrough if cfg is not None else None
+    if cfg is not None:
+        checks.append(sandbox_check(cfg.sandbox, env))
     results: dict[int, list[Check]] = {}
 
     async def one(i: int, r: ReviewerConfig) -> None:
@@ -351,9 +401,11 @@ async def _all_checks(args: argparse.Namespace, base: Path, env: dict[str, str])
         checks += results[i]
     if reviewers and not any(get_preset(r.preset).runs_process for r in reviewers):
         checks.append(unattended_warning(reviewers))
-    series = Path(args.series) if os.path.isabs(args.series) else base / args.series
-    if root is not None:
-        checks.append(series_check(series, args.series))
+    waiting = waiting_warning(reviewers)
+    if waiting is not None:
+        checks.append(waiting)
+    if series is not None:
+        checks.append(series)
     core, report = await core_check(args.core, env)
     checks.append(core)
     return checks, report
@@ -367,7 +419,8 @@ def main(argv: list[str]) -> int:
     if not args.series:
         raise UsageError("doctor: --series needs a folder")
     env = dict(os.environ)
-    checks, core = anyio.run(lambda: _all_checks(args, base.absolute(), env), backend=async_backend(env))
+    git_checks = _git_checks(args, base.absolute())
+    checks, core = anyio.run(lambda: _all_checks(args, env, git_checks), backend=async_backend(env))
     ready = not any(c.status == "problem" for c in checks)
     if args.format == "json":
         # ASCII only: a C1 control or bidi override in a tool's text is \uXXXX, never raw in a log

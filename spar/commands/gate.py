@@ -13,7 +13,7 @@ from pathlib import Path
 
 from spar import __version__
 from spar.argparsing import Parser, command_parser
-from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, quote
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK
 from spar.gating import build_gate, real_paths, series_round_folders
 from spar.records import atomic, clock, paths
 from spar.textsafe import terminal_safe
@@ -23,9 +23,10 @@ Blocked reasons, all that apply, in this order: an unreadable, unfinished,
 dry-run or unrecorded round in the list (or an unreadable waivers.jsonl).
 Unreadable: a record Spar could not have written, named with its file and
 line (torn, missing, another schema, or an impossible value such as a ledger
-line against the disposition rules; docs/records.md); a path with no folder
-behind it says "no such round folder" (a mistyped path blocks the gate like
-any round it cannot read, and exits 1, not 64). Unfinished ("was not
+line against the disposition rules; spar/docs/records.md, installed with
+Spar); a path with no folder behind it says "no such round folder" (a
+mistyped path blocks the gate like any round it cannot read, and exits 1,
+not 64). Unfinished ("was not
 finished"): a folder without round.json, findings.json written but round.json
 never marked recorded, or NAME.tmp files a killed write left (while the series
 lock is held they are a write in progress instead). Then: a round of a
@@ -41,13 +42,15 @@ required, and done when it completed or was waived in any of them); a
 defect or requirement-question without a standing disposition (a duplicate
 counts only when the finding it traces to is disposed), each listed once: when
 it is a defect of the latest code round introduced by the last fix
-(introduced_by_change: yes; a fix only when an earlier code round of the series
-reviewed another head) outside the check paths, its reason says so. Growth
+(introduced_by_change: yes, at a place the fix changed, never a repeat; a fix
+only when an earlier code round of the series reviewed another head) outside
+the check paths, its reason says so; a repeat's reason names the finding and
+round it repeats. Growth
 inside the check paths is counted in "growth" but adds nothing to a reason.
 "Latest" is by started_at, ties by list order. --out is refused (65, nothing
 written) inside any round folder of a listed series, as the series'
 extensions.jsonl, or when it exists and is not a review-gate/v1 file.
-The file has the review-gate/v1 keys (docs/records.md) plus: expect_head, stages (required,
+The file has the review-gate/v1 keys (spar/docs/records.md) plus: expect_head, stages (required,
 completed and waived reviewers of the latest round of each stage and series),
 growth_findings, rounds[].base/dry_run/state, generated_at."""
 
@@ -75,8 +78,7 @@ def main(argv: list[str]) -> int:
                  for name in names]
     # a listed round is also in its series' listing: each folder compared once
     previous = paths.check_gate_out(out, dict.fromkeys(round_dirs + in_series), series_dirs)
-    if not out.parent.is_dir():
-        raise Refused(f"--out {quote(args.out)}: the folder {quote(str(out.parent))} does not exist")
+    paths.check_out_folder(args.out)
     document = build_gate(args.rounds, args.expect_head, real_args=round_dirs, series_folders=folders)
     document["previous_gate_digest"] = previous
     document["spar_version"] = __version__

@@ -15,12 +15,14 @@ import stat
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from spar import git
 from spar.argparsing import command_parser
 from spar.config.checks import check_project, check_user
 from spar.config.scaffold import (
+    BASELINE_RULES,
     CLI_PRESETS,
     TIMEOUT_BLOCK,
     CannotEdit,
@@ -30,12 +32,14 @@ from spar.config.scaffold import (
     configured_presets,
     fit,
     ignore_pattern,
+    lists_rule,
     project_key_block,
     project_template,
     project_values,
     reviewer_blocks,
     text_with_line,
     user_template,
+    without_own_native,
 )
 from spar.config.sources import PROJECT_FILE, find_user_source, missing_why, user_candidates
 from spar.config.toml_positions import LocatedDoc, TomlSyntaxError, locate_toml
@@ -47,29 +51,35 @@ from spar.records import atomic, paths
 DESCRIPTION = """\
 Set Spar up: write the user configuration (reviewers for the CLIs found on
 PATH among claude, codex, agy; otherwise the host's native reviewer), with
---project the repository's .jaekit/spar.toml, and add the series folder
-(--series, default reviews) to the repository's ignore rules so that
-`spar run --out reviews/ROUND` is accepted (a record folder must be ignored
-by every repository holding it).
+--project the repository's .jaekit/spar.toml and Spar's baseline rules
+(.jaekit/rules/baseline.md, listed in its rules: a leaked secret, an
+unconfined path, injection, a swallowed error, a test that cannot fail; never
+written over an existing file, nor when the project's rules leave it out), and
+add the series folder (--series, default reviews) to the repository's ignore
+rules so that `spar run --out reviews/ROUND` is accepted (a record folder must
+be ignored by every repository holding it).
 
 The user file is the one Spar reads: the first existing of $SPAR_CONFIG,
 $XDG_CONFIG_HOME/jaekit/spar.toml, ~/.config/jaekit/spar.toml; when none
 exists, the first of those paths (a variable that is unset or empty is
-skipped). Run again, init adds a [[reviewers]] entry to the user file for
-each of claude, codex, agy found on PATH that no entry names yet (--dry-run
-shows the entries). Existing files are never rewritten: keys they lack are added
-(top-level keys after the leading comments, tables at the end) and every
-other byte stays. The ignore line (/NAME/) goes at the end of the .gitignore
-in the folder holding the series, where no other rule can override it. When
-a file cannot be edited safely (not TOML, clean-review's config.json, a
-symbolic link to a folder, ...), nothing at all is written and the exact
-lines to add are printed. Inside the repository no symbolic link may be on
-the way to a file init writes (.jaekit, .jaekit/spar.toml, the folders to the
-series and its .gitignore): a committed link would send the write elsewhere,
-so it is refused. Everything is checked before the first write: a --series
-name holding a control character (a newline would be several ignore rules),
-a .gitignore that is not a regular file (git would wait on a FIFO), a git
-command that does not finish within its time limit.
+skipped). Run again, init adds a [[reviewers]] entry to the user file for each
+of claude, codex, agy found on PATH that no entry names yet (--dry-run shows
+the entries); once one runs unattended, the native entry init wrote itself
+(marked so) is removed, and a native entry the user wrote stays with a note
+that every round waits for `spar record` of its answer. Otherwise existing
+files are never rewritten: keys they lack are added (top-level keys after the
+leading comments, tables at the end) and every other byte stays. The ignore
+line (/NAME/) goes at the end of the .gitignore in the folder holding the
+series, where no other rule can override it. When a file cannot be edited
+safely (not TOML, clean-review's config.json, a symbolic link to a folder,
+...), nothing at all is written and the exact lines to add are printed. Inside
+the repository no symbolic link may be on the way to a file init writes
+(.jaekit, .jaekit/spar.toml, .jaekit/rules and its baseline.md, the folders to
+the series and its .gitignore): a committed link would send the write
+elsewhere, so it is refused. Everything is checked before the first write: a
+--series name holding a control character (a newline would be several ignore
+rules), a .gitignore that is not a regular file (git would wait on a FIFO), a
+git command that does not finish within its time limit.
 
 Exit codes: 0 done, or nothing to do; 64 usage error; 65 refused (nothing
 written; the lines to add are on stderr); 70 a write failed part-way."""
@@ -84,6 +94,7 @@ class Step:
     text: str = ""  # the whole new text (create, edit)
     shown: str = ""  # what --dry-run prints: the whole text or the added lines
     note: str = ""
+    notice: str = ""  # one more line for the user, after the step's own
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -155,19 +166,39 @@ def plan_user(env: Mapping[str, str], home: Path, found: list[str]) -> Step:
 
 
 def _plan_new_clis(path: str, found: list[str]) -> Step:
+    """CLIs installed since are added; with a reviewer that runs unattended, the `native`
+    stand-in init wrote goes (a round would wait for `spar record` of its answer forever)."""
     real = os.path.realpath(path)
     lines = Edit("", tail_lines="\n" + reviewer_blocks(found)).lines_to_add()
     try:
         existing = _read_existing(real, lines)
-        missing = [p for p in found if p not in configured_presets(existing)]
-        edit = add_reviewers(existing, missing)
+        presets = configured_presets(existing)
+        missing = [p for p in found if p not in presets]
+        unattended = bool(missing) or bool(presets - {"native"})
+        stripped = without_own_native(existing) if unattended else None
+        edit = add_reviewers(existing if stripped is None else stripped, missing)
     except CannotEdit as err:
         raise _refusal(path, err.why, err.lines) from None
-    if not missing:
-        return Step(real, "keep", note="already has reviewers for every CLI found on PATH; left as it is")
+    notice = _native_notice(path, edit.text) if unattended else ""
+    if not missing and stripped is None:
+        return Step(real, "keep", note="already has reviewers for every CLI found on PATH; left as it is",
+                    notice=notice)
     _validated(path, edit.text, check_user)
-    return Step(real, "edit", edit.text, edit.lines_to_add(),
-                f"added reviewers {', '.join(missing)} (found on PATH, not configured yet)")
+    done = [f"added reviewers {', '.join(missing)} (found on PATH, not configured yet)"] if missing else []
+    shown = edit.lines_to_add() if missing else ""
+    if stripped is not None:
+        done.append("removed the native reviewer `spar init` wrote when no CLI was found "
+                    "(rounds no longer wait for `spar record`)")
+        shown += "and remove the [[reviewers]] entry of the native reviewer spar init wrote\n"
+    return Step(real, "edit", edit.text, shown, "; ".join(done), notice=notice)
+
+
+def _native_notice(path: str, text: str) -> str:
+    """One line when a native reviewer the user wrote stays beside unattended ones."""
+    if "native" not in configured_presets(text):
+        return ""
+    return (f"{path} keeps a native reviewer the user wrote: every round waits for `spar record` of its "
+            'answer; to run rounds unattended, delete its [[reviewers]] entry (preset = "native")')
 
 
 def _plan_edit(path: str, head: list[tuple[str, str]], tail: list[tuple[str, str]], lines: str,
@@ -191,7 +222,8 @@ def _refusal(path: str, why: str, lines: str) -> Refused:
 # ---------------------------------------------------------------- project configuration
 
 
-def plan_project(root: Path) -> Step:
+def plan_project(root: Path) -> list[Step]:
+    """The project file, and the baseline rules it lists."""
     entries = list(root.iterdir())
     values = project_values({e.name for e in entries if e.is_file()}, {e.name for e in entries if e.is_dir()})
     path = str(root.joinpath(*PROJECT_FILE))
@@ -199,11 +231,35 @@ def plan_project(root: Path) -> Step:
     _refuse_links(root, Path(path), "--project", template)
     if missing_why(path) is not None:
         _validated(path, template, check_project)
-        return Step(path, "create", template, template, "rules, check_paths, angles, caps")
+        step = Step(path, "create", template, template, "rules, check_paths, angles, caps")
+        return [step, plan_baseline(root, listed=True)]
     head = [(k, project_key_block(k, values)) for k in ("rules", "check_paths", "angles")]
     tail = [("caps", caps_block(values))]
     lines = Edit("", head_lines="".join(b + "\n" for _, b in head), tail_lines="\n" + tail[0][1]).lines_to_add()
-    return _plan_edit(path, head, tail, lines, check_project, "every key")
+    step = _plan_edit(path, head, tail, lines, check_project, "every key")
+    text = step.text if step.action != "keep" else _read_existing(step.path, lines)
+    return [step, plan_baseline(root, listed=lists_rule(text, BASELINE_RULES))]
+
+
+def baseline_text() -> str:
+    """Spar's baseline rules as installed with it (package data)."""
+    return resources.files("spar").joinpath("configs", "baseline.md").read_text(encoding="utf-8")
+
+
+def plan_baseline(root: Path, *, listed: bool) -> Step:
+    """The baseline rules at BASELINE_RULES, written only where the project's rules list
+    them (a user who took them out of the list keeps them out) and never over a file."""
+    path = root.joinpath(*BASELINE_RULES.split("/"))
+    if not listed:
+        return Step(str(path), "keep", note=f"the project's rules do not list {BASELINE_RULES}; not written")
+    text = baseline_text()
+    _refuse_links(root, path, "--project", f"the text of spar/configs/baseline.md (installed with Spar) in {path}")
+    if os.path.lexists(path):
+        if not path.is_file():
+            raise Refused(f"--project: {quote(str(path))} is not a regular file, and the project's rules "
+                          "list it; nothing was written")
+        return Step(str(path), "keep", note="already there; left as it is")
+    return Step(str(path), "create", text, text, "Spar's baseline rules, listed in the project's rules")
 
 
 def _refuse_links(root: Path, path: Path, what: str, lines: str) -> None:
@@ -336,7 +392,7 @@ def main(argv: list[str]) -> int:
     if args.project:
         if root is None:
             raise Refused(f"--project: {os.path.abspath(base)} is not inside a git repository")
-        steps.append(plan_project(Path(root)))
+        steps += plan_project(Path(root))
     steps.append(plan_ignore(series, Path(root) if root is not None else None))
 
     out = sys.stdout
@@ -347,11 +403,13 @@ def main(argv: list[str]) -> int:
             else:
                 verb = "create" if step.action == "create" else "add to"
                 out.write(f"would {verb} {step.path} ({step.note}):\n{_indent(step.shown)}")
-            continue
-        if step.action != "keep":
-            _write(step)
-        verb = {"create": "created", "edit": "edited", "keep": "kept"}[step.action]
-        out.write(f"{verb} {step.path}: {step.note}\n")
+        else:
+            if step.action != "keep":
+                _write(step)
+            verb = {"create": "created", "edit": "edited", "keep": "kept"}[step.action]
+            out.write(f"{verb} {step.path}: {step.note}\n")
+        if step.notice:
+            out.write(f"note: {step.notice}\n")
     if not args.dry_run:
         ignore = steps[-1]
         if ignore.action != "keep":

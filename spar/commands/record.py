@@ -45,8 +45,9 @@ Refused (65, nothing written): a reviewer not listed in round.json (compared
 literally), a reviewer that already completed (recording over it would drop
 findings that may still be open: start a new round instead), a dry run, an
 unreadable --result or --transcript file, an unreadable round record (one
-Spar could not have written: docs/records.md), a round killed while recording
-(findings.json or ledger.jsonl there, round.json never marked recorded).
+Spar could not have written: spar/docs/records.md, installed with Spar), a
+round killed while recording (findings.json or ledger.jsonl there, round.json
+never marked recorded).
 A result that is not one JSON object is recorded as invalid_output, by
 the same rule as spar run: valid UTF-8, exactly one
 JSON object with only whitespace around it (no code fence, no other text).
@@ -167,6 +168,7 @@ def record(round_dir: Path, name: str, result_data: bytes | None, transcript_dat
         new: list[Finding] = []
     else:
         new = recording.record_reviewer_result(round_json, name, result, ctx)
+        recording.recount_unseen(round_json, name)
     # IDs continue the reviewer's numbering; never reuse an ID a ledger line may name
     offset = _used_numbers(name, existing, ledger)
     if offset:

@@ -4,7 +4,8 @@ Reads the series without the lock (it writes nothing there) and refuses on a
 record it cannot read (G32), like `spar cap-report`, whose report is the base
 of this one; adds per round its wall time and every finding with its
 disposition history, and the gate as `spar gate` would judge every round of
-the series now. `spar.report_html` renders it.
+the series now but its dry runs (the page names the rounds it gated).
+`spar.report_html` renders it.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ Write one HTML file showing a series: the rounds on a timeline, findings per
 round by class (a chart), each reviewer's status, time and cost per round
 (from each attempt's usage; "not recorded" for rounds written before Spar
 kept it), the gate of the series as `spar gate` judges every round of it now
-(state and blocked reasons), and every finding of the latest rounds
+but its dry runs (state and blocked reasons; the page names the rounds it
+gated and the dry runs it left out, which `spar gate` blocks on only when
+they are listed), and every finding of the latest rounds
 (--detail-rounds, default 20) with its disposition history; older rounds
 show their counts per class (their records keep every finding: `spar export`).
 For each of those latest code rounds that recorded which changed files each
@@ -54,8 +57,9 @@ browser, attach it to a ticket, keep it with the series.
 series' extensions.jsonl): that is refused, as `spar gate --out` refuses it.
 
 Exit codes: 0 written; 64 usage error; 65 refused (the series is not a
-series folder, one of its records cannot be read, or --out names a record);
-70 the write failed."""
+series folder: a round folder, an empty folder or one holding no round folder;
+one of its records cannot be read; --out names a record or a folder that does
+not exist); 70 the write failed."""
 
 
 def _parser() -> Parser:
@@ -83,13 +87,17 @@ def _epoch(stamp: object) -> float | None:
         return None
 
 
-def _gate(series: Path, rounds: list[Path]) -> dict[str, Any]:
+def _gate(rounds: list[Path], dry_runs: list[str]) -> dict[str, Any]:
+    """`spar gate` over `rounds`, with the names it judged (`gated`) and the dry runs it
+    left out (`not_gated`)."""
+    named = {"gated": [p.name for p in rounds], "not_gated": dry_runs}
     if not rounds:
-        return {"state": None, "error": "no round yet", "reasons": []}
+        why = "no round to gate yet (a dry run is not gated)" if dry_runs else "no round yet"
+        return {"state": None, "error": why, "reasons": [], **named}
     try:
-        return build_gate([str(p) for p in rounds], None)
+        return {**build_gate([str(p) for p in rounds], None), **named}
     except SparError as err:  # e.g. the repository is gone: say so rather than fail the report
-        return {"state": None, "error": f"the gate could not be judged: {err.message}", "reasons": []}
+        return {"state": None, "error": f"the gate could not be judged: {err.message}", "reasons": [], **named}
 
 
 def _verdict(verdict: Verdict | None) -> dict[str, str] | None:
@@ -137,11 +145,14 @@ def gather(series: Path, detail_rounds: int = DETAIL_ROUNDS) -> dict[str, Any]:
         row["findings"] = findings.get(row["name"], [])
         row["detailed"] = row["name"] in detailed
         row["verified"] = row["name"] in verified
-    # every round folder, as `spar gate SERIES/*/` reads them: one a killed run left without
-    # round.json is part of the series too, and blocks the gate
-    gated = [by_name[row["name"]].path for row in base["rounds"]]
-    gated += [series / u["name"] for u in base["unfinished"] if series / u["name"] not in gated]
-    base["gate"] = _gate(series, gated)
+    # every round folder but dry runs, as `spar gate` reads them listed: one a killed run left
+    # without round.json is part of the series too, and blocks the gate. A dry run reviews
+    # nothing and `spar gate` never requires one; listed it would block, so it is left out
+    dry_runs = [row["name"] for row in base["rounds"] if row["dry_run"]]
+    gated = [by_name[row["name"]].path for row in base["rounds"] if not row["dry_run"]]
+    gated += [series / u["name"] for u in base["unfinished"]
+              if series / u["name"] not in gated and u["name"] not in dry_runs]
+    base["gate"] = _gate(gated, dry_runs)
     base["series_name"] = Path(base["series"]).name
     base["generated_at"] = clock.now()
     base["spar_version"] = __version__
@@ -154,12 +165,13 @@ def gather(series: Path, detail_rounds: int = DETAIL_ROUNDS) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    series = series_folder(args.series)
+    series = series_folder(args.series, read="rounds")
     # never over a record (a round's ledger.jsonl, the series' extensions.jsonl), nor inside
     # a round folder a killed run left without round.json
     with os.scandir(series) as entries:
         folders = [entry.path for entry in entries if entry.is_dir()]
     paths.check_not_record(args.out, folders, [series])
+    paths.check_out_folder(args.out)
     atomic.write_text(args.out, render(gather(series, args.detail_rounds)))
     print(f"report: {args.out}")
     return EXIT_OK

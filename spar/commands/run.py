@@ -28,6 +28,7 @@ from spar.backend import async_backend
 from spar.config.model import STAGES
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, UsageError, exit_for_signal
 from spar.judge import caps
+from spar.pathtext import path_text
 from spar.presets import get_preset
 from spar.proc.process import start_guard, stop_guard
 from spar.progress import Progress, make_progress
@@ -53,6 +54,9 @@ from spar.round.preparation import (
     write_round_folder,
 )
 from spar.round.recording import apply_outcome, record_coverage, reviewer_of, write_round_outputs
+from spar.round.repeat_check import check_repeats, result_line
+from spar.round.repowatch import repository_change, repository_state
+from spar.round.sandboxing import round_sandbox
 from spar.round.summary import closing_lines, uncommitted_text
 from spar.round.verification import result_lines, verifiable_problem, verify_round
 from spar.textsafe import terminal_safe
@@ -135,14 +139,18 @@ def plan_round(args: RunArgs, *, cwd: str, env: Mapping[str, str]) -> Round:
     backend = async_backend(env)
     repo = work_tree_of(cwd)
     config = run_config(args, repo, env)
-    commits = choose_commits(args, repo)
+    commits = choose_commits(args, repo, config.max_copy_bytes)
     documents = read_round_documents(str(repo), config_rules=list(config.rules), criteria=args.criteria,
                                      rules=args.rules, subject=args.subject, cwd=cwd)
     out = Path(os.path.abspath(os.path.join(cwd, args.out)))
     check_run_out(out)
     r = Round(args=args, repo=repo, config=config, backend=backend, out=out, commits=commits, documents=documents,
               presets={c.preset: get_preset(c.preset) for c in config.reviewers})
-    r.tree_plans = {"head": plan_commit(repo, commits.head), "base": plan_commit(repo, commits.base)}
+    if not args.dry_run:  # decided before anything is written: "required" refuses an uncounted round
+        r.sandbox = round_sandbox(config.sandbox, env.get("PATH"))
+    r.tree_plans = {copy: plan_commit(repo, commit, config.max_copy_bytes)
+                    for copy, commit in (("head", commits.head), ("base", commits.base))}
+    r.tree_plans["head"].leave_out(commits.too_large)
     packet = packet_input(args, repo, config, commits, documents, r.tree_plans, out.parent)
     r.packet_kind, r.change_diff = choose_packet(repo, config, packet)
     r.packet_text = build_packet(packet)
@@ -175,7 +183,10 @@ def prepare_round(r: Round) -> None:
 
 def run_the_reviewers(r: Round, progress: Progress) -> int | None:
     """Step 3: every reviewer at once; the signal number when SIGINT or SIGTERM stopped them."""
-    outcomes, signum = run_until_signal(r.jobs, progress, dict(os.environ), r.config.env_passthrough, r.backend)
+    watched = repository_state(r.repo, r.out.parent)  # the user's repository, compared once they end
+    outcomes, signum = run_until_signal(r.jobs, progress, dict(os.environ), r.config.env_passthrough, r.backend,
+                                        r.sandbox.bwrap)
+    r.repo_change = repository_change(watched, repository_state(r.repo, r.out.parent))
     if r.config.verify is None:
         stop_guard()  # no reviewer runs any more: it exits while the round is recorded
     r.outcomes = outcomes or []
@@ -190,6 +201,9 @@ def record_round(r: Round, progress: Progress) -> None:
     note = describe_changes(r.workspace_before, workspace_state(r.out / "workspace"))
     if note:
         r.record["warnings"].append(note)
+    r.record["sandbox"] = r.sandbox.record()
+    if r.repo_change is not None:
+        r.record["repository_changed"] = r.repo_change.record(r.sandbox.bwrap is not None)
     documents = [d for kind in ("criteria", "rules", "subject") for d in r.documents[kind]]
     ctx = context_from_git(r.repo, r.commits.base, r.commits.head, documents, list(r.config.check_paths),
                            r.record["links"]["criteria_ids"])
@@ -200,7 +214,9 @@ def record_round(r: Round, progress: Progress) -> None:
             entry = reviewer_of(r.record, outcome.name)
             progress.reviewer_status(outcome.name, entry["status"], entry["reason"])
     if r.changed_files is not None:
-        record_coverage(r.record, r.outcomes, r.changed_files, r.inline_files, r.out / "workspace")
+        not_copied = {path_text(p) for plan in r.tree_plans.values() for p in plan.too_large}
+        record_coverage(r.record, r.outcomes, r.changed_files, r.inline_files, r.out / "workspace", not_copied,
+                        change_diff=r.change_diff is not None)
     history.annotate(r.out, r.record, r.findings, ctx)
     write_round_outputs(r.out, r.record, r.findings)
 
@@ -219,10 +235,15 @@ def verify_the_findings(r: Round) -> int | None:
         return None
     presets = {c.preset: get_preset(c.preset) for c in cfg.reviewers}
     result, signum = verify_round(r.out, cfg, presets, env=os.environ, passthrough=r.config.env_passthrough,
-                                  backend=r.backend)
-    if result is not None:
-        for line in result_lines(result, r.out):
-            print(f"spar: {terminal_safe(line)}", file=sys.stderr)
+                                  backend=r.backend, sandbox=r.sandbox.bwrap)
+    if result is None:
+        return signum
+    for line in result_lines(result, r.out):
+        print(f"spar: {terminal_safe(line)}", file=sys.stderr)
+    checks, signum = check_repeats(r.out, cfg, presets, env=os.environ, passthrough=r.config.env_passthrough,
+                                   backend=r.backend, sandbox=r.sandbox.bwrap)
+    if checks is not None and (checks["calls"] or checks["unchecked"]):
+        print(f"spar: {terminal_safe(result_line(checks, r.out))}", file=sys.stderr)
     return signum
 
 
@@ -260,6 +281,9 @@ def execute(r: Round) -> int:
                 record_round(r, progress)
         finally:
             progress.close()
+        if r.repo_change is not None:
+            print(f"spar: warning: {terminal_safe(r.repo_change.message(r.sandbox.bwrap is not None))}",
+                  file=sys.stderr)
         if signum is not None:
             print(f"spar: interrupted by {signal.Signals(signum).name}: every reviewer was stopped; "
                   f"round {r.out} was not recorded (its round.json has no finished_at)", file=sys.stderr)

@@ -25,17 +25,21 @@ from spar.judge.dispositions import (
     DISPOSITIONS,
     Key,
     LookupResult,
+    Trace,
     check_request,
     parse_of,
     standing,
     trace,
     would_cycle,
 )
-from spar.judge.repeats import group_members, held_back
-from spar.judge.verdicts import Refuted, refuted, rejection_evidence
+from spar.judge.repeat_plan import check_problem
+from spar.judge.repeats import group_members
+from spar.judge.settle import claim_problem, verdict_problem
+from spar.judge.verdicts import Refuted, Verdict, refuted, rejection_evidence, verdicts
 from spar.records import atomic, clock, jsonl, lock, readers
 from spar.records.model import Finding, LedgerLine, RoundRecord
 from spar.records.record_rules import link_problem
+from spar.records.repeat_checks import RepeatCheck, Unchecked, read_repeat_checks
 from spar.round.summary_file import summary_text
 from spar.series import position, repository_of, round_folder
 from spar.textsafe import terminal_safe
@@ -68,20 +72,27 @@ spar triage ROUND --repeats: every finding of ROUND with a `repeat_of` and no
 disposition of its own, whose earlier finding's standing disposition (traced
 through duplicates) is rejected, fixed, answered or deferred, gets
 `duplicate --of` that earlier finding: one ledger line each, as by hand. It
-prints each line it wrote and each repeat it left alone, with why. A repeat
-whose proposed class is more severe than the earlier finding's, or whose claim
-names code (a code span or an identifier) the earlier claim does not, is only
-listed as a possible repeat; --force marks it too.
+prints each line it wrote and each repeat it left alone, with why. Settling
+takes more than the match that recorded `repeat_of`: a repeat whose proposed
+class is more severe than the earlier finding's, whose claim names code (a code
+span or an identifier) the earlier claim does not, whose claim does not restate
+the earlier claim's failure (only their subject is shared, e.g. "the divide
+function"), or that a verifier of another vendor confirmed while the decision it
+would join is a rejection or a refutation, is only listed as a possible repeat;
+--force marks it too. In a verified round (with [verify]), a repeat is settled
+only when a verifier of another vendor called it the same problem
+(ROUND/repeat-checks.json, written by spar run and spar verify).
 
 spar triage ROUND --refuted [--apply]: after a verification (verifications.json),
-prints for every finding or group a verifier refuted, none of whose findings has
-a disposition yet, the command that rejects it: spar triage ROUND FINDING (or
-GROUP) --to rejected --evidence 'refuted by VERIFIER (CALL): its evidence',
-shell-quoted, the evidence shown escaped (no control character) and recorded
-exactly so when the line is run. --apply records them instead, one ledger line
-each as that command would (a group: its first member rejected, the others
-duplicate --of it) and prints what it wrote. Lines starting with # say what was
-left alone. A round never verified is refused (65); nothing refuted exits 0.
+prints for every finding a verifier refuted that has no disposition yet the
+command that rejects it: spar triage ROUND FINDING --to rejected --evidence
+'refuted by VERIFIER (CALL): its evidence', shell-quoted, the evidence shown
+escaped (no control character; its first 1000 characters when longer, the call
+keeping it whole) and recorded exactly so when the line is run. A verdict covers
+the finding it names alone: another finding of its group keeps standing.
+--apply records them instead, one ledger line each as that command would, and
+prints what it wrote. Lines starting with # say what was left alone. A round
+never verified is refused (65); nothing refuted exits 0.
 A verdict is advice: nothing is disposed unless you run the lines or --apply."""
 
 
@@ -95,7 +106,8 @@ def _parser() -> Parser:
     p.add_argument("--repeats", action="store_true",
                    help="mark every repeat of a decided earlier finding a duplicate of it (no FINDING, no --to)")
     p.add_argument("--force", action="store_true",
-                   help="with --repeats: mark also the possible repeats (more severe, or naming other code)")
+                   help="with --repeats: mark also the possible repeats (more severe, naming other code, not "
+                        "restating the failure, or confirmed against a rejection)")
     p.add_argument("--refuted", action="store_true",
                    help="print the rejection of every refuted finding without a disposition (no FINDING, no --to)")
     p.add_argument("--apply", action="store_true", help="with --refuted: record those rejections")
@@ -114,6 +126,7 @@ class _RoundCache:
     def __init__(self, series: Path):
         self.series = series
         self.rounds: dict[str, tuple[RoundRecord, dict[str, Finding], dict[str, LedgerLine]]] = {}
+        self.verdicts: dict[str, dict[str, Verdict]] = {}
 
     def get(self, name: str) -> tuple[RoundRecord, dict[str, Finding], dict[str, LedgerLine]]:
         """(round.json, findings by id, standing ledger line by finding id)."""
@@ -126,6 +139,13 @@ class _RoundCache:
             ledger = standing(readers.read_ledger(folder, findings))
             self.rounds[name] = (round_json, {f["id"]: f for f in findings}, ledger)
         return self.rounds[name]
+
+    def verdicts_of(self, name: str) -> dict[str, Verdict]:
+        """Finding id -> its verdict in round `name` (verifications.json; empty when never verified)."""
+        if name not in self.verdicts:
+            findings = list(self.get(name)[1].values())
+            self.verdicts[name] = verdicts(readers.read_verifications(self.series / name, findings), findings)
+        return self.verdicts[name]
 
     def position(self, name: str) -> tuple[str, str] | None:
         """A readable round's place in series order, for the link rule; None otherwise."""
@@ -230,15 +250,35 @@ def summary_after(round_dir: Path, ledger: list[LedgerLine]) -> str:
 
 # what an earlier decision must be for its repeats to be settled by --repeats
 SETTLED_BY_REPEAT = ("rejected", "fixed", "answered", "deferred")
+_Asked = tuple[list[RepeatCheck], list[Unchecked]]  # what repeat-checks.json says: calls, unchecked
 
 
-def _held_back(f: Finding, target: Key, cache: _RoundCache) -> str | None:
-    """spar.judge.repeats.held_back for `f` and the earlier finding it repeats."""
+def _settle_problem(f: Finding, traced: Trace, decided: str, cache: _RoundCache, here: str,
+                    checks: _Asked | None) -> str | None:
+    """Why the earlier decision may not settle `f` without a person: its claim against the
+    earlier finding's (spar.judge.settle.claim_problem), then what verifiers said of it and
+    of the chain it would join (verdict_problem), then, when the round's repeats were put
+    to verifiers (`checks`), whether one called it the same problem; None when nothing
+    holds it back."""
+    target = traced.chain[0]
     earlier = cache.get(target[0])[1].get(target[1])
     if earlier is None:
         return None  # traced already: a missing target never settles anything
-    return held_back(str(f.get("proposed_class")), str(f.get("claim") or ""),
-                     str(earlier.get("proposed_class")), str(earlier.get("claim") or ""))
+    why = claim_problem(str(f.get("proposed_class")), str(f.get("claim") or ""),
+                        str(earlier.get("proposed_class")), str(earlier.get("claim") or ""))
+    if why is not None:
+        return why
+    round_json = cache.get(here)[0]
+    authors = {str(r.get("name")): str(r.get("preset") or r.get("name")) for r in round_json.get("reviewers", [])}
+    mine = cache.verdicts_of(here).get(f["id"])
+    refuted_in_chain = []
+    if mine is not None and mine.verdict == "confirmed":  # the chain's rounds are read only when it matters
+        refuted_in_chain = ["/".join(key) for key in traced.chain
+                            if (v := cache.verdicts_of(key[0]).get(key[1])) is not None and v.verdict == "refuted"]
+    why = verdict_problem(mine, authors.get(str(f.get("reviewer")), ""), decided, refuted_in_chain)
+    if why is None and checks is not None:
+        return check_problem(f["id"], *checks)
+    return why
 
 
 def repeat_lines(round_dir: Path, series: Path, *, force: bool = False
@@ -247,7 +287,13 @@ def repeat_lines(round_dir: Path, series: Path, *, force: bool = False
     left alone), reading only. Without `force`, a repeat the repeat rule holds back is a note."""
     cache = _RoundCache(series)
     here = round_dir.name
-    _, findings, own = cache.get(here)
+    round_json, findings, own = cache.get(here)
+    record = read_repeat_checks(round_dir, set(findings))
+    checks: _Asked | None = (record["calls"], record["unchecked"]) if record is not None else None
+    if checks is None and round_json.get("verification"):
+        # verified, yet its repeats were never put to a verifier (stopped, or an older Spar):
+        # no repeat is settled unasked
+        checks = ([], [])
     lines, notes = [], []
     for fid, f in findings.items():
         rep = f.get("repeat_of")
@@ -264,7 +310,7 @@ def repeat_lines(round_dir: Path, series: Path, *, force: bool = False
             why = f"{target} has no standing decision" if traced.state in ("open", "disposed") else traced.detail
             notes.append(f"{fid}: left alone, {why}")
             continue
-        why_not = None if force else _held_back(f, (rep["round"], rep["finding"]), cache)
+        why_not = None if force else _settle_problem(f, traced, str(decided), cache, here, checks)
         if why_not:
             notes.append(f"{fid}: possible repeat of {target} ({decided}), not marked: {why_not} "
                          "(triage it by hand, or --repeats --force)")
@@ -298,7 +344,7 @@ def _main_repeats(args: argparse.Namespace) -> int:
     for line, (_, decided) in zip(stamped, lines, strict=False):
         print(f"round {round_dir.name}: {line['finding']} -> duplicate --of {line['of']} ({decided})")
     for note in notes:
-        print(f"round {round_dir.name}: {note}")
+        print(terminal_safe(f"round {round_dir.name}: {note}"))  # a note may quote a claim's code span
     if not stamped:
         print(f"round {round_dir.name}: no repeat to settle")
     return EXIT_OK
@@ -318,9 +364,7 @@ def refuted_lines(round_dir: Path, series: Path) -> tuple[list[tuple[Refuted, li
         # escaped (no control character, one line) in the ledger too: the line --refuted
         # prints then records, when run, exactly what --apply records
         options = {"evidence": terminal_safe(rejection_evidence(r.verdict))}
-        lines = (group_lines(round_dir, series, r.target, "rejected", options) if r.target not in findings
-                 else [triage_line(round_dir, series, r.target, "rejected", options)])
-        out.append((r, lines))
+        out.append((r, [triage_line(round_dir, series, r.target, "rejected", options)]))
     return out, notes
 
 

@@ -1,7 +1,7 @@
 """`spar verify ROUND`: cross-vendor verification of a recorded round, run or run again.
 
-Each defect and hardening finding (a corroborated group once) is put to a `[verify]`
-reviewer of another vendor; verdicts go to ROUND/verifications.json, listed in
+Each finding proposed or classed defect or hardening (each member of a corroborated
+group on its own) is put to a `[verify]` reviewer of another vendor; verdicts go to ROUND/verifications.json, listed in
 round.json. A verdict never changes a finding's class, its disposition or the gate.
 """
 
@@ -20,6 +20,9 @@ from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, exit_for_signal
 from spar.presets import get_preset
 from spar.records import lock, readers
 from spar.records.model import ReviewerStatus
+from spar.records.readers import REPEAT_CHECKS_FILE
+from spar.round.repeat_check import check_repeats, result_line
+from spar.round.sandboxing import round_sandbox
 from spar.round.verification import result_lines, verifiable_problem, verify_round
 from spar.series import round_folder
 from spar.textsafe import terminal_safe
@@ -28,19 +31,27 @@ SUMMARY = "Verify a recorded round's findings with reviewers of other vendors."
 
 EPILOG = """\
 The reviewers that verify come from the [verify] table of the user
-configuration (reviewers = [NAME, ...], optional max_findings and
-max_cost_usd). Each defect and hardening finding, a corroborated group once,
-goes to one of them whose preset (vendor) is not the author's; most vendors
-first, then defects before hardening. A verifier answers with one JSON object:
-{"verdict": "confirmed" | "refuted" | "unsure", "evidence": TEXT,
-"location": LOCATION or null}; anything else is recorded as unsure with the
-reason. Calls run in parallel, one at a time per verifier, each under that
-reviewer's timeout_seconds; once the finished calls cost max_cost_usd, no
-further call starts.
+configuration (reviewers = [NAME, ...], optional max_findings, default 20
+calls, and max_cost_usd). Each finding its reviewer proposed, or Spar
+classed, defect or hardening goes on its own (each member of a corroborated
+group too: a verdict covers only the claim read) to one of them whose preset
+(vendor) is not the author's; most vendors first, then defects before
+hardening. A verifier answers with one JSON object: {"verdict": "confirmed" |
+"refuted" | "unsure", "evidence": TEXT of at most 8000 characters,
+"location": LOCATION or null}; anything else (a key given twice included) is
+recorded as unsure with the reason. Calls run in parallel, one at a time per
+verifier, each under that reviewer's timeout_seconds; once the finished calls
+cost max_cost_usd, or one that ran reported no cost (codex), no further call
+starts (running calls finish).
 
 Running it again replaces ROUND/verify/ (the calls' inputs and logs), then
 ROUND/verifications.json, round.json's "verification" and summary.md, under
-the series lock. A verdict never changes a finding's class, disposition or
+the series lock. Then each repeat (findings.json repeat_of) that spar triage
+--repeats could settle goes to a [verify] reviewer of another vendor than its
+author ("the same problem as the earlier finding?"; an answer {"verdict":
+"same" | "different" | "unsure", "evidence": TEXT}): ROUND/verify/repeats/ and
+ROUND/repeat-checks.json; --repeats then settles only a repeat a verifier
+called the same problem. A verdict never changes a finding's class, disposition or
 the gate.
 
 Exit codes: 0 written, every call answered; 1 written, a call did not
@@ -78,10 +89,15 @@ def main(argv: list[str]) -> int:
     round_dir, series = round_folder(args.round)
     _check(round_dir)  # before the lock: a refusal waits for nothing
     presets = {r.preset: get_preset(r.preset) for r in config.reviewers}
+    sandbox = round_sandbox(cfg.sandbox, os.environ.get("PATH"))  # the verifiers run in it too
     with lock.series_lock(series):
         _check(round_dir)  # read again under the lock
         result, signum = verify_round(round_dir, config, presets, env=os.environ, passthrough=cfg.env_passthrough,
-                                      backend=backend)
+                                      backend=backend, sandbox=sandbox.bwrap)
+        checks = None
+        if result is not None:
+            checks, signum = check_repeats(round_dir, config, presets, env=os.environ,
+                                           passthrough=cfg.env_passthrough, backend=backend, sandbox=sandbox.bwrap)
     if result is None:
         assert signum is not None
         print(f"spar: interrupted by {signal.Signals(signum).name}: every verifier was stopped; "
@@ -89,5 +105,13 @@ def main(argv: list[str]) -> int:
         return exit_for_signal(signum)
     for line in result_lines(result, round_dir):
         print(f"spar: {terminal_safe(line)}", file=sys.stderr)
-    completed = all(c["status"] == ReviewerStatus.COMPLETED for c in result.record["calls"])
+    if checks is None:
+        assert signum is not None
+        print(f"spar: interrupted by {signal.Signals(signum).name} while repeats were put to verifiers; "
+              f"{REPEAT_CHECKS_FILE} was not written", file=sys.stderr)
+        return exit_for_signal(signum)
+    if checks["calls"] or checks["unchecked"]:
+        print(f"spar: {terminal_safe(result_line(checks, round_dir))}", file=sys.stderr)
+    calls = [*result.record["calls"], *checks["calls"]]
+    completed = all(c["status"] == ReviewerStatus.COMPLETED for c in calls)
     return EXIT_OK if completed else EXIT_NOT_CLEAN

@@ -20,6 +20,7 @@ from typing import Any, TypeGuard
 from spar.config.model import (
     ANGLES,
     DEFAULT_CAPS,
+    DEFAULT_MAX_COPY_BYTES,
     DEFAULT_MAX_FINDINGS,
     DEFAULT_PACKET,
     DEFAULT_REVIEWERS,
@@ -73,7 +74,9 @@ def value_problem(value: str) -> str | None:
 
 # --- keys ---------------------------------------------------------------------
 
-USER_KEYS = ("timeout_seconds", "max_findings", "reviewers", "env_passthrough", "verify")
+USER_KEYS = ("timeout_seconds", "max_findings", "max_copy_bytes", "reviewers", "env_passthrough", "verify",
+             "sandbox")
+SANDBOX_MODES = ("auto", "required", "off")
 VERIFY_KEYS = ("reviewers", "max_findings", "max_cost_usd")
 ENV_ITEM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")  # a variable name, or a prefix ending in *
 PROJECT_KEYS = ("rules", "check_paths", "angles", "caps", "packet")
@@ -126,9 +129,11 @@ class UserPart:
 
     timeout_seconds: int
     reviewers: list[ReviewerConfig]
-    env_passthrough: list[str] | None = None  # None: reviewers inherit everything
+    env_passthrough: list[str] | None = None  # None: the network settings instead of a list
     max_findings: int = DEFAULT_MAX_FINDINGS
     verify: VerifyConfig | None = None  # the [verify] table, when there is one
+    max_copy_bytes: int = DEFAULT_MAX_COPY_BYTES
+    sandbox: str = "auto"  # [sandbox] mode
 
 
 def default_reviewers(timeout: int, names: Iterable[str] = DEFAULT_REVIEWERS,
@@ -156,7 +161,26 @@ def check_user(doc: LocatedDoc) -> UserPart:
             r.max_findings = cap
     if "verify" in data:
         part.verify = _verify(doc, data["verify"], part.reviewers)
+    if "max_copy_bytes" in data:
+        part.max_copy_bytes = _positive_int(doc, ("max_copy_bytes",), data["max_copy_bytes"], "max_copy_bytes")
+    if "sandbox" in data:
+        part.sandbox = _sandbox(doc, data["sandbox"])
     return part
+
+
+def _sandbox(doc: LocatedDoc, value: object) -> str:
+    """`[sandbox]`: `mode`, one of SANDBOX_MODES (the only key)."""
+    if not isinstance(value, dict):
+        raise ConfigError(doc.file, doc.line(("sandbox",)), f"sandbox must be a table ([sandbox]), got {show(value)}")
+    for key in value:
+        if key != "mode":
+            raise ConfigError(doc.file, doc.line(("sandbox", key)),
+                              f"unknown key {quote('sandbox.' + key)} (the key is mode)")
+    mode = value.get("mode", "auto")
+    if mode not in SANDBOX_MODES:
+        raise ConfigError(doc.file, doc.line(("sandbox", "mode")),
+                          f"sandbox.mode must be one of {', '.join(map(quote, SANDBOX_MODES))}, got {show(mode)}")
+    return str(mode)
 
 
 def _verify(doc: LocatedDoc, value: object, reviewers: list[ReviewerConfig]) -> VerifyConfig:

@@ -10,7 +10,14 @@ from typing import Any
 
 from spar.config.checks import ProjectPart, check_project, check_user, default_reviewers
 from spar.config.clean_review import check_clean_review
-from spar.config.model import ANGLES, DEFAULT_CAPS, DEFAULT_MAX_FINDINGS, DEFAULT_TIMEOUT, AppliedConfig
+from spar.config.model import (
+    ANGLES,
+    DEFAULT_CAPS,
+    DEFAULT_MAX_COPY_BYTES,
+    DEFAULT_MAX_FINDINGS,
+    DEFAULT_TIMEOUT,
+    AppliedConfig,
+)
 from spar.config.sources import Loaded, find_user_source, missing_why, project_source, read_source
 from spar.config.toml_positions import LocatedDoc, TomlSyntaxError, locate_toml
 from spar.errors import ConfigError, quote
@@ -30,8 +37,9 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
     files: list[dict[str, Any]] = []
     timeout, reviewers = DEFAULT_TIMEOUT, default_reviewers(DEFAULT_TIMEOUT)
     passthrough: list[str] | None = None
-    max_findings = DEFAULT_MAX_FINDINGS
+    max_findings, max_copy_bytes = DEFAULT_MAX_FINDINGS, DEFAULT_MAX_COPY_BYTES
     verify = None
+    sandbox = "auto"
     user, skipped = find_user_source(env, home)
     if user is not None:
         loaded = read_source(user)
@@ -41,7 +49,8 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
         else:
             part = check_user(_locate(loaded))
             timeout, reviewers, passthrough = part.timeout_seconds, part.reviewers, part.env_passthrough
-            max_findings, verify = part.max_findings, part.verify
+            max_findings, verify, max_copy_bytes = part.max_findings, part.verify, part.max_copy_bytes
+            sandbox = part.sandbox
 
     project = ProjectPart(rules=[], check_paths=[], angles=list(ANGLES), caps=dict(DEFAULT_CAPS))
     if repo_root is not None:
@@ -60,6 +69,7 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
         reviewers=reviewers,
         timeout_seconds=timeout,
         max_findings=max_findings,
+        max_copy_bytes=max_copy_bytes,
         rules=project.rules,
         check_paths=project.check_paths,
         angles=project.angles,
@@ -67,6 +77,7 @@ def load_config(repo_root: Path | None, env: Mapping[str, str] | None = None,
         packet=project.packet,
         env_passthrough=passthrough,
         verify=verify,
+        sandbox=sandbox,
         files=files,
         skipped=skipped,
     )

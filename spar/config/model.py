@@ -18,7 +18,15 @@ DEFAULT_TIMEOUT = 900
 DEFAULT_UNREACHABLE = 60  # seconds a CLI may say it cannot reach its service before Spar gives up
 # findings one answer may hold; an answer with more is invalid_output before any is built
 DEFAULT_MAX_FINDINGS = 500
+# one call per finding (a group's members each): twenty calls cover the defects and hardening
+# of a busy round while bounding a round's verification to twenty verifier runs
+DEFAULT_VERIFY_MAX_FINDINGS = 20
 DEFAULT_CAPS = {"plan": 2, "plan_delta": 2, "code": 3}
+# the largest file a round's workspace copies hold (`max_copy_bytes`); a larger one is a
+# note saying its size. Source files are kilobytes; the largest ones people review
+# (SQLite's 9 MB amalgamation, a bundled or generated file) stay below 16 MiB, while data
+# a commit holds compressed (1 GiB of zeros is 1 MB in .git) would fill every round's copy
+DEFAULT_MAX_COPY_BYTES = 16 * 1024 * 1024
 # what a later round's packet carries per stage ([packet] of the project configuration):
 # "full" the whole diff every round, "incremental" the diff since the last round inline
 # and the whole diff as workspace/change.diff (spar.round.preparation)
@@ -105,14 +113,13 @@ class VerifyConfig:
     """`[verify]` of the user configuration: which reviewers check other vendors' findings."""
 
     reviewers: list[ReviewerConfig]  # as the user file configures them (no run arguments apply)
-    max_findings: int | None = None  # most verification calls of one round; None: no bound
-    max_cost_usd: int | float | None = None  # no call starts once finished calls cost this much
+    max_findings: int = DEFAULT_VERIFY_MAX_FINDINGS  # most verification calls of one round
+    # no call starts once finished calls cost this much, or once one that ran reported no cost
+    max_cost_usd: int | float | None = None
     source: str = "default"  # "<file>:<line>" of the table
 
     def applied(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"reviewers": [r.name for r in self.reviewers]}
-        if self.max_findings is not None:
-            out["max_findings"] = self.max_findings
+        out: dict[str, Any] = {"reviewers": [r.name for r in self.reviewers], "max_findings": self.max_findings}
         if self.max_cost_usd is not None:
             out["max_cost_usd"] = self.max_cost_usd
         return out
@@ -125,13 +132,15 @@ class AppliedConfig:
     reviewers: list[ReviewerConfig]
     timeout_seconds: int = DEFAULT_TIMEOUT
     max_findings: int = DEFAULT_MAX_FINDINGS  # the user file's default for every reviewer
+    max_copy_bytes: int = DEFAULT_MAX_COPY_BYTES  # the cap per file of a round's workspace copies
     rules: list[str] = field(default_factory=list)  # repository-relative paths
     check_paths: list[str] = field(default_factory=list)
     angles: list[str] = field(default_factory=lambda: list(ANGLES))
     caps: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_CAPS))
     packet: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PACKET))
-    env_passthrough: list[str] | None = None  # None: reviewers inherit spar's whole environment
+    env_passthrough: list[str] | None = None  # None: the variables always passed, the vendor's and the network settings
     verify: VerifyConfig | None = None  # None: no [verify] table, findings are not verified
+    sandbox: str = "auto"  # [sandbox] mode: "auto", "required" or "off"
     files: list[dict[str, Any]] = field(default_factory=list)  # {"path", "sha256", "role": "user"|"project"}
     skipped: list[dict[str, Any]] = field(default_factory=list)  # {"path", "why"}
 
@@ -146,12 +155,16 @@ class AppliedConfig:
         }
         if self.max_findings != DEFAULT_MAX_FINDINGS:
             out["max_findings"] = self.max_findings
+        if self.max_copy_bytes != DEFAULT_MAX_COPY_BYTES:  # likewise: the default keeps every digest
+            out["max_copy_bytes"] = self.max_copy_bytes
         if self.packet != DEFAULT_PACKET:  # only when set: configurations without it keep their digest
             out["packet"] = dict(self.packet)
         if self.env_passthrough is not None:  # only when set: configurations without it keep their digest
             out["env_passthrough"] = list(self.env_passthrough)
         if self.verify is not None:  # only when set: configurations without it keep their digest
             out["verify"] = self.verify.applied()
+        if self.sandbox != "auto":  # only when set otherwise: configurations without it keep their digest
+            out["sandbox"] = {"mode": self.sandbox}
         return out
 
     def digest(self) -> str:

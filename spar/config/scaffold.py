@@ -37,6 +37,15 @@ TIMEOUT_BLOCK = f"""\
 # Default time limit for every reviewer below, in seconds (> 0). The limit
 # covers one whole attempt, including the CLI's version check.
 timeout_seconds = {DEFAULT_TIMEOUT}
+
+# A reviewer inherits PATH, HOME, USER, LOGNAME, SHELL, TMPDIR, TZ, LANG, LC_*,
+# its own vendor's variables (claude ANTHROPIC_* CLAUDE_*, codex OPENAI_* CODEX_*,
+# agy GEMINI_* GOOGLE_*) and the network settings (HTTPS_PROXY, NO_PROXY,
+# SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, ...), nothing else: before this release,
+# the whole environment. env_passthrough names what passes instead of the
+# network settings. Each reviewer runs in a kernel sandbox where bwrap works
+# ([sandbox] mode = "auto", "required" or "off"; spar/configs/user.example.toml).
+# env_passthrough = ["HTTPS_PROXY", "NO_PROXY", "MY_TOOL_TOKEN"]
 """
 
 PROJECT_HEADER = """\
@@ -48,6 +57,9 @@ PROJECT_HEADER = """\
 
 RULES_COMMENT = """\
 # Rule documents given to every round (repository-relative regular files).
+# .jaekit/rules/baseline.md: Spar's baseline rules (a leaked secret, an unconfined
+# path, injection, a swallowed error, a test that cannot fail), which reviewers link
+# a defect to; edit it, or remove it from this list to stop using it.
 """
 CHECK_PATHS_COMMENT = """\
 # Where the project's checks live. Globs: "**" is any number of folders, other
@@ -62,6 +74,9 @@ CAPS_COMMENT = """\
 """
 
 RULE_CANDIDATES = ("AGENTS.md", "CLAUDE.md")
+# where `spar init --project` writes the baseline rules (spar/configs/baseline.md, installed
+# with Spar), listed in the project's rules
+BASELINE_RULES = ".jaekit/rules/baseline.md"
 CHECK_FOLDERS = ("tests", "test", "spec", "checks")
 
 
@@ -69,18 +84,36 @@ def _value(value: object) -> str:
     return str(tomlkit.item(value).as_string())
 
 
+# The `native` entry `spar init` writes when it finds no CLI. The marked line inside it tells a
+# later `spar init` that the entry is its own, to be replaced by the CLIs found then (a native
+# entry without it is the user's and stays).
+NATIVE_MARK = "# spar init: a stand-in until a reviewer CLI is found (delete this line to keep it)"
+NATIVE_BLOCK = (
+    "# None of claude, codex, agy was found on PATH, so the one reviewer is the\n"
+    "# host's own subagent: `spar run` writes its prompt and waits for its answer,\n"
+    "# recorded with `spar record ROUND --reviewer native --result FILE`.\n"
+    "# Once a reviewer CLI is installed, run `spar init` again: it replaces this entry\n"
+    "# with one for each CLI found (every key of an entry: spar/configs/user.example.toml).\n"
+    "[[reviewers]]\n"
+    f"{NATIVE_MARK}\n"
+    'preset = "native"\n'
+)
+# the same entry as `spar init` wrote it before it was marked
+_UNMARKED_NATIVE_BLOCK = (
+    "# None of claude, codex, agy was found on PATH, so the one reviewer is the\n"
+    "# host's own subagent: `spar run` writes its prompt and waits for its answer,\n"
+    "# recorded with `spar record ROUND --reviewer native --result FILE`.\n"
+    "# Once a reviewer CLI is installed, run `spar init` again: it adds an entry for it\n"
+    "# (every key of an entry: spar/configs/user.example.toml).\n"
+    "[[reviewers]]\n"
+    'preset = "native"\n'
+)
+
+
 def reviewer_blocks(found: list[str]) -> str:
     """The [[reviewers]] entries: one per CLI found on PATH, else `native`."""
     if not found:
-        return (
-            "# None of claude, codex, agy was found on PATH, so the one reviewer is the\n"
-            "# host's own subagent: `spar run` writes its prompt and waits for its answer,\n"
-            "# recorded with `spar record ROUND --reviewer native --result FILE`.\n"
-            "# Once a reviewer CLI is installed, run `spar init` again: it adds an entry for it\n"
-            "# (every key of an entry: spar/configs/user.example.toml).\n"
-            "[[reviewers]]\n"
-            'preset = "native"\n'
-        )
+        return NATIVE_BLOCK
     out = [
         "# Each [[reviewers]] entry is one reviewer of every round, in this order.",
         f"# Found on PATH when this file was written: {', '.join(found)}.",
@@ -116,7 +149,7 @@ def user_template(found: list[str]) -> str:
 def project_values(files: set[str], folders: set[str]) -> dict[str, Any]:
     """Values for a new project file from what the repository holds at its root."""
     return {
-        "rules": [r for r in RULE_CANDIDATES if r in files],
+        "rules": [r for r in RULE_CANDIDATES if r in files] + [BASELINE_RULES],
         "check_paths": [f"{d}/**" for d in CHECK_FOLDERS if d in folders],
         "angles": list(ANGLES),
         "caps": dict(DEFAULT_CAPS),
@@ -227,6 +260,21 @@ def configured_presets(existing: str) -> set[str]:
     return {str(e.get("preset")) for e in entries if isinstance(e, dict)}
 
 
+def is_setup_file(path: str) -> bool:
+    """Whether a repository path is one `spar init` writes: a .gitignore (the series' ignore
+    line), the project configuration, or a file under .jaekit/ (the baseline rules)."""
+    return path.startswith(".jaekit/") or path.rsplit("/", 1)[-1] == ".gitignore"
+
+
+def lists_rule(text: str, rule: str) -> bool:
+    """Whether the project configuration `text` lists `rule` in its rules."""
+    try:
+        rules = tomllib.loads(text).get("rules")
+    except tomllib.TOMLDecodeError:
+        return False
+    return isinstance(rules, list) and rule in rules
+
+
 def add_reviewers(existing: str, presets: list[str]) -> Edit:
     """`existing` with a [[reviewers]] entry appended for each of `presets`. Raises
     CannotEdit when the result would change anything but those entries (the file's
@@ -246,6 +294,30 @@ def add_reviewers(existing: str, presets: list[str]) -> Edit:
         raise CannotEdit("adding the entries would change values already there", edit.lines_to_add())
     edit.text = new
     return edit
+
+
+def without_own_native(existing: str) -> str | None:
+    """`existing` without the `native` entry `spar init` wrote (NATIVE_BLOCK, or the same
+    entry as written before it was marked), or None when the file holds no such entry as
+    written: a native entry the user wrote or changed is theirs. The result must be the old
+    values less exactly that one entry."""
+    for block in (NATIVE_BLOCK, _UNMARKED_NATIVE_BLOCK):
+        if existing.count(block) != 1:
+            continue
+        new = existing.replace(block, "", 1)
+        try:
+            before, after = tomllib.loads(existing), tomllib.loads(new)
+        except tomllib.TOMLDecodeError:
+            return None
+        entries = list(before.get("reviewers", []))
+        if {"preset": "native"} not in entries:
+            return None
+        entries.remove({"preset": "native"})
+        expected = {k: v for k, v in before.items() if k != "reviewers"}
+        if entries:
+            expected["reviewers"] = entries
+        return new if after == expected else None
+    return None
 
 
 def _lines(head_text: str, tail_text: str) -> str:

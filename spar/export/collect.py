@@ -30,7 +30,7 @@ recorded as a repeat of it (`repeat_of`, series memory). So the same problem
 seen in later rounds is one alert, and `code-1/claude-F1` of two series are two.
 
 Verification: an item of a verified round (its verifications.json given) carries the
-verdict of the finding it shows (a group's speaks for every member), or why it got
+verdict of the finding it shows (each finding its own call's), or why it got
 none; the formats show it, and it never changes the disposition or the order.
 """
 

@@ -16,7 +16,8 @@ per file, 25,000 results per run) are checked before anything is written.
 A result of a verified round carries its verdict in `properties` (`verdict`,
 `verifier`, `verifier_preset`, `call`, `verification_evidence`; `unverified` says why a
 finding got no call) and a `rank` (SARIF 3.27.24: 0.0 to 100.0, higher = more
-worth looking at): confirmed 90, unsure or no verdict 50, refuted 10. A round never
+worth looking at): confirmed 90, unsure or no verdict 50, refuted 10; a group's result
+ranks by its best-ranked member, each member's verdict covering it alone. A round never
 verified gives neither, so its results are as before verification existed. The level
 stays the class's: a verdict never changes a class or a disposition.
 """
@@ -30,6 +31,7 @@ from typing import Any
 from spar.errors import Refused, quote
 from spar.export.collect import CLASSES, Item, ReviewerInfo, Unfinished, justification
 from spar.judge.coverage import shortened
+from spar.judge.verdicts import rank
 from spar.pathtext import text_bytes
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -106,7 +108,9 @@ def _result(item: Item) -> dict[str, Any]:
 def _verification(result: dict[str, Any], item: Item) -> None:
     """The verdict of a verified round's result: its rank and properties."""
     v = item.verdict
-    result["rank"] = RANKS.get(v.verdict if v is not None else None, RANKS[None])
+    # a group ranks by its best-ranked member: each verdict covers its own member alone
+    best = min((i.verdict for i in [item, *item.related]), key=rank)
+    result["rank"] = RANKS.get(best.verdict if best is not None else None, RANKS[None])
     result["properties"].update({
         "verdict": v.verdict if v is not None else None, "verifier": v.verifier if v is not None else None,
         "verifier_preset": v.preset if v is not None else None, "call": v.call if v is not None else None,

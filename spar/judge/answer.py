@@ -15,7 +15,9 @@ never read as another value or silently accepted"):
   (space, tab, line feed, carriage return) around it: a Markdown code fence
   or any other text before or after the object is outside the format, as are
   `NaN`, `Infinity` and numbers Python cannot hold;
-- the value is an object;
+- the value is an object, and no object in it (at any depth) holds a key twice: a
+  repeated key is ambiguous (JSON parsers differ on which value wins), so an answer
+  saying `"verdict": "refuted", ..., "verdict": "confirmed"` is not read as either;
 - anything else, including input the parser cannot handle at all (100,000
   nested arrays), is `invalid_output` with a reason, never an error of Spar.
 """
@@ -27,6 +29,20 @@ from typing import Any
 
 from spar.jsonvalue import NotJSON, no_constants
 from spar.judge.result import json_type
+
+
+class _DuplicateKey(ValueError):
+    """An object of the answer holds one key twice."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            shown = key if len(key) <= 80 else key[:80] + "[…]"
+            raise _DuplicateKey(f"the key {json.dumps(shown, ensure_ascii=False)} appears twice in one object")
+        out[key] = value
+    return out
 
 
 def parse_answer(data: bytes | str, what: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -50,8 +66,8 @@ def parse_answer(data: bytes | str, what: str) -> tuple[dict[str, Any] | None, s
     if stripped.startswith("```"):
         return None, f"{what} is wrapped in a Markdown code fence; the answer must be one JSON object alone"
     try:
-        value = json.loads(text, parse_constant=no_constants)
-    except NotJSON as exc:
+        value = json.loads(text, parse_constant=no_constants, object_pairs_hook=_unique_keys)
+    except (NotJSON, _DuplicateKey) as exc:
         return None, f"{what} is not one JSON object: {exc}"
     except json.JSONDecodeError as exc:
         where = "text after the JSON value" if exc.msg == "Extra data" else exc.msg

@@ -19,6 +19,24 @@ from typing import Any
 
 _CHECK_IMPACT_DEFECTS = ("false_pass", "meaning_inverted")
 
+# each rule in words, for people reading a class_reason ("rule 7: proposed defect")
+RULE_WORDS = {
+    1: "a check in the check paths that would pass falsely or mean the opposite is a defect",
+    2: "a contract violation in the check paths, linked to a criterion or rule Spar confirmed, is a defect",
+    3: "anything else in the check paths is hardening",
+    4: "a requirement-question the reviewer proposed stays one",
+    5: "a problem the change introduced that is also a regression is a defect",
+    6: "a proposed defect with no confirmed link to a criterion or rule is kept as a note",
+    7: "no earlier rule applied: the class the reviewer proposed stands",
+}
+
+
+def rule_words(class_reason: str) -> str:
+    """What the rule a class_reason names says, in words; "" when it names none."""
+    at = class_reason.find("rule ")
+    number = class_reason[at + 5:at + 6] if at >= 0 else ""
+    return RULE_WORDS.get(int(number), "") if number.isdigit() else ""
+
 
 def classify(item: dict[str, Any], *, in_check_paths: bool, link_confirmed: bool,
              unreadable: bool, why: str = "") -> tuple[str, str]:

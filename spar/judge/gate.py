@@ -7,9 +7,10 @@ blocked reason here — the gate never refuses over what it reads.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from spar.config.model import STAGES
 from spar.judge.dispositions import (
@@ -22,6 +23,7 @@ from spar.judge.dispositions import (
     standing,
     trace,
 )
+from spar.judge.linemap import LineMap
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
 from spar.records.record_rules import CLASSES, Position, link_problem
 
@@ -125,6 +127,9 @@ ExtraLookup = Callable[[str, Key], LookupResult]
 DuplicateLinks = dict[str, LedgerLine | None]
 # the links of a listed round read again (series path, round name), or why it cannot be read
 Reload = Callable[[str, str], "DuplicateLinks | str"]
+# (a code round, an earlier head): the `git diff -U0` from there to the round's head, None
+# when it cannot be read
+FixDiff = Callable[[RoundRecord, str], LineMap | None]
 RoundKey = tuple[str, str]  # (series path, round name)
 
 
@@ -276,6 +281,10 @@ def head_reasons(latest: ListedRound | None, head: HeadCheck | None) -> list[str
     if worktree and head.expected_tree is not None and head.expected_tree == latest.record.get("head_tree"):
         return []
     if head.expected != latest.record["head"]:
+        if worktree:  # its head is a commit Spar made, which the user never saw: name what it stands for
+            return [f"round {latest.arg} reviewed the working tree snapshot of "
+                    f"{latest.record.get('head_parent', '?')} (spar run --worktree), but {head.source} is "
+                    f"{head.expected}, whose files differ from it"]
         return [f"round {latest.arg} reviewed head {latest.record['head']}, but {head.source} is {head.expected}"]
     return []
 
@@ -308,6 +317,7 @@ class _Open:
     cls: str
     trace: Trace | None
     group: str | None = None  # its corroborated group's id, if any
+    repeats: str = ""  # the earlier finding it repeats (`finding ID of round R`), if any
 
 
 @dataclass
@@ -317,8 +327,30 @@ class _GrowthCandidate:
 
     item: ListedRound
     started: str
-    grown: list[tuple[str, bool, Any]]
+    grown: list[_Grown]
     undecided: dict[str, _Open]
+
+
+class _Grown(NamedTuple):
+    """A defect the reviewer says the change introduced, and where it is."""
+
+    id: str
+    inside: bool  # in the check paths
+    path: Any
+    lines: tuple[int, int] | None  # its head lines, None for a whole file or a place elsewhere
+
+
+_HEAD_LINES = re.compile(r":([0-9]+)(?:-([0-9]+))?$")
+
+
+def _grown_of(finding: Finding) -> _Grown:
+    path, location = finding.get("path"), finding.get("location")
+    lines = None
+    if isinstance(path, str) and isinstance(location, str) and location.startswith(f"head/{path}:"):
+        m = _HEAD_LINES.search(location)
+        if m:
+            lines = (int(m.group(1)), int(m.group(2) or m.group(1)))
+    return _Grown(finding["id"], finding.get("in_check_paths") is True, path, lines)
 
 
 class _NotReadYet(Exception):
@@ -334,9 +366,11 @@ class Judgement:
 
     RECENT = 16  # rounds whose links stay at hand (duplicates mostly name a recent round)
 
-    def __init__(self, reload: Reload | None = None, extra_lookup: ExtraLookup | None = None) -> None:
+    def __init__(self, reload: Reload | None = None, extra_lookup: ExtraLookup | None = None,
+                 fix_diff: FixDiff | None = None) -> None:
         self._reload = reload
         self._extra_lookup = extra_lookup
+        self._fix_diff = fix_diff
         self.rounds: list[dict[str, Any]] = []  # the gate file's rounds[]
         self.listed: set[RoundKey] = set()
         self._usable: set[RoundKey] = set()
@@ -348,7 +382,7 @@ class Judgement:
         self._auto_deferred = 0
         self._open: list[_Open] = []
         self._recent: dict[RoundKey, DuplicateLinks] = {}  # insertion order is recency
-        self._code_heads: dict[str, set[str]] = {}  # series -> heads its usable code rounds reviewed
+        self._code_heads: dict[str, dict[str, str]] = {}  # series -> head its code rounds reviewed -> last start
         self._growth: _GrowthCandidate | None = None
         self._resolved: dict[RoundKey, dict[str, Trace]] = {}  # where findings of recent rounds lead
         self._finishing = False
@@ -385,10 +419,12 @@ class Judgement:
         self._remember(key, links)
         undecided = self._tally(item, findings, links)
         if stage == "code":
-            self._code_heads.setdefault(item.series, set()).add(item.record["head"])
+            heads = self._code_heads.setdefault(item.series, {})
+            heads[item.record["head"]] = max(heads.get(item.record["head"], ""), started)
             if self._growth is None or started >= self._growth.started:
-                grown = [(f["id"], f.get("in_check_paths") is True, f.get("path")) for f in findings
-                         if f["class"] == "defect" and f.get("introduced_by_change") == "yes"]
+                # a repeat was reported at an earlier head: the last fix did not bring it
+                grown = [_grown_of(f) for f in findings if f["class"] == "defect"
+                         and f.get("introduced_by_change") == "yes" and not f.get("repeat_of")]
                 self._growth = _GrowthCandidate(item, started, grown, undecided)
 
     def _share(self, value: Any) -> Any:
@@ -427,7 +463,7 @@ class Judgement:
             group = finding.get("group")
             gid = group.get("id") if isinstance(group, dict) else None
             undecided[fid] = _Open(item.series, item.name, item.arg, fid, cls, result,
-                                   gid if isinstance(gid, str) else None)
+                                   gid if isinstance(gid, str) else None, _repeats(finding))
             self._open.append(undecided[fid])
         self._auto_deferred += auto
         return undecided
@@ -588,7 +624,8 @@ class Judgement:
                 grouped[key].append(row)
                 continue
             growth = f"; it was introduced by the last fix, outside the check paths ({grown})" if grown else ""
-            entries.append(f"round {row.arg}: finding {row.id} ({row.cls}) {_open_why(row.trace)}{growth}")
+            repeat = f"; it repeats {row.repeats}" if row.repeats else ""
+            entries.append(f"round {row.arg}: finding {row.id} ({row.cls}) {_open_why(row.trace)}{repeat}{growth}")
         return ids, [e if isinstance(e, str) else _group_reason(grouped[e]) for e in entries]
 
     def _grown(self) -> tuple[dict[str, int], list[str], dict[FindingKey, str]]:
@@ -604,12 +641,27 @@ class Judgement:
         code = self._growth
         if code is None or len(self._code_heads.get(code.item.series, ())) < 2:
             return counts, ids, outside
-        for fid, inside, path in code.grown:
-            counts["in_check_paths" if inside else "outside_check_paths"] += 1
-            ids.append(f"{code.item.name}/{fid}")
-            if not inside and fid in code.undecided:
-                outside[(code.item.series, code.item.name, fid)] = path or "unreadable location"
+        for g in self._by_the_fix(code):
+            counts["in_check_paths" if g.inside else "outside_check_paths"] += 1
+            ids.append(f"{code.item.name}/{g.id}")
+            if not g.inside and g.id in code.undecided:
+                outside[(code.item.series, code.item.name, g.id)] = g.path or "unreadable location"
         return counts, ids, outside
+
+    def _by_the_fix(self, code: _GrowthCandidate) -> list[_Grown]:
+        """The defects of `code` in what the last fix changed: from the head of the latest
+        earlier code round at another head to `code`'s head. Without a way to read that
+        diff (`judge` over records alone) every one counts; when it cannot be read, none
+        does (where the fix reached cannot be told)."""
+        if self._fix_diff is None:
+            return code.grown
+        head, series = code.item.record["head"], code.item.series
+        earlier = [(started, h) for h, started in self._code_heads[series].items()
+                   if h != head and started <= code.started]
+        diff = self._fix_diff(code.item.record, max(earlier)[1]) if earlier else None
+        if diff is None:
+            return []
+        return [g for g in code.grown if isinstance(g.path, str) and diff.touches(g.path, *(g.lines or (None, None)))]
 
 
 def round_entry(item: ListedRound) -> dict[str, Any]:
@@ -637,6 +689,14 @@ def judge(
     for item in listed:
         judgement.add(item)
     return judgement.finish(series, head)
+
+
+def _repeats(finding: Finding) -> str:
+    """The earlier finding `finding` repeats (`finding ID of round R`), or ""."""
+    repeat = finding.get("repeat_of")
+    if isinstance(repeat, dict) and isinstance(repeat.get("round"), str) and isinstance(repeat.get("finding"), str):
+        return f"finding {repeat['finding']} of round {repeat['round']}"
+    return ""
 
 
 def _group_reason(rows: list[_Open]) -> str:

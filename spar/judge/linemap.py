@@ -81,7 +81,8 @@ class LineMap:
     """Old commit lines -> new commit lines for every file, from one diff."""
 
     def __init__(self, changes: list[FileChange]):
-        self.by_old = {c.old_path: c for c in changes if c.old_path is not None}
+        self.changes = changes  # new files too (`touches`); old lines map through `by_old`
+        self.by_old = {c.old_path: c for c in changes if c.old_path}
 
     def map_path(self, path: str) -> str | None:
         change = self.by_old.get(path)
@@ -135,6 +136,18 @@ class LineMap:
         return None
 
 
+    def touches(self, path: str, start: int | None, end: int | None) -> bool:
+        """Whether the diff changed new-side lines start..end of `path` (without lines: any of
+        it), or the file itself (added, deleted, binary); a line next to a deletion counts."""
+        for change in self.changes:
+            if path not in (change.new_path, change.old_path):
+                continue
+            if change.binary or change.old_path is None or change.new_path is None or start is None or end is None:
+                return bool(change.hunks) or change.binary or change.old_path != change.new_path
+            return any(h.new_start <= end and start <= h.new_start + max(h.new_count, 1) - 1 for h in change.hunks)
+        return False
+
+
 IDENTITY = LineMap([])
 
 
@@ -179,4 +192,4 @@ def parse_diff(text: str) -> LineMap:
             current.new_path = _side(line[4:], "b/")
         elif line.startswith("Binary files ") or line == "GIT binary patch":
             current.binary = True
-    return LineMap([c for c in changes if c.old_path])
+    return LineMap(changes)

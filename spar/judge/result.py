@@ -5,9 +5,8 @@ at fault (`findings[2].check_impact: ...`, `missing key reviewed_head`).
 `could_not_review` is a valid verdict: the caller records it as failed.
 
 Decisions the rows leave open:
-- A repeated key in the reviewer's JSON keeps its last value (Python's json and
-  Go's encoding/json both do); it is not invalid_output, since the object the
-  parser hands over has each key once.
+- A repeated key in the reviewer's JSON never reaches this check: the one answer
+  rule (spar/judge/answer.py) makes it invalid_output, as it does for a verifier's.
 - A string holding a lone UTF-16 surrogate (JSON `"\ud800"`) is accepted with
   the surrogate replaced by U+FFFD, as Go's encoding/json decodes it; kept
   as is, it could not be written to findings.json as UTF-8.

@@ -1,9 +1,11 @@
 """What a recorded verification says of each finding, and the reading order it sets (pure).
 
 A verdict is advice on reading order only: nothing here feeds a finding's class, its
-disposition or the gate. A call names one finding; a call on a corroborated group
-names the group's first member and its verdict speaks for every member. A finding
-with no call (or listed as unverified) has no verdict.
+disposition or the gate. A call names one finding and its verdict covers that
+finding's claim alone, the only one the verifier read: another member of the same
+corroborated group has a verdict only from a call of its own (a record written when a
+group's call named its first member alone gives the others none). A finding with no
+call (or listed as unverified) has no verdict.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ class Verdict:
     call: str  # V1, V2, ...
     evidence: str  # the verifier's words ("" without a valid answer)
     reason: str  # why unsure without a valid answer; "" otherwise
-    finding: str  # the finding the call named (a group's first member)
-    group: str | None  # that group's id, when the call was on a group
+    finding: str  # the finding the call named: the one its verdict covers
+    group: str | None  # that finding's group id, when it is in one
 
     def words(self) -> str:
         """`refuted by codex (V2)`: the verdict, the verifier and the call, no reviewer text."""
@@ -41,28 +43,15 @@ class Verdict:
 
 
 def verdicts(record: VerificationsRecord | None, findings: list[Finding]) -> dict[str, Verdict]:
-    """Finding id -> its verdict; every member of a verified group gets the group's.
-    Empty when the round was never verified."""
+    """Finding id -> its verdict: the call that named it (a group's other members get none
+    from it). Empty when the round was never verified. `findings` is kept for callers."""
     if record is None:
         return {}
-    members = _groups(findings)
     out: dict[str, Verdict] = {}
     for call in record["calls"]:
         verdict = verdict_of(call)
-        ids = members.get(verdict.group, []) if verdict.group is not None else []
-        for fid in [verdict.finding, *ids]:
-            out.setdefault(fid, verdict)
+        out.setdefault(verdict.finding, verdict)
     return out
-
-
-def _groups(findings: list[Finding]) -> dict[str, list[str]]:
-    """Group id -> its members' ids, in findings.json order."""
-    members: dict[str, list[str]] = {}
-    for f in findings:
-        group = f.get("group")
-        if isinstance(group, dict) and isinstance(group.get("id"), str):
-            members.setdefault(group["id"], []).append(f["id"])
-    return members
 
 
 def verdict_of(call: Verification) -> Verdict:
@@ -81,10 +70,9 @@ def rank(verdict: Verdict | None) -> int:
 
 
 def rank_of(ids: Iterable[str], by_id: Mapping[str, Verdict]) -> int:
-    """The rank of an item that shows several findings (a group): its first finding's."""
-    for fid in ids:
-        return rank(by_id.get(fid))
-    return NO_VERDICT_RANK
+    """The rank of an item that shows several findings (a group): its best-ranked finding's
+    (a group with one confirmed member is read first, whatever the others' verdicts)."""
+    return min((rank(by_id.get(fid)) for fid in ids), default=NO_VERDICT_RANK)
 
 
 @dataclass
@@ -135,41 +123,46 @@ class NoiseBoard:
                               for n in names]}
 
 
+REJECTION_LIMIT = 1000  # characters of a verifier's words a rejection repeats
+
+
 def rejection_evidence(verdict: Verdict) -> str:
     """The --evidence of the rejection a refuted verdict proposes: the verifier, its call and
-    its words (the command shows and records it escaped, one line)."""
+    its words, their first REJECTION_LIMIT characters when longer (the call keeps them whole
+    in verifications.json), so the printed line stays a command a shell can run (the
+    command shows and records it escaped, one line)."""
     said = verdict.said().strip()
+    if len(said) > REJECTION_LIMIT:
+        said = f"{said[:REJECTION_LIMIT]} […] (whole in verifications.json, call {verdict.call})"
     return f"{verdict.words()}: {said}" if said else verdict.words()
 
 
 @dataclass(frozen=True)
 class Refuted:
-    """A refuted finding or group that no disposition covers yet: what to reject."""
+    """A refuted finding that no disposition covers yet: what to reject."""
 
-    target: str  # the finding id, or the group id (triage's group treatment)
-    members: list[str]  # the finding ids it disposes, the first getting the rejection
+    target: str  # the finding id
+    members: list[str]  # the finding ids it disposes: the finding alone
     verdict: Verdict
 
 
 def refuted(record: VerificationsRecord, findings: list[Finding],
             standing: Mapping[str, object]) -> tuple[list[Refuted], list[str]]:
-    """(each refuted finding or group with no standing disposition on any member, in call order;
-    notes on refuted ones left alone because a member has one). `standing`: finding id ->
-    its standing ledger line."""
-    groups = _groups(findings)
+    """(each refuted finding with no standing disposition, in call order; notes on refuted
+    ones left alone because they have one). `standing`: finding id -> its standing ledger
+    line. Only the finding a call named is refuted: a member of its group the verifier
+    never read keeps standing."""
+    known = {f["id"] for f in findings}
     out: list[Refuted] = []
     notes: list[str] = []
     for call in record["calls"]:
-        if call["verdict"] != "refuted":
+        if call["verdict"] != "refuted" or call["finding"] not in known:
             continue
         verdict = verdict_of(call)
-        members = groups.get(verdict.group, []) if verdict.group is not None else []
-        target, ids = (verdict.group, members) if verdict.group is not None and members \
-            else (verdict.finding, [verdict.finding])
-        decided = [fid for fid in ids if fid in standing]
-        if decided:
+        target = verdict.finding
+        if target in standing:
             notes.append(f"{target}: refuted by {verdict.verifier} ({verdict.call}), left alone: "
-                         + ", ".join(f"{fid} has a disposition" for fid in decided))
+                         f"{target} has a disposition")
             continue
-        out.append(Refuted(target, ids, verdict))
+        out.append(Refuted(target, [target], verdict))
     return out, notes

@@ -1,20 +1,26 @@
 """Cross-vendor verification, the pure half: which findings are put to which verifier,
 and what a verifier's answer says (no I/O; spar/round/verification.py runs the calls).
 
-Planning: every defect and hardening finding is checked once; a corroborated group
-once, through its first member, the verdict speaking for every member. Findings go
-in order of most vendors first, then class (defect before hardening), then
-findings.json order. Each goes to a verifier whose preset (its vendor) is not the
-author's; for a group, one outside every vendor of the group when there is one,
-else one other than the first member's. Among the eligible verifiers the one with
-the fewest calls so far takes it (configuration order breaks ties), so calls spread.
-A finding no verifier may take is unverified (`no_other_vendor`); once
-`max_findings` calls are planned, the rest are unverified (`max_findings`).
+Planning: every finding its reviewer proposed as defect or hardening, or that Spar
+classed so, is checked once, on its own: a verdict covers only the claim the verifier
+read, so each member of a corroborated group gets a call of its own (a decoy grouped
+with a real defect can only have its own claim refuted). A finding whose class Spar
+lowered (a proposed defect recorded as a note) is checked too: its verdict is shown,
+never changing its class. Findings go in order of most vendors first (a group's
+members share their group's count), then class (defect before hardening, the class
+Spar gave or else the one proposed), then findings.json order. Each goes to a
+verifier whose preset (its vendor) is not the author's: one outside every vendor of
+its group when there is one. Among the eligible verifiers the one with the fewest
+calls so far takes it (configuration order breaks ties), so calls spread. A finding
+no verifier may take is unverified (`no_other_vendor`); once `max_findings` calls are
+planned, the rest are unverified (`max_findings`).
 
-The answer: exactly one JSON object (the one answer rule of judge/answer.py)
-holding `verdict` (confirmed, refuted or unsure), `evidence` (a non-blank string)
-and optionally `location` (null, "" or a location by the grammar of findings'
-locations); no other key. Anything else is verdict `unsure` with the reason.
+The answer: exactly one JSON object (the one answer rule of judge/answer.py, which
+refuses a duplicated key) holding `verdict` (confirmed, refuted or unsure), `evidence`
+(a non-blank string of at most EVIDENCE_LIMIT characters) and optionally `location`
+(null, "" or a location by the grammar of findings' locations, at most
+LOCATION_LIMIT characters); no other key. Anything else is verdict `unsure` with the
+reason, which quotes no more than a short start of what the verifier wrote.
 """
 
 from __future__ import annotations
@@ -32,6 +38,12 @@ from spar.whitespace import is_blank
 VERIFIED_CLASSES = ("defect", "hardening")  # in the order they are verified
 ANSWER_KEYS = ("verdict", "evidence", "location")
 UNSURE = "unsure"
+# an answer's fields are capped as a reviewer's finding count is: an answer over a cap
+# is not a valid answer (nothing of it is recorded but the reason); the cap leaves
+# room for a page of evidence naming lines and values
+EVIDENCE_LIMIT = 8000  # characters
+LOCATION_LIMIT = 1000  # characters
+SHOWN_LIMIT = 80  # characters of a verifier's value quoted in a reason
 
 
 @dataclass(frozen=True)
@@ -44,13 +56,12 @@ class Verifier:
 
 @dataclass
 class PlannedCall:
-    """One finding (for a group: its first member) and the verifier that checks it."""
+    """One finding and the verifier that checks it."""
 
     finding: str
-    group: str | None
+    group: str | None  # the finding's group, if any (the verdict covers this finding alone)
     verifier: Verifier
-    vendors: tuple[str, ...]  # the presets of the finding's author(s)
-    members: tuple[str, ...]  # every finding the verdict speaks for (itself alone outside a group)
+    vendors: tuple[str, ...]  # the presets of the finding's group (its author's alone outside a group)
 
 
 @dataclass
@@ -66,35 +77,32 @@ class _Candidate:
     group: str | None
     vendors: tuple[str, ...]
     author: str  # the preset of the finding's own reviewer
-    members: tuple[str, ...]
     order: tuple[int, int, int]
 
 
+def verified_rank(finding: Finding) -> int | None:
+    """The finding's place in VERIFIED_CLASSES by the class Spar gave it, else by the one its
+    reviewer proposed; None when neither is verified."""
+    for key in ("class", "proposed_class"):
+        if finding.get(key) in VERIFIED_CLASSES:
+            return VERIFIED_CLASSES.index(str(finding.get(key)))
+    return None
+
+
 def _candidates(findings: Sequence[Finding], presets: Mapping[str, str]) -> list[_Candidate]:
-    """One candidate per verified finding outside a group and per group holding one."""
-    by_id = {f["id"]: f for f in findings}
-    position = {f["id"]: n for n, f in enumerate(findings)}
+    """One candidate per verified finding, a group's members each on their own."""
     out: list[_Candidate] = []
-    seen_groups: set[str] = set()
-    for f in findings:
+    for position, f in enumerate(findings):
+        rank = verified_rank(f)
+        if rank is None:
+            continue
+        author = presets.get(f["reviewer"], "")
         group = f.get("group")
-        if group is None:
-            if f.get("class") in VERIFIED_CLASSES:
-                author = presets.get(f["reviewer"], "")
-                out.append(_Candidate(f, None, (author,), author, (f["id"],),
-                                      (-1, VERIFIED_CLASSES.index(f["class"]), position[f["id"]])))
-            continue
-        if group["id"] in seen_groups:
-            continue
-        seen_groups.add(group["id"])
-        members = [by_id[m] for m in group["members"] if m in by_id]
-        ranks = [VERIFIED_CLASSES.index(m["class"]) for m in members if m.get("class") in VERIFIED_CLASSES]
-        if not members or not ranks:
-            continue
-        first = members[0]
-        out.append(_Candidate(first, group["id"], tuple(group["vendors"]), presets.get(first["reviewer"], ""),
-                              tuple(m["id"] for m in members),
-                              (-len(group["vendors"]), min(ranks), position[first["id"]])))
+        if isinstance(group, dict) and isinstance(group.get("id"), str):
+            vendors = tuple(str(v) for v in group.get("vendors") or ()) or (author,)
+            out.append(_Candidate(f, group["id"], vendors, author, (-len(vendors), rank, position)))
+        else:
+            out.append(_Candidate(f, None, (author,), author, (-1, rank, position)))
     return sorted(out, key=lambda c: c.order)
 
 
@@ -122,7 +130,7 @@ def plan_verification(findings: Sequence[Finding], presets: Mapping[str, str], v
         else:
             chosen = min(eligible, key=lambda v: load[v])  # min keeps the first of equals
             load[chosen] += 1
-            plan.calls.append(PlannedCall(fid, candidate.group, chosen, candidate.vendors, candidate.members))
+            plan.calls.append(PlannedCall(fid, candidate.group, chosen, candidate.vendors))
     return plan
 
 
@@ -136,6 +144,17 @@ class JudgedAnswer:
     reason: str = ""
 
 
+def _shown(value: str) -> str:
+    """A verifier's value as a reason quotes it: its start alone when it is long."""
+    return quote(value) if len(value) <= SHOWN_LIMIT else f"{quote(value[:SHOWN_LIMIT])}[…]"
+
+
+def _over(value: str, name: str, limit: int) -> str | None:
+    if len(value) > limit:
+        return f"{name} is {len(value)} characters, more than the {limit} an answer may give"
+    return None
+
+
 def judge_answer(answer: Any, ctx: RoundContext | None) -> JudgedAnswer:
     """The verdict of an answer object (already one JSON object by the one answer rule).
     With `ctx`, a location must be readable by the grammar of findings' locations."""
@@ -143,11 +162,11 @@ def judge_answer(answer: Any, ctx: RoundContext | None) -> JudgedAnswer:
         return JudgedAnswer(UNSURE, reason="the answer is not a JSON object")
     extra = [k for k in answer if k not in ANSWER_KEYS]
     if extra:
-        return JudgedAnswer(UNSURE, reason=f"the answer has key {quote(str(extra[0]))}, which is not one of "
+        return JudgedAnswer(UNSURE, reason=f"the answer has key {_shown(str(extra[0]))}, which is not one of "
                                       f"{', '.join(ANSWER_KEYS)}")
     verdict = answer.get("verdict")
     if verdict not in VERDICTS:
-        shown = quote(verdict) if isinstance(verdict, str) else "missing or not a string"
+        shown = _shown(verdict) if isinstance(verdict, str) else "missing or not a string"
         return JudgedAnswer(UNSURE, reason=f"verdict {shown} is not one of {', '.join(VERDICTS)}")
     evidence = answer.get("evidence")
     if not isinstance(evidence, str) or is_blank(evidence):
@@ -155,17 +174,22 @@ def judge_answer(answer: Any, ctx: RoundContext | None) -> JudgedAnswer:
     location = answer.get("location")
     if location is not None and not isinstance(location, str):
         return JudgedAnswer(UNSURE, reason="location is not a string or null")
+    too_long = _over(evidence, "evidence", EVIDENCE_LIMIT) or _over(location or "", "location", LOCATION_LIMIT)
+    if too_long:
+        return JudgedAnswer(UNSURE, reason=too_long)
     if location is not None and is_blank(location):
         location = None
     if location is not None and ctx is not None:
         where = locate(location, ctx)
         if where.unreadable:
-            return JudgedAnswer(UNSURE, reason=f"location {quote(location)} cannot be read ({where.why})")
+            return JudgedAnswer(UNSURE, reason=f"location {_shown(location)} cannot be read ({where.why})")
     return JudgedAnswer(verdict, evidence, location)
 
 
 __all__ = [
     "ANSWER_KEYS",
+    "EVIDENCE_LIMIT",
+    "LOCATION_LIMIT",
     "VERIFIED_CLASSES",
     "JudgedAnswer",
     "Plan",
@@ -173,4 +197,5 @@ __all__ = [
     "Verifier",
     "judge_answer",
     "plan_verification",
+    "verified_rank",
 ]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from spar.config.model import ReviewerConfig
@@ -14,6 +16,7 @@ from spar.presets.input import standpoint_instruction
 from spar.records.usage import add_counts, count, reported
 from spar.round.interface import (
     Answer,
+    HomeFile,
     InputContext,
     InputSpec,
     Monitor,
@@ -157,6 +160,14 @@ class AgyPreset(Preset):
     observes_reads = True
     monitor_class = AgyMonitor
     vendor_env = ("GEMINI_*", "GOOGLE_*")
+
+    def home_files(self, env: Mapping[str, str]) -> list[HomeFile]:
+        # not measured (no agy installs from a public registry): the login and settings files
+        # Google's CLIs keep in ~/.gemini
+        folder = os.path.join(env.get("HOME", ""), ".gemini")
+        return [HomeFile(os.path.join(folder, "oauth_creds.json"), ".gemini/oauth_creds.json", live=True),
+                HomeFile(os.path.join(folder, "google_accounts.json"), ".gemini/google_accounts.json"),
+                HomeFile(os.path.join(folder, "settings.json"), ".gemini/settings.json")]
 
     def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
         instruction = standpoint_instruction(ctx.standpoint, ctx.standpoints_active)

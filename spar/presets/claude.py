@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from spar.config.model import ReviewerConfig
@@ -12,7 +14,7 @@ from spar.jsonvalue import array_at, object_at
 from spar.judge.answer import parse_answer
 from spar.presets.input import StdinPreset
 from spar.records.usage import add_counts, amount, count, reported
-from spar.round.interface import Answer, InputSpec, Monitor, RunPaths, StreamInfo, as_text
+from spar.round.interface import Answer, HomeFile, InputSpec, Monitor, RunPaths, StreamInfo, as_text
 
 ALLOWED_TOOLS = ("Read", "Grep", "Glob", "StructuredOutput")
 SYNTHETIC_MODEL = "<synthetic>"  # locally made error message, not a model
@@ -227,6 +229,19 @@ class ClaudePreset(StdinPreset):
     observes_reads = True
     monitor_class = ClaudeMonitor
     vendor_env = ("ANTHROPIC_*", "CLAUDE_*")
+
+    def home_files(self, env: Mapping[str, str]) -> list[HomeFile]:
+        # the login (refreshed in place), the user's settings and the account state claude keeps
+        # beside them (~/.claude.json, or inside CLAUDE_CONFIG_DIR when that is set)
+        own = env.get("CLAUDE_CONFIG_DIR")
+        folder = own or os.path.join(env.get("HOME", ""), ".claude")
+        state = os.path.join(folder, ".claude.json") if own else os.path.join(env.get("HOME", ""), ".claude.json")
+        return [HomeFile(os.path.join(folder, ".credentials.json"), ".claude/.credentials.json", live=True),
+                HomeFile(os.path.join(folder, "settings.json"), ".claude/settings.json"),
+                HomeFile(state, ".claude/.claude.json" if own else ".claude.json")]
+
+    def sandbox_env(self, env: Mapping[str, str], home: str) -> dict[str, str]:
+        return {"CLAUDE_CONFIG_DIR": os.path.join(home, ".claude")} if env.get("CLAUDE_CONFIG_DIR") else {}
 
     def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
         # --json-schema takes the schema itself, not a path: this round's schema.json as one string

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from spar.config.model import ReviewerConfig
@@ -12,7 +14,7 @@ from spar.judge.coverage import command_words
 from spar.judge.refusal import RefusalScan
 from spar.presets.input import StdinPreset
 from spar.records.usage import add_counts, count, reported
-from spar.round.interface import Answer, InputSpec, Monitor, RunPaths, StreamInfo, as_text
+from spar.round.interface import Answer, HomeFile, InputSpec, Monitor, RunPaths, StreamInfo, as_text
 
 ALLOWED_ITEMS = ("agent_message", "reasoning", "command_execution", "todo_list", "error")
 _REROUTED = re.compile(r"model rerouted:\s*(\S+)\s*->\s*(\S+)", re.IGNORECASE)
@@ -126,6 +128,16 @@ class CodexPreset(StdinPreset):
     observes_reads = True
     monitor_class = CodexMonitor
     vendor_env = ("OPENAI_*", "CODEX_*")
+
+    def home_files(self, env: Mapping[str, str]) -> list[HomeFile]:
+        # the login (a ChatGPT login refreshes its tokens in place) and the user's settings; codex
+        # needs its home writable (the sandbox's own ~/.codex), the rest of the user's stays out
+        folder = env.get("CODEX_HOME") or os.path.join(env.get("HOME", ""), ".codex")
+        return [HomeFile(os.path.join(folder, "auth.json"), ".codex/auth.json", live=True),
+                HomeFile(os.path.join(folder, "config.toml"), ".codex/config.toml")]
+
+    def sandbox_env(self, env: Mapping[str, str], home: str) -> dict[str, str]:
+        return {"CODEX_HOME": os.path.join(home, ".codex")} if env.get("CODEX_HOME") else {}
 
     def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
         argv = [exe, "exec", "--json", "--sandbox", "read-only", "--skip-git-repo-check", "--ephemeral",

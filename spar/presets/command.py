@@ -43,6 +43,7 @@ class CommandPreset(Preset):
     name = "command"
     monitor_class = CommandMonitor
     version_args = None  # an arbitrary program has no version convention
+    unset_model_text = "set by the command"  # Spar passes a command no model
 
     def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
         if ctx.writes_input_md:

@@ -28,6 +28,7 @@ import anyio
 
 from spar.proc import guard
 from spar.proc.guard_protocol import Kind, Request, StatusReader, encode_request
+from spar.proc.masking import Masker
 from spar.proc.prctl import make_undumpable
 from spar.proc.reaper import process_table
 
@@ -68,6 +69,7 @@ class ProcessResult:
     stdout_tail: str = ""
     stderr_tail: str = ""
     log_error: str | None = None  # a log file could not be written: the record is incomplete
+    masked: int = 0  # strings of `OutputHandling.masks` replaced in stdout and stderr
 
     @property
     def last_stderr_line(self) -> str:
@@ -118,8 +120,11 @@ class _Sink:
 
     def __init__(self, path: Path | None, cap: int, line_limit: int,
                  on_line: Callable[[str], str | None] | None, on_violation: Callable[[], None],
-                 on_long_line: LongLine | None = None, on_text: Callable[[str], None] | None = None):
+                 on_long_line: LongLine | None = None, on_text: Callable[[str], None] | None = None,
+                 masks: tuple[bytes, ...] = ()):
         self.info = StreamInfo(path)
+        # first of all: nothing after it (log, tail, monitor) ever holds a masked string
+        self.masker = Masker(masks) if masks else None
         self._on_long_line = on_long_line
         self._scanner = _Scanner(on_text) if on_text is not None else None
         self._long_prefix = b""  # start of the over-long line being skipped
@@ -136,6 +141,11 @@ class _Sink:
         self.log_error: str | None = None  # the first failed log write (full disk, ...)
 
     def write(self, chunk: bytes) -> None:
+        if self.masker is not None:
+            chunk = self.masker.feed(chunk)
+        self._take(chunk)
+
+    def _take(self, chunk: bytes) -> None:
         self.info.bytes_seen += len(chunk)
         if self._file is not None and self.info.bytes_kept < self._cap:
             room = self._cap - self.info.bytes_kept
@@ -209,6 +219,8 @@ class _Sink:
             self._on_violation()
 
     def eof(self) -> None:
+        if self.masker is not None:
+            self._take(self.masker.flush())
         if self._scanner is not None:
             self._scanner.eof()
         if self._on_line is not None and self._buf and not self._skipping:
@@ -501,7 +513,8 @@ class OutputHandling:
     than `line_limit` (not given to `on_stdout_line`) when it passes the limit and again when
     it ends; either may return a violation reason, which ends the program. `on_stderr_text`
     gets all of stderr, line by line in bounded pieces. Each log file keeps the first `cap`
-    bytes of its stream; without a path only the tail is kept (`ProcessResult`)."""
+    bytes of its stream; without a path only the tail is kept (`ProcessResult`). Every string
+    of `masks` is replaced by `masking.MASK` before anything else sees the streams."""
 
     stdout_path: Path | None = None
     stderr_path: Path | None = None
@@ -510,6 +523,7 @@ class OutputHandling:
     on_stderr_text: Callable[[str], None] | None = None
     cap: int = OUTPUT_CAP
     line_limit: int = LINE_LIMIT
+    masks: tuple[bytes, ...] = ()
 
 
 class GuardedProcess:
@@ -574,9 +588,9 @@ class GuardedProcess:
     async def _lifetime(self) -> AsyncIterator[GuardedProcess]:
         out = self._out = _Sink(self._output.stdout_path, self._output.cap, self._output.line_limit,
                                 self._output.on_stdout_line, self._wake.set,
-                                on_long_line=self._output.on_long_stdout_line)
+                                on_long_line=self._output.on_long_stdout_line, masks=self._output.masks)
         err = self._err = _Sink(self._output.stderr_path, self._output.cap, self._output.line_limit, None,
-                                self._wake.set, on_text=self._output.on_stderr_text)
+                                self._wake.set, on_text=self._output.on_stderr_text, masks=self._output.masks)
         try:
             self._proc, stdin_fd, stdout_fd, stderr_fd = await _start(
                 self._argv, self._cwd, self._env, self._stdin_text is not None)
@@ -671,6 +685,7 @@ class GuardedProcess:
             stdout_tail=out.tail_text(),
             stderr_tail=err.tail_text(),
             log_error=out.log_error or err.log_error,
+            masked=sum(s.masker.count for s in (out, err) if s.masker is not None),
         )
 
 

@@ -74,6 +74,7 @@ class Attempt(TypedDict):
     usage: NotRequired[Usage]
     cli_version: NotRequired[str]  # first line of the version check's answer; absent when none answered
     coverage: NotRequired[Coverage]  # code-stage rounds recorded by `spar run` (issue 24)
+    masked_secrets: NotRequired[int]  # credentials masked in its output; absent when none
 
 
 class AngleChecked(TypedDict):
@@ -156,6 +157,7 @@ class Decision(TypedDict):
 class UncommittedCounts(TypedDict):
     modified: int  # tracked files changed beyond HEAD, staged or not
     untracked: int  # files neither tracked nor ignored
+    spar_files: NotRequired[list[str]]  # those of them where `spar init` writes (absent in older rounds)
 
 
 class PacketKind(TypedDict):
@@ -175,8 +177,8 @@ class Verification(TypedDict):
     """One verification call of verifications.json (docs/records.md "Verification")."""
 
     call: str  # V1, V2, ... in the order the calls were planned
-    finding: str  # the finding put to the verifier; for a group, its first member
-    group: str | None  # that finding's group id (the verdict speaks for every member)
+    finding: str  # the finding put to the verifier: the one its verdict covers
+    group: str | None  # that finding's group id, when it is in one (its other members have calls of their own)
     verifier: str  # the reviewer name of [verify] reviewers that answered
     preset: str  # the verifier's preset (its vendor)
     status: str  # a recorded ReviewerStatus value of the call
@@ -267,6 +269,9 @@ class RoundRecord(TypedDict):
     recorded_at: NotRequired[str]
     reviewers: list[ReviewerEntry]
     warnings: list[str]
+    masked_secrets: NotRequired[int]  # credentials masked in the reviewers' output (`spar run`)
+    repository_changed: NotRequired[dict[str, Any]]  # the repository changed while reviewers ran
+    sandbox: NotRequired[dict[str, str | None]]  # {"kind": "bwrap"}, or {"kind": None, "why"}
     verification: NotRequired[VerificationIndex]  # absent when the round was never verified
 
 

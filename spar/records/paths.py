@@ -200,6 +200,13 @@ def check_not_record(path: Path | str, round_dirs: Iterable[Path | str] = (),
         raise Refused(f"{kind} {shown} is the {EXTENSIONS_FILE} of the series {quote(str(real.parent))}")
 
 
+def check_out_folder(path: Path | str) -> None:
+    """--out's folder exists: the user's to create, never Spar's (a typo would grow folders)."""
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise Refused(f"--out {quote(str(path))}: the folder {quote(str(folder))} does not exist")
+
+
 def check_gate_out(path: Path | str, round_dirs: Iterable[Path | str],
                    series_dirs: Iterable[Path | str]) -> str | None:
     """gate --out: G28 plus the gate's own rules. Returns previous_gate_digest

@@ -29,6 +29,7 @@ LEDGER_FILE = "ledger.jsonl"
 WAIVERS_FILE = "waivers.jsonl"
 EXTENSIONS_FILE = "extensions.jsonl"
 VERIFICATIONS_FILE = "verifications.json"
+REPEAT_CHECKS_FILE = "repeat-checks.json"  # spar.records.repeat_checks reads it
 
 
 def _join(folder: Path | str, name: str) -> str:
@@ -220,7 +221,7 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 # verification's files (verify/, verifications.json) are advice that never changes the
 # gate: a killed `spar verify` leaves the round as recorded (a rerun replaces them)
 _NOT_SCANNED = ("workspace", "verify")
-_NOT_LEFTOVERS = (VERIFICATIONS_FILE + ".tmp",)
+_NOT_LEFTOVERS = (VERIFICATIONS_FILE + ".tmp", REPEAT_CHECKS_FILE + ".tmp")
 
 
 # a listed path with no folder behind it: most often a mistyped path, which the message says,

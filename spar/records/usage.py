@@ -90,6 +90,11 @@ def of_reviewer(entry: Mapping[str, Any]) -> dict[str, Any]:
     return total(a.get("usage") for a in attempts if isinstance(a, Mapping))
 
 
+def spent_anything(usage: Mapping[str, Any]) -> bool:
+    """Whether a usage (or a total) reports any token or cost above zero."""
+    return any(usage.get(key) for key in (*TOKEN_KEYS, "cost_usd"))
+
+
 def duration_text(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:.1f}s"
 
@@ -120,6 +125,7 @@ __all__ = [
     "duration_text",
     "of_reviewer",
     "reported",
+    "spent_anything",
     "tokens_text",
     "total",
 ]

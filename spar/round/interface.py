@@ -14,10 +14,10 @@ import hashlib
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from spar.config.model import ReviewerConfig
 from spar.judge.refusal import RefusalScan
@@ -243,6 +243,16 @@ def recorded_argv(argv: list[str], spec: InputSpec) -> list[str]:
     return [shown if arg == spec.text else arg for arg in argv]
 
 
+class HomeFile(NamedTuple):
+    """A file of the user's that a preset's CLI needs in its sandbox (spar/round/sandboxing.py),
+    shown at `inside`, relative to the sandbox's HOME: a copy (changes are dropped), or with
+    `live` the file itself, writable (a login the CLI refreshes must stay refreshed)."""
+
+    source: str  # absolute, on the real file system
+    inside: str
+    live: bool = False
+
+
 class Preset(ABC):
     """One preset: input, argv, version argv and output monitor."""
 
@@ -250,6 +260,7 @@ class Preset(ABC):
     runs_process = True  # native runs nothing
     observes_reads = False  # its monitor sees which files the reviewer reads (claude, codex, agy)
     version_args: tuple[str, ...] | None = ("--version",)  # None: no version check
+    unset_model_text = "CLI default"  # what progress shows for a reviewer whose configuration sets no model
     monitor_class: type[Monitor] | None = None  # judges the output of presets that run a process
     # the vendor's own credentials and settings (patterns as in env_passthrough): its CLI
     # needs them, so they pass even when env_passthrough withholds the rest
@@ -270,6 +281,16 @@ class Preset(ABC):
     def stdin_text(self, spec: InputSpec) -> str | None:
         """Text written to the reviewer's stdin (then closed); None = no stdin."""
         return None
+
+    def home_files(self, env: Mapping[str, str]) -> list[HomeFile]:
+        """The CLI's own configuration and login files, for its sandbox (`env`: what the
+        reviewer inherits); missing ones are left out."""
+        return []
+
+    def sandbox_env(self, env: Mapping[str, str], home: str) -> dict[str, str]:
+        """Variables set anew in the sandbox whose HOME is `home` (a folder setting that
+        named the user's own)."""
+        return {}
 
     def env_names(self, cfg: ReviewerConfig) -> tuple[str, ...]:
         """The variables this reviewer needs whatever env_passthrough withholds: its vendor's

@@ -47,11 +47,12 @@ async def _until_signal(work: Callable[[], Awaitable[T]]) -> tuple[T | None, int
 
 
 def run_until_signal(jobs: list[ReviewerJob], progress: Progress, env: dict[str, str],
-                     passthrough: list[str] | None, backend: str) -> Outcomes:
+                     passthrough: list[str] | None, backend: str, sandbox: str | None = None) -> Outcomes:
     """(outcomes, None), or (None, signal number) when SIGINT or SIGTERM came first.
-    `passthrough`: what each reviewer inherits of `env` (spar.proc.environment)."""
-    return work_until_signal(lambda: run_reviewers(jobs, progress=progress, env=env, env_passthrough=passthrough),
-                             backend)
+    `passthrough`: what each reviewer inherits of `env` (spar.proc.environment); `sandbox`:
+    bwrap, to run them in its sandbox."""
+    return work_until_signal(lambda: run_reviewers(jobs, progress=progress, env=env, env_passthrough=passthrough,
+                                                   sandbox=sandbox), backend)
 
 
 def work_until_signal(work: Callable[[], Awaitable[T]], backend: str) -> tuple[T | None, int | None]:

@@ -87,7 +87,8 @@ CLASSIFICATION_NOTE = (
     "confirmed link; otherwise it is `hardening` there. Elsewhere a `requirement-question` stays "
     "one; a finding with `introduced_by_change` and `regression` both `yes` is a `defect`; a "
     "proposed `defect` whose link spar cannot confirm is recorded as a `note` (the link you gave "
-    "is kept as `claimed_link_kind` / `claimed_link`). So link every defect to what it breaks."
+    "is kept as `claimed_link_kind` / `claimed_link`). So link every defect to what it breaks: the "
+    "criterion, or the rule it breaks in a rule document under Rules above (`link_kind` `rule`)."
 )
 
 
@@ -276,12 +277,29 @@ def diff_sections(diff: bytes) -> list[bytes]:
 
 
 def inline_paths(diff: bytes) -> set[str]:
-    """The files whose whole diff the packet shows (`diff` as PacketInput holds it)."""
+    """The files whose whole diff the packet shows (`diff` as PacketInput holds it); a file
+    git shows as binary is not among them: none of its text was shown."""
     shown, was_cut = cut_diff(diff)
     sections = diff_sections(shown)
     if was_cut and sections and not diff[len(shown):].startswith(_SECTION):
         sections.pop()  # its end is beyond the cut
-    return {path for path in map(section_path, sections) if path is not None}
+    return {path for path in map(section_path, sections) if path is not None} - binary_paths(shown)
+
+
+def binary_paths(diff: bytes) -> set[str]:
+    """The files the diff shows as binary (git found a NUL byte in them): no text to read."""
+    out = set()
+    for section in diff_sections(diff):
+        lines = section.split(b"\n", 16)[1:]
+        for line in lines:
+            if line.startswith(b"@@"):
+                break
+            if line.startswith((b"Binary files ", b"GIT binary patch")):
+                path = section_path(section)
+                if path is not None:
+                    out.add(path)
+                break
+    return out
 
 
 # lock files and minified files, by name; anything below a `vendor/` folder (issue 24 point 3)
@@ -404,8 +422,17 @@ def _subject(p: PacketInput) -> list[str]:
     elif p.stage == "code":
         out += ["### Change summary (`git diff --stat base head`)", "", fence(_stat_text(p.diff_stat))]
         out += _changed_list(p)
-        out += ["### Diff", ""] + _diff_block(p.diff, complete=p.diff_complete)
+        out += ["### Diff", ""] + _diff_block(p.diff, complete=p.diff_complete) + _binary_note(p.diff)
     return out
+
+
+def _binary_note(diff: bytes) -> list[str]:
+    """The files the diff above shows as binary, said in words: none of their text is in it."""
+    binary = sorted(binary_paths(cut_diff(diff)[0]))
+    if not binary:
+        return []
+    return [f"Shown as binary, so no text of theirs is above (git found a NUL byte in them): "
+            f"{', '.join(code_span(path) for path in binary)}. Read them in `head/` and `base/` if they matter.", ""]
 
 
 def _changed_files(p: PacketInput) -> list[str]:

@@ -14,19 +14,23 @@ from spar import git
 from spar import series as series_mod
 from spar.config.load import load_config
 from spar.config.model import CAP_KEYS, AppliedConfig
+from spar.config.scaffold import is_setup_file
 from spar.config.select import apply_selection
 from spar.errors import Refused, WriteFailed, quote
 from spar.judge.context import RoundDoc
 from spar.records import atomic, readers
 from spar.records.clock import now
-from spar.records.model import Finding, InputBytes, PacketKind, RoundRecord
+from spar.records.model import Finding, InputBytes, PacketKind, RoundRecord, UncommittedCounts
 from spar.round.args import RunArgs, check_standpoints
 from spar.round.interface import Preset, reviewer_input
 from spar.round.memory import memory_sha256
 from spar.round.packet import DIFF_LIMIT, PacketInput, diff_parts, packet_sha256, reading_order
 from spar.round.recording import new_round_json, reviewer_entry
+from spar.round.repowatch import RepoChange
 from spar.round.runner import ReviewerJob, ReviewerOutcome
+from spar.round.sandboxing import SandboxChoice
 from spar.round.schema import schema_text
+from spar.textsafe import terminal_safe
 from spar.workspace import reuse
 from spar.workspace.blobcache import series_cache
 from spar.workspace.build import build_workspace
@@ -44,6 +48,8 @@ class RoundCommits:
     head_tree: str | None = None  # the worktree commit's tree: what the gate compares
     parent: str | None = None  # the worktree commit's parent, HEAD when it was made
     uncommitted: git.Uncommitted | None = None  # None when --head named the commit
+    nested: tuple[str, ...] = ()  # --worktree: untracked folders holding a repository, not reviewed
+    too_large: tuple[tuple[str, int], ...] = ()  # --worktree: (path, size) of untracked files over the cap
 
 
 def work_tree_of(cwd: str) -> Path:
@@ -82,19 +88,27 @@ def _head(args: RunArgs, repo: Path) -> str:
         raise
 
 
-def choose_commits(args: RunArgs, repo: Path) -> RoundCommits:
+def choose_commits(args: RunArgs, repo: Path, max_copy_bytes: int | None = None) -> RoundCommits:
     """--head (default HEAD, or the working tree with --worktree), --base and --expect-head as
-    commit IDs; refused when one does not name a commit."""
+    commit IDs; refused when one does not name a commit. Files over `max_copy_bytes` are not
+    copied, so --worktree streams them into git rather than reading them whole."""
     head = _head(args, repo)
     # only the checked-out HEAD has a working tree whose changes this round could miss
-    uncommitted = git.uncommitted(repo) if args.head is None else None
+    try:
+        uncommitted = git.uncommitted(repo, is_setup_file) if args.head is None else None
+    except git.GitError as exc:  # a FIFO among the ignore files, say: plainly refused, not a traceback
+        raise Refused(f"cannot tell whether the working tree holds uncommitted work: {exc}") from None
     tree = parent = None
+    nested: tuple[str, ...] = ()
+    too_large: tuple[tuple[str, int], ...] = ()
     if args.worktree:
         try:
-            made = git.snapshot_worktree(repo, head)
+            made = git.snapshot_worktree(repo, head, max_copy_bytes)
         except git.GitError as exc:
             raise Refused(f"--worktree: cannot make a commit of the working tree: {exc}") from None
-        head, tree, parent = made.commit, made.tree, head
+        head, tree, parent, nested, too_large = made.commit, made.tree, head, made.nested, made.too_large
+        if made.nested:
+            print(f"spar: warning: {terminal_safe(nested_warning(made.nested))}", file=sys.stderr)
     if args.base is None:
         base = git.default_base(repo, head)
     else:
@@ -105,7 +119,15 @@ def choose_commits(args: RunArgs, repo: Path) -> RoundCommits:
         if expect != head:
             raise Refused(f"--expect-head {quote(args.expect_head)} is {expect}, but the head to review is {head}")
     return RoundCommits(base=base, head=head, expect_head=expect, source="worktree" if args.worktree else "commit",
-                        head_tree=tree, parent=parent, uncommitted=uncommitted)
+                        head_tree=tree, parent=parent, uncommitted=uncommitted,
+                        nested=nested, too_large=too_large)
+
+
+def nested_warning(nested: tuple[str, ...]) -> str:
+    """The round warning (and stderr line) naming --worktree's nested repositories."""
+    return (f"--worktree: {len(nested)} folder(s) of the working tree hold a git repository of their own and "
+            f"were not reviewed (git records only their commit, none of their files): "
+            f"{', '.join(nested)}")
 
 
 def last_round_elsewhere(series: Path, stage: str, head: str) -> series_mod.SeriesRound | None:
@@ -270,6 +292,9 @@ class Round:
     changed_files: list[str] | None = None  # the code stage's changed files, in git's order
     inline_files: set[str] = field(default_factory=set)  # those whose whole diff is in the packet
     findings: list[Finding] = field(default_factory=list)
+    repo_change: RepoChange | None = None  # the user's repository changed while the reviewers ran
+    # the reviewers' kernel sandbox, or why none (a dry run starts no reviewer)
+    sandbox: SandboxChoice = field(default_factory=lambda: SandboxChoice(None, "dry run"))
 
 
 def _add_head_source(record: RoundRecord, commits: RoundCommits) -> RoundRecord:
@@ -278,7 +303,12 @@ def _add_head_source(record: RoundRecord, commits: RoundCommits) -> RoundRecord:
     if commits.head_tree is not None and commits.parent is not None:
         record["head_tree"], record["head_parent"] = commits.head_tree, commits.parent
     counts = commits.uncommitted
-    record["uncommitted"] = None if counts is None else {"modified": counts.modified, "untracked": counts.untracked}
+    held: UncommittedCounts | None = None
+    if counts is not None:
+        held = {"modified": counts.modified, "untracked": counts.untracked}
+        if counts.marked:  # only when there are: other rounds' records stay as they were
+            held["spar_files"] = list(counts.marked)
+    record["uncommitted"] = held
     return record
 
 
@@ -311,6 +341,8 @@ def write_round_folder(r: Round, counted: bool) -> None:
     for entry, job in zip(r.record["reviewers"], r.jobs, strict=True):
         entry["input_bytes"] = input_bytes(job.input.text, job.input.files)
     r.record["warnings"] += workspace_warnings(r.tree_plans)
+    if c.nested:
+        r.record["warnings"].append(nested_warning(c.nested))
     if r.memory_text:  # its own digest: never part of packet_sha256 (a rerun stays a rerun)
         r.record["memory_sha256"] = memory_sha256(r.memory_text)
     atomic.write_json(r.out / "round.json", r.record)

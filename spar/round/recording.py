@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Set
 from pathlib import Path
 from typing import Literal, cast, get_args
 
@@ -16,7 +17,7 @@ from spar import __version__
 from spar.config.model import DEFAULT_MAX_FINDINGS, ENDPOINT, AppliedConfig, ReviewerConfig, sha256_canonical
 from spar.errors import RecordError
 from spar.judge.context import RoundContext, RoundDoc
-from spar.judge.coverage import ChangedFiles
+from spar.judge.coverage import ChangedFiles, had
 from spar.judge.criteria import ids_of_documents
 from spar.judge.findings import auto_deferrals, build_findings
 from spar.judge.result import InvalidOutput, is_could_not_review, validate_result
@@ -158,6 +159,9 @@ def apply_outcome(round_json: RoundRecord, outcome: ReviewerOutcome, ctx: RoundC
     entry["resets"] = outcome.resets
     entry["observed_model"] = outcome.observed_model
     entry["attempts"] = [a.copy() for a in outcome.attempts]
+    # how many credentials the round's output held, masked (never which)
+    round_json["masked_secrets"] = round_json.get("masked_secrets", 0) + sum(
+        a.get("masked_secrets", 0) for a in outcome.attempts)
     entry["model"] = outcome.model  # the last attempt's model (the fallback after a quota refusal)
     for warning in getattr(outcome, "warnings", []):
         round_json.setdefault("warnings", []).append(f"{outcome.name}: {warning}")
@@ -173,9 +177,12 @@ def apply_outcome(round_json: RoundRecord, outcome: ReviewerOutcome, ctx: RoundC
 
 
 def record_coverage(round_json: RoundRecord, outcomes: list[ReviewerOutcome], changed: list[str],
-                    inline: set[str], workspace: Path) -> None:
-    """Each attempt's observed coverage and the round's changed files no completed reviewer saw
-    (issue 24): inline in the packet, or named by the attempt's read and search calls."""
+                    inline: set[str], workspace: Path, not_copied: Set[str] = frozenset(),
+                    change_diff: bool = False) -> None:
+    """Each attempt's observed coverage and the round's changed files no completed reviewer saw:
+    inline in the packet, or named by the attempt's read and search calls (never a file
+    `not_copied`: the copies hold only a note for it; `change_diff`: an incremental round,
+    whose workspace/change.diff holds every file's diff)."""
     changed = list(dict.fromkeys(changed))  # each path once, as the lists the record rules check
     files = ChangedFiles(changed)
     inline = inline & set(changed)
@@ -187,7 +194,7 @@ def record_coverage(round_json: RoundRecord, outcomes: list[ReviewerOutcome], ch
         opened: set[str] = set()
         for n, attempt in enumerate(entry["attempts"]):
             named = words[n] if words is not None and n < len(words) else None
-            opened = files.named(named, roots) - inline if named is not None else set()
+            opened = files.named(named, roots, change_diff) - inline - not_copied if named is not None else set()
             attempt["coverage"] = {"inline": len(inline), "opened": len(opened), "changed_files": len(changed),
                                    "observed": named is not None,
                                    "opened_files": [path for path in changed if path in opened]}
@@ -197,6 +204,18 @@ def record_coverage(round_json: RoundRecord, outcomes: list[ReviewerOutcome], ch
     round_json["unseen"] = [path for path in changed if path not in seen]
     # once per round: every reviewer got the same packet (a big change's list would repeat per attempt)
     round_json["inline_files"] = [path for path in changed if path in inline]
+
+
+def recount_unseen(round_json: RoundRecord, name: str) -> None:
+    """After `spar record` of reviewer `name`: the round's `unseen` without the files it had
+    (a recorded reviewer had the packet, so its inline files); nothing for a round that
+    recorded no file lists, or a reviewer that did not complete."""
+    if "unseen" not in round_json or "inline_files" not in round_json:
+        return
+    entry, inline = reviewer_of(round_json, name), set(round_json["inline_files"])
+    if entry["status"] == ReviewerStatus.COMPLETED:
+        files = inline | (had(entry, inline) or set())
+        round_json["unseen"] = [path for path in round_json["unseen"] if path not in files]
 
 
 def reviewer_of(round_json: RoundRecord, name: str) -> ReviewerEntry:

@@ -21,8 +21,9 @@ from spar.config.model import ReviewerConfig
 from spar.errors import quote
 from spar.judge.refusal import RefusalScan, reason_for
 from spar.judge.transient import transient_failure
-from spar.proc.environment import reviewer_env
+from spar.proc.environment import reviewer_env, vendor_values
 from spar.proc.executable import ExecutableLookup, find_executable
+from spar.proc.masking import secrets_of
 from spar.proc.process import KILL_GRACE, OUTPUT_CAP, GuardedProcess, OutputHandling, ProcessResult
 from spar.records.clock import now
 from spar.records.model import Attempt
@@ -30,6 +31,7 @@ from spar.records.model import ReviewerStatus as S
 from spar.records.usage import attempt_usage
 from spar.round.interface import InputSpec, Monitor, Preset, RunPaths, recorded_argv
 from spar.round.liveness import watch_liveness
+from spar.round.sandboxing import Confinement, confined
 
 if TYPE_CHECKING:
     from spar.progress import Progress
@@ -105,23 +107,24 @@ class RunSettings:
     progress: Progress | None = None
     transient_backoff: float = TRANSIENT_BACKOFF
     started: dict[str, Any] = field(default_factory=dict)
+    sandbox: str | None = None  # bwrap, when the round's reviewers run in its sandbox (spar/round/sandboxing.py)
 
 
 async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = None,
                         env: Mapping[str, str] | None = None, env_passthrough: list[str] | None = None,
                         output_cap: int = OUTPUT_CAP,
                         kill_grace: float = KILL_GRACE,
-                        version_timeout: float = VERSION_TIMEOUT,
+                        version_timeout: float = VERSION_TIMEOUT, sandbox: str | None = None,
                         transient_backoff: float = TRANSIENT_BACKOFF) -> list[ReviewerOutcome]:
     """Run every job at once; outcomes in the order of `jobs`.
 
     `env` is the environment reviewers inherit from (default: this process's), each
     through `env_passthrough` and its preset's vendor variables (spar.proc.environment);
     its PATH is where bare executable names are looked up. One reviewer's failure never
-    stops the others.
+    stops the others. `sandbox`: bwrap, to run every reviewer process in its sandbox.
     """
     settings = run_settings(progress=progress, env=env, env_passthrough=env_passthrough, output_cap=output_cap,
-                            kill_grace=kill_grace, version_timeout=version_timeout)
+                            kill_grace=kill_grace, version_timeout=version_timeout, sandbox=sandbox)
     settings.transient_backoff = transient_backoff
     outcomes: list[ReviewerOutcome | None] = [None] * len(jobs)
 
@@ -136,11 +139,12 @@ async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = 
 
 def run_settings(*, progress: Progress | None = None, env: Mapping[str, str] | None = None,
                  env_passthrough: list[str] | None = None, output_cap: int = OUTPUT_CAP,
-                 kill_grace: float = KILL_GRACE, version_timeout: float = VERSION_TIMEOUT) -> RunSettings:
+                 kill_grace: float = KILL_GRACE, version_timeout: float = VERSION_TIMEOUT,
+                 sandbox: str | None = None) -> RunSettings:
     """What `run_reviewer` needs besides the job (the arguments of `run_reviewers`)."""
     return RunSettings(env=dict(os.environ if env is None else env), passthrough=env_passthrough,
                        output_cap=output_cap, kill_grace=kill_grace, version_timeout=version_timeout,
-                       progress=progress)
+                       progress=progress, sandbox=sandbox)
 
 
 async def run_reviewer(job: ReviewerJob, st: RunSettings) -> ReviewerOutcome:
@@ -225,6 +229,8 @@ class _Facts:
     cli_version: str | None = None  # what the version check printed, once it answered
     deadline: float | None = None  # where its time limit ends, once it is set
     warnings: list[str] = field(default_factory=list)
+    masks: tuple[bytes, ...] = ()  # the credentials handed to the reviewer: masked in all it prints
+    masked: int = 0  # how many of them its output held (version check and run)
 
     def done(self, status: S, reason: str = "", *, resets: str | None = None, observed_model: str | None = None,
              **kw: Any) -> _Attempt:
@@ -237,6 +243,8 @@ class _Facts:
                       usage=attempt_usage(anyio.current_time() - self.clock_start, usage))
         if self.cli_version is not None:
             record["cli_version"] = self.cli_version  # absent when no version check answered
+        if self.masked:
+            record["masked_secrets"] = self.masked  # how many, never which
         named = self.monitor.named_words if self.monitor is not None else []
         return _Attempt(record=cast(Attempt, record), status=status, reason=reason, resets=resets,
                         observed_model=observed_model, warnings=self.warnings, named_words=named,
@@ -250,9 +258,11 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     retry of a transient failure stays inside the limit of the attempt it repeats)."""
     cfg = job.config
     facts = _Facts(model=model, input=job.input)
-    env = reviewer_env(st.env, st.passthrough, preset.env_names(cfg))  # what this reviewer inherits
+    names = preset.env_names(cfg)  # its vendor's variables, or what its configuration names
+    env = reviewer_env(st.env, st.passthrough, names)  # what this reviewer inherits
+    facts.masks = secrets_of(vendor_values(env, names).values())
     if st.progress is not None:
-        st.progress.reviewer_started(cfg.name, number, model)
+        st.progress.reviewer_started(cfg.name, number, model or preset.unset_model_text)
     try:
         lookup, facts.argv = command_line(job, model, env.get("PATH"))
     except OSError as exc:
@@ -262,12 +272,17 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     if deadline is None:
         deadline = anyio.current_time() + cfg.timeout_seconds  # the attempt's cancel scopes end here
     facts.deadline = deadline
-    if preset.version_args is not None:
-        checked = await _version_check(lookup.path, preset.version_args, run_paths(job), deadline, env, st)
-        if isinstance(checked, tuple):
-            return facts.done(*checked)
-        facts.cli_version = checked
-    return await _run_and_judge(job, preset, lookup.path, _log_suffix(number), deadline, env, st, facts)
+    try:
+        with confined(preset, run_paths(job), lookup.path, facts.argv, env, st.sandbox) as jail:
+            if preset.version_args is not None:
+                checked = await _version_check(lookup.path, preset.version_args, run_paths(job), deadline, jail, st,
+                                               facts)
+                if isinstance(checked, tuple):
+                    return facts.done(*checked)
+                facts.cli_version = checked
+            return await _run_and_judge(job, preset, lookup.path, _log_suffix(number), deadline, jail, st, facts)
+    except OSError as exc:
+        return facts.done(S.FAILED, f"cannot prepare the sandbox: {exc.strerror or exc}")
 
 
 def _log_suffix(number: int) -> str:
@@ -275,7 +290,7 @@ def _log_suffix(number: int) -> str:
 
 
 async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str, deadline: float,
-                         env: Mapping[str, str], st: RunSettings, facts: _Facts) -> _Attempt:
+                         jail: Confinement, st: RunSettings, facts: _Facts) -> _Attempt:
     """Run the reviewer until it answers, the monitor objects or `deadline` passes; then judge."""
     cfg = job.config
     paths = run_paths(job)
@@ -292,10 +307,11 @@ async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str
     output = OutputHandling(stdout_path=paths.reviewer_dir / f"stdout{suffix}.log",
                             stderr_path=paths.reviewer_dir / f"stderr{suffix}.log",
                             on_stdout_line=monitor.feed, on_long_stdout_line=monitor.long_line,
-                            on_stderr_text=stderr_text, cap=st.output_cap)
+                            on_stderr_text=stderr_text, cap=st.output_cap, masks=facts.masks)
     liveness = watch_liveness(cfg, monitor, st.progress)
     try:
-        async with GuardedProcess(facts.argv, cwd=paths.workspace, env=env, stdin_text=preset.stdin_text(job.input),
+        async with GuardedProcess(jail.argv(facts.argv), cwd=paths.workspace, env=jail.env,
+                                  stdin_text=preset.stdin_text(job.input),
                                   output=output, kill_grace=st.kill_grace) as proc:
             with anyio.move_on_at(deadline):
                 async with liveness.watching():  # stops waiting when the CLI cannot reach its service
@@ -303,6 +319,7 @@ async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str
     except OSError as exc:
         return facts.done(S.FAILED, f"could not start {quote(exe)}: {exc.strerror or exc}")
     facts.exit_code = proc.result.exit_code
+    facts.masked += proc.result.masked
     facts.warnings.extend(monitor.warnings)
     if liveness.gave_up is not None:  # its process group is ended like a timed-out one's
         return facts.done(S.UNAVAILABLE, liveness.reason(preset.name), observed_model=monitor.observed_model)
@@ -376,20 +393,22 @@ def failure_reason(proc: ProcessResult, failure: str) -> str:
 
 
 async def _version_check(exe: str, version_args: tuple[str, ...], paths: RunPaths, deadline: float,
-                         env: Mapping[str, str], st: RunSettings) -> tuple[S, str] | str:
+                         jail: Confinement, st: RunSettings, facts: _Facts) -> tuple[S, str] | str:
     """The first line `<exe> --version` printed when it answers with exit 0 ("" when it
     printed nothing); else (status, reason)."""
     args = [exe, *version_args]
     shown = " ".join(args)
     own_limit = anyio.current_time() + st.version_timeout
     try:
-        async with GuardedProcess(args, cwd=paths.workspace, env=env, output=OutputHandling(cap=64 * 1024),
+        async with GuardedProcess(jail.argv(args), cwd=paths.workspace, env=jail.env,
+                                  output=OutputHandling(cap=64 * 1024, masks=facts.masks),
                                   kill_grace=st.kill_grace) as running:
             with anyio.move_on_at(min(deadline, own_limit)):
                 await running.wait()
     except OSError as exc:
         return S.FAILED, f"version check failed: could not start {quote(exe)}: {exc.strerror or exc}"
     proc = running.result
+    facts.masked += proc.masked
     if proc.timed_out:
         if deadline <= own_limit:
             # the attempt's own limit ran out first: that is the reviewer's timeout (G19)

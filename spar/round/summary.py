@@ -15,7 +15,7 @@ from pathlib import Path
 from spar.judge.coverage import shortened
 from spar.judge.dispositions import standing
 from spar.judge.repeats import group_order
-from spar.judge.verdicts import Verdict, rank_of, unverified, verdicts
+from spar.judge.verdicts import Verdict, rank, rank_of, unverified, verdicts
 from spar.records import usage
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, VerificationsRecord, WaiverLine
 from spar.textsafe import terminal_safe
@@ -78,9 +78,14 @@ def uncommitted_text(rj: RoundRecord) -> str | None:
         return f"the head {rj.get('head', '')} is the working tree{held}, made a commit on {rj.get('head_parent', '?')}"
     if not counts or not (counts["modified"] or counts["untracked"]):
         return None
-    return (f"the working tree has {_files(counts['modified'], 'changed tracked')} and "
+    text = (f"the working tree has {_files(counts['modified'], 'changed tracked')} and "
             f"{_files(counts['untracked'], 'untracked')} that this round does not review: it reviews "
             "the commit; commit them, or run spar run --worktree")
+    own = counts.get("spar_files") or []
+    if own:  # after `spar init` these are often all there is: say so, and what to do
+        text += (f"; of them, Spar's set-up files (where spar init writes): {shortened([_code(p) for p in own])}; "
+                 "commit them too (Spar reads them from the working tree either way)")
+    return text
 
 
 def closing_lines(rj: RoundRecord, out: Path, findings: list[Finding]) -> list[str]:
@@ -148,6 +153,10 @@ def _packet_line(rj: RoundRecord) -> list[str]:
     return [f"- Packet: full, not incremental: {kind['reason']}"]
 
 
+# the model column of a reviewer whose configuration sets none, where "(default)" is not true
+_UNSET_MODEL = {"command": "(set by the command)", "native": "(the host's)"}
+
+
 def _reviewers(rj: RoundRecord) -> list[str]:
     out = [
         "## Reviewers",
@@ -162,12 +171,16 @@ def _reviewers(rj: RoundRecord) -> list[str]:
             reason = f"{reason} (resets {r['resets']})" if reason else f"resets {r['resets']}"
         attempts = r.get("attempts") or []
         spent = usage.of_reviewer(r)  # over every attempt; a reviewer that never ran shows -
+        tokens, cost = usage.tokens_text(spent), usage.cost_text(spent["cost_usd"])
+        if r.get("status") == ReviewerStatus.UNAVAILABLE and not usage.spent_anything(spent):
+            tokens = cost = "not measured"  # a CLI that could not start work reports zeros: nothing ran
         out.append(
             "| " + " | ".join([
                 _cell(r.get("name")), _cell(r.get("preset")), _cell(r.get("status")),
-                _cell(r.get("model") or "(default)"), _cell(r.get("observed_model") or "unknown"),
+                _cell(r.get("model") or _UNSET_MODEL.get(str(r.get("preset")), "(default)")),
+                _cell(r.get("observed_model") or "unknown"),
                 _cell(len(attempts)), _cell(usage.duration_text(spent["duration_seconds"])),
-                _cell(usage.tokens_text(spent)), _cell(usage.cost_text(spent["cost_usd"])), _cell(r.get("verdict")),
+                _cell(tokens), _cell(cost), _cell(r.get("verdict")),
                 _cell(r.get("finding_count") if r.get("status") == ReviewerStatus.COMPLETED else None), _cell(reason),
             ]) + " |"
         )
@@ -246,8 +259,8 @@ def _seen_by(finding: Finding) -> str:
 def _groups(round_name: str, findings: list[Finding], checked: dict[str, Verdict] | None = None) -> list[str]:
     """Each corroborated group once (findings.json `group`), most vendors first, with
     each member; empty for a round without groups. In a verified round (`checked`: finding
-    id -> verdict) the group's verdict ranks first (confirmed, none or unsure, refuted)
-    and is named after its vendors."""
+    id -> verdict) a group ranks by its best member's verdict (confirmed, none or unsure,
+    refuted) and each member shows its own."""
     groups: dict[str, list[Finding]] = {}
     vendors: dict[str, list[str]] = {}
     for f in findings:
@@ -264,12 +277,12 @@ def _groups(round_name: str, findings: list[Finding], checked: dict[str, Verdict
            f"`spar triage {round_name} GROUP --to ...` with a group's id disposes every member at once.", ""]
     for gid in order:
         count = len(vendors[gid])
-        verdict = by_id.get(groups[gid][0]["id"]) if checked is not None else None
-        said = f"; {verdict.words()}" if verdict is not None else ""
-        out.append(f"- **{_cell(gid)}** ({count} vendor{'s' if count != 1 else ''}: "
-                   f"{_cell(', '.join(vendors[gid]))}{_cell(said) if said else ''})")
-        out += [f"  - {_code(m.get('id'))} ({_cell(m.get('reviewer'))}, {_cell(m.get('class'))}): "
-                f"{_cell(m.get('claim'))}" for m in groups[gid]]
+        out.append(f"- **{_cell(gid)}** ({count} vendor{'s' if count != 1 else ''}: {_cell(', '.join(vendors[gid]))})")
+        for m in groups[gid]:  # a verdict covers the member it names alone
+            verdict = by_id.get(m["id"]) if checked is not None else None
+            said = f"; {verdict.words()}" if verdict is not None else ""
+            out.append(f"  - {_code(m.get('id'))} ({_cell(m.get('reviewer'))}, {_cell(m.get('class'))}"
+                       f"{_cell(said) if said else ''}): {_cell(m.get('claim'))}")
     return out + [""]
 
 
@@ -330,7 +343,7 @@ def _findings(findings: list[Finding], standing: dict[str, LedgerLine],
 
 
 def _verdicts(findings: list[Finding], checked: dict[str, Verdict], why: dict[str, str]) -> list[str]:
-    """Each verdict once (a group's at its first member) in reading order, with the
+    """Each verdict once (at the finding it names) in reading order, with the
     verifier's evidence as data; then the findings that got no call, and why."""
     said: dict[str, Verdict] = {}
     for f in _reading_order(findings, checked):
@@ -338,10 +351,10 @@ def _verdicts(findings: list[Finding], checked: dict[str, Verdict], why: dict[st
         if verdict is not None:
             said.setdefault(verdict.call, verdict)
     out = ["## Verification", "", f"{len(said)} verification call{'s' if len(said) != 1 else ''} "
-           "(a group's speaks for every member), in reading order: verdict, finding, verifier (its preset), "
+           "(each covers the finding it names alone), in reading order: verdict, finding, verifier (its preset), "
            "call and the verifier's evidence.", ""]
-    for verdict in said.values():
-        named = f"group {_cell(verdict.group)} (first member {_code(verdict.finding)})" if verdict.group \
+    for verdict in sorted(said.values(), key=rank):  # a group's members may rank apart
+        named = f"{_code(verdict.finding)} (of group {_cell(verdict.group)})" if verdict.group \
             else _code(verdict.finding)
         out.append(f"- **{verdict.verdict}** {named}, by {_cell(verdict.verifier)} ({_cell(verdict.preset)}), "
                    f"call {_cell(verdict.call)}: {_cell(verdict.said())}")

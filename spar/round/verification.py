@@ -5,8 +5,11 @@ The plan (spar/judge/verify_plan.py) gives each call its verifier. Each verifier
 through its own calls one at a time, all verifiers at once: at most one call per
 `[verify]` reviewer runs at any moment. Before a call starts, the cost the finished
 calls reported is summed; once it reaches `max_cost_usd` no further call starts and
-the findings left are unverified (`max_cost_usd`). A call that reports no cost counts
-as nothing. Calls run through the reviewers' runner (`run_reviewer`): the verifier's
+the findings left are unverified (`max_cost_usd`). A finished call that ran a program
+(any status but `unavailable`) and reported no cost (codex reports tokens only) counts
+as over the bound, since nothing shows it stayed under: with `max_cost_usd` set, no
+call starts after it. The bound is checked before a call starts: calls already
+running finish, and may pass it. Calls run through the reviewers' runner (`run_reviewer`): the verifier's
 own time limit, the read-only workspace as working folder, its preset's argv and
 monitor, refusal detection with its fallback model, liveness and usage records.
 
@@ -79,6 +82,11 @@ class _Spend:
     next_number: int = 1
     cost: float = 0.0
     stopped: bool = False  # a call was left out for max_cost_usd
+    unknown: list[str] = field(default_factory=list)  # finished calls that ran and reported no cost
+
+    def over(self) -> bool:
+        """True once no further call may start: the bound is reached, or a cost is unknown."""
+        return self.max_cost is not None and (self.cost >= self.max_cost or bool(self.unknown))
 
 
 @dataclass
@@ -119,8 +127,7 @@ def prepare_calls(v: VerifyRun, plan: Plan) -> list[_Call]:
     configs = {r.name: r for r in v.config.reviewers}
     calls = []
     for planned in plan.calls:
-        members = [by_id[m] for m in planned.members]
-        text = verifier_input(v.round_dir, by_id[planned.finding], members, v.ctx)
+        text = verifier_input(v.round_dir, by_id[planned.finding], v.ctx)
         calls.append(_Call(planned, configs[planned.verifier.name], text))
     return calls
 
@@ -145,9 +152,13 @@ def _job(v: VerifyRun, call: _Call) -> ReviewerJob:
                        input=spec, preset=preset)
 
 
-def _cost(outcome: ReviewerOutcome) -> float:
+def _cost(outcome: ReviewerOutcome) -> float | None:
+    """What a finished call cost: 0 when it ran no program (unavailable), None when it ran
+    one that reported no cost."""
     cost = total(a.get("usage") for a in outcome.attempts)["cost_usd"]
-    return float(cost) if cost is not None else 0.0
+    if cost is None:
+        return 0.0 if outcome.status == S.UNAVAILABLE else None
+    return float(cost)
 
 
 async def run_calls(v: VerifyRun, calls: list[_Call], settings: RunSettings) -> _Spend:
@@ -160,13 +171,17 @@ async def run_calls(v: VerifyRun, calls: list[_Call], settings: RunSettings) -> 
 
     async def work(queue: list[_Call]) -> None:
         for call in queue:
-            if spend.max_cost is not None and spend.cost >= spend.max_cost:
+            if spend.over():
                 call.skipped = spend.stopped = True
                 continue
             call.call_id = f"V{spend.next_number}"  # taken before any await: no two calls share one
             spend.next_number += 1
             call.outcome = await run_reviewer(_job(v, call), settings)
-            spend.cost += _cost(call.outcome)
+            cost = _cost(call.outcome)
+            if cost is None:
+                spend.unknown.append(call.call_id)
+            else:
+                spend.cost += cost
 
     async with anyio.create_task_group() as tg:
         for queue in queues.values():
@@ -240,8 +255,10 @@ def bound_notes(record: VerificationsRecord, spend: _Spend) -> list[str]:
         notes.append(f"verification stopped at max_findings {record['max_findings']}: "
                      f"{counts['max_findings']} finding(s) not verified")
     if counts.get("max_cost_usd"):
+        unknown = (f"; {', '.join(spend.unknown)} reported no cost, which counts as over the bound"
+                   if spend.unknown else "")
         notes.append(f"verification stopped at max_cost_usd {record['max_cost_usd']:g} (finished calls cost "
-                     f"${spend.cost:.4f}): {counts['max_cost_usd']} finding(s) not verified")
+                     f"${spend.cost:.4f}{unknown}): {counts['max_cost_usd']} finding(s) not verified")
     if counts.get("no_other_vendor"):
         notes.append(f"{counts['no_other_vendor']} finding(s) not verified: no verifier of another vendor")
     return notes
@@ -319,27 +336,29 @@ def result_lines(result: VerifyResult, round_dir: Path) -> list[str]:
 
 def verify_round(round_dir: Path, config: VerifyConfig, presets: Mapping[str, Preset], *,
                  env: Mapping[str, str], passthrough: list[str] | None,
-                 backend: str) -> tuple[VerifyResult | None, int | None]:
+                 backend: str, sandbox: str | None = None) -> tuple[VerifyResult | None, int | None]:
     """Verify a recorded round (`spar run` after its reviewers, `spar verify`), with a
-    progress display; the caller holds the series lock."""
+    progress display; the caller holds the series lock. `sandbox`: bwrap, for the verifiers."""
     v = verify_run_for(round_dir, config, presets)
     plan = plan_calls(v)
     start_guard()  # forked before a live progress display starts its thread (the guard needs one thread)
     progress = make_progress()
     progress.expect(progress_names(plan))
     try:
-        return verify_recorded_round(v, plan, progress=progress, env=env, passthrough=passthrough, backend=backend)
+        return verify_recorded_round(v, plan, progress=progress, env=env, passthrough=passthrough, backend=backend,
+                                     sandbox=sandbox)
     finally:
         progress.close()
 
 
 def verify_recorded_round(v: VerifyRun, plan: Plan, *, progress: Progress | None, env: Mapping[str, str],
-                          passthrough: list[str] | None, backend: str) -> tuple[VerifyResult | None, int | None]:
+                          passthrough: list[str] | None, backend: str,
+                          sandbox: str | None = None) -> tuple[VerifyResult | None, int | None]:
     """Run `plan`'s calls and write the records: (the result, None), or (None, the signal
     number) when SIGINT or SIGTERM stopped the calls (then nothing is written but logs)."""
     started = now()
     calls = prepare_calls(v, plan)
-    settings = run_settings(progress=progress, env=env, env_passthrough=passthrough)
+    settings = run_settings(progress=progress, env=env, env_passthrough=passthrough, sandbox=sandbox)
     try:
         spend, signum = work_until_signal(lambda: run_calls(v, calls, settings), backend)
     finally:

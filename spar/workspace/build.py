@@ -168,12 +168,14 @@ def make_read_only(folders: Iterable[str], root: str, state: dict[str, Entry]) -
             state[folder[start:]] = _entry(os.lstat(folder))
 
 
-def plan_commit(repo: str | Path, commit: str) -> TreePlan:
+def plan_commit(repo: str | Path, commit: str, max_bytes: int | None = None) -> TreePlan:
     """Which blob entries of `commit` are copied, left out (.git paths) or written as a
-    file saying where a link pointed (spar.workspace.treeplan); reads only the links' blobs."""
+    file saying where a link pointed, or that the file is over `max_bytes` and was not
+    copied (spar.workspace.treeplan); reads only the links' blobs, and the files' sizes."""
     entries = [e for e in git.ls_tree(repo, commit) if e.mode in (MODE_FILE, MODE_EXEC, MODE_LINK)]
     links = git.read_blobs(repo, [e.sha for e in entries if e.mode == MODE_LINK])
-    plan = plan_tree(entries, links)
+    sizes = git.blob_sizes(repo, [e.sha for e in entries if e.mode != MODE_LINK]) if max_bytes is not None else None
+    plan = plan_tree(entries, links, sizes, max_bytes)
     if plan.clashes:
         # refused here, before the round exists: a copy that fails part-way would leave a
         # counted round with reviewers pending
@@ -181,6 +183,11 @@ def plan_commit(repo: str | Path, commit: str) -> TreePlan:
         raise Refused(f"commit {commit} cannot be copied into a workspace: its tree holds two entries for one "
                       f"path (a tree git itself never writes; git fsck: duplicateEntries): {shown}")
     return plan
+
+
+def size_note(size: int, max_bytes: int | None) -> bytes:
+    return (b"spar: this file of the commit is %d bytes, over the %d-byte cap per file (max_copy_bytes), so it "
+            b"was not copied; spar wrote this file instead.\n" % (size, max_bytes or 0))
 
 
 def link_note(target: bytes) -> bytes:
@@ -254,9 +261,10 @@ def _start_copy(copy: Copy, writer: Writer, plan: TreePlan, dest: str, folders: 
 
     def one(item: tuple[git.TreeEntry, str]) -> None:
         entry, target = item
-        if entry.path in plan.outward:
-            copy.state[copy.prefix + entry.path] = writer.write(target, link_note(plan.outward[entry.path]),
-                                                                READ_ONLY_FILE)
+        if entry.path in plan.outward or entry.path in plan.too_large:
+            note = (link_note(plan.outward[entry.path]) if entry.path in plan.outward
+                    else size_note(plan.too_large[entry.path], plan.max_bytes))
+            copy.state[copy.prefix + entry.path] = writer.write(target, note, READ_ONLY_FILE)
             return
         if entry.mode != MODE_LINK:
             key = (entry.sha, entry.mode)
@@ -334,7 +342,8 @@ def fill_copies(repo: str | Path, writer: Writer, copies: list[tuple[Copy, Pendi
 
 
 def _outward_entries(plan: TreePlan) -> list[git.TreeEntry]:
-    return [git.TreeEntry(mode=MODE_FILE, kind="file", sha="", path=p) for p in plan.outward]
+    """A placeholder entry for each note file: links leading out, files over the cap."""
+    return [git.TreeEntry(mode=MODE_FILE, kind="file", sha="", path=p) for p in [*plan.outward, *plan.too_large]]
 
 
 def _link(source: str, target: str) -> bool:
@@ -348,17 +357,18 @@ def _link(source: str, target: str) -> bool:
     return True
 
 
-def _plan(repo: str | Path, commit: str, plan: TreePlan | None) -> TreePlan:
-    return plan_commit(repo, commit) if plan is None else plan
+def _plan(repo: str | Path, commit: str, plan: TreePlan | None, max_bytes: int | None) -> TreePlan:
+    return plan_commit(repo, commit, max_bytes) if plan is None else plan
 
 
 def build_workspace(repo: str | Path, base: str, head: str, workspace: str | Path,
                     plans: dict[str, TreePlan] | None = None,
                     reuse: Mapping[str, Sequence[str | Path]] | None = None,
                     extra: Mapping[str, bytes] | None = None,
-                    cache: str | Path | None = None) -> dict[str, Entry]:
+                    cache: str | Path | None = None, max_bytes: int | None = None) -> dict[str, Entry]:
     """`workspace/head` and `workspace/base`, then everything read-only (workspace/ included).
-    `plans` ("head", "base" -> TreePlan) when the caller has them already; `reuse`
+    `plans` ("head", "base" -> TreePlan) when the caller has them already (else made here,
+    files over `max_bytes` left out); `reuse`
     ("head", "base" -> folders, see spar.workspace.reuse.sources): where files may take their
     bytes from, each checked against its blob id (see `_start_copy`); `extra`: files beside
     the copies (name -> bytes, such as an incremental packet's `change.diff`); `cache`: the
@@ -370,7 +380,9 @@ def build_workspace(repo: str | Path, base: str, head: str, workspace: str | Pat
     blobs = BlobCache(cache) if cache is not None else None
     try:
         os.mkdir(root)
-        state = _build(repo, base, head, root, plans or {}, reuse or {}, extra or {}, blobs)
+        plans = {copy: _plan(repo, commit, (plans or {}).get(copy), max_bytes)
+                 for copy, commit in (("head", head), ("base", base))}
+        state = _build(repo, base, head, root, plans, reuse or {}, extra or {}, blobs)
     except OSError as exc:
         raise WriteFailed(f"cannot build {root}: {exc}") from exc
     finally:
@@ -389,13 +401,13 @@ def _build(repo: str | Path, base: str, head: str, root: str, plans: dict[str, T
     head_pending: Pending = {}
     base_pending: Pending = {}
     head_copy = Copy(None, state, "head/")
-    _start_copy(head_copy, writer, _plan(repo, head, plans.get("head")), f"{root}/head", folders,
+    _start_copy(head_copy, writer, plans["head"], f"{root}/head", folders,
                 sources.get("head", ()), head_pending, cache)
     # a base file of the same blob and mode as a head file is a link to it, also to one
     # that git has yet to give
     coming = frozenset((e.sha, e.mode) for targets in head_pending.values() for e, _ in targets)
     base_copy = Copy(head_copy.written, state, "base/", coming)
-    _start_copy(base_copy, writer, _plan(repo, base, plans.get("base")), f"{root}/base", folders,
+    _start_copy(base_copy, writer, plans["base"], f"{root}/base", folders,
                 sources.get("base", ()), base_pending, cache)
     fill_copies(repo, writer, [(head_copy, head_pending), (base_copy, base_pending)])  # one git process for both
     for name, data in extra.items():

@@ -147,12 +147,25 @@ class TreePlan:
     refused: list[str] = field(default_factory=list)  # paths git refuses: not copied
     outward: dict[str, bytes] = field(default_factory=dict)  # link path -> target: written as a file
     clashes: list[str] = field(default_factory=list)  # paths held twice, or a file where a folder must be
+    too_large: dict[str, int] = field(default_factory=dict)  # path -> size: over the cap, a note instead
+    max_bytes: int | None = None  # the cap per file (`max_copy_bytes`) `too_large` was sorted by
+
+    def leave_out(self, sizes: Iterable[tuple[str, int]]) -> None:
+        """Files known to be over the cap from elsewhere (--worktree's untracked ones, which
+        the commit holds as a note): a note in the copy too, and said as `too_large`."""
+        known = dict(sizes)
+        if known:
+            self.copied = [e for e in self.copied if e.path not in known]
+            self.too_large.update(known)
 
     def notes(self, copy: str) -> list[str]:
         """One line per path left out or changed, in `path_text` form, prefixed by the copy."""
         out = [f"`{copy}/{path_text(p)}`: not copied (a path git refuses to check out)" for p in self.refused]
         out += [f"`{copy}/{path_text(p)}`: a symbolic link to `{path_text(t)}`, outside the copy; "
                 "written as a small file saying so" for p, t in self.outward.items()]
+        out += [f"`{copy}/{path_text(p)}`: {size} bytes, over the {self.max_bytes}-byte cap per file "
+                "(`max_copy_bytes`): not copied; the copy holds a small file saying so"
+                for p, size in self.too_large.items()]
         return out
 
 
@@ -160,7 +173,7 @@ def escaped_names(plans: Iterable[TreePlan]) -> list[str]:
     """Every path of the copies whose text form is escaped (not UTF-8, controls, backslashes)."""
     names: dict[str, None] = {}
     for plan in plans:
-        for path in [*(e.path for e in plan.copied), *plan.refused, *plan.outward]:
+        for path in [*(e.path for e in plan.copied), *plan.refused, *plan.outward, *plan.too_large]:
             if needs_escape(path):
                 names[path_text(path)] = None
     return sorted(names)
@@ -178,6 +191,12 @@ def workspace_warnings(plans: dict[str, TreePlan], *, shown: int = 10) -> list[s
     if outward:
         out.append(f"workspace: {len(outward)} symbolic link(s) pointing outside their copy were "
                    f"written as small files saying where they pointed: {listed(outward, shown)}")
+    large = [f"{copy}/{path_text(p)} ({size} bytes)" for copy, plan in plans.items()
+             for p, size in plan.too_large.items()]
+    if large:
+        cap = next(plan.max_bytes for plan in plans.values() if plan.too_large)
+        out.append(f"workspace: {len(large)} file(s) over the {cap}-byte cap per file (max_copy_bytes) were not "
+                   f"copied, each replaced by a small file saying so: {listed(large, shown)}")
     return out
 
 
@@ -208,10 +227,12 @@ def clashes(paths: Iterable[str]) -> list[str]:
     return sorted(found)
 
 
-def plan_tree(entries: Iterable[Any], link_targets: dict[str, bytes]) -> TreePlan:
+def plan_tree(entries: Iterable[Any], link_targets: dict[str, bytes], sizes: dict[str, int] | None = None,
+              max_bytes: int | None = None) -> TreePlan:
     """Sort `entries` (blob entries with .path, .mode, .sha) into a TreePlan;
-    `link_targets` maps each symlink blob's sha to its bytes."""
-    plan = TreePlan()
+    `link_targets` maps each symlink blob's sha to its bytes, `sizes` each file blob's sha
+    to its size: a file over `max_bytes` is `too_large`."""
+    plan = TreePlan(max_bytes=max_bytes)
     links: dict[str, str] = {}
     kept = []
     folders: dict[str, bool] = {}
@@ -228,6 +249,9 @@ def plan_tree(entries: Iterable[Any], link_targets: dict[str, bytes]) -> TreePla
             if not target or "\0" in target or not link_stays_inside(entry.path, links):
                 plan.outward[entry.path] = link_targets[entry.sha]
                 continue
+        elif max_bytes is not None and sizes is not None and sizes[entry.sha] > max_bytes:
+            plan.too_large[entry.path] = sizes[entry.sha]
+            continue
         plan.copied.append(entry)
     plan.clashes = clashes(entry.path for entry in kept)
     return plan

@@ -57,8 +57,11 @@ class Fake:
         path = os.environ.get("SPAR_FAKE_SCENARIO")
         if not path:
             return {}
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        if path.lstrip().startswith("{"):  # the scenario itself (a sandboxed fake sees no test file)
+            data = json.loads(path)
+        else:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
         for key in (os.environ.get("FAKE_NAME"), os.path.basename(sys.argv[0]), self.prog):
             if key and isinstance(data.get(key), dict):
                 return data[key]
@@ -121,6 +124,9 @@ class Fake:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if self.sc.get("stderr"):
             self.err(self.sc["stderr"])
+        if self.sc.get("run"):  # a command the model had the CLI run: its output goes to stderr
+            sys.stderr.flush()
+            subprocess.run(self.sc["run"], stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), check=False)
         if self.sc.get("spawn_child"):
             # a grandchild that outlives us unless the whole process group is killed;
             # it inherits stdout, so it also keeps the pipe open

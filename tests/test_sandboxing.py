@@ -1,0 +1,175 @@
+"""The kernel sandbox's choice and each reviewer's jail (spar/round/sandboxing.py,
+spar/proc/sandbox.py): `[sandbox] mode`, what a jail shows and hides, and how `spar run`
+and `spar doctor` say it. The attacks themselves: tests/test_sandbox_hostile.py."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from spar.config.load import load_config
+from spar.errors import ConfigError, Refused
+from spar.presets import get_preset
+from spar.proc.sandbox import Jail, jail_argv
+from spar.round.interface import RunPaths
+from spar.round.sandboxing import HOME_INSIDE, choose_sandbox, confined
+from tests.runsetup import make_setup, result
+
+FAILING_BWRAP = "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n"
+
+
+def _load(tmp_path: Path, text: str):
+    path = tmp_path / "user.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_config(None, env={"SPAR_CONFIG": str(path)}, home=tmp_path / "home")
+
+
+def test_sandbox_mode_is_checked_and_enters_the_digest_only_when_not_auto(tmp_path):
+    assert _load(tmp_path, "").sandbox == "auto"
+    assert "sandbox" not in _load(tmp_path, '[sandbox]\nmode = "auto"\n').applied_values()
+    cfg = _load(tmp_path, '[sandbox]\nmode = "required"\n')
+    assert cfg.sandbox == "required" and cfg.applied_values()["sandbox"] == {"mode": "required"}
+    for text, line, message in (('[sandbox]\nmode = "on"\n', 2, 'sandbox.mode must be one of "auto"'),
+                                ('[sandbox]\nkind = "bwrap"\n', 2, 'unknown key "sandbox.kind"'),
+                                ('sandbox = "off"\n', 1, "sandbox must be a table")):
+        with pytest.raises(ConfigError) as err:
+            _load(tmp_path, text)
+        assert err.value.line == line and message in err.value.message
+
+
+def _bin(tmp_path: Path, bwrap: str | None) -> str:
+    folder = tmp_path / "bin"
+    folder.mkdir(parents=True, exist_ok=True)
+    if bwrap is not None:
+        (folder / "bwrap").write_text(bwrap)
+        (folder / "bwrap").chmod(0o755)
+    return str(folder)
+
+
+def test_each_mode_where_bwrap_is_missing_or_cannot_start(tmp_path):
+    missing = _bin(tmp_path / "a", None)
+    failing = _bin(tmp_path / "b", FAILING_BWRAP)
+    assert choose_sandbox("auto", missing).why == "bwrap (bubblewrap) is not installed"
+    why = choose_sandbox("auto", failing).why
+    assert "cannot make a sandbox here (exit 1): bwrap: No permissions to create a new namespace" in why
+    assert choose_sandbox("off", failing).bwrap is None
+    with pytest.raises(Refused) as err:
+        choose_sandbox("required", missing)
+    assert "bwrap (bubblewrap) is not installed" in err.value.message and "apt-get install bubblewrap" in err.value.message
+
+
+def _paths(tmp_path: Path) -> RunPaths:
+    round_dir = tmp_path / "repo" / "reviews" / "r1"
+    (round_dir / "workspace").mkdir(parents=True)
+    (round_dir / "claude").mkdir()
+    (round_dir / "schema.json").write_text("{}")
+    return RunPaths(reviewer_dir=round_dir / "claude", round_dir=round_dir, workspace=round_dir / "workspace",
+                    schema_path=round_dir / "schema.json")
+
+
+def _shown(argv: list[str]) -> dict[str, str]:
+    """target -> the bind option that shows it."""
+    return {argv[i + 2]: argv[i] for i in range(len(argv) - 2) if argv[i] in ("--ro-bind", "--bind")}
+
+
+def test_a_jail_shows_the_workspace_the_cli_and_its_login_and_nothing_of_the_home(tmp_path):
+    paths = _paths(tmp_path)
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / ".credentials.json").write_text('{"token": "t"}')
+    (home / ".claude.json").write_text('{"userID": "u"}')
+    (home / ".ssh").mkdir()
+    npm = tmp_path / "npm"
+    package = npm / "lib" / "node_modules" / "@anthropic-ai" / "claude-code" / "bin"
+    package.mkdir(parents=True)
+    (package / "claude.exe").write_text("binary")
+    (npm / "bin").mkdir()
+    (npm / "bin" / "claude").symlink_to(package / "claude.exe")
+    exe = str(npm / "bin" / "claude")
+    env = {"HOME": str(home), "PATH": "/usr/bin", "SSL_CERT_FILE": str(tmp_path / "ca.pem")}
+    (tmp_path / "ca.pem").write_text("cert")
+    with confined(get_preset("claude"), paths, exe, [exe, "-p"], env, "/usr/bin/bwrap") as jail:
+        argv = jail.argv([exe, "-p"])
+        scratch = next(b.source for b in jail.jail.binds if b.target == HOME_INSIDE)
+        assert Path(scratch, ".claude.json").read_text() == '{"userID": "u"}'  # a copy: claude rewrites it
+    assert not os.path.exists(scratch)  # removed with the attempt
+    shown = _shown(argv)
+    assert shown[str(paths.workspace)] == "--ro-bind" and shown[str(paths.reviewer_dir)] == "--ro-bind"
+    assert shown[str(npm)] == "--ro-bind"  # the bin folder's prefix: the package beside it
+    assert shown[f"{HOME_INSIDE}/.claude/.credentials.json"] == "--bind"  # the login, refreshed in place
+    assert shown[str(tmp_path / "ca.pem")] == "--ro-bind"
+    assert not any(t == str(home) or t.startswith(str(home) + "/") for t in shown)
+    assert not any(str(paths.round_dir).startswith(t + "/") for t in shown)  # no parent of the round
+    assert jail.env["HOME"] == HOME_INSIDE and jail.env["TMPDIR"] == "/tmp"
+    assert argv[argv.index("--chdir") + 1] == str(paths.workspace) and argv[-2:] == [exe, "-p"]
+    for flag in ("--unshare-pid", "--new-session", "--die-with-parent", "--cap-drop"):
+        assert flag in argv
+
+
+def test_a_program_in_a_folder_that_holds_the_round_is_shown_alone(tmp_path):
+    """A `command` script beside the repository: its folder would show the repository, so
+    only the file is bound; an argv file is shown, the home named in argv is not."""
+    paths = _paths(tmp_path)
+    script = tmp_path / "review.sh"
+    script.write_text("#!/bin/sh\n")
+    data = tmp_path / "data.txt"
+    data.write_text("x")
+    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin"}
+    argv = [str(script), str(data), str(tmp_path), "{not a path}"]
+    with confined(get_preset("command"), paths, str(script), argv, env, "/usr/bin/bwrap") as jail:
+        shown = _shown(jail.argv(argv))
+    assert shown[str(script)] == "--ro-bind" and shown[str(data)] == "--ro-bind"
+    assert str(tmp_path) not in shown
+
+
+def test_codex_gets_a_home_of_its_own_outside_the_temp_folder(tmp_path):
+    paths = _paths(tmp_path)
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "auth.json").write_text("{}")
+    (codex_home / "config.toml").write_text('model = "x"\n')
+    env = {"HOME": str(tmp_path / "home"), "CODEX_HOME": str(codex_home), "PATH": "/usr/bin"}
+    with confined(get_preset("codex"), paths, "/usr/bin/true", ["/usr/bin/true"], env, "/usr/bin/bwrap") as jail:
+        assert jail.env["CODEX_HOME"] == f"{HOME_INSIDE}/.codex" and not HOME_INSIDE.startswith("/tmp")
+        shown = _shown(jail.argv(["/usr/bin/true"]))
+    assert shown[f"{HOME_INSIDE}/.codex/auth.json"] == "--bind" and str(codex_home) not in shown
+
+
+def test_no_sandbox_changes_nothing(tmp_path):
+    env = {"HOME": "/h", "PATH": "/usr/bin"}
+    with confined(get_preset("claude"), _paths(tmp_path), "/usr/bin/true", ["x"], env, None) as jail:
+        assert jail.jail is None and jail.argv(["x"]) == ["x"] and jail.env == env
+
+
+def test_jail_argv_puts_private_folders_before_binds_and_links_last():
+    argv = jail_argv(Jail("/usr/bin/bwrap", cwd="/w", private=("/tmp",), binds=(), links=(("t", "/tmp/l"),)),
+                     ["prog"])
+    last_link = len(argv) - 1 - argv[::-1].index("--symlink")  # the system's /bin links come first
+    assert argv.index("--tmpfs") < last_link < argv.index("--chdir") and argv[last_link + 1:last_link + 3] == [
+        "t", "/tmp/l"]
+    assert argv[-2:] == ["--", "prog"] and argv[argv.index("--chdir") + 1] == "/w"
+
+
+@pytest.mark.slow
+def test_required_refuses_the_round_before_it_is_counted_and_doctor_says_why(tmp_path):
+    s = make_setup(tmp_path)
+    s.configure([s.answer_reviewer("house", result(findings=[]))], sandbox="required")
+    s.env["PATH"] = os.pathsep.join([_bin(tmp_path, FAILING_BWRAP), s.env["PATH"]])
+    proc = s.run()
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 65, stderr
+    assert 'no kernel sandbox for the reviewers' in stderr and "No permissions to create a new namespace" in stderr
+    assert not (s.repo / "reviews").exists()  # nothing written, nothing counted
+    doctor = s.spar("doctor", "--format", "json")
+    (check,) = [c for c in json.loads(doctor.stdout)["checks"] if c["check"] == "sandbox"]
+    assert check["status"] == "problem" and "No permissions" in check["detail"]
+    s.configure([s.answer_reviewer("house", result(findings=[]))], sandbox="auto")
+    proc = s.run()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "spar: warning: no kernel sandbox for the reviewers" in proc.stderr.decode()
+    rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())
+    assert rj["sandbox"]["kind"] is None and "No permissions" in rj["sandbox"]["why"]
+

@@ -74,3 +74,11 @@ def test_the_key_variable_passes_env_passthrough_and_nothing_else_of_the_vendor(
     env = {"PATH": "/bin", "GATEWAY_KEY": "k", "OPENAI_API_KEY": "o", "ANTHROPIC_API_KEY": "a"}
     assert reviewer_env(env, [], get_preset("openai-compatible").env_names(cfg)) == {"PATH": "/bin",
                                                                                   "GATEWAY_KEY": "k"}
+
+
+def test_the_example_configurations_commented_entry_is_valid_once_uncommented():
+    text = (README.parent / "spar" / "configs" / "user.example.toml").read_text(encoding="utf-8")
+    block = text[text.index('# [[reviewers]]\n# name = "gpt"'):text.index("# Cross-vendor")]
+    [r] = _user("\n".join(line[2:] for line in block.splitlines() if line.startswith("# "))).reviewers
+    assert (r.preset, r.base_url, r.api_key_env, r.vendor) == ("openai-compatible", "https://api.openai.com/v1",
+                                                                "OPENAI_API_KEY", "openai")

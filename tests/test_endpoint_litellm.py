@@ -4,8 +4,12 @@ models (no provider, no weights), installed from PyPI with every file pinned by 
 
 - A round with a claude fake, a codex fake and the preset against the real server
   completes, verifies, exports and gates (the issue's done-when).
-- LiteLLM's own error shapes (its mock error keywords): a rate limit retried then a
-  refusal, a server error retried then `unavailable`, a context window error said plainly.
+- LiteLLM's own error shapes: a rate limit retried then a refusal, a server error retried
+  then `unavailable`, a context window error said plainly (its mock error keywords); an
+  exhausted quota (`insufficient_quota`, code "429") moving to the fallback model at once
+  and a refused key (401) `unavailable` at once (raised by a callback through its own
+  `ProxyException`, as its proxy raises them), and a stream ending in
+  `finish_reason: "length"` `invalid_output` (its streaming hook).
 
 The server is kept from the internet: every `LITELLM_LOCAL_*` setting points it at the
 copies it ships, telemetry is off, HF_HUB_OFFLINE is set and HTTP(S)_PROXY point at a
@@ -86,15 +90,51 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# LiteLLM's own extension point, a callback raising its own ProxyException or changing its
+# stream, for the shapes its mock keywords cannot give: an exhausted quota, a refused key, a
+# streamed answer cut at the output limit
+HOOKS = '''
+from litellm.integrations.custom_logger import CustomLogger
+from litellm.proxy._types import ProxyException
+
+REFUSALS = {
+    "mock-quota": ("You exceeded your current quota, please check your plan and billing details.",
+                   "insufficient_quota", 429),
+    "mock-noauth": ("Authentication Error, Invalid proxy server token passed.", "auth_error", 401),
+}
+
+
+class Hooks(CustomLogger):
+    async def async_pre_call_hook(self, user_api_key_dict, cache, data, call_type):
+        if data.get("model") in REFUSALS:
+            message, kind, code = REFUSALS[data["model"]]
+            raise ProxyException(message=message, type=kind, param=None, code=code)
+        return data
+
+    async def async_post_call_streaming_iterator_hook(self, user_api_key_dict, response, request_data):
+        async for chunk in response:  # mock-cut: the stream a server stopped at its output limit
+            for choice in getattr(chunk, "choices", None) or []:
+                if request_data.get("model") == "mock-cut" and getattr(choice, "finish_reason", None) == "stop":
+                    choice.finish_reason = "length"
+            yield chunk
+
+
+hooks = Hooks()
+'''
+
+
 def _config(answer: dict) -> str:
-    """Mock models: one answering `answer`, and LiteLLM's mock error keywords."""
+    """Mock models: one answering `answer`, LiteLLM's mock error keywords, and two the hooks
+    refuse."""
     models = {"mock-reviewer": json.dumps(answer), "mock-ratelimit": "litellm.RateLimitError",
-              "mock-server": "litellm.InternalServerError", "mock-toolong": "litellm.ContextWindowExceededError"}
+              "mock-server": "litellm.InternalServerError", "mock-toolong": "litellm.ContextWindowExceededError",
+              "mock-quota": "{}", "mock-noauth": "{}", "mock-cut": '{"x": "abcdefgh'}
     lines = ["model_list:"]
     for name, response in models.items():
         lines += [f"  - model_name: {name}", "    litellm_params:", f"      model: openai/{name}",
                   "      api_key: none", f"      mock_response: {json.dumps(response)}"]
-    lines += ["general_settings:", f"  master_key: {KEY}", "litellm_settings:", "  num_retries: 0", ""]
+    lines += ["general_settings:", f"  master_key: {KEY}", "litellm_settings:", "  num_retries: 0",
+              "  callbacks: spar_hooks.hooks", ""]
     return "\n".join(lines)
 
 
@@ -117,6 +157,7 @@ def litellm(litellm_bin, tmp_path_factory):
         claim="divide has no test for a zero divisor", failure_scenario="divide(1, 0) is never exercised",
         evidence="tests/test_calc.py divides 4 by 2 only", link_kind="none", link="", smallest_fix="")])
     (folder / "config.yaml").write_text(_config(answer), encoding="utf-8")
+    (folder / "spar_hooks.py").write_text(HOOKS, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if "KEY" not in k and "TOKEN" not in k}
     env.update(OFFLINE, HOME=str(folder))
     port = _free_port()
@@ -155,6 +196,28 @@ async def test_a_real_server_error_is_retried_then_unavailable(tmp_path, litellm
     outcome = await _one(tmp_path, litellm, "mock-server", timeout_seconds=30)
     assert outcome.status == S.UNAVAILABLE
     assert outcome.reason.startswith("server: HTTP 500 internal_server_error: litellm.InternalServerError")
+
+
+async def test_a_real_exhausted_quota_moves_to_the_fallback_model_at_once(tmp_path, litellm):
+    outcome = await _one(tmp_path, litellm, "mock-quota", fallback_model="mock-reviewer")
+    assert [a["status"] for a in outcome.attempts] == ["unavailable", "completed"]
+    assert outcome.attempts[0]["reason"].startswith(
+        "quota or rate limit: quota exhausted: HTTP 429 insufficient_quota: You exceeded your current quota")
+    events = [json.loads(x) for x in (tmp_path / "ROUND" / "litellm" / "stdout.log").read_text().splitlines()]
+    assert [e["type"] for e in events] == ["request", "error"]  # never retried
+
+
+async def test_a_real_refused_key_is_unavailable_at_once(tmp_path, litellm):
+    outcome = await _one(tmp_path, litellm, "mock-noauth", fallback_model="mock-reviewer")
+    assert outcome.status == S.UNAVAILABLE and len(outcome.attempts) == 1
+    assert outcome.reason.startswith("authentication: HTTP 401 auth_error: Authentication Error")
+
+
+async def test_a_real_stream_cut_at_the_output_limit_is_invalid_output(tmp_path, litellm):
+    outcome = await _one(tmp_path, litellm, "mock-cut")
+    assert outcome.status == S.COMPLETED and outcome.result is None
+    assert outcome.output_error.startswith("the answer was cut after 15 characters")
+    assert outcome.attempts[0]["usage"]["output_tokens"] > 0
 
 
 async def test_a_real_context_window_error_is_said_plainly(tmp_path, litellm):

@@ -212,3 +212,19 @@ async def test_a_prompt_too_long_is_said_plainly(tmp_path, name):
 async def test_another_refusal_is_failed_with_the_servers_words(tmp_path):
     outcome, _ = await _run(tmp_path, [_reply("model-not-found")])
     assert outcome.status == S.FAILED and "model_not_found" in outcome.reason
+
+
+async def test_the_client_runs_inside_the_sandbox_too(tmp_path):
+    """Spar's own client is a reviewer process like any other: in bwrap it must still find
+    Python and the spar package (an editable install keeps it outside the interpreter's prefix)."""
+    import shutil
+
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        pytest.skip("needs bwrap (bubblewrap; .ci/run installs it)")
+    r = Round(tmp_path)
+    with FakeEndpoint([Reply(chunks=answer_chunks(GOOD, usage=USAGE))]) as fake:
+        job = r.job("ep", "openai-compatible", base_url=fake.base_url, model="fake-model")
+        [outcome] = await r.run([job], sandbox=bwrap)
+    assert outcome.status == S.COMPLETED, outcome.reason
+    assert outcome.result == {"x": "fine"}

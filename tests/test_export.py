@@ -236,6 +236,8 @@ def test_out_file_and_refusals(two_rounds, tmp_path, capsys):
     assert main(["export", str(r1), "--format", "xml"]) == 64
     assert main(["export", str(r1)]) == 64
     capsys.readouterr()
+    assert main(["export", str(r1), "--format", "sarif", "--out", str(tmp_path / "nodir" / "x.sarif")]) == 65
+    assert "does not exist" in capsys.readouterr().err and not (tmp_path / "nodir").exists()
 
 
 def test_help_lists_formats_and_exit_codes(capsys):

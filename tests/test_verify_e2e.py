@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from spar.records import readers
+from spar.round.sandboxing import choose_sandbox
 from tests.proctools import HANG, gone, sigint_as_from_a_terminal, wait_for, written
 from tests.runsetup import BACKENDS, FAKES, documented_round_keys, finding, make_setup, result
 
@@ -520,3 +522,28 @@ def test_model_and_effort_of_the_run_leave_the_verifiers_as_configured(tmp_path)
     assert {"claude", "codex"} <= verified_by
     for call in verifying:
         assert "round-model" not in call["argv"] and 'model_reasoning_effort="high"' not in call["argv"], call
+
+
+def test_verifiers_run_in_the_sandbox_too(tmp_path):
+    """A verifier (codex) that tries to read a planted ~/.ssh/id_rsa while verifying: in the
+    sandbox the file is not there (the scenario is given inline: the sandbox hides the test's files)."""
+    if choose_sandbox("auto", os.environ.get("PATH")).bwrap is None:
+        pytest.skip("bwrap cannot make a sandbox here (.ci/run installs bubblewrap)")
+    s = make_setup(tmp_path)
+    s.configure(REVIEWERS, sandbox="auto")
+    with s.config.open("a", encoding="utf-8") as f:
+        f.write('\n[verify]\nreviewers = ["codex"]\n')
+    key = Path(s.env["HOME"]) / ".ssh" / "id_rsa"
+    key.parent.mkdir()
+    key.write_text("PRIVATE KEY\n")
+    answers = _findings(s.head)
+    steal = {"run": ["/bin/sh", "-c", f"cat {key} || echo NO-KEY-HERE"]}
+    s.env["SPAR_FAKE_SCENARIO"] = json.dumps({
+        name: {"result": answers[name], "by_prompt": {k: {**v, **steal} for k, v in ANSWERS.items()}}
+        for name in answers})
+    proc = s.run("--criteria", "docs/criteria.md")
+    assert proc.returncode == 0, proc.stderr.decode()
+    round_dir = s.repo / "reviews" / "r1"
+    assert load(round_dir / "round.json")["sandbox"] == {"kind": "bwrap"}
+    logs = [p.read_text() for p in (round_dir / "verify").glob("V*/stderr.log")]
+    assert logs and all("NO-KEY-HERE" in log and "PRIVATE KEY" not in log for log in logs)

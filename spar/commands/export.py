@@ -74,9 +74,10 @@ rank (confirmed 90, unsure or none 50, refuted 10); Code Quality and rdjsonl end
 the text with "Verification: ...". Levels, severities and suppressions stay.
 
 Exit codes: 0 written; 1 written, not clean (a reviewer did not complete and
-was not waived: the file does not cover the whole review); 64 usage error; 65 refused (a round unreadable or not
-recorded, a GitHub limit exceeded, --out a record; nothing written); 70 the
-write failed."""
+was not waived: the file does not cover the whole review); 64 usage error; 65
+refused (a round unreadable or not recorded, a GitHub limit exceeded, --out a
+record or in a folder that does not exist; nothing written); 70 the write
+failed."""
 
 
 def _parser() -> Parser:
@@ -151,6 +152,7 @@ def main(argv: list[str]) -> int:
     rounds, folders = read_listed_rounds(args.rounds)
     if args.out:  # never over a record: the series would be unreadable, its dispositions lost
         paths.check_not_record(args.out, folders.values(), {p.parent for p in folders.values()})
+        paths.check_out_folder(args.out)
     text, items = render_export(args.format, rounds)
     if args.out:
         atomic.write_text(args.out, text)

@@ -8,10 +8,12 @@ exactly the packet's inline files (it opens nothing, and Spar sees that it does 
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from typing import Any
 
+import spar
 from spar.config.model import ReviewerConfig
 from spar.jsonvalue import object_at
 from spar.judge.answer import parse_answer
@@ -118,6 +120,11 @@ class OpenAICompatiblePreset(Preset):
 
     def stdin_text(self, spec: InputSpec) -> str | None:
         return spec.text
+
+    def sandbox_paths(self) -> list[str]:
+        # the client is `python -m spar.endpoint.client`: an editable or source install keeps
+        # the spar package outside the interpreter's prefix, which is all the sandbox shows
+        return [os.path.dirname(os.path.realpath(spar.__file__))]
 
     def executable_name(self, cfg: ReviewerConfig, paths: RunPaths, spec: InputSpec) -> str:
         return sys.executable  # the Python running Spar runs its client

@@ -292,6 +292,11 @@ class Preset(ABC):
         named the user's own)."""
         return {}
 
+    def sandbox_paths(self) -> list[str]:
+        """Files or folders, beyond its executable's install, that its program reads: shown
+        read-only at their own path in the sandbox."""
+        return []
+
     def env_names(self, cfg: ReviewerConfig) -> tuple[str, ...]:
         """The variables this reviewer needs whatever env_passthrough withholds: its vendor's
         (`vendor_env`), or what its configuration names."""

@@ -150,7 +150,7 @@ def _visible(paths: RunPaths, exe: str, argv: list[str], env: Mapping[str, str],
             hops += chain
             shown += [_install_root(p, hidden) for p in [program, *(os.path.join(os.path.dirname(path), target)
                                                                    for target, path in chain)]]
-    named = [a for a in argv[1:] if os.path.isabs(a)]
+    named = [a for a in argv[1:] if os.path.isabs(a)] + preset.sandbox_paths()
     named += [env[k] for k in NETWORK_FILES if env.get(k)]
     named += [v for k, v in env.items() if os.path.isabs(v) and os.path.isfile(v) and _vendor(preset, k)]
     shown += [os.path.abspath(p) for p in named if os.path.exists(p) and not _too_wide(os.path.abspath(p), hidden)]

@@ -79,3 +79,22 @@ def test_the_verifier_vendor_is_the_endpoints_host_or_the_name_given():
     assert _cfg("https://API.openai.com/v1").vendor_name() == "api.openai.com"
     assert _cfg("http://127.0.0.1:11434/v1", vendor="local").vendor_name() == "local"
     assert ReviewerConfig(name="c", preset="claude").vendor_name() == "claude"
+
+
+def test_repeat_checks_pick_verifiers_by_vendor_as_verification_does():
+    """Two endpoint reviewers on different hosts are two vendors, for the repeat checks too:
+    one may be asked about the other's repeat (a preset alone would call them one vendor)."""
+    from spar.config.model import VerifyConfig
+    from spar.judge.repeat_plan import Candidate, plan_repeat_checks
+    from spar.round.verification import vendors
+
+    a = _cfg("https://api.openai.com/v1")
+    b = ReviewerConfig(name="local", preset="openai-compatible", base_url="http://127.0.0.1:11434/v1",
+                       model="m", vendor="local")
+    round_json = {"reviewers": [{"name": "ep", "preset": "openai-compatible", "vendor": "api.openai.com"}]}
+    authors, verifiers = vendors(round_json, VerifyConfig(reviewers=[a, b]))
+    assert authors == {"ep": "api.openai.com"}
+    finding = {"id": "F1", "reviewer": "ep", "proposed_class": "defect", "claim": "divide raises on zero"}
+    earlier = {"id": "F1", "reviewer": "ep", "proposed_class": "defect", "claim": "divide raises on zero"}
+    [call], left = plan_repeat_checks([Candidate(finding, "r1/F1", earlier, "rejected")], authors, verifiers, None)
+    assert (call.verifier.name, left) == ("local", [])

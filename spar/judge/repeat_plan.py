@@ -18,7 +18,7 @@ from typing import Any
 
 from spar.errors import quote
 from spar.judge.settle import claim_problem
-from spar.judge.verify_plan import Verifier
+from spar.judge.verify_plan import Assigner, Verifier
 from spar.records.model import Finding
 from spar.whitespace import is_blank
 
@@ -56,20 +56,16 @@ def plan_repeat_checks(candidates: Sequence[Candidate], presets: Mapping[str, st
                        max_calls: int | None) -> tuple[list[RepeatCall], list[tuple[Candidate, str]]]:
     """(the calls, [(a candidate left unchecked, why)]), in findings order. `presets`:
     reviewer name -> preset of the round's reviewers."""
-    load = dict.fromkeys(verifiers, 0)
+    hand = Assigner(verifiers, max_calls)
     calls: list[RepeatCall] = []
     left: list[tuple[Candidate, str]] = []
     for c in (c for c in candidates if asked(c)):
         author = presets.get(str(c.finding.get("reviewer")), "")
-        eligible = [v for v in verifiers if v.preset != author]
-        if not eligible:
-            left.append((c, "no_other_vendor"))
-        elif max_calls is not None and len(calls) >= max_calls:
-            left.append((c, "max_findings"))
-        else:
-            chosen = min(eligible, key=lambda v: load[v])  # min keeps the first of equals
-            load[chosen] += 1
+        chosen = hand.take([v for v in verifiers if v.preset != author])
+        if isinstance(chosen, Verifier):
             calls.append(RepeatCall(c.finding, c.earlier_key, c.earlier, chosen))
+        else:
+            left.append((c, chosen))
     return calls, left
 
 

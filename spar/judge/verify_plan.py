@@ -54,6 +54,28 @@ class Verifier:
     preset: str
 
 
+class Assigner:
+    """Hands each call to the eligible verifier with the fewest calls so far (configuration
+    order breaks ties): `no_other_vendor` when none is eligible, `max_findings` once
+    `max_calls` are handed out. One rule for findings and for repeats."""
+
+    def __init__(self, verifiers: Sequence[Verifier], max_calls: int | None) -> None:
+        self.load = dict.fromkeys(verifiers, 0)
+        self.max_calls = max_calls
+        self.handed = 0
+
+    def take(self, eligible: Sequence[Verifier]) -> Verifier | str:
+        """The verifier for one call, or why there is none."""
+        if not eligible:
+            return "no_other_vendor"
+        if self.max_calls is not None and self.handed >= self.max_calls:
+            return "max_findings"
+        chosen = min(eligible, key=lambda v: self.load[v])  # min keeps the first of equals
+        self.load[chosen] += 1
+        self.handed += 1
+        return chosen
+
+
 @dataclass
 class PlannedCall:
     """One finding and the verifier that checks it."""
@@ -118,19 +140,15 @@ def plan_verification(findings: Sequence[Finding], presets: Mapping[str, str], v
     """The calls of one round's verification. `presets`: reviewer name -> preset of the
     round's reviewers (who wrote each finding)."""
     plan = Plan()
-    load = dict.fromkeys(verifiers, 0)
+    hand = Assigner(verifiers, max_findings)
     for candidate in _candidates(findings, presets):
         fid = candidate.finding["id"]
         plan.order.append(fid)
-        eligible = _eligible(candidate, verifiers)
-        if not eligible:
-            plan.unverified.append((fid, "no_other_vendor"))
-        elif max_findings is not None and len(plan.calls) >= max_findings:
-            plan.unverified.append((fid, "max_findings"))
-        else:
-            chosen = min(eligible, key=lambda v: load[v])  # min keeps the first of equals
-            load[chosen] += 1
+        chosen = hand.take(_eligible(candidate, verifiers))
+        if isinstance(chosen, Verifier):
             plan.calls.append(PlannedCall(fid, candidate.group, chosen, candidate.vendors))
+        else:
+            plan.unverified.append((fid, chosen))
     return plan
 
 

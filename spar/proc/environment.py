@@ -35,7 +35,8 @@ NETWORK = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY", "https_proxy", 
 NETWORK_FILES = ("SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 
 
-def _matches(name: str, patterns: Iterable[str]) -> bool:
+def matches(name: str, patterns: Iterable[str]) -> bool:
+    """Whether `patterns` (exact names, or prefixes ending in *) name the variable `name`."""
     return any(name.startswith(p[:-1]) if p.endswith("*") else name == p for p in patterns)
 
 
@@ -45,13 +46,13 @@ def reviewer_env(env: Mapping[str, str], passthrough: list[str] | None,
     network settings), `vendor` being its preset's own variables (`Preset.vendor_env`)."""
     listed = NETWORK if passthrough is None else tuple(passthrough)
     keep = (*ALWAYS, *listed, *vendor)
-    return {k: v for k, v in env.items() if _matches(k, keep)}
+    return {k: v for k, v in env.items() if matches(k, keep)}
 
 
 def vendor_values(env: Mapping[str, str], vendor: Iterable[str]) -> dict[str, str]:
     """The variables of `env` that `vendor` patterns name (a preset's credentials)."""
     patterns = tuple(vendor)
-    return {k: v for k, v in env.items() if _matches(k, patterns)}
+    return {k: v for k, v in env.items() if matches(k, patterns)}
 
 
-__all__ = ["ALWAYS", "NETWORK", "NETWORK_FILES", "reviewer_env", "vendor_values"]
+__all__ = ["ALWAYS", "NETWORK", "NETWORK_FILES", "matches", "reviewer_env", "vendor_values"]

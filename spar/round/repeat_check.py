@@ -22,7 +22,6 @@ from spar.config.model import VerifyConfig
 from spar.errors import RecordError
 from spar.judge.dispositions import standing
 from spar.judge.repeat_plan import UNSURE, Candidate, RepeatCall, judge_repeat_answer, plan_repeat_checks
-from spar.judge.verify_plan import Verifier
 from spar.proc.process import start_guard, stop_guard
 from spar.progress import make_progress
 from spar.records import atomic, readers
@@ -36,6 +35,7 @@ from spar.round.interface import InputContext, Preset
 from spar.round.interrupt import work_until_signal
 from spar.round.packet import code_span, fence
 from spar.round.runner import ReviewerJob, ReviewerOutcome, RunSettings, run_reviewer, run_settings
+from spar.round.verification import vendors
 
 FOLDER = Path("verify") / "repeats"
 TEXT_LIMIT = 4000  # characters of one quoted field
@@ -196,8 +196,7 @@ def check_repeats(round_dir: Path, config: VerifyConfig, presets: Mapping[str, P
     holds the series lock."""
     round_json = readers.read_round(round_dir)
     findings = readers.read_findings(round_dir, round_json=round_json)
-    authors = {e["name"]: e["preset"] for e in round_json["reviewers"]}
-    verifiers = [Verifier(r.name, r.preset) for r in config.reviewers]
+    authors, verifiers = vendors(round_json, config)
     calls, unplanned = plan_repeat_checks(candidates(round_dir, findings), authors, verifiers, config.max_findings)
     started = now()
     run = _Run(round_dir, config, presets)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spar.errors import Refused
-from spar.proc.environment import NETWORK_FILES
+from spar.proc.environment import NETWORK_FILES, matches
 from spar.proc.sandbox import SYSTEM_DIRS, Bind, Jail, find_bwrap, jail_argv, probe
 from spar.round.interface import Preset, RunPaths
 
@@ -152,7 +152,7 @@ def _visible(paths: RunPaths, exe: str, argv: list[str], env: Mapping[str, str],
                                                                    for target, path in chain)]]
     named = [a for a in argv[1:] if os.path.isabs(a)] + preset.sandbox_paths()
     named += [env[k] for k in NETWORK_FILES if env.get(k)]
-    named += [v for k, v in env.items() if os.path.isabs(v) and os.path.isfile(v) and _vendor(preset, k)]
+    named += [v for k, v in env.items() if os.path.isabs(v) and os.path.isfile(v) and matches(k, preset.vendor_env)]
     shown += [os.path.abspath(p) for p in named if os.path.exists(p) and not _too_wide(os.path.abspath(p), hidden)]
     kept: list[str] = []
     for path in shown:
@@ -178,10 +178,6 @@ def _link_chain(program: str) -> list[tuple[str, str]]:
 
 def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
-def _vendor(preset: Preset, name: str) -> bool:
-    return any(name.startswith(p[:-1]) if p.endswith("*") else name == p for p in preset.vendor_env)
 
 
 def _never_whole(paths: RunPaths, env: Mapping[str, str]) -> list[str]:

@@ -107,10 +107,16 @@ class VerifyResult:
     notes: list[str] = field(default_factory=list)  # what stderr says of the bounds
 
 
+def vendors(round_json: RoundRecord, config: VerifyConfig) -> tuple[dict[str, str], list[Verifier]]:
+    """Who wrote the round's findings and who may check them, each by vendor: an endpoint
+    reviewer's `vendor` (or its host), else the preset. Verification and repeat checks alike."""
+    authors = {e["name"]: e.get("vendor") or e["preset"] for e in round_json["reviewers"]}
+    return authors, [Verifier(r.name, r.vendor_name()) for r in config.reviewers]
+
+
 def plan_calls(v: VerifyRun) -> Plan:
     """The plan of `v`'s round: who wrote each finding, who may check it."""
-    authors = {e["name"]: e.get("vendor") or e["preset"] for e in v.round_json["reviewers"]}
-    verifiers = [Verifier(r.name, r.vendor_name()) for r in v.config.reviewers]
+    authors, verifiers = vendors(v.round_json, v.config)
     return plan_verification(v.findings, authors, verifiers, v.config.max_findings)
 
 

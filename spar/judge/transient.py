@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from spar.judge.unreachable import NETWORK_PHRASES
+from spar.judge.unreachable import NETWORK_PHRASES, short_message
 
 STREAM_BROKE = "stream disconnected before completion"
 TRANSIENT = re.compile(
@@ -26,7 +26,6 @@ TRANSIENT = re.compile(
     + r"|(?:last status|unexpected status):?\s*5\d\d(?![0-9])",
     re.IGNORECASE)
 _CANNOT_REACH = re.compile("|".join(re.escape(p) for p in NETWORK_PHRASES if p != STREAM_BROKE), re.IGNORECASE)
-MAX_MESSAGE = 300
 
 
 def transient_failure(texts: Iterable[str]) -> str | None:
@@ -34,8 +33,7 @@ def transient_failure(texts: Iterable[str]) -> str | None:
     for text in texts:
         for line in text.splitlines():
             if TRANSIENT.search(line) and not _CANNOT_REACH.search(line):
-                shown = line.strip()
-                return shown if len(shown) <= MAX_MESSAGE else shown[: MAX_MESSAGE - 1] + "…"
+                return short_message(line)
     return None
 
 

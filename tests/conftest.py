@@ -85,17 +85,29 @@ def anyio_backend(request):
     return request.param
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _suite_guard():
+    """One reviewer guard for this test process's life, as the enclosing `reviewer_guard`
+    block of every test: a command called in-process (`cli.main`) finds it and leaves it
+    running, and a test's own programs start through it. Forked first, while this process
+    runs one thread."""
+    from spar.proc.process import reviewer_guard
+    from tests.proctools import wait_alone
+
+    wait_alone()
+    with reviewer_guard() as guard:
+        yield guard
+
+
 @pytest.fixture(autouse=True)
-def _guard_started_alone():
-    """Spar forks its reviewer guard only while it runs one thread, and this process runs
-    anyio's trio test runner, whose thread outlives a trio test by a few seconds: so the guard
-    is started here when it is not running (first test, or one that stopped it), before the
-    test, at a moment with no other thread. Spar's own code then finds it running."""
-    from spar.proc.process import guard_running
+def _guard_started_alone(_suite_guard):
+    """The suite's guard, replaced before a test when one before it ended it: at a moment
+    with no other thread (anyio's trio test runner keeps a thread for a few seconds after a
+    trio test)."""
     from tests.proctools import start_guard_alone
 
-    if not guard_running():
-        start_guard_alone()
+    if not _suite_guard.running():
+        start_guard_alone(_suite_guard)
 
 
 @pytest.fixture(scope="module")

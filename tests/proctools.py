@@ -7,16 +7,20 @@ so it is generous: on a loaded machine an event may take seconds.
 
 from __future__ import annotations
 
+import contextvars
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
 from spar.proc import process
 from spar.proc.process import KILL_GRACE, GuardedProcess, OutputHandling, ProcessResult
+
+T = TypeVar("T")
 
 HANG = 120.0  # seconds: a wait this long means the event will not happen
 
@@ -98,9 +102,26 @@ def blocked_on_lock(pid: int) -> bool:
     return False
 
 
-def start_guard_alone() -> None:
-    """Start this test process's reviewer guard once it runs no other thread: the guard is
-    forked only then (spar.proc.guard), and anyio's trio test runner keeps a thread of trio's
-    for a few seconds after a trio test."""
+def wait_alone() -> None:
+    """Until this test process runs no other thread: a guard is forked only then
+    (spar.proc.guard), and anyio's trio test runner keeps a thread of trio's for a few
+    seconds after a trio test."""
     assert wait_for(lambda: threading.active_count() == 1, poll=0.05), threading.enumerate()
-    process.start_guard()
+
+
+def start_guard_alone(guard: process.ReviewerGuard) -> None:
+    """(Re)start `guard` once this process runs no other thread."""
+    wait_alone()
+    guard.start()
+
+
+def with_own_guard(work: Callable[[process.ReviewerGuard], T]) -> T:
+    """`work(guard)` with a reviewer guard of its own, as a command has: run in a context of
+    its own (outside the suite's `reviewer_guard` block, whose guard then stays as it is),
+    in a block that forks a new guard once this process runs no other thread."""
+    def inside() -> T:
+        wait_alone()
+        with process.reviewer_guard() as guard:
+            return work(guard)
+
+    return contextvars.Context().run(inside)

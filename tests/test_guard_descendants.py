@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.proctools import LIMITS, pid_gone, run_for, start_guard_alone, wait_for, written
+from tests.proctools import LIMITS, pid_gone, run_for, wait_for, with_own_guard, written
 
 PY = sys.executable
 BOUND = 30  # seconds: a hang guard, never the measure
@@ -103,13 +103,14 @@ async def test_setsid_grandchild_ends_with_a_timeout(tmp_path, keep):
 # spar stand-in: one reviewer process, killed with SIGKILL while the reviewer runs
 SPAR = r'''
 import sys, anyio
-from spar.proc.process import GuardedProcess
+from spar.proc.process import GuardedProcess, reviewer_guard
 async def main():
     argv = [sys.executable, "-c", sys.argv[1], sys.argv[2], sys.argv[3], "wait"]
     async with GuardedProcess(argv, cwd=sys.argv[4]) as proc:
         with anyio.move_on_after(600):
             await proc.wait()
-anyio.run(main, backend=sys.argv[5])
+with reviewer_guard():
+    anyio.run(main, backend=sys.argv[5])
 '''
 
 
@@ -242,17 +243,15 @@ def test_the_guard_keeps_no_descriptor_of_spar(tmp_path):
     """The guard is a fork of spar: of spar's descriptors it keeps only its end of the
     control socket (a pipe end of spar's left open in it could hold a reviewer's stdin or
     a status pipe open), and its stdin, stdout and stderr are /dev/null."""
-    from spar.proc import process
+    def look(guard):
+        res = anyio.run(lambda: run_for([PY, "-c", "pass"], cwd=tmp_path, seconds=BOUND))
+        assert res.exit_code == 0, res.stderr_tail
+        return {int(fd): os.readlink(f"/proc/{guard.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{guard.pid}/fd")}
 
-    process.stop_guard()
     read_end, write_end = os.pipe()
     ours = os.readlink(f"/proc/self/fd/{read_end}")
     try:
-        start_guard_alone()  # a new guard, forked while this pipe is open
-        res = anyio.run(lambda: run_for([PY, "-c", "pass"], cwd=tmp_path, seconds=BOUND))
-        assert res.exit_code == 0, res.stderr_tail
-        guard = process._GUARD._pid
-        fds = {int(fd): os.readlink(f"/proc/{guard}/fd/{fd}") for fd in os.listdir(f"/proc/{guard}/fd")}
+        fds = with_own_guard(look)  # a new guard, forked while this pipe is open
     finally:
         os.close(read_end)
         os.close(write_end)

@@ -5,11 +5,13 @@ dumpable, so a reviewer of the same user cannot open their descriptors through /
 
 from __future__ import annotations
 
+import contextvars
 import ctypes
 import json
 import os
 import pwd
 import socket
+import sys
 import threading
 import traceback
 
@@ -18,7 +20,7 @@ import pytest
 
 from spar.proc import guard, process
 from spar.proc.prctl import PR_SET_DUMPABLE, dumpable
-from tests.proctools import HANG, run_for, start_guard_alone
+from tests.proctools import HANG, pid_gone, run_for, wait_for, with_own_guard
 
 
 def test_the_guard_is_not_forked_while_another_thread_runs():
@@ -41,20 +43,27 @@ def test_the_guard_is_not_forked_while_another_thread_runs():
 
 
 def test_spar_starts_no_guard_while_another_thread_runs():
-    """Issue 21 point 3: the same refusal reaches whoever starts the guard."""
-    process.stop_guard()
+    """Issue 21 point 3: the same refusal reaches the command that enters the guard's block,
+    which then holds no guard; with one thread again, the block starts one."""
+    def refused():
+        with pytest.raises(guard.ThreadsRunning), process.reviewer_guard():
+            pass
+        return process._OWNED.get()
+
+    def alone(guard):
+        assert guard.running()
+        return guard.pid
+
     release = threading.Event()
     thread = threading.Thread(target=release.wait, name="test-holder")
     thread.start()
     try:
-        with pytest.raises(guard.ThreadsRunning):
-            process.start_guard()
-        assert not process.guard_running()
+        # a context of its own: outside the suite's block (with_own_guard would wait for the thread)
+        assert contextvars.Context().run(refused) is None  # the block holds no guard
     finally:
         release.set()
         thread.join()
-    start_guard_alone()  # one thread again: it starts
-    assert process.guard_running()
+    assert with_own_guard(alone) is not None  # one thread again: it starts
 
 
 # The reviewer tries what issue 25 hole 4 found: writing to Spar's stderr (the user's
@@ -89,9 +98,9 @@ def _stand_in(report_w: int) -> None:
     stderr_r, stderr_w = os.pipe()
     os.dup2(stderr_w, 2)
     before = dumpable()
-    process.stop_guard()  # the test process's guard: this stand-in forks its own, as that user
     argv = ["/bin/sh", "-c", REVIEWER, "reviewer", str(os.getpid())]
-    res = anyio.run(lambda: run_for(argv, cwd="/", seconds=HANG))
+    # not the test process's guard: this stand-in forks its own, as that user
+    res = with_own_guard(lambda _guard: anyio.run(lambda: run_for(argv, cwd="/", seconds=HANG)))
     os.set_blocking(stderr_r, False)
     try:
         spar_stderr = os.read(stderr_r, 1 << 16)
@@ -126,3 +135,33 @@ def test_a_reviewer_of_the_same_user_cannot_open_spars_descriptors():
     assert report["stdout"].split() == ["spar-refused", "keeper-refused"]
     assert b"\x1b" not in bytes.fromhex(report["spar_stderr"])  # no escape reached Spar's stderr
     assert report["after"] is False
+
+
+def test_one_block_owns_the_guard_of_every_program_in_it(tmp_path):
+    """A command's `reviewer_guard` block forks one guard; every program of the block, in
+    each `anyio.run` of it, is started by that guard; leaving the block tells it to go."""
+    parent = "import os; print(open(f'/proc/{os.getppid()}/stat').read().rsplit(')', 1)[1].split()[1])"
+
+    def two_runs(guard):
+        pids = []
+        for _ in range(2):
+            res = anyio.run(lambda: run_for([sys.executable, "-c", parent], cwd=tmp_path, seconds=HANG))
+            assert res.exit_code == 0, res.stderr_tail
+            pids.append(int(res.last_stdout_line))
+        return guard.pid, pids
+
+    owned, parents = with_own_guard(two_runs)
+    assert parents == [owned, owned]  # each program's keeper is a child of the block's guard
+    assert wait_for(lambda: pid_gone(owned))
+
+
+def test_a_program_outside_every_guard_block_is_refused(tmp_path):
+    """No program starts without an owner: outside every block (here a context of its own,
+    away from the suite's block) starting one is an internal error, and no guard is forked."""
+    forks = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(guard, "fork_guard", forks.append)
+        with pytest.raises(RuntimeError, match=r"outside spar\.proc\.process\.reviewer_guard"):
+            contextvars.Context().run(
+                lambda: anyio.run(lambda: run_for(["true"], cwd=tmp_path, seconds=HANG)))
+    assert forks == []

@@ -39,8 +39,14 @@ def test_a_repeat_is_settled_only_when_a_verifier_of_another_vendor_calls_it_the
     done = s.spar("triage", "reviews/r1", "claude-F1", "--to", "rejected", "--evidence", "b is checked")
     assert done.returncode == 0, done.stderr.decode()
 
+    before = len(s.fake_calls())
     second = s.run("--criteria", "docs/criteria.md", "--reviewers", "claude", out="reviews/r2")
     assert second.returncode == 0, second.stderr.decode()
+    # the command's one guard started the reviewer, the verifiers and the repeat's verifier
+    calls = s.fake_calls()[before:]
+    assert {c["prog"] for c in calls} == {"claude", "codex"} and len(calls) >= 3, calls
+    guards = {c["keeper_parent"] for c in calls}
+    assert len(guards) == 1 and None not in guards, calls
     assert "repeats of round r2 put to verifiers: 1 call(s): 0 same, 1 different, 0 unsure" in second.stderr.decode()
     checks = json.loads((r2 / "repeat-checks.json").read_text())
     (call,) = checks["calls"]

@@ -10,6 +10,8 @@ import pytest
 
 
 def test_the_guard_starts_before_the_checks_and_stops_on_a_refusal(monkeypatch):
+    import contextlib
+
     import pytest
 
     from spar.commands import run
@@ -17,20 +19,27 @@ def test_the_guard_starts_before_the_checks_and_stops_on_a_refusal(monkeypatch):
 
     calls = []
 
+    @contextlib.contextmanager
+    def guard():
+        calls.append("guard forked")
+        try:
+            yield
+        finally:
+            calls.append("guard told to go")
+
     def refuse(args, **kw):
         calls.append("checks")
         raise Refused("no")
 
-    monkeypatch.setattr(run, "start_guard", lambda: calls.append("start guard"))
-    monkeypatch.setattr(run, "stop_guard", lambda: calls.append("stop guard"))
+    monkeypatch.setattr(run, "reviewer_guard", guard)
     monkeypatch.setattr(run, "plan_round", refuse)
     with pytest.raises(Refused):
         run.main(["--stage", "code", "--out", "r1"])
-    assert calls == ["start guard", "checks", "stop guard"]
+    assert calls == ["guard forked", "checks", "guard told to go"]
     calls.clear()
     with pytest.raises(Refused):
-        run.main(["--stage", "code", "--out", "r1", "--dry-run"])  # a dry run starts no reviewer
-    assert calls == ["checks", "stop guard"]
+        run.main(["--stage", "code", "--out", "r1", "--dry-run"])  # a dry run starts no program
+    assert calls == ["checks"]
 
 
 @pytest.mark.anyio

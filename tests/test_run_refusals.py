@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 
 from spar import cli
-from spar.proc.process import guard_running
-from tests.proctools import start_guard_alone
 from tests.runsetup import make_setup, result
 
 pytestmark = pytest.mark.slow
@@ -50,8 +48,6 @@ def spar_here(setup, monkeypatch, capsysbinary):
         for key, value in (env or setup.env).items():
             monkeypatch.setenv(key, value)
         monkeypatch.chdir(cwd or setup.repo)
-        if not guard_running():  # a refusal before this call stopped it: started alone again
-            start_guard_alone()
         code = cli.main(list(args))
         out, err = capsysbinary.readouterr()
         return subprocess.CompletedProcess(list(args), code, out, err)

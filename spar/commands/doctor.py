@@ -34,7 +34,7 @@ from spar.judge.core_caps import GATE_FEATURE
 from spar.presets import get_preset
 from spar.proc.environment import reviewer_env
 from spar.proc.executable import find_executable
-from spar.proc.process import GuardedProcess, OutputHandling
+from spar.proc.process import GuardedProcess, OutputHandling, reviewer_guard
 from spar.records import paths
 from spar.round.sandboxing import choose_sandbox
 from spar.textsafe import bounded, for_stream, terminal_safe
@@ -419,8 +419,9 @@ def main(argv: list[str]) -> int:
     if not args.series:
         raise UsageError("doctor: --series needs a folder")
     env = dict(os.environ)
-    git_checks = _git_checks(args, base.absolute())
-    checks, core = anyio.run(lambda: _all_checks(args, env, git_checks), backend=async_backend(env))
+    with reviewer_guard():  # forked first, before any thread: it starts the CLIs asked for their version
+        git_checks = _git_checks(args, base.absolute())
+        checks, core = anyio.run(lambda: _all_checks(args, env, git_checks), backend=async_backend(env))
     ready = not any(c.status == "problem" for c in checks)
     if args.format == "json":
         # ASCII only: a C1 control or bidi override in a tool's text is \uXXXX, never raw in a log

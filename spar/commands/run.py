@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import nullcontext
 
 from spar.argparsing import Parser, add_selection_options, command_parser
 from spar.config.model import STAGES
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, UsageError
 from spar.presets import get_preset
-from spar.proc.process import start_guard, stop_guard
+from spar.proc.process import reviewer_guard
 from spar.progress import make_progress
 from spar.records.lock import series_lock
 from spar.round.args import DECISION, DECISION_QUOTE, RunArgs, run_args_from, split_decision_options
@@ -142,9 +143,6 @@ def execute(planned: PlannedRound) -> int:
 
 def main(argv: list[str]) -> int:
     args = parse_run_args(argv)
-    try:
-        if not args.dry_run:
-            start_guard()  # forked before any thread starts (a refusal stops it unused)
+    # the guard is forked before any thread starts (a refusal lets it go unused); a dry run starts no program
+    with nullcontext() if args.dry_run else reviewer_guard():
         return execute(plan_round(args, cwd=os.getcwd(), env=os.environ, preset_of=get_preset))
-    finally:
-        stop_guard()  # told to go after the reviewers: reaped here when it is gone, else by init

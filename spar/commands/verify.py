@@ -17,6 +17,7 @@ from spar.config.load import load_config
 from spar.config.model import AppliedConfig, VerifyConfig
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused
 from spar.presets import get_preset
+from spar.proc.process import reviewer_guard
 from spar.records import lock, readers
 from spar.records.model import ReviewerStatus
 from spar.records.readers import REPEAT_CHECKS_FILE
@@ -89,7 +90,8 @@ def main(argv: list[str]) -> int:
     _check(round_dir)  # before the lock: a refusal waits for nothing
     presets = {r.preset: get_preset(r.preset) for r in config.reviewers}
     sandbox = round_sandbox(cfg.sandbox, os.environ.get("PATH"))  # the verifiers run in it too
-    with lock.series_lock(series):
+    # the guard is forked before a progress display starts its thread
+    with reviewer_guard(), lock.series_lock(series):
         _check(round_dir)  # read again under the lock
         result = verify_round(round_dir, config, presets, env=os.environ, passthrough=cfg.env_passthrough,
                               backend=backend, sandbox=sandbox.bwrap,

@@ -7,7 +7,8 @@ leads a new process group, so everything the program spawns is ended with one
 `os.killpg`. stdout and stderr are read concurrently as they stream (`OutputHandling` says
 where they go): each goes to its log file up to the cap (the rest is drained and counted,
 so the child never blocks on a full pipe), and stdout lines go to a monitor one at a time,
-so memory stays bounded however much the program prints.
+so memory stays bounded however much the program prints. The guard has one owner, the
+`reviewer_guard()` block a command enters once, at its start.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import errno
 import os
 import signal
 import socket
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -315,13 +317,17 @@ async def terminate_group(pgid: int, exited: anyio.Event, grace: float) -> None:
     await _wait_group_gone(pgid, exited, max(grace, 1.0))
 
 
-class _GuardClient:
-    """spar's side of `spar.proc.guard`: one guard process for this spar process."""
+class ReviewerGuard:
+    """Spar's side of `spar.proc.guard`: one guard process, which starts every program."""
 
     def __init__(self) -> None:
         self._sock: socket.socket | None = None
         self._pid: int | None = None
         self._exiting: list[int] = []  # guards told to go, not reaped yet (no zombie is kept)
+
+    @property
+    def pid(self) -> int | None:
+        return self._pid
 
     def start(self) -> None:
         """Start the guard unless it runs already (cheap to call again; a dead one is replaced)."""
@@ -363,7 +369,7 @@ class _GuardClient:
         self._exiting = [pid for pid in self._exiting if not _reaped(pid)]
 
     def send(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], fds: list[int]) -> None:
-        """One request with its four descriptors; starts (or restarts) the guard as needed."""
+        """One request with its four descriptors; a guard that died is replaced once."""
         data = encode_request(Request(list(argv), cwd, dict(env)))
         for last_try in (False, True):
             self.start()
@@ -386,24 +392,38 @@ def _reaped(pid: int) -> bool:
         return True
 
 
-_GUARD = _GuardClient()
+# the guard of the `reviewer_guard` block the caller is in (None outside every block)
+_OWNED: ContextVar[ReviewerGuard | None] = ContextVar("spar_reviewer_guard", default=None)
 
 
-def stop_guard() -> None:
-    """Let the guard go once no reviewer runs (reaped when it is gone already, else at a
-    later call or by init): `spar run` stops it after the reviewers and again at its end."""
-    _GUARD.close()
+@contextmanager
+def reviewer_guard() -> Iterator[ReviewerGuard]:
+    """The reviewer guard's one owner: a command that starts programs enters this block
+    once, at its start, before any thread runs (a fork copies every lock as it stands:
+    `guard.fork_guard` refuses while another thread runs). Every `GuardedProcess` inside
+    the block, in any `anyio.run` of it, is started by this guard; leaving the block tells
+    the guard to go (it ends what is left, and is reaped now if gone, else by init).
+    Inside an enclosing block (a host that keeps one guard for its whole life, such as the
+    test suite) the enclosing block's guard serves, and stays."""
+    enclosing = _OWNED.get()
+    if enclosing is not None:
+        yield enclosing
+        return
+    owned = ReviewerGuard()
+    owned.start()
+    token = _OWNED.set(owned)
+    try:
+        yield owned
+    finally:
+        _OWNED.reset(token)
+        owned.close()
 
 
-def guard_running() -> bool:
-    """This process has a live guard (the next reviewer starts without forking one)."""
-    return _GUARD.running()
-
-
-def start_guard() -> None:
-    """Start this process's reviewer guard now (it otherwise starts with the first reviewer):
-    `spar run` calls it before the workspace copy, so its start-up is off the critical path."""
-    _GUARD.start()
+def _owned_guard() -> ReviewerGuard:
+    owned = _OWNED.get()
+    if owned is None:
+        raise RuntimeError("internal error: a program was started outside spar.proc.process.reviewer_guard()")
+    return owned
 
 
 class _Reviewer:
@@ -472,7 +492,7 @@ async def _start(argv: Sequence[str], cwd: str, env: Mapping[str, str],
             r, w = os.pipe()
             ours.append(r)
             theirs.append(w)
-        _GUARD.send(argv, cwd, env, theirs)
+        _owned_guard().send(argv, cwd, env, theirs)
     except BaseException:
         for fd in ours:
             os.close(fd)

@@ -22,7 +22,6 @@ from spar.config.select import apply_selection
 from spar.errors import Refused, WriteFailed, quote
 from spar.judge import caps
 from spar.judge.context import RoundDoc
-from spar.proc.process import start_guard
 from spar.records import atomic, readers
 from spar.records.clock import now
 from spar.records.model import InputBytes, PacketKind, RoundRecord, UncommittedCounts
@@ -423,6 +422,4 @@ def prepare_round(planned: PlannedRound) -> PreparedRound:
     check_run_out(planned.out, repository=False)
     c = planned.commits  # what the series decided so far, as it stands now that no triage can slip in
     memory = render_memory(history.past_findings(planned.out.parent, None, str(planned.repo), c.base, c.head))
-    if not planned.args.dry_run:
-        start_guard()  # started in main already: this replaces it if it died meanwhile
     return write_round_folder(planned, memory, decision.counted)

@@ -22,7 +22,6 @@ from spar.config.model import VerifyConfig
 from spar.errors import RecordError
 from spar.judge.dispositions import standing
 from spar.judge.repeat_plan import UNSURE, Candidate, RepeatCall, judge_repeat_answer, plan_repeat_checks
-from spar.proc.process import start_guard, stop_guard
 from spar.progress import make_progress
 from spar.records import atomic, readers
 from spar.records.clock import now
@@ -203,14 +202,12 @@ def check_repeats(round_dir: Path, config: VerifyConfig, presets: Mapping[str, P
     if calls:
         (round_dir / FOLDER).mkdir(parents=True, exist_ok=True)
         atomic.write_json(round_dir / FOLDER / "schema.json", REPEAT_SCHEMA)
-        start_guard()  # verification stopped its guard: one for these calls
         progress = make_progress()
         progress.expect(list(dict.fromkeys(f"{c.verifier.name} (repeats)" for c in calls)))
         run.settings = run_settings(progress=progress, env=env, env_passthrough=passthrough, sandbox=sandbox)
         try:
             work_until_signal(lambda: _run_calls(run, calls), backend, left)
         finally:
-            stop_guard()
             progress.close()
     ran = sorted(run.outcomes.items(), key=lambda item: int(item[1][0][1:]))
     unchecked = [{"finding": c.finding["id"], "earlier": c.earlier_key, "why": why} for c, why in unplanned]

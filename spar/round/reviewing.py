@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spar.pathtext import path_text
-from spar.proc.process import stop_guard
 from spar.progress import Progress
 from spar.records.model import Finding, ReviewerStatus, RoundRecord
 from spar.records.repeat_checks import RepeatChecksRecord
@@ -65,8 +64,6 @@ def review_round(prepared: PreparedRound, progress: Progress) -> ReviewedRound:
     outcomes = run_until_signal(prepared.jobs, progress, dict(os.environ), p.config.env_passthrough, p.backend,
                                 left, p.sandbox.bwrap)
     repo_change = repository_change(watched, repository_state(p.repo, p.out.parent))
-    if p.config.verify is None:
-        stop_guard()  # no reviewer runs any more: it exits while the round is recorded
     return ReviewedRound(prepared, outcomes, repo_change)
 
 

@@ -35,7 +35,6 @@ from spar.config.model import ReviewerConfig, VerifyConfig
 from spar.errors import Refused, quote
 from spar.judge.context import RoundContext
 from spar.judge.verify_plan import UNSURE, Plan, PlannedCall, Verifier, judge_answer, plan_verification
-from spar.proc.process import start_guard, stop_guard
 from spar.progress import Progress, make_progress
 from spar.records import atomic, readers
 from spar.records.clock import now
@@ -348,7 +347,6 @@ def verify_round(round_dir: Path, config: VerifyConfig, presets: Mapping[str, Pr
     leaves behind (spar.errors.Interrupted); `sandbox`: bwrap, for the verifiers."""
     v = verify_run_for(round_dir, config, presets)
     plan = plan_calls(v)
-    start_guard()  # forked before a live progress display starts its thread (the guard needs one thread)
     progress = make_progress()
     progress.expect(progress_names(plan))
     try:
@@ -366,10 +364,7 @@ def verify_recorded_round(v: VerifyRun, plan: Plan, *, progress: Progress | None
     started = now()
     calls = prepare_calls(v, plan)
     settings = run_settings(progress=progress, env=env, env_passthrough=passthrough, sandbox=sandbox)
-    try:
-        spend = work_until_signal(lambda: run_calls(v, calls, settings), backend, left)
-    finally:
-        stop_guard()
+    spend = work_until_signal(lambda: run_calls(v, calls, settings), backend, left)
     record = build_record(v, plan, calls, started)
     if progress is not None:
         report_verdicts(progress, record)

@@ -34,6 +34,15 @@ DEFAULT_RESULT = {
 }
 
 
+def _parent_of(pid: int) -> int | None:
+    """The parent of `pid` (the fake's keeper: its parent is the guard that started it)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class Exit(Exception):
     def __init__(self, code: int):
         self.code = code
@@ -102,6 +111,7 @@ class Fake:
         line = {
             "prog": self.prog, "name": self.name, "argv": self.argv, "cwd": self.cwd,
             "start": self.start, "end": time.time(), "pid": os.getpid(), "exit_code": code,
+            "keeper_parent": _parent_of(os.getppid()),
             "model": self.model_arg,
             "stdin_sha256": hashlib.sha256(self.stdin_data).hexdigest() if self.stdin_data is not None else None,
             "prompt_sha256": (hashlib.sha256(self.prompt_text.encode("utf-8")).hexdigest()

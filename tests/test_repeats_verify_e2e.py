@@ -52,6 +52,7 @@ def test_a_repeat_is_settled_only_when_a_verifier_of_another_vendor_calls_it_the
     (call,) = checks["calls"]
     assert (call["call"], call["finding"], call["earlier"], call["verifier"], call["verdict"]) == (
         "R1", "claude-F1", "r1/claude-F1", "codex", "different")
+    assert "r1/claude-F1 (rejected; checked: different by codex (R1))" in (r2 / "summary.md").read_text()
     asked = (r2 / "verify" / "repeats" / "R1" / "input.md").read_text()
     assert asked.startswith("# " + REPEAT_PROMPT.removesuffix("?")) and "- Finding: `r1/claude-F1`" in asked
     rep = s.spar("triage", "reviews/r2", "--repeats")
@@ -66,6 +67,7 @@ def test_a_repeat_is_settled_only_when_a_verifier_of_another_vendor_calls_it_the
     again = s.spar("verify", "reviews/r2")
     assert again.returncode == 0, again.stderr.decode()
     assert json.loads((r2 / "repeat-checks.json").read_text())["calls"][0]["verdict"] == "same"
+    assert "r1/claude-F1 (rejected; checked: same by codex (R1))" in (r2 / "summary.md").read_text()
     rep = s.spar("triage", "reviews/r2", "--repeats")
     assert rep.stdout.decode() == "round r2: claude-F1 -> duplicate --of r1/claude-F1 (rejected)\n"
     assert s.spar("gate", "reviews/r1", "reviews/r2", "--out", "reviews/gate.json").returncode == 0

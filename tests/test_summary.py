@@ -177,3 +177,22 @@ def test_the_model_of_a_reviewer_without_one_says_who_picks_it():
     assert "| command | completed | (set by the command) |" in table_row(text, "cmd")
     assert "| claude | completed | (default) |" in table_row(text, "cli")
     assert "| claude | completed | opus |" in table_row(text, "set")
+
+
+def test_the_repeat_column_says_what_a_verifier_of_another_vendor_said_of_each_repeat():
+    earlier = {"round": "r1", "finding": "beta-F1", "disposition": "rejected"}
+    findings = [finding("alpha-F1", "defect", repeat_of=earlier),
+                finding("alpha-F2", "defect", repeat_of={**earlier, "finding": "beta-F2"}),
+                finding("alpha-F3", "defect", repeat_of={**earlier, "finding": "beta-F3", "disposition": None}),
+                finding("alpha-F4", "note")]
+    checks = {"schema": "spar-repeat-checks/v1", "round": "code-1", "started_at": "t", "finished_at": "t",
+              "verifiers": ["codex"], "unchecked": [{"finding": "alpha-F2", "earlier": "r1/beta-F2",
+                                                     "why": "max_findings"}],
+              "calls": [{"call": "R1", "finding": "alpha-F1", "earlier": "r1/beta-F1", "verifier": "codex",
+                         "preset": "codex", "status": "completed", "verdict": "different",
+                         "evidence": "another line", "reason": "", "attempts": []}]}
+    text = render_summary(round_json(), findings, [], repeat_checks=checks)
+    assert "| r1/beta-F1 (rejected; checked: different by codex (R1)) |" in table_row(text, "alpha-F1")
+    assert "| r1/beta-F2 (rejected; not checked: over [verify] max_findings) |" in table_row(text, "alpha-F2")
+    assert "| r1/beta-F3 (no disposition) |" in table_row(text, "alpha-F3")  # no check planned: as before
+    assert "| r1/beta-F1 (rejected) |" in table_row(render_summary(round_json(), findings, []), "alpha-F1")

@@ -34,6 +34,7 @@ from spar.round.interface import InputContext, Preset
 from spar.round.interrupt import work_until_signal
 from spar.round.packet import code_span, fence
 from spar.round.runner import ReviewerJob, ReviewerOutcome, RunSettings, run_reviewer, run_settings
+from spar.round.summary_file import write_summary
 from spar.round.verification import vendors
 
 FOLDER = Path("verify") / "repeats"
@@ -219,6 +220,7 @@ def check_repeats(round_dir: Path, config: VerifyConfig, presets: Mapping[str, P
         "calls": [_call_record(calls[n], call_id, outcome) for n, (call_id, outcome) in ran],
         "unchecked": unchecked})
     atomic.write_json(round_dir / REPEAT_CHECKS_FILE, record)
+    write_summary(round_dir)  # its "repeat of" column shows the verdicts
     return record
 
 

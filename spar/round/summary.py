@@ -18,6 +18,7 @@ from spar.judge.repeats import group_order
 from spar.judge.verdicts import Verdict, rank, rank_of, unverified, verdicts
 from spar.records import usage
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, VerificationsRecord, WaiverLine
+from spar.records.repeat_checks import RepeatChecksRecord
 from spar.textsafe import terminal_safe
 
 CLASS_ORDER = ("defect", "requirement-question", "hardening", "note")
@@ -240,12 +241,29 @@ def _angles(rj: RoundRecord) -> list[str]:
     return out + [""]
 
 
-def _repeat(finding: Finding) -> str:
+# why a repeat was not put to a verifier, as summary.md says it
+_UNCHECKED_WORDS = {"max_findings": "over [verify] max_findings", "max_cost_usd": "max_cost_usd reached",
+                    "no_other_vendor": "no verifier of another vendor"}
+
+
+def repeat_words(checks: RepeatChecksRecord | None) -> dict[str, str]:
+    """Finding id -> what the repeat check of it said, for the "repeat of" column: the verdict,
+    its verifier and call, or why no verifier was asked; empty when none was ever planned."""
+    if checks is None:
+        return {}
+    said = {c["finding"]: f"checked: {c['verdict']} by {c['verifier']} ({c['call']})" for c in checks["calls"]}
+    for entry in checks["unchecked"]:
+        said[entry["finding"]] = f"not checked: {_UNCHECKED_WORDS.get(entry['why'], entry['why'])}"
+    return said
+
+
+def _repeat(finding: Finding, checked: dict[str, str]) -> str:
     rep = finding.get("repeat_of")
     if not isinstance(rep, dict):
         return "-"
     decided = rep.get("disposition") or "no disposition"
-    return f"{rep.get('round')}/{rep.get('finding')} ({decided})"
+    check = checked.get(str(finding.get("id")))
+    return f"{rep.get('round')}/{rep.get('finding')} ({decided}{'; ' + check if check else ''})"
 
 
 def _seen_by(finding: Finding) -> str:
@@ -305,9 +323,11 @@ def _reading_order(findings: list[Finding], checked: dict[str, Verdict] | None) 
 
 
 def _findings(findings: list[Finding], standing: dict[str, LedgerLine],
-              checked: dict[str, Verdict] | None = None, why: dict[str, str] | None = None) -> list[str]:
+              checked: dict[str, Verdict] | None = None, why: dict[str, str] | None = None,
+              repeats_checked: dict[str, str] | None = None) -> list[str]:
     """The findings table; in a verified round (`checked`) with a verification column and
-    in reading order: confirmed first, refuted last, each part in the order it had."""
+    in reading order: confirmed first, refuted last, each part in the order it had. A repeat
+    put to a verifier (`repeats_checked`) shows its verdict in the "repeat of" column."""
     out = ["## Findings", "", counts_text(findings) + ".", ""]
     if not findings:
         return out
@@ -335,7 +355,7 @@ def _findings(findings: list[Finding], standing: dict[str, LedgerLine],
         cells = [_cell(f.get("id")), _cell(f.get("class")), _cell(f.get("angle")), _cell(location),
                  _cell(f.get("claim")), _cell(link)]
         if series_aware:
-            cells += [_cell(_seen_by(f)), _cell(_repeat(f))]
+            cells += [_cell(_seen_by(f)), _cell(_repeat(f, repeats_checked or {}))]
         if checked is not None:
             cells.append(_cell(_verification(f["id"], checked, why or {})))
         out.append("| " + " | ".join(cells + [_cell(_disposition(f, standing))]) + " |")
@@ -393,9 +413,11 @@ def _waivers(waivers: Iterable[WaiverLine]) -> list[str]:
 
 
 def render_summary(round_json: RoundRecord, findings: list[Finding], ledger: list[LedgerLine],
-                   waivers: Sequence[WaiverLine] = (), verifications: VerificationsRecord | None = None) -> str:
+                   waivers: Sequence[WaiverLine] = (), verifications: VerificationsRecord | None = None,
+                   repeat_checks: RepeatChecksRecord | None = None) -> str:
     """summary.md; `verifications`: the round's verifications.json, None when never verified
-    (the summary is then as it was before verification existed)."""
+    (the summary is then as it was before verification existed); `repeat_checks`: its
+    repeat-checks.json, None when no repeat was ever put to a verifier."""
     lines = standing(ledger)
     checked = verdicts(verifications, findings) if verifications is not None else None
     why = unverified(verifications)
@@ -406,7 +428,7 @@ def render_summary(round_json: RoundRecord, findings: list[Finding], ledger: lis
     parts += _standpoints(round_json)
     parts += _angles(round_json)
     parts += _groups(str(round_json.get("name") or "ROUND"), findings, checked)
-    parts += _findings(findings, lines, checked, why)
+    parts += _findings(findings, lines, checked, why, repeat_words(repeat_checks))
     if checked is not None:
         parts += _verdicts(findings, checked, why)
     parts += _class_changes(findings)

@@ -9,6 +9,7 @@ from pathlib import Path
 from spar.errors import RecordError
 from spar.records import atomic, readers
 from spar.records.model import Finding, LedgerLine, RoundRecord, VerificationsRecord, WaiverLine
+from spar.records.repeat_checks import RepeatChecksRecord, read_repeat_checks
 from spar.round.summary import render_summary
 
 
@@ -23,10 +24,20 @@ def shown_verifications(round_dir: Path, findings: list[Finding]) -> Verificatio
         return None
 
 
+def shown_repeat_checks(round_dir: Path, findings: list[Finding]) -> RepeatChecksRecord | None:
+    """repeat-checks.json as summary.md shows it: None when no repeat was put to a verifier,
+    and when the file cannot be read (advice as the verdicts are: `spar triage --repeats`,
+    which acts on it, refuses instead)."""
+    try:
+        return read_repeat_checks(round_dir, {str(f["id"]) for f in findings})
+    except RecordError:
+        return None
+
+
 def summary_text(round_dir: Path, ledger: list[LedgerLine], waivers: list[WaiverLine] | None = None, *,
                  round_json: RoundRecord | None = None, findings: list[Finding] | None = None) -> str:
     """summary.md of a recorded round as it reads with `ledger` (and `waivers`) on disk: round.json,
-    findings.json and verifications.json read from the folder unless the caller has read them
+    findings.json, verifications.json and repeat-checks.json read from the folder unless the caller has read them
     (`round_json`, `findings`). An unreadable waivers.jsonl (only waive and gate judge it, G32)
     shows no waiver."""
     if round_json is None:
@@ -38,7 +49,8 @@ def summary_text(round_dir: Path, ledger: list[LedgerLine], waivers: list[Waiver
             waivers = readers.read_waivers(round_dir)
         except RecordError:
             waivers = []
-    return render_summary(round_json, findings, ledger, waivers, shown_verifications(round_dir, findings))
+    return render_summary(round_json, findings, ledger, waivers, shown_verifications(round_dir, findings),
+                          shown_repeat_checks(round_dir, findings))
 
 
 def write_summary(round_dir: str | Path) -> None:

@@ -71,3 +71,30 @@ def test_a_repeat_is_settled_only_when_a_verifier_of_another_vendor_calls_it_the
     rep = s.spar("triage", "reviews/r2", "--repeats")
     assert rep.stdout.decode() == "round r2: claude-F1 -> duplicate --of r1/claude-F1 (rejected)\n"
     assert s.spar("gate", "reviews/r1", "reviews/r2", "--out", "reviews/gate.json").returncode == 0
+
+
+def test_one_max_cost_usd_bounds_the_verification_and_the_repeat_checks_after_it(tmp_path):
+    """max_cost_usd is one budget for the [verify] table: codex reports no cost, so once its
+    verification call ran no further call starts, and the repeat is left unchecked
+    (max_cost_usd), never settled, where a budget of its own would have asked it."""
+    s = make_setup(tmp_path)
+    s.configure([{"name": "claude", "preset": "claude"}, {"name": "codex", "preset": "codex"}])
+    with s.config.open("a", encoding="utf-8") as f:
+        f.write('\n[verify]\nreviewers = ["codex"]\nmax_cost_usd = 5.0\n')
+    _scenario(s, "same")
+    assert s.run("--criteria", "docs/criteria.md", "--reviewers", "claude", out="reviews/r1").returncode == 0
+    done = s.spar("triage", "reviews/r1", "claude-F1", "--to", "rejected", "--evidence", "b is checked")
+    assert done.returncode == 0, done.stderr.decode()
+
+    second = s.run("--criteria", "docs/criteria.md", "--reviewers", "claude", out="reviews/r2")
+    assert second.returncode == 0, second.stderr.decode()
+    r2 = s.repo / "reviews" / "r2"
+    verified = json.loads((r2 / "verifications.json").read_text())
+    assert [c["verifier"] for c in verified["calls"]] == ["codex"]  # it ran, and reported no cost
+    checks = json.loads((r2 / "repeat-checks.json").read_text())
+    assert checks["calls"] == []
+    assert checks["unchecked"] == [{"finding": "claude-F1", "earlier": "r1/claude-F1", "why": "max_cost_usd"}]
+    assert "r1/claude-F1 (rejected; not checked: max_cost_usd reached)" in (r2 / "summary.md").read_text()
+    rep = s.spar("triage", "reviews/r2", "--repeats")
+    assert rep.returncode == 0, rep.stderr.decode()
+    assert "not marked" in rep.stdout.decode() and "duplicate --of" not in rep.stdout.decode()

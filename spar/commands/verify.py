@@ -99,7 +99,7 @@ def main(argv: list[str]) -> int:
         for line in result_lines(result, round_dir):
             print(f"spar: {terminal_safe(line)}", file=sys.stderr)
         checks = check_repeats(round_dir, config, presets, env=os.environ, passthrough=cfg.env_passthrough,
-                               backend=backend, sandbox=sandbox.bwrap,
+                               backend=backend, sandbox=sandbox.bwrap, spend=result.spend,
                                left=f"every verifier of the repeats was stopped; {REPEAT_CHECKS_FILE} was not written")
     if checks["calls"] or checks["unchecked"]:
         print(f"spar: {terminal_safe(result_line(checks, round_dir))}", file=sys.stderr)

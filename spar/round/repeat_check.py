@@ -5,8 +5,9 @@ runner's `run_reviewer` as verification's, and repeat-checks.json (docs/records.
 Runs after the round's verification (`spar run` step 5, `spar verify`), in `verify/repeats/`
 (replaced with `verify/` by a new verification): per call `R<n>/` with input.md and logs,
 `schema.json` once. Each verifier takes its calls one at a time, all verifiers at once;
-`max_findings` bounds the calls and, as for verification, no call starts once the finished
-ones cost `max_cost_usd`.
+`max_findings` bounds the calls and no call starts once the finished ones, the
+verification's included, cost `max_cost_usd` (one budget for the `[verify]` table, counted
+as verification counts it).
 """
 
 from __future__ import annotations
@@ -29,13 +30,12 @@ from spar.records.model import Finding
 from spar.records.model import ReviewerStatus as S
 from spar.records.readers import REPEAT_CHECKS_FILE
 from spar.records.repeat_checks import REPEAT_CHECKS_SCHEMA, RepeatCheck, RepeatChecksRecord
-from spar.records.usage import total
 from spar.round.interface import InputContext, Preset
 from spar.round.interrupt import work_until_signal
 from spar.round.packet import code_span, fence
 from spar.round.runner import ReviewerJob, ReviewerOutcome, RunSettings, run_reviewer, run_settings
 from spar.round.summary_file import write_summary
-from spar.round.verification import vendors
+from spar.round.verification import Spend, vendors
 
 FOLDER = Path("verify") / "repeats"
 TEXT_LIMIT = 4000  # characters of one quoted field
@@ -122,8 +122,8 @@ class _Run:
     round_dir: Path
     config: VerifyConfig
     presets: Mapping[str, Preset]
+    spend: Spend
     settings: RunSettings | None = None
-    cost: float = 0.0
     number: int = 1
     outcomes: dict[int, tuple[str, ReviewerOutcome]] = field(default_factory=dict)  # call index -> (id, outcome)
     skipped: list[int] = field(default_factory=list)
@@ -149,14 +149,13 @@ def _job(run: _Run, call: RepeatCall, call_id: str) -> ReviewerJob:
 
 
 async def _run_calls(run: _Run, calls: list[RepeatCall]) -> None:
-    bound = run.config.max_cost_usd
     queues: dict[str, list[int]] = {}
     for n, call in enumerate(calls):
         queues.setdefault(call.verifier.name, []).append(n)
 
     async def work(queue: list[int]) -> None:
         for n in queue:
-            if bound is not None and run.cost >= float(bound):
+            if run.spend.over():
                 run.skipped.append(n)
                 continue
             call_id = f"R{run.number}"  # taken before any await: no two calls share one
@@ -164,8 +163,7 @@ async def _run_calls(run: _Run, calls: list[RepeatCall]) -> None:
             assert run.settings is not None
             outcome = await run_reviewer(_job(run, calls[n], call_id), run.settings)
             run.outcomes[n] = (call_id, outcome)
-            cost = total(a.get("usage") for a in outcome.attempts)["cost_usd"]
-            run.cost += float(cost) if cost is not None else 0.0
+            run.spend.take(call_id, outcome)
 
     async with anyio.create_task_group() as tg:
         for queue in queues.values():
@@ -189,17 +187,18 @@ def _call_record(call: RepeatCall, call_id: str, outcome: ReviewerOutcome) -> Re
 
 
 def check_repeats(round_dir: Path, config: VerifyConfig, presets: Mapping[str, Preset], *, env: Mapping[str, str],
-                  passthrough: list[str] | None, backend: str, left: str,
+                  passthrough: list[str] | None, backend: str, left: str, spend: Spend,
                   sandbox: str | None = None) -> RepeatChecksRecord:
     """Put the recorded round's repeats to verifiers and write repeat-checks.json, returned;
-    `Interrupted` (saying `left`) when SIGINT or SIGTERM stopped the calls. The caller
+    `Interrupted` (saying `left`) when SIGINT or SIGTERM stopped the calls. `spend`: what
+    the verification just before cost (the same `max_cost_usd` bounds both). The caller
     holds the series lock."""
     round_json = readers.read_round(round_dir)
     findings = readers.read_findings(round_dir, round_json=round_json)
     authors, verifiers = vendors(round_json, config)
     calls, unplanned = plan_repeat_checks(candidates(round_dir, findings), authors, verifiers, config.max_findings)
     started = now()
-    run = _Run(round_dir, config, presets)
+    run = _Run(round_dir, config, presets, spend)
     if calls:
         (round_dir / FOLDER).mkdir(parents=True, exist_ok=True)
         atomic.write_json(round_dir / FOLDER / "schema.json", REPEAT_SCHEMA)

@@ -130,7 +130,7 @@ def verify_findings(recorded: RecordedRound, preset_of: Callable[[str], Preset])
                                 left=f"every verifier was stopped; round {p.out} is recorded, its verification "
                                      "is not (run `spar verify` on it)")
     checks = check_repeats(p.out, cfg, presets, env=os.environ, passthrough=p.config.env_passthrough,
-                           backend=p.backend, sandbox=p.sandbox.bwrap,
+                           backend=p.backend, sandbox=p.sandbox.bwrap, spend=verification.spend,
                            left=f"every verifier of the repeats was stopped; round {p.out} is recorded and "
                                 "verified, its repeats are not (run `spar verify` on it)")
     return VerifiedRound(verification, checks)

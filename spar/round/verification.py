@@ -74,8 +74,10 @@ class _Call:
 
 
 @dataclass
-class _Spend:
-    """What every verifier's queue shares: the next call number and the cost so far."""
+class Spend:
+    """What every verifier's queue shares: the next call number and the cost so far. One
+    budget for a command's verification and then its repeat checks: `max_cost_usd` bounds
+    the two together."""
 
     max_cost: float | None
     next_number: int = 1
@@ -86,6 +88,14 @@ class _Spend:
     def over(self) -> bool:
         """True once no further call may start: the bound is reached, or a cost is unknown."""
         return self.max_cost is not None and (self.cost >= self.max_cost or bool(self.unknown))
+
+    def take(self, call_id: str, outcome: ReviewerOutcome) -> None:
+        """Count what a finished call cost (one that ran and reported none: unknown)."""
+        cost = _cost(outcome)
+        if cost is None:
+            self.unknown.append(call_id)
+        else:
+            self.cost += cost
 
 
 @dataclass
@@ -103,6 +113,7 @@ class VerifyRun:
 @dataclass
 class VerifyResult:
     record: VerificationsRecord
+    spend: Spend  # what its calls cost: the repeat checks after it go on from there
     notes: list[str] = field(default_factory=list)  # what stderr says of the bounds
 
 
@@ -166,10 +177,10 @@ def _cost(outcome: ReviewerOutcome) -> float | None:
     return float(cost)
 
 
-async def run_calls(v: VerifyRun, calls: list[_Call], settings: RunSettings) -> _Spend:
+async def run_calls(v: VerifyRun, calls: list[_Call], settings: RunSettings) -> Spend:
     """Every call, one at a time per verifier, all verifiers at once; ids in start order."""
     cost_bound = v.config.max_cost_usd
-    spend = _Spend(max_cost=float(cost_bound) if cost_bound is not None else None)
+    spend = Spend(max_cost=float(cost_bound) if cost_bound is not None else None)
     queues: dict[str, list[_Call]] = {}
     for call in calls:
         queues.setdefault(call.plan.verifier.name, []).append(call)
@@ -182,11 +193,7 @@ async def run_calls(v: VerifyRun, calls: list[_Call], settings: RunSettings) -> 
             call.call_id = f"V{spend.next_number}"  # taken before any await: no two calls share one
             spend.next_number += 1
             call.outcome = await run_reviewer(_job(v, call), settings)
-            cost = _cost(call.outcome)
-            if cost is None:
-                spend.unknown.append(call.call_id)
-            else:
-                spend.cost += cost
+            spend.take(call.call_id, call.outcome)
 
     async with anyio.create_task_group() as tg:
         for queue in queues.values():
@@ -250,7 +257,7 @@ def write_verification(round_dir: Path, record: VerificationsRecord) -> None:
     atomic.write_json(round_path, raw)
 
 
-def bound_notes(record: VerificationsRecord, spend: _Spend) -> list[str]:
+def bound_notes(record: VerificationsRecord, spend: Spend) -> list[str]:
     """What stderr says of the findings left unverified, and why."""
     notes = []
     counts: dict[str, int] = {}
@@ -370,7 +377,7 @@ def verify_recorded_round(v: VerifyRun, plan: Plan, *, progress: Progress | None
         report_verdicts(progress, record)
     write_verification(v.round_dir, record)
     write_summary(v.round_dir)
-    return VerifyResult(record, bound_notes(record, spend))
+    return VerifyResult(record, spend, bound_notes(record, spend))
 
 
 __all__ = ["VERIFY_DIR", "VerifyResult", "VerifyRun", "bound_notes", "build_record", "plan_calls", "prepare_calls",

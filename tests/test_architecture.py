@@ -328,3 +328,21 @@ def test_the_copy_layer_knows_no_rounds_nor_reviewers():
     reached = {package_of(name) for module, names in imports.items()
                if package_of(module) == "spar.workspace" for name in names}
     assert not reached & {"spar.round", "spar.presets", "spar.proc", "spar.commands", "spar.judge"}
+
+
+def _names_used(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    used |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    return used | {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+
+
+def test_the_reviewer_guard_is_owned_by_commands_alone():
+    """One owner: only a command enters `reviewer_guard()` (once, at its start), and only
+    the process layer makes a `ReviewerGuard`; no round step starts or stops a guard."""
+    owners = sorted(str(path.relative_to(SPAR.parent)) for path in SPAR.rglob("*.py")
+                    if "reviewer_guard" in _names_used(path) and path.parent.name != "proc")
+    assert owners == ["spar/commands/doctor.py", "spar/commands/run.py", "spar/commands/verify.py"]
+    makers = [str(path.relative_to(SPAR.parent)) for path in SPAR.rglob("*.py")
+              if "ReviewerGuard" in _names_used(path)]
+    assert makers == ["spar/proc/process.py"]

@@ -8,10 +8,13 @@ every request it received. The bodies are the servers' documented shapes
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.loopserver import LoopbackServer
 
 
 @dataclass
@@ -41,30 +44,27 @@ def answer_chunks(content: str, *, model: str = "fake-model", finish: str | None
     return chunks
 
 
-class FakeEndpoint:
-    """`with FakeEndpoint([...]) as fake:` serves on 127.0.0.1; `fake.base_url` ends in /v1."""
+class FakeEndpoint(LoopbackServer):
+    """`with FakeEndpoint([...]) as fake:` serves on 127.0.0.1 (over TLS with `tls`, a server
+    context; named `host` in its URL); `fake.base_url` ends in /v1."""
 
-    def __init__(self, replies: list[Reply], models: tuple[str, ...] = ("fake-model",)) -> None:
+    def __init__(self, replies: list[Reply], models: tuple[str, ...] = ("fake-model",),
+                 tls: ssl.SSLContext | None = None, host: str = "127.0.0.1") -> None:
         self.replies = list(replies)
         self.models = models
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(self._handler())
+        self._scheme = "http"
+        self._host = host  # the name in base_url (a proxy's test resolves another name to 127.0.0.1)
+        if tls is not None:  # https: the handshake at accept
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+            self._scheme = "https"
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> FakeEndpoint:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        return f"{self._scheme}://{self._host}:{self.port}/v1"
 
     def next_reply(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
         with self._lock:

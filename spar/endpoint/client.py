@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from spar.endpoint.proxy import Proxy, UnusableProxy, proxy_for
 from spar.judge.endpoint import ServerError, backoff, classify_error, cost_usd, usage_counts
 
 MAX_ANSWER = 8 * 1024 * 1024  # bytes of a response read at most
@@ -64,29 +65,49 @@ class Endpoint:
         return out
 
 
-def _connect(url: urllib.parse.SplitResult, timeout: float) -> http.client.HTTPConnection:
-    if url.scheme == "https":
-        return http.client.HTTPSConnection(url.hostname or "", url.port, timeout=timeout,
+def _connect(url: urllib.parse.SplitResult, timeout: float, proxy: Proxy | None) -> http.client.HTTPConnection:
+    if proxy is None:
+        if url.scheme == "https":
+            return http.client.HTTPSConnection(url.hostname or "", url.port, timeout=timeout,
+                                               context=ssl.create_default_context())
+        return http.client.HTTPConnection(url.hostname or "", url.port, timeout=timeout)
+    if url.scheme == "https":  # a CONNECT tunnel: TLS with the endpoint itself, its certificate checked
+        conn = http.client.HTTPSConnection(proxy.host, proxy.port, timeout=timeout,
                                            context=ssl.create_default_context())
-    return http.client.HTTPConnection(url.hostname or "", url.port, timeout=timeout)
+        conn.set_tunnel(url.hostname or "", url.port or 443, headers=proxy.headers())
+        return conn
+    return http.client.HTTPConnection(proxy.host, proxy.port, timeout=timeout)
 
 
-def _target(url: urllib.parse.SplitResult) -> str:
+def _target(url: urllib.parse.SplitResult, proxy: Proxy | None) -> str:
+    if proxy is not None and url.scheme != "https":
+        return urllib.parse.urlunsplit((url.scheme, url.netloc, url.path or "/", url.query, ""))
     return (url.path or "/") + (f"?{url.query}" if url.query else "")
 
 
 def request(endpoint: Endpoint, method: str, path: str, body: bytes | None,
             timeout: float) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
-    """Send one request and read the status line and headers; NetworkError when it cannot."""
+    """Send one request (through the proxy the environment names, spar.endpoint.proxy) and
+    read the status line and headers; NetworkError when it cannot."""
     url = endpoint.url(path)
     where = f"{url.hostname}:{url.port or (443 if url.scheme == 'https' else 80)}"
-    conn = _connect(url, max(timeout, 0.001))
     try:
-        conn.request(method, _target(url), body=body, headers=endpoint.headers())
+        proxy = proxy_for(url, os.environ)
+    except UnusableProxy as exc:
+        raise NetworkError(str(exc)) from exc
+    headers = endpoint.headers()
+    if proxy is not None:
+        where += f" through the proxy {proxy.where}"
+        if url.scheme != "https":
+            headers.update(proxy.headers())
+    conn = _connect(url, max(timeout, 0.001), proxy)
+    try:
+        conn.request(method, _target(url, proxy), body=body, headers=headers)
         return conn, conn.getresponse()
     except socket.gaierror as exc:
         conn.close()
-        raise NetworkError(f"cannot resolve the host name {url.hostname!r}: {exc.strerror or exc}") from exc
+        named = f"{url.hostname!r}" if proxy is None else f"{proxy.host!r} of the proxy"
+        raise NetworkError(f"cannot resolve the host name {named}: {exc.strerror or exc}") from exc
     except TimeoutError as exc:
         conn.close()
         raise NetworkError(f"no answer from {where} within the time limit") from exc

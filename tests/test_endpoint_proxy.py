@@ -51,6 +51,12 @@ SETTINGS = [
     ("https://10.0.0.5:8443/v1", {"HTTPS_PROXY": "http://proxy.corp:3128", "no_proxy": "10.0.0.5:8443"}, None),
     ("https://10.0.0.5/v1", {"HTTPS_PROXY": "http://proxy.corp:3128", "no_proxy": "10.0.0.5:8443"},
      Proxy("proxy.corp", 3128)),  # another port than the one listed
+    ("https://10.1.2.3/v1", {"HTTPS_PROXY": "http://proxy.corp:3128", "no_proxy": "192.168.0.0/16, 10.0.0.0/8"},
+     None),  # an IP network, as curl reads CIDR
+    ("https://11.1.2.3/v1", {"HTTPS_PROXY": "http://proxy.corp:3128", "no_proxy": "10.0.0.0/8"},
+     Proxy("proxy.corp", 3128)),
+    ("https://[fd00::5]:8443/v1", {"HTTPS_PROXY": "http://proxy.corp:3128", "no_proxy": "[fd00::5]:8443"}, None),
+    ("https://[fd00::5]/v1", {"HTTPS_PROXY": "http://proxy.corp:3128", "no_proxy": "fd00::5"}, None),
     ("http://localhost:11434/v1", {"HTTP_PROXY": "http://proxy.corp:3128"}, None),  # loopback: always direct
     ("http://127.0.0.2:4000/v1", {"ALL_PROXY": "http://proxy.corp:3128"}, None),
     ("https://[::1]:4000/v1", {"HTTPS_PROXY": "http://proxy.corp:3128"}, None),

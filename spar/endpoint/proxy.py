@@ -46,14 +46,31 @@ def _setting(env: Mapping[str, str], names: tuple[str, ...]) -> tuple[str, str]:
     return "", ""
 
 
+def _in_network(entry: str, host: str) -> bool:
+    """An IP host inside a network written as CIDR (`10.0.0.0/8`), as curl reads one."""
+    try:
+        return ipaddress.ip_address(host) in ipaddress.ip_network(entry, strict=False)
+    except ValueError:
+        return False
+
+
 def _listed(entry: str, host: str, port: int) -> bool:
     """`host:port` matches one no_proxy entry: `*`, the host itself or a domain it is in
-    (`example.com` and `.example.com` both cover `api.example.com`), with `:PORT` only that port."""
+    (`example.com` and `.example.com` both cover `api.example.com`), an IP network
+    (`10.0.0.0/8`), with `:PORT` only that port."""
     entry = entry.strip().lower()
-    name, sep, entry_port = entry.rpartition(":") if entry.count(":") == 1 else (entry, "", "")
-    if sep and entry_port != str(port):
+    if "/" in entry:
+        return _in_network(entry, host)
+    if entry.startswith("["):  # [IPv6] or [IPv6]:PORT
+        name, _, rest = entry[1:].partition("]")
+        entry_port = rest.removeprefix(":")
+    elif entry.count(":") == 1:
+        name, _, entry_port = entry.partition(":")
+    else:
+        name, entry_port = entry, ""
+    if entry_port and entry_port != str(port):
         return False
-    name = name.strip("[]").lstrip(".")
+    name = name.lstrip(".")
     return entry == "*" or (bool(name) and (host == name or host.endswith("." + name)))
 
 

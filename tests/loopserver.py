@@ -12,7 +12,10 @@ class LoopbackServer:
     def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # shutdown() waits for the serving loop to look at its flag, once per poll interval
+        # (0.5 s by default: half a second per test, with the work long done)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                                        daemon=True)
 
     @property
     def port(self) -> int:

@@ -117,12 +117,35 @@ def _write_jsonl(path: Path, lines: list) -> None:
             fh.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 
+_parents: dict[tuple[str, str], tuple[str, str]] = {}
+
+
+def _head_commit(repo: Path) -> str | None:
+    """HEAD's commit id read from the files git keeps it in (a branch's loose ref or a
+    detached HEAD), or None where it is elsewhere (packed refs, a linked work tree)."""
+    try:
+        head = (Path(repo) / ".git" / "HEAD").read_text(encoding="utf-8").strip()
+        if head.startswith("ref: "):
+            head = (Path(repo) / ".git" / head[5:]).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return head if len(head) == 40 else None
+
+
 def head_and_base(repo: Path) -> tuple[str, str]:
+    # a commit's parent never changes: asked of git once per commit (most tests make
+    # many rounds in one repository)
+    commit = _head_commit(repo)
+    key = (str(repo), commit or "")
+    if commit is not None and key in _parents:
+        return _parents[key]
     head = git(repo, "rev-parse", "HEAD").strip()
     try:
         base = git(repo, "rev-parse", "HEAD~1").strip()
     except RuntimeError:
         base = head
+    if commit == head:
+        _parents[key] = (base, head)
     return base, head
 
 

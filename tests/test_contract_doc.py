@@ -197,8 +197,10 @@ def test_readme_and_skip_reasons_cite_no_rule_ids():
     assert USER_ID.findall((ROOT / "README.md").read_text(encoding="utf-8")) == []
     found = {}
     for path in sorted((ROOT / "tests").rglob("*.py")):
-        hits = [(line, text) for line, text in _skip_reasons(ast.parse(path.read_text(encoding="utf-8")))
-                if USER_ID.search(text)]
+        source = path.read_text(encoding="utf-8")
+        if "skip" not in source:  # no call of skip, skipif or importorskip: nothing to parse
+            continue
+        hits = [(line, text) for line, text in _skip_reasons(ast.parse(source)) if USER_ID.search(text)]
         if hits:
             found[str(path.relative_to(ROOT))] = hits
     assert found == {}

@@ -46,7 +46,10 @@ def duplicate_names(root: Path) -> dict[str, list[str]]:
 def computed_field_reads(path: Path) -> list[str]:
     """`line: call` for each getattr/setattr/hasattr/delattr whose attribute name is built
     at run time from text (an f-string, or text joined with +)."""
-    found = []
+    found: list[str] = []
+    source = path.read_text(encoding="utf-8")
+    if not any(name in source for name in NAME_READERS):
+        return found  # no such call to look for
     for node in ast.walk(parsed(path)):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in NAME_READERS
                 and len(node.args) > 1 and isinstance(node.args[1], ast.JoinedStr | ast.BinOp)):

@@ -14,7 +14,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.gitrepo import git
+from tests.gitrepo import git, head_commit
 
 SPAR_VERSION = "0.1.0"
 DEFAULT_CAPS = {"plan": 2, "plan_delta": 2, "code": 3}
@@ -120,22 +120,10 @@ def _write_jsonl(path: Path, lines: list) -> None:
 _parents: dict[tuple[str, str], tuple[str, str]] = {}
 
 
-def _head_commit(repo: Path) -> str | None:
-    """HEAD's commit id read from the files git keeps it in (a branch's loose ref or a
-    detached HEAD), or None where it is elsewhere (packed refs, a linked work tree)."""
-    try:
-        head = (Path(repo) / ".git" / "HEAD").read_text(encoding="utf-8").strip()
-        if head.startswith("ref: "):
-            head = (Path(repo) / ".git" / head[5:]).read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-    return head if len(head) == 40 else None
-
-
 def head_and_base(repo: Path) -> tuple[str, str]:
     # a commit's parent never changes: asked of git once per commit (most tests make
     # many rounds in one repository)
-    commit = _head_commit(repo)
+    commit = head_commit(repo)
     key = (str(repo), commit or "")
     if commit is not None and key in _parents:
         return _parents[key]

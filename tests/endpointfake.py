@@ -51,7 +51,10 @@ class FakeEndpoint:
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # shutdown() waits for the serving loop to look at its flag, once per poll interval
+        # (0.5 s by default: half a second per test, with the reviewer long done)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                                        daemon=True)
 
     @property
     def base_url(self) -> str:

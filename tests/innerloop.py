@@ -3,8 +3,9 @@
 A set of variants that take the same path through Spar with other data (one error body
 per provider through the same retry, one damaged record per command) runs whole in the
 full suite; the inner loop keeps the variants named here, the rest is marked `slow`.
-Each test using this names the cheaper test that covers what the left-out variants
-differ in (often a unit test over the same data table).
+Each test using this says what covers the variants it leaves to the full suite: a
+cheaper test over the same data table, a covering choice of cells, or that the variants
+run no Spar code at all.
 """
 
 from __future__ import annotations

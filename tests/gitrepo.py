@@ -93,9 +93,10 @@ def make_repo(
     repo = Path(tmp_path) / name
     repo.mkdir(parents=True, exist_ok=True)
     git(repo, "init", "-q", f"--initial-branch={branch}")
-    git(repo, "config", "user.name", NAME)
-    git(repo, "config", "user.email", EMAIL)
-    git(repo, "config", "commit.gpgsign", "false")
+    # what `git config user.name ...` (and user.email, commit.gpgsign) would write, in one
+    # write instead of three git processes
+    with open(repo / ".git" / "config", "a", encoding="utf-8") as config:
+        config.write(f"[user]\n\tname = {NAME}\n\temail = {EMAIL}\n[commit]\n\tgpgsign = false\n")
     files = files or {}
     symlinks = symlinks or {}
     if files or symlinks:
@@ -123,4 +124,17 @@ def commit(
     if allow_empty or not (paths or remove):
         args.append("--allow-empty")
     git(repo, *args)
-    return git(repo, "rev-parse", "HEAD").strip()
+    return head_commit(repo) or git(repo, "rev-parse", "HEAD").strip()
+
+
+def head_commit(repo: Path) -> str | None:
+    """HEAD's commit id read from the files git keeps it in (a branch's loose ref, which a
+    commit writes, or a detached HEAD), without starting git; None where it is elsewhere
+    (packed refs, a linked work tree's `.git` file)."""
+    try:
+        head = (Path(repo) / ".git" / "HEAD").read_text(encoding="utf-8").strip()
+        if head.startswith("ref: "):
+            head = (Path(repo) / ".git" / head[5:]).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return head if len(head) == 40 and all(c in "0123456789abcdef" for c in head) else None

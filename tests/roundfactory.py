@@ -14,7 +14,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.gitrepo import git
+from tests.gitrepo import git, head_commit
 
 SPAR_VERSION = "0.1.0"
 DEFAULT_CAPS = {"plan": 2, "plan_delta": 2, "code": 3}
@@ -117,12 +117,23 @@ def _write_jsonl(path: Path, lines: list) -> None:
             fh.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 
+_parents: dict[tuple[str, str], tuple[str, str]] = {}
+
+
 def head_and_base(repo: Path) -> tuple[str, str]:
+    # a commit's parent never changes: asked of git once per commit (most tests make
+    # many rounds in one repository)
+    commit = head_commit(repo)
+    key = (str(repo), commit or "")
+    if commit is not None and key in _parents:
+        return _parents[key]
     head = git(repo, "rev-parse", "HEAD").strip()
     try:
         base = git(repo, "rev-parse", "HEAD~1").strip()
     except RuntimeError:
         base = head
+    if commit == head:
+        _parents[key] = (base, head)
     return base, head
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.gitrepo import write_tree
+from tests.sourcetree import parsed
 
 SPAR = Path(__file__).resolve().parent.parent / "spar"
 
@@ -36,7 +37,7 @@ def _pure_modules() -> list[Path]:
 
 
 def io_problems(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     problems = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -110,7 +111,7 @@ EXITS = {"sys.exit", "os._exit"}
 
 def literal_exit_codes(path: Path) -> list[str]:
     """Integer literals returned by a function returning int, or passed to sys.exit or os._exit."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and ast.unparse(node.returns or ast.Constant(None)) == "int":
@@ -143,7 +144,7 @@ def test_the_exit_code_rule_sees_a_literal(tmp_path):
 def spar_imports(path: Path) -> set[str]:
     """Top-level modules and spar modules that a module imports."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -213,7 +214,7 @@ def module_imports(root: Path) -> dict[str, set[str]]:
     for path in sorted(root.rglob("*.py")):
         module = _module_name(path, root)
         names: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 names |= {n for n in _imported(node, module, path.name == "__init__.py", root)
                           if n.startswith(top + ".")}

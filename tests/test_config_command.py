@@ -14,17 +14,14 @@ import pytest
 
 from spar.cli import main
 from spar.config.model import sha256_canonical
+from tests.gitrepo import make_repo
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = json.loads((Path(__file__).parent / "data" / "config_command.json").read_text(encoding="utf-8"))["rows"]
 
 
 def git_repo(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["git", "init", "-q", str(path)], check=True)
-    subprocess.run(["git", "-C", str(path), "config", "user.name", "Spar Test"], check=True)
-    subprocess.run(["git", "-C", str(path), "config", "user.email", "spar@example.invalid"], check=True)
-    return path
+    return make_repo(path.parent, name=path.name)  # an empty repository: no commit
 
 
 @pytest.fixture

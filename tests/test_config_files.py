@@ -14,6 +14,7 @@ import pytest
 
 from spar.config.load import load_config
 from spar.errors import ConfigError
+from tests.gitrepo import make_repo
 
 DATA = Path(__file__).parent / "data"
 USER = json.loads((DATA / "config_user.json").read_text(encoding="utf-8"))
@@ -22,11 +23,7 @@ PROJECT = json.loads((DATA / "config_project.json").read_text(encoding="utf-8"))
 
 
 def git_repo(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["git", "init", "-q", str(path)], check=True)
-    subprocess.run(["git", "-C", str(path), "config", "user.name", "Spar Test"], check=True)
-    subprocess.run(["git", "-C", str(path), "config", "user.email", "spar@example.invalid"], check=True)
-    return path
+    return make_repo(path.parent, name=path.name)  # an empty repository: no commit
 
 
 def check_reviewers(cfg, expected: list[dict]):

@@ -16,6 +16,7 @@ import pytest
 from spar.config.load import load_config
 from spar.config.sources import Source, read_source
 from spar.errors import ConfigError
+from tests.gitrepo import make_repo
 
 ROWS = json.loads((Path(__file__).parent / "data" / "config_sources.json").read_text(encoding="utf-8"))["rows"]
 
@@ -30,11 +31,7 @@ def places(tmp_path, monkeypatch):
     p = {name: tmp_path / name for name in ("home", "xdg", "other", "cwd")}
     for path in p.values():
         path.mkdir()
-    repo = tmp_path / "repo"
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "config", "user.name", "Spar Test"], check=True)
-    subprocess.run(["git", "-C", str(repo), "config", "user.email", "spar@example.invalid"], check=True)
-    p["repo"] = repo
+    p["repo"] = make_repo(tmp_path, name="repo")  # an empty repository: no commit
     monkeypatch.chdir(p["cwd"])
     return {k: str(v) for k, v in p.items()}
 

@@ -12,6 +12,7 @@ import pytest
 from spar.judge.endpoint import classify_error, prompt_cut, retry_after
 from spar.records.model import ReviewerStatus as S
 from tests.endpointfake import FakeEndpoint, Reply, answer_chunks
+from tests.innerloop import first_in_inner_loop, kept_in_inner_loop
 from tests.reviewerround import STRICT_SCHEMA, Round
 
 pytestmark = pytest.mark.anyio
@@ -131,7 +132,9 @@ def _reply(name: str, headers: dict | None = None) -> Reply:
     return Reply(c["status"], c["body"], headers=dict(headers if headers is not None else c.get("headers", {})))
 
 
-@pytest.mark.parametrize("name", [c["name"] for c in CASES if c["kind"] == "quota"])
+# each body's kind is read by the test above (every case, no server); a round per provider's
+# body runs in the full suite, one of each kind in the inner loop
+@pytest.mark.parametrize("name", first_in_inner_loop([c["name"] for c in CASES if c["kind"] == "quota"]))
 async def test_quota_moves_to_the_fallback_model_at_once_and_never_retries(tmp_path, name):
     outcome, fake = await _run(tmp_path, [_reply(name), Reply(chunks=answer_chunks(GOOD))],
                                fallback_model="cheap-model")
@@ -140,8 +143,9 @@ async def test_quota_moves_to_the_fallback_model_at_once_and_never_retries(tmp_p
     assert [req["model"] for req in fake.requests] == ["fake-model", "cheap-model"]  # one try each
 
 
-@pytest.mark.parametrize("name", ["openai-rate-limit", "litellm-rate-limit", "openai-server-error",
-                                  "anthropic-overloaded", "bad-gateway", "litellm-timeout"])
+@pytest.mark.parametrize("name", kept_in_inner_loop(
+    ["openai-rate-limit", "litellm-rate-limit", "openai-server-error", "anthropic-overloaded", "bad-gateway",
+     "litellm-timeout"], lambda _, name: name in ("openai-rate-limit", "openai-server-error")))
 async def test_rate_limits_and_server_trouble_are_retried_then_answered(tmp_path, name):
     outcome, fake = await _run(tmp_path, [_reply(name, {"retry-after": "0"}), Reply(chunks=answer_chunks(GOOD))])
     assert outcome.status == S.COMPLETED and len(outcome.attempts) == 1
@@ -162,7 +166,7 @@ async def test_a_rate_limit_that_lasts_is_a_refusal_after_the_retries(tmp_path):
     assert len(fake.requests) == 6
 
 
-@pytest.mark.parametrize("name", ["openai-invalid-api-key", "litellm-authentication", "forbidden"])
+@pytest.mark.parametrize("name", first_in_inner_loop(["openai-invalid-api-key", "litellm-authentication", "forbidden"]))
 async def test_authentication_is_unavailable_at_once(tmp_path, name):
     outcome, fake = await _run(tmp_path, [_reply(name)], fallback_model="other")
     assert outcome.status == S.UNAVAILABLE and outcome.reason.startswith("authentication: HTTP 40")
@@ -202,7 +206,7 @@ def test_no_name_is_a_network_error_at_once(monkeypatch):
     assert [e["type"] for e in events] == ["request", "error"]
 
 
-@pytest.mark.parametrize("name", ["openai-context-length", "litellm-context-window"])
+@pytest.mark.parametrize("name", first_in_inner_loop(["openai-context-length", "litellm-context-window"]))
 async def test_a_prompt_too_long_is_said_plainly(tmp_path, name):
     outcome, fake = await _run(tmp_path, [_reply(name)])
     assert outcome.status == S.FAILED and "the prompt is too long for the model" in outcome.reason

@@ -7,14 +7,16 @@ import ast
 import tomllib
 from pathlib import Path
 
+from tests.sourcetree import parsed
+
 ROOT = Path(__file__).resolve().parent.parent
 MAX_LINES = 80
 
-def long_functions(source: str, max_lines: int = MAX_LINES) -> list[tuple[str, int]]:
-    """(name, lines) of every function or method in `source` longer than `max_lines`,
+def long_functions(tree: ast.AST, max_lines: int = MAX_LINES) -> list[tuple[str, int]]:
+    """(name, lines) of every function or method in `tree` longer than `max_lines`,
     counted from its `def` line to its last line (decorators not counted)."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             assert node.end_lineno is not None
             lines = node.end_lineno - node.lineno + 1
@@ -28,7 +30,7 @@ def test_no_function_in_spar_is_over_80_lines() -> None:
     over = []
     for path in sorted((ROOT / "spar").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
-        for name, lines in long_functions(path.read_text(encoding="utf-8")):
+        for name, lines in long_functions(parsed(path)):
             over.append(f"{rel}: {name} has {lines} lines")
     assert over == []
 
@@ -37,10 +39,10 @@ def test_the_check_catches_a_long_function() -> None:
     """Issue 21 point 3, control: an 81-line function (a nested one too) is reported, 80 lines is not."""
     body = "".join(f"    x{n} = {n}\n" for n in range(79))
     too_long = "def fits():\n" + body + "    return 0\n"  # 1 + 79 + 1 = 81 lines
-    assert long_functions(too_long) == [("fits", 81)]
-    assert long_functions("def fits():\n" + body) == []  # 80 lines
+    assert long_functions(ast.parse(too_long)) == [("fits", 81)]
+    assert long_functions(ast.parse("def fits():\n" + body)) == []  # 80 lines
     nested = "class C:\n    def outer(self):\n" + "".join("        " + line + "\n" for line in too_long.splitlines())
-    assert ("fits", 81) in long_functions(nested)
+    assert ("fits", 81) in long_functions(ast.parse(nested))
 
 
 def test_ruff_checks_complexity_at_15() -> None:

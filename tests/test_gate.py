@@ -29,7 +29,8 @@ DESIGN_KEYS = ["schema", "state", "reasons", "head", "base", "criteria_digest", 
 
 
 def _commits(repo):
-    return git(repo, "rev-parse", "HEAD").strip(), git(repo, "rev-parse", "HEAD~1").strip()
+    base, head = rf.head_and_base(repo)
+    return head, base
 
 
 def _finding(spec: dict) -> dict:

@@ -43,16 +43,23 @@ def two_commits(tmp_path):
 G27_ROWS = json.loads((DATA / "g27_revisions.json").read_text())["rows"]
 
 
+@pytest.fixture(scope="module")
+def g27_revisions(tmp_path_factory):
+    """One repository for every row (resolving a revision changes nothing, and each row
+    checks that), with its revisions by placeholder."""
+    repo = make_repo(tmp_path_factory.mktemp("g27"), {"a.txt": "one\n", "dir/b.txt": "b\n"})
+    base = run_git(repo, "rev-parse", "HEAD").strip()
+    run_git(repo, "tag", "-a", "v1", "-m", "tag")
+    head = commit(repo, {"a.txt": "two\n"}, message="second")
+    return repo, {"{head}": head, "{head_short}": head[:7], "{base}": base,
+                  "{blob}": run_git(repo, "rev-parse", "HEAD:a.txt").strip(),
+                  "{tree}": run_git(repo, "rev-parse", "HEAD^{tree}").strip()}
+
+
 @pytest.mark.parametrize("row", G27_ROWS, ids=[repr(r["rev"]) for r in G27_ROWS])
-def test_resolve_commit_g27(two_commits, row, monkeypatch, tmp_path):
-    repo, base, head = two_commits
-    fill = {
-        "{head}": head,
-        "{head_short}": head[:7],
-        "{base}": base,
-        "{blob}": run_git(repo, "rev-parse", "HEAD:a.txt").strip(),
-        "{tree}": run_git(repo, "rev-parse", "HEAD^{tree}").strip(),
-    }
+def test_resolve_commit_g27(g27_revisions, row, monkeypatch, tmp_path):
+    repo, fill = g27_revisions
+    head, base = fill["{head}"], fill["{base}"]
     rev = fill.get(row["rev"], row["rev"])
     cwd = tmp_path / "cwd"
     cwd.mkdir()

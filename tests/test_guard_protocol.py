@@ -21,6 +21,7 @@ from spar.proc.guard_protocol import (
     encode_status,
     take_requests,
 )
+from tests.sourcetree import parsed
 
 SPAR = Path(__file__).resolve().parent.parent / "spar"
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
@@ -80,7 +81,7 @@ def _status_spellings(path: Path) -> list[str]:
     """Status lines written or parsed by hand: a b"P"/b"X" literal, `.startswith("P")`, or an
     f-string starting with the letter (a bare "X" is also /proc's state of a dead process)."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         bare = isinstance(node, ast.Constant) and isinstance(node.value, bytes) and node.value in LETTERS
         prefix = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                   and node.func.attr == "startswith" and node.args and isinstance(node.args[0], ast.Constant)

@@ -8,6 +8,7 @@ import ast
 from pathlib import Path
 
 from tests.gitrepo import write_tree
+from tests.sourcetree import parsed
 
 SPAR = Path(__file__).resolve().parent.parent / "spar"
 
@@ -36,7 +37,7 @@ def duplicate_names(root: Path) -> dict[str, list[str]]:
     where: dict[str, list[str]] = {}
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root.parent).as_posix()
-        for name in public_names(ast.parse(path.read_text(encoding="utf-8"))):
+        for name in public_names(parsed(path)):
             where.setdefault(name, []).append(rel)
     return {name: paths for name, paths in where.items() if len(paths) > 1
             and not all(p.startswith(ENTRY_POINTS.get(name, ("\0",))) for p in paths)}
@@ -45,8 +46,11 @@ def duplicate_names(root: Path) -> dict[str, list[str]]:
 def computed_field_reads(path: Path) -> list[str]:
     """`line: call` for each getattr/setattr/hasattr/delattr whose attribute name is built
     at run time from text (an f-string, or text joined with +)."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    found: list[str] = []
+    source = path.read_text(encoding="utf-8")
+    if not any(name in source for name in NAME_READERS):
+        return found  # no such call to look for
+    for node in ast.walk(parsed(path)):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in NAME_READERS
                 and len(node.args) > 1 and isinstance(node.args[1], ast.JoinedStr | ast.BinOp)):
             found.append(f"{node.lineno}: {ast.unparse(node)}")

@@ -14,6 +14,7 @@ from spar.config.model import ReviewerConfig
 from spar.presets import get_preset
 from spar.presets.command import substitute
 from spar.round.interface import InputSpec, RunPaths
+from tests.innerloop import kept_in_inner_loop
 
 FAKES = Path(__file__).parent / "fakes"
 SCHEMA = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"],
@@ -136,7 +137,9 @@ def test_fake_accepts_preset_argv_and_reads_the_input(preset, paths, tmp_path):
     assert rec["model"] == "some-model"
 
 
-@pytest.mark.parametrize("prog,argv,code,message", [
+# these run the fakes alone (no Spar code): the inner loop runs one row per program, the
+# full suite every row
+REJECTED = [
     ("claude", ["-p", "--output-format", "stream-json"], 1, "requires --verbose"),
     ("claude", ["-p", "--output-format", "stream-json", "--verbose", "--effort", "huge"], 1, "--effort"),
     ("claude", ["-p", "--output-format", "stream-json", "--verbose", "--json-schema", "/path/schema.json"], 1,
@@ -151,7 +154,11 @@ def test_fake_accepts_preset_argv_and_reads_the_input(preset, paths, tmp_path):
     ("agy", ["--output-format", "stream-json", "--mode", "plan"], 2, "-p"),
     ("agy", ["-p", "x", "--mode", "plan", "--json-schema", "/no/such/schema.json"], 2, "--json-schema"),
     ("agy", ["-p", "x", "--yolo"], 2, "unknown flag"),
-])
+]
+
+
+@pytest.mark.parametrize("prog,argv,code,message", kept_in_inner_loop(
+    REJECTED, lambda index, row: row[0] not in {earlier[0] for earlier in REJECTED[:index]}))
 def test_fake_rejects_what_the_real_program_rejects(prog, argv, code, message, paths, tmp_path):
     argv = [a.replace("{ws}", str(paths.workspace)) for a in argv]
     proc, _ = _run_fake([str(FAKES / prog), *argv], cwd=paths.workspace, stdin="packet", tmp_path=tmp_path)

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from spar.records.model import ReviewerStatus
+from tests.innerloop import first_in_inner_loop
 from tests.reviewerround import Round
 
 BODY = {"type": "error", "error": {"type": "usage_limit_reached", "message": "The usage limit has been reached",
@@ -17,11 +18,13 @@ BODY = {"type": "error", "error": {"type": "usage_limit_reached", "message": "Th
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("text, resets", [
+# test_refusal reads both shapes' kind and reset (tests/data/refusals.json); a round with
+# each runs in the full suite, with the reference body in the inner loop
+@pytest.mark.parametrize("text, resets", first_in_inner_loop([
     (json.dumps(BODY, separators=(",", ":")), "2026-05-04T23:16:08Z"),
     ("stream error: " + json.dumps({"error": {"type": "usage_limit_reached", "resets_in_seconds": 13872}}),
      "3h51m12s"),
-], ids=["reference body", "type alone"])
+], ids=["reference body", "type alone"]))
 async def test_service_quota_body_falls_back_and_records_the_reset(tmp_path, text, resets):
     """Point 5: codex's turn fails with the service's error body: unavailable (quota) with its
     reset time, then the fallback model answers."""

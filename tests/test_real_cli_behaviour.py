@@ -35,7 +35,9 @@ async def test_codex_notices_then_a_completed_turn_is_completed(tmp_path):
             rnd.job("fails", "codex", {"before": _reconnects(), "turn_failed": "stream disconnected"})]
     stream = io.StringIO()
     progress = Progress(stream)
-    ok, failed = await rnd.run(jobs, progress=progress)
+    # no backoff before the one retry of the transient failure (tests/test_transient_retry.py
+    # tests the retry and its backoff; here it would only wait)
+    ok, failed = await rnd.run(jobs, progress=progress, transient_backoff=0)
     assert (ok.status, ok.result, len(ok.attempts)) == ("completed", ANSWER, 1)  # no fallback spent
     assert failed.status == "failed" and "turn failed: stream disconnected" in failed.reason
     lines = stream.getvalue().splitlines()
@@ -47,7 +49,7 @@ async def test_codex_notices_then_a_completed_turn_is_completed(tmp_path):
 async def test_codex_notices_without_a_completed_turn_fail_with_the_last_error(tmp_path):
     rnd = Round(tmp_path)
     (outcome,) = await rnd.run([rnd.job("codex", "codex", {"before": _reconnects(), "no_result": True,
-                                                          "exit_code": 1})])
+                                                          "exit_code": 1})], transient_backoff=0)
     assert outcome.status == "failed"
     assert "error: Reconnecting... waiting for network" in outcome.reason
 

@@ -33,6 +33,15 @@ def repo(tmp_path_factory):
     return repo
 
 
+@pytest.fixture(scope="module")
+def revisions(repo):
+    """The repository's revisions by placeholder, read once: no test commits to it."""
+    head = git(repo, "rev-parse", "HEAD").strip()
+    return {"{head}": head, "{head_short}": head[:7], "{base}": git(repo, "rev-parse", "HEAD~1").strip(),
+            "{blob}": git(repo, "rev-parse", "HEAD:a.txt").strip(),
+            "{tree}": git(repo, "rev-parse", "HEAD^{tree}").strip()}
+
+
 def _findings():
     return [rf.finding("claude", 1, cls="defect"), rf.finding("claude", 2, cls="requirement-question"),
             rf.finding("claude", 3, cls="hardening"), rf.finding("claude", 4, cls="note"),
@@ -47,24 +56,24 @@ def _series(repo, ledger=None):
     return series
 
 
-def _fill(value, repo):
-    head = git(repo, "rev-parse", "HEAD").strip()
+def _fill(value, head):
     if isinstance(value, str):
         return value.replace("{head_short}", head[:7]).replace("{head}", head)
     if isinstance(value, list):
-        return [_fill(v, repo) for v in value]
+        return [_fill(v, head) for v in value]
     if isinstance(value, dict):
-        return {k: _fill(v, repo) for k, v in value.items()}
+        return {k: _fill(v, head) for k, v in value.items()}
     return value
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["name"] for r in ROWS])
-def test_g30_rows(repo, capsys, row):
+def test_g30_rows(repo, revisions, capsys, row):
+    head = revisions["{head}"]
     series = _series(repo, row.get("ledger"))
     r2 = series / "r2"
     before = rf.snapshot(series)
     ledger_before = rf.read_jsonl(r2 / "ledger.jsonl")
-    code = spar_main(["triage", str(r2), row["finding"], *_fill(row["args"], repo)])
+    code = spar_main(["triage", str(r2), row["finding"], *_fill(row["args"], head)])
     err = capsys.readouterr().err
     assert code == row["exit"], err
     if code == 0:
@@ -73,7 +82,7 @@ def test_g30_rows(repo, capsys, row):
         new = lines[-1]
         at = new.pop("at")
         assert at.endswith("Z")
-        assert new == _fill(row["line"], repo)
+        assert new == _fill(row["line"], head)
         # one line, whole; summary.md rewritten to show it; nothing else in the series changed
         after = rf.snapshot(series)
         changed = {k for k in after if after[k] != before.get(k)}
@@ -87,15 +96,12 @@ def test_g30_rows(repo, capsys, row):
 
 
 @pytest.mark.parametrize("row", G27_ROWS, ids=[repr(r["rev"]) for r in G27_ROWS])
-def test_g27_commit(repo, capsys, tmp_path, monkeypatch, row):
+def test_g27_commit(repo, revisions, capsys, tmp_path, monkeypatch, row):
     """--commit resolves in the round's repository (not the current folder) per G27."""
     series = _series(repo)
     r2 = series / "r2"
-    head = git(repo, "rev-parse", "HEAD").strip()
-    base = git(repo, "rev-parse", "HEAD~1").strip()
-    fill = {"{head}": head, "{head_short}": head[:7], "{base}": base,
-            "{blob}": git(repo, "rev-parse", "HEAD:a.txt").strip(), "{tree}": git(repo, "rev-parse", "HEAD^{tree}").strip()}
-    rev = fill.get(row["rev"], row["rev"])
+    head, base = revisions["{head}"], revisions["{base}"]
+    rev = revisions.get(row["rev"], row["rev"])
     cwd = tmp_path / "elsewhere"
     cwd.mkdir()
     monkeypatch.chdir(cwd)

@@ -106,8 +106,8 @@ async def test_notice_followed_by_model_output_stays_transient(tmp_path):
     offline = [json.loads(line) for line in
                (CAPTURES / "offline-900-codex.stdout.log").read_text(encoding="utf-8").splitlines()[2:9]]
     thinking = {"type": "item.completed", "item": {"id": "item_1", "type": "reasoning", "text": "back online"}}
-    (outcome,) = await rnd.run([rnd.job("flaky", "codex", {"before": [*offline, thinking], "delay": 4},
-                                        unreachable_seconds=2)])
+    (outcome,) = await rnd.run([rnd.job("flaky", "codex", {"before": [*offline, thinking], "delay": 2},
+                                        unreachable_seconds=1)])
     assert outcome.status == ReviewerStatus.COMPLETED, outcome.reason
     assert outcome.result is not None
 

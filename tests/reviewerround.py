@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
 import anyio
+import pytest
 
 from spar.config.model import ReviewerConfig
 from spar.presets import get_preset, prepare_input
@@ -20,6 +22,14 @@ FAKES = Path(__file__).parent / "fakes"
 STRICT_SCHEMA = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"],
                  "additionalProperties": False}
 PACKET = "# Review packet\n\nhead: abc1234\n"
+
+
+def bwrap_or_skip() -> str:
+    """bwrap's path, for `Round.run(..., sandbox=)`; the test skips without it."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        pytest.skip("needs bwrap (bubblewrap; .ci/run installs it)")
+    return bwrap
 
 
 class Round:

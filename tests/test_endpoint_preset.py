@@ -13,7 +13,7 @@ from spar.judge.endpoint import classify_error, prompt_cut, retry_after
 from spar.records.model import ReviewerStatus as S
 from tests.endpointfake import FakeEndpoint, Reply, answer_chunks
 from tests.innerloop import first_in_inner_loop, kept_in_inner_loop
-from tests.reviewerround import STRICT_SCHEMA, Round
+from tests.reviewerround import STRICT_SCHEMA, Round, bwrap_or_skip
 
 pytestmark = pytest.mark.anyio
 
@@ -221,11 +221,7 @@ async def test_another_refusal_is_failed_with_the_servers_words(tmp_path):
 async def test_the_client_runs_inside_the_sandbox_too(tmp_path):
     """Spar's own client is a reviewer process like any other: in bwrap it must still find
     Python and the spar package (an editable install keeps it outside the interpreter's prefix)."""
-    import shutil
-
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        pytest.skip("needs bwrap (bubblewrap; .ci/run installs it)")
+    bwrap = bwrap_or_skip()
     r = Round(tmp_path)
     with FakeEndpoint([Reply(chunks=answer_chunks(GOOD, usage=USAGE))]) as fake:
         job = r.job("ep", "openai-compatible", base_url=fake.base_url, model="fake-model")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 import ssl
 import time
 from urllib.parse import urlsplit
@@ -24,7 +23,7 @@ from spar.records.model import ReviewerStatus as S
 from tests.endpointfake import FakeEndpoint, Reply, answer_chunks
 from tests.proctools import HANG
 from tests.proxyfake import FakeProxy
-from tests.reviewerround import Round
+from tests.reviewerround import Round, bwrap_or_skip
 
 GOOD = json.dumps({"x": "fine"})
 BASIC = "Basic " + base64.b64encode(b"me@corp:p:ss").decode()
@@ -148,9 +147,7 @@ async def test_a_reviewer_gets_its_answer_through_the_proxy_the_user_set(tmp_pat
     """The whole path: the user's HTTPS_PROXY and SSL_CERT_FILE reach the client (network
     settings pass to every reviewer), which streams its answer through the tunnel, in the
     sandbox too."""
-    bwrap = shutil.which("bwrap") if sandboxed else None
-    if sandboxed and bwrap is None:
-        pytest.skip("needs bwrap (bubblewrap; .ci/run installs it)")
+    bwrap = bwrap_or_skip() if sandboxed else None
     server, ca_file = tls
     r = Round(tmp_path)
     answer = Reply(chunks=answer_chunks(GOOD))

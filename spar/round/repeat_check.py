@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-import anyio
-
 from spar.config.model import VerifyConfig
 from spar.errors import RecordError
 from spar.judge.dispositions import standing
@@ -35,7 +33,7 @@ from spar.round.interrupt import work_until_signal
 from spar.round.packet import code_span, fence
 from spar.round.runner import ReviewerJob, ReviewerOutcome, RunSettings, run_reviewer, run_settings
 from spar.round.summary_file import write_summary
-from spar.round.verification import Spend, vendors
+from spar.round.verification import Spend, per_verifier, vendors
 
 FOLDER = Path("verify") / "repeats"
 TEXT_LIMIT = 4000  # characters of one quoted field
@@ -149,25 +147,15 @@ def _job(run: _Run, call: RepeatCall, call_id: str) -> ReviewerJob:
 
 
 async def _run_calls(run: _Run, calls: list[RepeatCall]) -> None:
-    queues: dict[str, list[int]] = {}
-    for n, call in enumerate(calls):
-        queues.setdefault(call.verifier.name, []).append(n)
+    async def start(n: int) -> None:
+        call_id = f"R{run.number}"  # taken before any await: no two calls share one
+        run.number += 1
+        assert run.settings is not None
+        outcome = await run_reviewer(_job(run, calls[n], call_id), run.settings)
+        run.outcomes[n] = (call_id, outcome)
+        run.spend.take(call_id, outcome)
 
-    async def work(queue: list[int]) -> None:
-        for n in queue:
-            if run.spend.over():
-                run.skipped.append(n)
-                continue
-            call_id = f"R{run.number}"  # taken before any await: no two calls share one
-            run.number += 1
-            assert run.settings is not None
-            outcome = await run_reviewer(_job(run, calls[n], call_id), run.settings)
-            run.outcomes[n] = (call_id, outcome)
-            run.spend.take(call_id, outcome)
-
-    async with anyio.create_task_group() as tg:
-        for queue in queues.values():
-            tg.start_soon(work, queue)
+    await per_verifier(range(len(calls)), lambda n: calls[n].verifier.name, run.spend, start, run.skipped.append)
 
 
 def _call_record(call: RepeatCall, call_id: str, outcome: ReviewerOutcome) -> RepeatCheck:

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import anyio
 
@@ -59,6 +59,7 @@ from spar.round.verify_input import VERIFY_SCHEMA, verifier_input
 from spar.series import repository_of
 
 VERIFY_DIR = "verify"
+T = TypeVar("T")
 
 
 @dataclass
@@ -177,27 +178,41 @@ def _cost(outcome: ReviewerOutcome) -> float | None:
     return float(cost)
 
 
-async def run_calls(v: VerifyRun, calls: list[_Call], settings: RunSettings) -> Spend:
-    """Every call, one at a time per verifier, all verifiers at once; ids in start order."""
-    cost_bound = v.config.max_cost_usd
-    spend = Spend(max_cost=float(cost_bound) if cost_bound is not None else None)
-    queues: dict[str, list[_Call]] = {}
-    for call in calls:
-        queues.setdefault(call.plan.verifier.name, []).append(call)
+async def per_verifier(items: Sequence[T], verifier_of: Callable[[T], str], spend: Spend,
+                       start: Callable[[T], Awaitable[None]], skip: Callable[[T], None]) -> None:
+    """Each verifier's items one at a time, all verifiers at once (verification and repeat
+    checks alike): an item whose turn comes once `spend` is over is skipped, never started."""
+    queues: dict[str, list[T]] = {}
+    for item in items:
+        queues.setdefault(verifier_of(item), []).append(item)
 
-    async def work(queue: list[_Call]) -> None:
-        for call in queue:
+    async def work(queue: list[T]) -> None:
+        for item in queue:
             if spend.over():
-                call.skipped = spend.stopped = True
-                continue
-            call.call_id = f"V{spend.next_number}"  # taken before any await: no two calls share one
-            spend.next_number += 1
-            call.outcome = await run_reviewer(_job(v, call), settings)
-            spend.take(call.call_id, call.outcome)
+                skip(item)
+            else:
+                await start(item)
 
     async with anyio.create_task_group() as tg:
         for queue in queues.values():
             tg.start_soon(work, queue)
+
+
+async def run_calls(v: VerifyRun, calls: list[_Call], settings: RunSettings) -> Spend:
+    """Every call, one at a time per verifier, all verifiers at once; ids in start order."""
+    cost_bound = v.config.max_cost_usd
+    spend = Spend(max_cost=float(cost_bound) if cost_bound is not None else None)
+
+    async def start(call: _Call) -> None:
+        call.call_id = f"V{spend.next_number}"  # taken before any await: no two calls share one
+        spend.next_number += 1
+        call.outcome = await run_reviewer(_job(v, call), settings)
+        spend.take(call.call_id, call.outcome)
+
+    def skip(call: _Call) -> None:
+        call.skipped = spend.stopped = True
+
+    await per_verifier(calls, lambda call: call.plan.verifier.name, spend, start, skip)
     return spend
 
 

@@ -8,23 +8,37 @@ program's argv, and gets the argv that runs the program inside it. What every ja
   `/etc`, only the files that name hosts, users, certificates and the dynamic linker's
   cache (`ETC_NAMES`), each bound as the file it leads to (`/etc/resolv.conf` may be a link
   into `/run`);
-- a `/proc` of its own in a new PID namespace (no process outside it can be seen, read
-  or signalled), a minimal `/dev` with a private `devpts` (no terminal of the user's), a
-  new session (no controlling terminal), every capability dropped (root inside can mount
-  nothing), and its end with its parent's;
+- namespaces of its own (`NAMESPACES`): a user namespace (as root too: the user's keyring
+  of the kernel is looked up per user namespace, so a new one holds none of the user's
+  keys), a PID namespace with its own `/proc` (no process outside it can be seen, read or
+  signalled), an IPC namespace (no System V shared memory, semaphore or message queue of
+  the user's);
+- when Spar runs as root (uid or group 0), the entries of `/proc` that change the host when
+  written (`PROC_COVERS`: sysctls such as `kernel.core_pattern`, which makes the kernel run
+  a program as host root) shown read-only: the kernel lets global root write them whatever
+  its capabilities and user namespace. Not for other users, whom the kernel refuses anyway:
+  a cover over `/proc` stops a nested sandbox (codex's own) from mounting a `/proc`;
+- a minimal `/dev` with a private `devpts` (no terminal of the user's), a new session (no
+  controlling terminal), every capability dropped (root inside can mount nothing), and its
+  end with its parent's. (The keeper that starts it gives it a new session keyring:
+  `spar.proc.keyring`.)
 - the network as it is: CLIs need their service.
 
 Everything else of the file system is absent unless the `Jail` binds it. `probe` says
-whether bwrap starts at all here (it cannot without user namespaces: Ubuntu's AppArmor
-rule, Docker's default seccomp profile).
+whether a jail holds here: bwrap must start (it cannot without user namespaces: Ubuntu's
+AppArmor rule, Docker's default seccomp profile), and the program inside must find itself
+in a new PID namespace, a file of the host's absent and the sysctls read-only; a program
+named bwrap that runs its command without a jail is refused.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import subprocess
+import tempfile
 from dataclasses import dataclass
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -33,6 +47,9 @@ ETC_NAMES = ("resolv.conf", "hosts", "nsswitch.conf", "host.conf", "gai.conf", "
              "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl/certs", "ssl/openssl.cnf", "ca-certificates",
              "pki/tls/certs", "pki/ca-trust", "crypto-policies", "alternatives", "protocols", "services",
              "mime.types", "claude-code", "codex")  # the CLIs' managed policies apply inside too
+# one list of the namespaces every jail has of its own (bwrap's flags)
+NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc")
+PROC_COVERS = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 PROBE_SECONDS = 10.0
 _PROBE_OUTPUT = 4096  # bytes of bwrap's complaint kept
 
@@ -74,9 +91,24 @@ def system_args() -> list[str]:
     return args
 
 
+def _root_like() -> bool:
+    """The kernel gives this process the owner's (or group's) rights on sysctls: uid or group 0."""
+    return os.geteuid() == 0 or os.getegid() == 0 or 0 in os.getgroups()
+
+
+def proc_args() -> list[str]:
+    """The jail's own `/proc`, with `PROC_COVERS` read-only (the host's entries, whose writes
+    would act on the host) where this process is root-like."""
+    args = ["--proc", "/proc"]
+    if _root_like():
+        for path in PROC_COVERS:
+            args += ["--ro-bind-try", path, path]
+    return args
+
+
 def _base_args(bwrap: str) -> list[str]:
-    return [bwrap, "--unshare-pid", "--new-session", "--die-with-parent", "--cap-drop", "ALL",
-            "--proc", "/proc", "--dev", "/dev", *system_args()]
+    return [bwrap, *NAMESPACES, "--new-session", "--die-with-parent", "--cap-drop", "ALL",
+            *proc_args(), "--dev", "/dev", *system_args()]
 
 
 def jail_argv(jail: Jail, argv: list[str]) -> list[str]:
@@ -97,25 +129,60 @@ def find_bwrap(path_env: str | None) -> str | None:
     return os.path.abspath(found) if found else None
 
 
+# run inside the probe's jail: $1 a file of the host's, $2 the word to print when all holds;
+# the program is pid 2 under bwrap's own init in a new PID namespace
+_PROBE_SCRIPT = """[ "$$" -le 2 ] || exit 3
+[ ! -e "$1" ] || exit 4
+[ ! -w /proc/sys/kernel/core_pattern ] || exit 5
+echo "$2"
+"""
+_PROBE_FAILURES = {3: "the program inside is not in a PID namespace of its own",
+                   4: "the program inside sees a file of the host's",
+                   5: "the program inside may write /proc/sys"}
+
+
 def probe(bwrap: str) -> str | None:
-    """None when `bwrap` starts a program in a jail here; else why not (its own words)."""
-    true = "/usr/bin/true" if os.path.exists("/usr/bin/true") else "/bin/true"
-    argv = [*_base_args(bwrap), "--tmpfs", "/tmp", "--", true]
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                start_new_session=True)
-    except OSError as exc:
-        return f"{bwrap} cannot be started: {exc.strerror or exc}"
-    try:
-        _, err = proc.communicate(timeout=PROBE_SECONDS)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        return f"{bwrap} did not start a program within {PROBE_SECONDS:g}s"
-    if proc.returncode == 0:
+    """None when `bwrap` makes a jail that holds here (checked from inside: a new PID
+    namespace, a file planted on the host absent, /proc/sys read-only); else why not."""
+    shell = "/bin/sh" if os.path.exists("/bin/sh") else "/usr/bin/sh"
+    word = f"spar-probe-{secrets.token_hex(8)}"
+    with tempfile.TemporaryDirectory(prefix="spar-probe-") as folder:
+        planted = os.path.join(folder, "planted")
+        with open(planted, "w", encoding="utf-8") as f:
+            f.write("the host's\n")
+        argv = [*_base_args(bwrap), "--tmpfs", "/tmp", "--", shell, "-c", _PROBE_SCRIPT, "sh", planted, word]
+        ran = _run_probe(bwrap, argv)
+    if isinstance(ran, str):
+        return ran
+    code, out, err = ran
+    said = err.decode("utf-8", errors="replace").strip().splitlines()
+    if code in _PROBE_FAILURES:
+        return f"{bwrap} does not make a jail that holds: " + _PROBE_FAILURES[code]
+    if code == 0 and out.decode("utf-8", errors="replace").strip() == word:
         return None
-    said = err[-_PROBE_OUTPUT:].decode("utf-8", errors="replace").strip().splitlines()
-    return f"{bwrap} cannot make a sandbox here (exit {proc.returncode})" + (f": {said[-1]}" if said else "")
+    if code == 0:
+        return f"{bwrap} does not make a jail that holds: the program inside did not run or said something else"
+    return f"{bwrap} cannot make a sandbox here (exit {code})" + (f": {said[-1]}" if said else "")
 
 
-__all__ = ["Bind", "Jail", "find_bwrap", "jail_argv", "probe", "system_args"]
+def _run_probe(bwrap: str, argv: list[str]) -> tuple[int, bytes, bytes] | str:
+    """(exit code, the first bytes of stdout, the last of stderr) of the probe; or why it did not end."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+        except OSError as exc:
+            return f"{bwrap} cannot be started: {exc.strerror or exc}"
+        try:
+            proc.wait(timeout=PROBE_SECONDS)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return f"{bwrap} did not start a program within {PROBE_SECONDS:g}s"
+        out.seek(0)
+        size = err.seek(0, os.SEEK_END)
+        err.seek(max(0, size - _PROBE_OUTPUT))
+        return proc.returncode, out.read(_PROBE_OUTPUT), err.read(_PROBE_OUTPUT)
+
+
+__all__ = ["NAMESPACES", "PROC_COVERS", "Bind", "Jail", "find_bwrap", "jail_argv", "probe", "proc_args",
+           "system_args"]

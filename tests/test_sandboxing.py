@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from spar.commands.doctor import sandbox_check
 from spar.config.load import load_config
 from spar.errors import ConfigError, Refused
 from spar.presets import get_preset
-from spar.proc.sandbox import Jail, jail_argv
+from spar.proc.sandbox import Jail, jail_argv, probe
 from spar.round.interface import RunPaths
 from spar.round.sandboxing import HOME_INSIDE, choose_sandbox, confined
+from tests.reviewerround import bwrap_or_skip
 from tests.runsetup import make_setup, result
 
 FAILING_BWRAP = "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n"
@@ -59,6 +61,32 @@ def test_each_mode_where_bwrap_is_missing_or_cannot_start(tmp_path):
     with pytest.raises(Refused) as err:
         choose_sandbox("required", missing)
     assert "bwrap (bubblewrap) is not installed" in err.value.message and "apt-get install bubblewrap" in err.value.message
+
+
+# programs named bwrap that make no jail: one runs the command as it is, one only says yes
+SHIM_RUNS_COMMAND = '#!/bin/sh\nwhile [ "$#" -gt 0 ] && [ "$1" != "--" ]; do shift; done\nshift\nexec "$@"\n'
+SHIM_TRUE = "#!/bin/sh\nexit 0\n"
+
+
+@pytest.mark.parametrize("shim", [SHIM_RUNS_COMMAND, SHIM_TRUE])
+def test_a_bwrap_that_makes_no_jail_is_refused_and_never_reported_as_a_sandbox(tmp_path, shim):
+    """The probe checks from inside (a PID namespace of its own, a planted host file absent),
+    not bwrap's exit code: `required` refuses, `auto` runs without, doctor says it is a problem."""
+    shims = _bin(tmp_path / "shim", shim)
+    why = choose_sandbox("auto", shims).why
+    assert choose_sandbox("auto", shims).bwrap is None and "does not make a jail that holds" in why, why
+    with pytest.raises(Refused) as err:
+        choose_sandbox("required", shims)
+    assert "does not make a jail that holds" in err.value.message
+    check, choice = sandbox_check("required", {"PATH": shims})
+    assert check.status == "problem" and choice is None
+    check, choice = sandbox_check("auto", {"PATH": shims})
+    assert check.status == "warning" and choice is not None and choice.bwrap is None
+
+
+def test_the_real_bwrap_passes_the_probe_from_inside():
+    bwrap = bwrap_or_skip()
+    assert probe(bwrap) is None
 
 
 def _paths(tmp_path: Path) -> RunPaths:
@@ -105,7 +133,7 @@ def test_a_jail_shows_the_workspace_the_cli_and_its_login_and_nothing_of_the_hom
     assert not any(str(paths.round_dir).startswith(t + "/") for t in shown)  # no parent of the round
     assert jail.env["HOME"] == HOME_INSIDE and jail.env["TMPDIR"] == "/tmp"
     assert argv[argv.index("--chdir") + 1] == str(paths.workspace) and argv[-2:] == [exe, "-p"]
-    for flag in ("--unshare-pid", "--new-session", "--die-with-parent", "--cap-drop"):
+    for flag in ("--unshare-pid", "--unshare-ipc", "--seccomp", "--new-session", "--die-with-parent", "--cap-drop"):
         assert flag in argv
 
 

@@ -8,20 +8,22 @@ program's argv, and gets the argv that runs the program inside it. What every ja
   `/etc`, only the files that name hosts, users, certificates and the dynamic linker's
   cache (`ETC_NAMES`), each bound as the file it leads to (`/etc/resolv.conf` may be a link
   into `/run`);
-- namespaces of its own (`NAMESPACES`): a user namespace (as root too: the user's keyring
-  of the kernel is looked up per user namespace, so a new one holds none of the user's
-  keys), a PID namespace with its own `/proc` (no process outside it can be seen, read or
-  signalled), an IPC namespace (no System V shared memory, semaphore or message queue of
-  the user's);
+- namespaces of its own (`NAMESPACES`, one list): a PID namespace with its own `/proc` (no
+  process outside it can be seen, read or signalled), an IPC namespace (no System V shared
+  memory, semaphore or message queue of the user's); bwrap adds a user namespace for a
+  user other than root;
 - when Spar runs as root (uid or group 0), the entries of `/proc` that change the host when
   written (`PROC_COVERS`: sysctls such as `kernel.core_pattern`, which makes the kernel run
   a program as host root) shown read-only: the kernel lets global root write them whatever
   its capabilities and user namespace. Not for other users, whom the kernel refuses anyway:
   a cover over `/proc` stops a nested sandbox (codex's own) from mounting a `/proc`;
+- no kernel keyring (a seccomp filter, `keyring_filter`: keyctl, add_key and request_key
+  fail with EPERM): keys are reached by uid, which a user namespace keeps (the user's own
+  keyring, listed in /proc/keys, could be linked and read), and request_key would make the
+  kernel run /sbin/request-key on the host;
 - a minimal `/dev` with a private `devpts` (no terminal of the user's), a new session (no
   controlling terminal), every capability dropped (root inside can mount nothing), and its
-  end with its parent's. (The keeper that starts it gives it a new session keyring:
-  `spar.proc.keyring`.)
+  end with its parent's;
 - the network as it is: CLIs need their service.
 
 Everything else of the file system is absent unless the `Jail` binds it. `probe` says
@@ -33,12 +35,16 @@ named bwrap that runs its command without a jail is refused.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -48,7 +54,7 @@ ETC_NAMES = ("resolv.conf", "hosts", "nsswitch.conf", "host.conf", "gai.conf", "
              "pki/tls/certs", "pki/ca-trust", "crypto-policies", "alternatives", "protocols", "services",
              "mime.types", "claude-code", "codex")  # the CLIs' managed policies apply inside too
 # one list of the namespaces every jail has of its own (bwrap's flags)
-NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc")
+NAMESPACES = ("--unshare-pid", "--unshare-ipc")
 PROC_COVERS = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 PROBE_SECONDS = 10.0
 _PROBE_OUTPUT = 4096  # bytes of bwrap's complaint kept
@@ -66,13 +72,47 @@ class Bind:
 @dataclass(frozen=True)
 class Jail:
     """What a program sees: `private` folders (empty, writable, gone with it) made first,
-    then `binds` in order, then the symbolic `links` (target, path); it starts in `cwd`."""
+    then `binds` in order, then the symbolic `links` (target, path); it starts in `cwd`;
+    `seccomp` names a file holding `keyring_filter()` (written by the caller, kept while
+    the jail starts)."""
 
     bwrap: str  # the bwrap executable (absolute)
     cwd: str
     private: tuple[str, ...] = ()
     binds: tuple[Bind, ...] = ()
     links: tuple[tuple[str, str], ...] = ()
+    seccomp: str | None = None
+
+
+# the kernel's keyring calls per architecture (AUDIT_ARCH_*): add_key, request_key, keyctl
+KEYRING_CALLS = {0xC000003E: (248, 249, 250), 0x40000003: (286, 287, 288), 0xC00000B7: (217, 218, 219),
+                 0x40000028: (309, 310, 311), 0xC00000F3: (217, 218, 219), 0xC0000015: (269, 270, 271),
+                 0x80000016: (278, 279, 280)}
+_X32_BIT = 0x40000000  # x86_64's x32 calls: the same numbers with this bit
+_LD_ABS, _JEQ, _AND, _RET = 0x20, 0x15, 0x54, 0x06
+_ALLOW, _EPERM = 0x7FFF0000, 0x00050000 | 1
+_SECCOMP_FD = 9  # where the shell around bwrap opens the filter's file
+
+
+def keyring_filter() -> bytes:
+    """A seccomp program (classic BPF, as bwrap's --seccomp reads it) under which the keyring
+    calls fail with EPERM and every other call is allowed."""
+    code: list[tuple[int, int, int, int]] = []
+    jumps: list[int] = []  # the instructions that jump to the EPERM at the end
+    for arch, calls in KEYRING_CALLS.items():
+        block = [(_LD_ABS, 0, 0, 0)]  # seccomp_data.nr
+        if arch == 0xC000003E:
+            block.append((_AND, 0, 0, ~_X32_BIT & 0xFFFFFFFF))
+        block += [(_JEQ, 0, 0, nr) for nr in calls] + [(_RET, 0, 0, _ALLOW)]
+        code += [(_LD_ABS, 0, 0, 4), (_JEQ, 0, len(block), arch)]  # seccomp_data.arch; not it: the next block
+        jumps += [len(code) + i for i, ins in enumerate(block) if ins[0] == _JEQ]
+        code += block
+    code.append((_RET, 0, 0, _ALLOW))  # an architecture not listed
+    code.append((_RET, 0, 0, _EPERM))
+    for i in jumps:
+        op, _, jf, k = code[i]
+        code[i] = (op, len(code) - 2 - i, jf, k)
+    return b"".join(struct.pack("=HBBI", *ins) for ins in code)
 
 
 def system_args() -> list[str]:
@@ -120,7 +160,29 @@ def jail_argv(jail: Jail, argv: list[str]) -> list[str]:
         args += ["--bind" if bind.writable else "--ro-bind", bind.source, bind.target]
     for target, path in jail.links:
         args += ["--symlink", target, path]
-    return [*args, "--chdir", jail.cwd, "--", *argv]
+    args += ["--chdir", jail.cwd, "--", *argv]
+    if jail.seccomp is None:
+        return args
+    # bwrap reads the filter from a descriptor: a shell opens the file there and becomes bwrap
+    return [_shell(), "-c", f'exec "$@" {_SECCOMP_FD}<"$0"', jail.seccomp, args[0],
+            "--seccomp", str(_SECCOMP_FD), *args[1:]]
+
+
+@contextmanager
+def keyring_filter_file() -> Iterator[str]:
+    """A temporary file holding `keyring_filter()`, for `Jail.seccomp`; removed on the way out."""
+    fd, path = tempfile.mkstemp(prefix="spar-seccomp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(keyring_filter())
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _shell() -> str:
+    return "/bin/sh" if os.path.exists("/bin/sh") else "/usr/bin/sh"
 
 
 def find_bwrap(path_env: str | None) -> str | None:
@@ -144,14 +206,13 @@ _PROBE_FAILURES = {3: "the program inside is not in a PID namespace of its own",
 def probe(bwrap: str) -> str | None:
     """None when `bwrap` makes a jail that holds here (checked from inside: a new PID
     namespace, a file planted on the host absent, /proc/sys read-only); else why not."""
-    shell = "/bin/sh" if os.path.exists("/bin/sh") else "/usr/bin/sh"
     word = f"spar-probe-{secrets.token_hex(8)}"
-    with tempfile.TemporaryDirectory(prefix="spar-probe-") as folder:
+    with tempfile.TemporaryDirectory(prefix="spar-probe-") as folder, keyring_filter_file() as seccomp:
         planted = os.path.join(folder, "planted")
         with open(planted, "w", encoding="utf-8") as f:
             f.write("the host's\n")
-        argv = [*_base_args(bwrap), "--tmpfs", "/tmp", "--", shell, "-c", _PROBE_SCRIPT, "sh", planted, word]
-        ran = _run_probe(bwrap, argv)
+        jail = Jail(bwrap, cwd="/", private=("/tmp",), seccomp=seccomp)
+        ran = _run_probe(bwrap, jail_argv(jail, [_shell(), "-c", _PROBE_SCRIPT, "sh", planted, word]))
     if isinstance(ran, str):
         return ran
     code, out, err = ran
@@ -184,5 +245,5 @@ def _run_probe(bwrap: str, argv: list[str]) -> tuple[int, bytes, bytes] | str:
         return proc.returncode, out.read(_PROBE_OUTPUT), err.read(_PROBE_OUTPUT)
 
 
-__all__ = ["NAMESPACES", "PROC_COVERS", "Bind", "Jail", "find_bwrap", "jail_argv", "probe", "proc_args",
-           "system_args"]
+__all__ = ["NAMESPACES", "PROC_COVERS", "Bind", "Jail", "find_bwrap", "jail_argv", "keyring_filter",
+           "keyring_filter_file", "probe", "proc_args", "system_args"]

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from spar.errors import Refused
 from spar.proc.environment import NETWORK_FILES, matches
-from spar.proc.sandbox import SYSTEM_DIRS, Bind, Jail, find_bwrap, jail_argv, probe
+from spar.proc.sandbox import SYSTEM_DIRS, Bind, Jail, find_bwrap, jail_argv, keyring_filter_file, probe
 from spar.round.interface import Preset, RunPaths
 
 HOME_INSIDE = "/home/reviewer"
@@ -115,8 +115,10 @@ def confined(preset: Preset, paths: RunPaths, exe: str, argv: list[str], env: Ma
         shown, links = _visible(paths, exe, argv, env, preset)
         binds += [Bind(p, p) for p in shown]
         inside = {**env, "HOME": HOME_INSIDE, "TMPDIR": TMP_INSIDE, **preset.sandbox_env(env, HOME_INSIDE)}
-        jail = Jail(bwrap, cwd=str(paths.workspace), private=(TMP_INSIDE,), binds=tuple(binds), links=tuple(links))
-        yield Confinement(jail, inside)
+        with keyring_filter_file() as seccomp:
+            jail = Jail(bwrap, cwd=str(paths.workspace), private=(TMP_INSIDE,), binds=tuple(binds),
+                        links=tuple(links), seccomp=seccomp)
+            yield Confinement(jail, inside)
     finally:
         _remove(scratch)
 

@@ -4,7 +4,7 @@ spar/proc/keyring.py, spar/round/sandboxing.py), each route tried from inside a 
 - nothing under /proc that changes the host can be written (a `kernel.core_pattern` the
   kernel would run as host root, the host name, /proc/sysrq-trigger);
 - the kernel keyrings of the user (session, user) and their System V shared memory are
-  out of reach;
+  out of reach (the session keyring also for a program Spar starts without a jail);
 - a CLI installed under the home shows its own install only, never ~/.local, ~/.cargo or
   an npm prefix whole, and still runs.
 
@@ -77,15 +77,19 @@ try:
                           seccomp=os.path.join(folder, "filter")),
                      ["/bin/sh", "-c", routes, "sh", session, user, segment, ring])
 
+    # without a jail too, a program Spar starts has a session keyring of its own
+    unjailed = ["/bin/sh", "-c", "keyctl print $0; keyctl request user spar-planted-session", session]
+
     async def main():
-        async with GuardedProcess(argv, cwd=folder, env={"PATH": "/usr/bin:/bin"},
-                                  output=OutputHandling(stdout_path=out)) as running:
-            with anyio.fail_after(120):
-                await running.wait()
+        for command, path in ((argv, out), (unjailed, out + ".unjailed")):
+            async with GuardedProcess(command, cwd=folder, env={"PATH": "/usr/bin:/bin"},
+                                      output=OutputHandling(stdout_path=path)) as running:
+                with anyio.fail_after(120):
+                    await running.wait()
 
     with reviewer_guard():
         anyio.run(main)
-    print(open(out).read())
+    print(open(out).read() + "UNJAILED " + json.dumps(open(out + ".unjailed").read()))
 finally:
     subprocess.run(["keyctl", "unlink", user, "@u"], capture_output=True)
     subprocess.run(["ipcrm", "-m", segment], capture_output=True)
@@ -140,7 +144,9 @@ def test_proc_sysctls_the_users_keyrings_and_shared_memory_are_out_of_reach(user
     proc = _as_user(user, folder, [str(folder / "driver.py"), ROUTES, str(folder)], session=True)
     out = proc.stdout.decode()
     assert proc.returncode == 0, proc.stderr.decode()
-    first, inside = out.split("\n", 1)
+    first, rest = out.split("\n", 1)
+    inside, unjailed = rest.split("UNJAILED ", 1)
+    assert json.loads(unjailed) == ""  # neither the key's text nor its id
     assert json.loads(first)["host_sees"] == ["SECRET-SESSION", "SECRET-USER", True]  # planted for real
     assert "inside:done" in inside, out
     for route in ("core_pattern:written", "hostname:written", "sysrq:writable", "SECRET", "key:found", "shm:"):

@@ -28,6 +28,7 @@ import pytest
 
 from tests.runsetup import ROOT
 from tests.test_sandbox_hostile import RUNUSER, _python_for
+from tests.test_sandbox_hostile import user as user  # the fixture: root, and nobody through runuser
 
 pytestmark = pytest.mark.slow
 
@@ -113,19 +114,10 @@ def _as_user(user: str, folder: Path, argv: list[str], *, session: bool = False)
     return subprocess.run(command, cwd=folder, env=env, capture_output=True, timeout=300)
 
 
-@pytest.fixture(params=["root", "nobody"])
-def user(request):
-    if os.geteuid() != 0:
-        pytest.skip("running as root and as another user needs root (runuser)")
-    if request.param != "root" and RUNUSER is None:
-        pytest.skip("runuser is not installed: the unprivileged run cannot switch users")
-    if shutil.which("bwrap") is None:
-        pytest.skip("needs bwrap (bubblewrap; .ci/run installs it)")
-    return request.param
-
-
 @pytest.fixture
 def folder():
+    if shutil.which("bwrap") is None:
+        pytest.skip("needs bwrap (bubblewrap; .ci/run installs it)")
     path = Path(tempfile.mkdtemp(prefix="spar-jail-holds-"))
     path.chmod(0o755)
     yield path

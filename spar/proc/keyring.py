@@ -4,8 +4,8 @@ The kernel's keyrings (keyctl(2)) are not files: no sandbox's view of the file s
 them. A process finds keys through its session keyring (Kerberos tickets, keys a login
 stored) and its user's keyring. The guard's keeper joins a new, empty, anonymous session
 keyring (KEYCTL_JOIN_SESSION_KEYRING) before it starts a program, which inherits it: the
-user's session keyring is out of its reach. The user keyring is reached by uid; the jail's
-user namespace gives it a keyring of its own (`spar.proc.sandbox`).
+user's session keyring is out of its reach. The user's keyring is reached by uid: inside a
+jail, the seccomp filter of `spar.proc.sandbox` refuses every keyring call.
 
 Standard library only (ctypes), as the guard. Where the system call is unknown (not Linux,
 an architecture not listed) nothing changes and the call says so.

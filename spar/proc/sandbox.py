@@ -17,8 +17,9 @@ program's argv, and gets the argv that runs the program inside it. What every ja
   a program as host root) shown read-only: the kernel lets global root write them whatever
   its capabilities and user namespace. Not for other users, whom the kernel refuses anyway:
   a cover over `/proc` stops a nested sandbox (codex's own) from mounting a `/proc`;
-- no kernel keyring (a seccomp filter, `keyring_filter`: keyctl, add_key and request_key
-  fail with EPERM): keys are reached by uid, which a user namespace keeps (the user's own
+- no kernel keyring where `Jail.seccomp` names the filter's file, as every jail Spar makes
+  does (a seccomp filter, `keyring_filter`: keyctl, add_key and request_key fail with
+  EPERM): keys are reached by uid, which a user namespace keeps (the user's own
   keyring, listed in /proc/keys, could be linked and read), and request_key would make the
   kernel run /sbin/request-key on the host;
 - a minimal `/dev` with a private `devpts` (no terminal of the user's), a new session (no

@@ -201,3 +201,30 @@ def test_required_refuses_the_round_before_it_is_counted_and_doctor_says_why(tmp
     rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())
     assert rj["sandbox"]["kind"] is None and "No permissions" in rj["sandbox"]["why"]
 
+
+
+def test_under_the_home_a_jail_shows_the_npm_package_its_dependencies_and_node_alone(tmp_path):
+    """codex installed with an nvm node: its package, the packages it depends on (through
+    another, optional ones too) and the node binary; not the rest of node_modules or ~/.nvm."""
+    paths = _paths(tmp_path)
+    home = tmp_path / "home"
+    prefix = home / ".nvm" / "versions" / "node" / "v22.1.0"
+    modules = prefix / "lib" / "node_modules"
+    for name, deps in (("@openai/codex", {"optionalDependencies": {"@openai/codex-linux-x64": "1"}}),
+                       ("@openai/codex-linux-x64", {"dependencies": {"helper": "1", "../escape": "1"}}),
+                       ("helper", {}), ("unrelated", {})):
+        (modules / name).mkdir(parents=True)
+        (modules / name / "package.json").write_text(json.dumps({"name": name, **deps}))
+    (modules / "@openai/codex/bin").mkdir()
+    (modules / "@openai/codex/bin/codex.js").write_text("#!/usr/bin/env node\n")
+    (prefix / "bin").mkdir()
+    (prefix / "bin" / "node").write_text("binary")
+    (prefix / "bin" / "node").chmod(0o755)
+    (prefix / "bin" / "codex").symlink_to("../lib/node_modules/@openai/codex/bin/codex.js")
+    exe = str(prefix / "bin" / "codex")
+    env = {"HOME": str(home), "PATH": str(prefix / "bin")}
+    with confined(get_preset("codex"), paths, exe, [exe], env, "/usr/bin/bwrap") as jail:
+        shown = _shown(jail.argv([exe]))
+    under_home = sorted(t for t in shown if t.startswith(str(home)))
+    assert under_home == sorted([str(modules / "@openai/codex"), str(modules / "@openai/codex-linux-x64"),
+                                 str(modules / "helper"), str(prefix / "bin" / "node")])

@@ -155,7 +155,8 @@ def _visible(paths: RunPaths, exe: str, argv: list[str], env: Mapping[str, str],
         if program:
             chain = _link_chain(program)
             hops += chain
-            for path in [program, *(os.path.join(os.path.dirname(path), target) for target, path in chain)]:
+            for path in [program, *(os.path.normpath(os.path.join(os.path.dirname(path), target))
+                                    for target, path in chain)]:
                 shown += _install_root(path, hidden, home)
     named = [a for a in argv[1:] if os.path.isabs(a)] + preset.sandbox_paths()
     named += [env[k] for k in NETWORK_FILES if env.get(k)]
@@ -242,7 +243,7 @@ def _npm_packages(program: str) -> list[str]:
             continue
         found.append(str(folder))
         todo += [d for d in _dependencies(folder / "package.json") if d and not d.startswith((".", "/"))]
-    return found
+    return found or [program]
 
 
 def _dependencies(manifest: Path) -> list[str]:

@@ -312,3 +312,23 @@ def test_doctor_masks_a_key_the_endpoint_echoes_back(tmp_path):
         assert b"GET /models does not list model m1" in out.stdout, out.stdout.decode()
         assert key.encode() not in out.stdout + out.stderr
         assert b"masked by spar" in out.stdout
+
+
+@pytest.mark.slow
+def test_encoded_reversed_and_hidden_forms_of_a_key_leave_no_log(tmp_path):
+    """The reviewer prints its key in base64, reversed, with zero-width characters and split
+    by ANSI escapes, on stderr and stdout: the logs hold masks."""
+    s = make_setup(tmp_path)
+    s.env["ANTHROPIC_API_KEY"] = SECRET
+    s.configure([{"name": "claude", "preset": "claude"}])
+    hidden = [base64.b64encode(b"k=" + SECRET.encode()).decode(), base64.urlsafe_b64encode(SECRET.encode()).decode(),
+              SECRET[::-1], "\u200b".join(SECRET), SECRET[:5] + "\x1b[1m" + SECRET[5:]]
+    s.scenario({"claude": {"stderr": "\n".join(hidden) + "\n",
+                           "result": result(head=s.head, findings=[finding(evidence=" ".join(hidden))])}})
+    proc = s.run()
+    assert proc.returncode == 0, proc.stderr.decode()
+    logs = b"".join(p.read_bytes() for p in (s.repo / "reviews" / "r1" / "claude").glob("*.log"))
+    for form in hidden:
+        assert form.encode() not in logs and form.encode("unicode_escape") not in logs, form
+    assert logs.count(MASK) >= 2 * len(hidden)
+    assert _leaks(s, SECRET, proc.stdout, proc.stderr) == []

@@ -53,9 +53,16 @@ _OPEN_TOKEN = re.compile(
 _TAIL = 160  # longer than any open sequence _OPEN_TOKEN matches
 
 
+# a value this common is a setting even under a credential's name (AUTH_MODE=disabled,
+# TOKEN_TTL=86400000): one lower-case word or a number, shorter than 16 characters
+_COMMON = re.compile(r"[a-z]{1,15}|[0-9]{1,15}")
+
+
 def secrets_of(values: Iterable[str]) -> tuple[bytes, ...]:
-    """The values worth masking (MIN_SECRET characters or more), longest first, once each."""
-    kept = {v.encode("utf-8", errors="surrogateescape") for v in values if len(v) >= MIN_SECRET}
+    """The values worth masking, longest first, once each: MIN_SECRET characters or more,
+    and not a common word or number (masking those would cut ordinary text)."""
+    kept = {v.encode("utf-8", errors="surrogateescape") for v in values
+            if len(v) >= MIN_SECRET and not _COMMON.fullmatch(v)}
     return tuple(sorted(kept, key=lambda s: (-len(s), s)))
 
 

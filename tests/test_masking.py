@@ -122,6 +122,11 @@ def test_a_slash_escaped_credential_is_masked():
     assert _all_masked(('"' + secret.replace("/", "\\/") + '"').encode(), secret)
 
 
+def test_a_credential_that_looks_escaped_itself_is_masked_as_written():
+    for secret in ("pa\\/ss\\u0041word", "x\u200by-\x1b[1mzzzzzz"):
+        assert _all_masked(f"[{secret}]".encode(), secret), secret
+
+
 def test_text_without_a_credential_passes_unchanged_escapes_and_all():
     data = '{"a": "caf\\u00e9 \\u2019 \\\\n \\/ \x1b[1m\u200bbold \\ud83d\\ude00"}'.encode()
     assert _masked(secrets_of([SECRET]), [data]) == (data, 0)

@@ -91,8 +91,11 @@ class _Forms:
 
 @functools.lru_cache(maxsize=64)
 def _compiled(secrets: tuple[bytes, ...]) -> _Forms:
-    every = sorted({f for s in secrets for f in forms(s)}, key=lambda f: (-len(f), f))
-    alphabet = frozenset(chr(min(b, 0x80)) for f in every for b in f)
+    plain = {f for s in secrets for f in forms(s)}
+    alphabet = frozenset(chr(min(b, 0x80)) for f in plain for b in f)
+    # a credential that itself holds what looks like an escape (a password with "\/") is
+    # matched as it reads once decoded, as the text around it is
+    every = sorted(plain | {_View(f, alphabet).text for f in plain}, key=lambda f: (-len(f), f))
     return _Forms(re.compile(b"|".join(re.escape(f) for f in every)),
                   frozenset(f[:k] for f in every for k in range(1, len(f))), max(len(f) for f in every), alphabet)
 

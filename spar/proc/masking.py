@@ -42,10 +42,9 @@ MIN_SECRET = 8  # shorter values (flags such as "1", "true") are no secrets and 
 # what hides a credential from a plain search, dropped (or decoded) before matching
 _ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad")
 _ESCAPE_TAIL = rb"(?:\[[0-?]{0,32}[ -/]{0,8}[@-~]|[@-Z\\-_])"  # of an ANSI escape sequence, after ESC
-# one flat alternation, each branch starting with a byte: the regex engine skips other bytes fast
-_BACKSLASHES = rb"(?:\\u005[cC]|\\){1,16}"  # one escape's backslashes, however deeply nested (or escaped)
-_TOKEN = re.compile(rb"\x1b" + _ESCAPE_TAIL + rb"|" + _BACKSLASHES + rb"(?:u001[bB]" + _ESCAPE_TAIL
-                    + rb"|u(?P<hex>[0-9a-fA-F]{4})|/)|\xe2\x80[\x8b-\x8d]|\xe2\x81\xa0|\xef\xbb\xbf|\xc2\xad")
+# one escape's backslashes, however deeply nested, each maybe escaped itself (\u005c); starting
+# with a plain byte, so the regex engine skips the text between escapes fast
+_BACKSLASHES = rb"\\(?:u005[cC])?(?:\\(?:u005[cC])?){0,15}"
 # the start of such a sequence at the very end of a chunk: held back until the next one
 _OPEN_TOKEN = re.compile(
     rb"(?:" + _BACKSLASHES + rb"(?:u(?:0(?:0(?:1(?:[bB](?:\[[0-?]{0,32}[ -/]{0,8})?)?)?)?|[0-9a-fA-F]{0,3})?)?"
@@ -86,31 +85,45 @@ class _Forms:
     pattern: re.Pattern[bytes]  # every form, longest first: the longest wins
     prefixes: frozenset[bytes]  # every proper start of a form
     longest: int
-    alphabet: frozenset[str]  # the characters the forms hold (a non-ASCII one as "\x80"): others need no decoding
+    token: re.Pattern[bytes]  # a hiding sequence that matters to these forms (_token_pattern)
 
 
 @functools.lru_cache(maxsize=64)
 def _compiled(secrets: tuple[bytes, ...]) -> _Forms:
     plain = {f for s in secrets for f in forms(s)}
-    alphabet = frozenset(chr(min(b, 0x80)) for f in plain for b in f)
+    token = _token_pattern(frozenset(chr(min(b, 0x80)) for f in plain for b in f))
     # a credential that itself holds what looks like an escape (a password with "\/") is
     # matched as it reads once decoded, as the text around it is
-    every = sorted(plain | {_View(f, alphabet).text for f in plain}, key=lambda f: (-len(f), f))
+    every = sorted(plain | {_View(f, token).text for f in plain}, key=lambda f: (-len(f), f))
     return _Forms(re.compile(b"|".join(re.escape(f) for f in every)),
-                  frozenset(f[:k] for f in every for k in range(1, len(f))), max(len(f) for f in every), alphabet)
+                  frozenset(f[:k] for f in every for k in range(1, len(f))), max(len(f) for f in every), token)
+
+
+def _token_pattern(alphabet: frozenset[str]) -> re.Pattern[bytes]:
+    """What hides text, and the escapes that may stand for a character of `alphabet` (a
+    non-ASCII one as "\x80"): of ASCII ones, unless it holds one, and of "/" only when it
+    holds "/"; an escape of another character cannot hide a form, so is not looked at (JSON
+    output is full of them). One flat alternation, each branch starting with a plain byte:
+    the regex engine skips other bytes fast."""
+    hidden = rb"200[bBcCdD]|2060|[fF][eE][fF][fF]|00[aA][dD]"  # the zero-width characters
+    codes = rb"[0-9a-fA-F]{4}" if "\x80" in alphabet else rb"00[0-7][0-9a-fA-F]|" + hidden
+    slash = rb"|/" if "/" in alphabet else b""
+    return re.compile(rb"\x1b" + _ESCAPE_TAIL + rb"|" + _BACKSLASHES + rb"(?:u001[bB]" + _ESCAPE_TAIL
+                      + rb"|u(?P<hex>" + codes + rb")" + slash + rb")|\xe2\x80[\x8b-\x8d]|\xe2\x81\xa0|\xef\xbb\xbf"
+                      + rb"|\xc2\xad")
 
 
 class _View:
     """`data` with escapes decoded and hiding dropped (`text`), and the way back to `data`."""
 
-    def __init__(self, data: bytes, alphabet: frozenset[str]) -> None:
+    def __init__(self, data: bytes, token: re.Pattern[bytes]) -> None:
         self.data = data
         parts: list[bytes] = []
         self._starts: list[int] = []  # per piece of `text` that maps to one piece of data: its start in text
         self._pieces: list[tuple[int, int, bool]] = []  # (start in data, length in data, literal)
         raw = size = 0
-        for m in _TOKEN.finditer(data):
-            decoded = _decoded(m, alphabet)
+        for m in token.finditer(data):
+            decoded = _decoded(m)
             if decoded is None:
                 continue  # not one (a surrogate escape): left as it stands
             if m.start() > raw:
@@ -150,16 +163,15 @@ class _View:
         return raw + (pos - self._starts[i]) if literal else raw + length
 
 
-def _decoded(m: re.Match[bytes], alphabet: frozenset[str]) -> bytes | None:
-    """What one hiding sequence stands for: b"" when it hides, None when it is no sequence
-    or an escape of a character no credential's form holds (left as it stands: faster)."""
+def _decoded(m: re.Match[bytes]) -> bytes | None:
+    """What one hiding sequence stands for: b"" when it hides, None when it is no sequence."""
     code = m.group("hex")
     if code is None:  # an escaped slash stands for itself; ANSI and zero-width sequences hide
         return b"/" if m.group().endswith(b"/") else b""
     char = chr(int(code, 16))
     if char in _ZERO_WIDTH:
         return b""
-    if 0xD800 <= ord(char) <= 0xDFFF or chr(min(ord(char), 0x80)) not in alphabet:
+    if 0xD800 <= ord(char) <= 0xDFFF:
         return None
     return char.encode("utf-8")
 
@@ -178,7 +190,7 @@ class Masker:
     def feed(self, chunk: bytes) -> bytes:
         data = self._held + chunk
         cut = _open_start(data)  # a sequence cut at the end is matched once it is whole
-        view = _View(data[:cut], self._forms.alphabet)
+        view = _View(data[:cut], self._forms.token)
         out = bytearray()
         start = after = 0  # in data, and in view.text: after the last mask
         for m in self._forms.pattern.finditer(view.text):
@@ -217,8 +229,12 @@ def mask_text(text: str, secrets: tuple[bytes, ...]) -> tuple[str, int]:
     """`text` with every form of `secrets` masked, and how many were."""
     if not secrets or not text:
         return text, 0
+    data = text.encode("utf-8", "surrogatepass")
+    compiled = _compiled(secrets)
+    if compiled.pattern.search(data) is None and compiled.token.search(data) is None:
+        return text, 0  # the common case, at the cost of two searches
     masker = Masker(secrets)
-    data = masker.feed(text.encode("utf-8", "surrogatepass")) + masker.flush()
+    data = masker.feed(data) + masker.flush()
     if not masker.count:
         return text, 0
     return data.decode("utf-8", "surrogatepass"), masker.count

@@ -101,10 +101,10 @@ def _compiled(secrets: tuple[bytes, ...]) -> _Forms:
 
 def _token_pattern(alphabet: frozenset[str]) -> re.Pattern[bytes]:
     """What hides text, and the escapes that may stand for a character of `alphabet` (a
-    non-ASCII one as "\x80"): of ASCII ones, unless it holds one, and of "/" only when it
-    holds "/"; an escape of another character cannot hide a form, so is not looked at (JSON
-    output is full of them). One flat alternation, each branch starting with a plain byte:
-    the regex engine skips other bytes fast."""
+    non-ASCII one as "\\x80"): of any character when it holds a non-ASCII one, else of ASCII
+    and zero-width ones; `\\/` only when it holds "/". An escape of another character cannot
+    hide a form, so is not looked at (JSON output is full of them). One flat alternation,
+    each branch starting with a plain byte: the regex engine skips other bytes fast."""
     hidden = rb"200[bBcCdD]|2060|[fF][eE][fF][fF]|00[aA][dD]"  # the zero-width characters
     codes = rb"[0-9a-fA-F]{4}" if "\x80" in alphabet else rb"00[0-7][0-9a-fA-F]|" + hidden
     slash = rb"|/" if "/" in alphabet else b""

@@ -33,8 +33,9 @@ from spar.endpoint.client import Endpoint, NetworkError, list_models
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, quote
 from spar.judge.core_caps import GATE_FEATURE
 from spar.presets import get_preset
-from spar.proc.environment import reviewer_env
+from spar.proc.environment import credential_values, reviewer_env
 from spar.proc.executable import find_executable
+from spar.proc.masking import mask_value, secrets_of
 from spar.proc.process import GuardedProcess, OutputHandling, reviewer_guard
 from spar.records import paths
 from spar.round.interface import RunPaths
@@ -445,7 +446,16 @@ async def _all_checks(args: argparse.Namespace, env: dict[str, str],
         checks.append(series)
     core, report = await core_check(args.core, env)
     checks.append(core)
-    return checks, report
+    return masked_checks(checks, report, env, reviewers)
+
+
+def masked_checks(checks: list[Check], report: dict[str, Any], env: dict[str, str],
+                  reviewers: list[ReviewerConfig]) -> tuple[list[Check], dict[str, Any]]:
+    """What doctor prints, every credential masked: a CLI, a server or the Core may echo a
+    key back (as `spar run` masks a reviewer's output)."""
+    secrets = secrets_of(credential_values(env, [r.api_key_env for r in reviewers]))
+    mask_value(report, secrets)
+    return [Check(**mask_value(asdict(c), secrets)[0]) for c in checks], report
 
 
 def main(argv: list[str]) -> int:

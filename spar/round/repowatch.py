@@ -9,9 +9,9 @@ content of every tracked file and every untracked file the ignore rules do not i
 
 Content, not the stat: a file rewritten with its size and mtime put back, or a tracked file
 git no longer looks at (`update-index --assume-unchanged`), is still seen. Each regular file
-is hashed (SHA-256) as it streams, at most `FILE_BYTES` of it and `TOTAL_BYTES` in all per
-look; what lies beyond those bounds is compared by its stat, the change time included (a
-write sets it, and only root changing the clock can set it back). A FIFO, a socket or a
+is hashed (SHA-256) as it streams, at most `FILE_BYTES` of it, and `TOTAL_BYTES` in all
+within `HASH_SECONDS` per look; what lies beyond those bounds is compared by its stat, the
+change time included (a write sets it, and only root changing the clock can set it back). A FIFO, a socket or a
 device is never opened: its type and stat are compared. A symbolic link is its target.
 
 A change is reported, never refused: users keep working while a long round runs, so with
@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,12 +37,14 @@ from spar.pathtext import path_text
 SHOWN_PATHS = 50  # paths (and refs, git folder files) named in round.json and on stderr; the count is whole
 FILE_BYTES = 64 * 1024 * 1024  # bytes of one file hashed; its stat stands for the rest
 TOTAL_BYTES = 1024 * 1024 * 1024  # bytes hashed per look; files past it are compared by their stat
+HASH_SECONDS = 30.0  # time a look may spend hashing (a slow disk, a huge tree); then the stat alone
 _CHUNK = 1024 * 1024
 K = TypeVar("K", str, bytes)
 # in a git folder: what other parts of the state cover (refs, the index's entries) or what
 # is only ever added to and changes nothing by itself (objects, reflogs)
 _ANY_DEPTH = frozenset({b"objects", b"logs"})
 _TOP_ONLY = frozenset({b"refs", b"packed-refs", b"reftable", b"index"})
+_WORKTREES = b"worktrees"  # other work trees' own folders: this one's is walked on its own
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,14 @@ _MISSING = Seen(0, 0, None, 0, (0, 0, 0))
 
 
 class _Budget:
-    """Bytes a look may still hash."""
+    """Bytes a look may still hash, and until when: past either, files are compared by their stat."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, seconds: float) -> None:
         self.left = total
+        self.until = time.monotonic() + seconds
+
+    def allows(self) -> int:
+        return self.left if time.monotonic() < self.until else 0
 
 
 @dataclass(frozen=True)
@@ -106,7 +113,7 @@ def _state(repo: Path, series: Path) -> RepoState:
     if rel != "." and rel != ".." and not rel.startswith("../"):  # a series inside the repository
         others.append(git.literal_pathspec(path_text(os.fsencode(rel)), exclude=True))
     untracked = git.run(repo, *others, timeout=git.QUICK_LIMIT).stdout
-    budget = _Budget(TOTAL_BYTES)
+    budget = _Budget(TOTAL_BYTES, HASH_SECONDS)
     top = os.fsencode(os.path.realpath(repo))
     names = dict.fromkeys(_staged_paths(staged)) | dict.fromkeys(p for p in untracked.split(b"\0") if p)
     files = {name: _seen(top + b"/" + name.rstrip(b"/"), budget) for name in names}
@@ -135,7 +142,7 @@ def _git_files(top: bytes, folders: list[bytes], budget: _Budget) -> dict[str, S
     git_dir, common, hooks = (os.path.realpath(f) for f in folders)
     found: dict[bytes, Seen] = {}
     _walk(common, common, found, budget)
-    if git_dir != common and not git_dir.startswith(common + b"/"):  # a linked work tree's folder elsewhere
+    if git_dir != common:  # a linked work tree's own folder (common/worktrees/NAME)
         _walk(git_dir, git_dir, found, budget)
     try:
         entries = sorted(e.name for e in os.scandir(hooks))
@@ -154,9 +161,9 @@ def _shown(top: bytes, path: bytes) -> bytes:
 
 
 def _walk(root: bytes, folder: bytes, found: dict[bytes, Seen], budget: _Budget) -> None:
-    """Every file below `folder` (links not followed), but objects, reflogs, and at `root`
-    the refs and the index; a folder that is a git folder of its own (a linked work tree's,
-    a submodule's) has its own top."""
+    """Every file below `folder` (links not followed), but objects, reflogs, other work
+    trees' folders, and at the top of a git folder (`root`, or a submodule's below it) the
+    refs and the index."""
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError:
@@ -164,7 +171,7 @@ def _walk(root: bytes, folder: bytes, found: dict[bytes, Seen], budget: _Budget)
     own_top = folder == root or any(e.name == b"HEAD" for e in entries)
     for entry in entries:
         name = os.fsencode(entry.name)
-        if name in _ANY_DEPTH or (own_top and name in _TOP_ONLY):
+        if name in _ANY_DEPTH or (own_top and name in _TOP_ONLY) or (folder == root and name == _WORKTREES):
             continue
         path = os.path.join(folder, name)
         if entry.is_dir(follow_symlinks=False):
@@ -196,7 +203,7 @@ def _hash(path: bytes, st: os.stat_result, budget: _Budget) -> tuple[bytes | Non
     """SHA-256 of the first bytes of the regular file `st` describes, read in chunks (never
     more than FILE_BYTES, nor what the budget has left), and how many it covers. The open
     follows no link and cannot block (a FIFO put there since the lstat is not read)."""
-    limit = min(FILE_BYTES, budget.left)
+    limit = min(FILE_BYTES, budget.allows())
     if limit <= 0 < st.st_size:
         return None, 0
     try:

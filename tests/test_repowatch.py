@@ -27,6 +27,18 @@ print(open(sys.argv[2]).read())
 '''
 
 
+def _run_writer(s, source: str):
+    """`spar run` with one `command` reviewer, unconfined, running `source` (repository,
+    answer) before it answers."""
+    script = s.answers / "writer.py"
+    script.write_text(source, encoding="utf-8")
+    answer = s.answers / "answer.json"
+    answer.write_text(json.dumps(result(head=s.head, findings=[])), encoding="utf-8")
+    s.configure([{"name": "writer", "preset": "command", "argv": ["python3", str(script), str(s.repo),
+                                                                   str(answer)]}])
+    return s.run()
+
+
 def test_each_kind_of_change_is_found(tmp_path):
     repo = make_repo(tmp_path, {".gitignore": "reviews/\nbuild/\n", "a.txt": "a\n", "b.txt": "b\n"})
     series = repo / "reviews"
@@ -61,13 +73,7 @@ def test_a_series_outside_the_repository_is_fine(tmp_path):
 @pytest.mark.slow
 def test_a_reviewer_writing_into_the_repository_is_caught_without_a_sandbox(tmp_path):
     s = make_setup(tmp_path)
-    script = s.answers / "writer.py"
-    script.write_text(HOSTILE_WRITER, encoding="utf-8")
-    answer = s.answers / "answer.json"
-    answer.write_text(json.dumps(result(head=s.head, findings=[])), encoding="utf-8")
-    s.configure([{"name": "writer", "preset": "command", "argv": ["python3", str(script), str(s.repo),
-                                                                   str(answer)]}])
-    proc = s.run()
+    proc = _run_writer(s, HOSTILE_WRITER)
     stderr = proc.stderr.decode()
     assert proc.returncode == 0, stderr  # a warning, never a refusal
     assert "the repository changed while the reviewers ran" in stderr and "calc.py, planted.txt" in stderr
@@ -298,13 +304,7 @@ def test_a_reviewer_covering_its_tracks_is_still_caught_without_a_sandbox(tmp_pa
     """Every blind spot of the earlier watch at once, by a reviewer that runs unconfined."""
     s = make_setup(tmp_path)
     (s.repo / "notes.txt").write_text("harmless\n")  # untracked, not ignored
-    script = s.answers / "covering.py"
-    script.write_text(HOSTILE_GIT, encoding="utf-8")
-    answer = s.answers / "answer.json"
-    answer.write_text(json.dumps(result(head=s.head, findings=[])), encoding="utf-8")
-    s.configure([{"name": "writer", "preset": "command", "argv": ["python3", str(script), str(s.repo),
-                                                                   str(answer)]}])
-    proc = s.run()
+    proc = _run_writer(s, HOSTILE_GIT)
     assert proc.returncode == 0, proc.stderr.decode()
     changed = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())["repository_changed"]
     assert changed["index"] is True and changed["head"] is False and changed["sandboxed"] is False

@@ -107,23 +107,21 @@ def _state(repo: Path, series: Path) -> RepoState:
         raise git.GitError("git rev-parse: cannot tell where the repository keeps its git folder")
     refs = git.run(repo, "for-each-ref", "--format=%(refname)%00%(objectname) %(symref)",
                    timeout=git.QUICK_LIMIT).stdout
-    staged = git.run(repo, "ls-files", "--stage", "-v", "-z", timeout=git.QUICK_LIMIT).stdout
-    others = ["ls-files", "-z", "--others", "--exclude-standard", "--", ":/"]
+    # the index's entries (tag, mode, object, stage, tab, path; the tag says the flags) and
+    # the untracked files ("? path") in one listing
+    args = ["ls-files", "-z", "--cached", "--stage", "-v", "--others", "--exclude-standard", "--", ":/"]
     rel = os.path.relpath(os.path.realpath(series), os.path.realpath(repo))
     if rel != "." and rel != ".." and not rel.startswith("../"):  # a series inside the repository
-        others.append(git.literal_pathspec(path_text(os.fsencode(rel)), exclude=True))
-    untracked = git.run(repo, *others, timeout=git.QUICK_LIMIT).stdout
+        args.append(git.literal_pathspec(path_text(os.fsencode(rel)), exclude=True))
+    entries = git.run(repo, *args, timeout=git.QUICK_LIMIT).stdout.split(b"\0")
+    staged = [entry for entry in entries if b"\t" in entry and not entry.startswith(b"? ")]
+    names = dict.fromkeys(entry.partition(b"\t")[2] for entry in staged)
+    names |= dict.fromkeys(entry[2:] for entry in entries if entry.startswith(b"? "))
     budget = _Budget(TOTAL_BYTES, HASH_SECONDS)
     top = os.fsencode(os.path.realpath(repo))
-    names = dict.fromkeys(_staged_paths(staged)) | dict.fromkeys(p for p in untracked.split(b"\0") if p)
     files = {name: _seen(top + b"/" + name.rstrip(b"/"), budget) for name in names}
-    return RepoState(head=head, index=hashlib.sha256(staged).hexdigest(), refs=_refs(refs),
+    return RepoState(head=head, index=hashlib.sha256(b"\0".join(staged)).hexdigest(), refs=_refs(refs),
                      git_files=_git_files(top, folders, budget), files=files)
-
-
-def _staged_paths(listing: bytes) -> list[bytes]:
-    """The paths of `ls-files --stage -v -z` (tag, mode, object, stage, tab, path), once each."""
-    return list(dict.fromkeys(entry.partition(b"\t")[2] for entry in listing.split(b"\0") if b"\t" in entry))
 
 
 def _refs(listing: bytes) -> dict[bytes, bytes]:

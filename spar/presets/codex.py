@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from spar.config.model import ReviewerConfig
+from spar.hostlist import url_entry
 from spar.jsonvalue import object_at
 from spar.judge.answer import parse_answer
 from spar.judge.coverage import command_words
@@ -135,6 +136,12 @@ class CodexPreset(StdinPreset):
         folder = env.get("CODEX_HOME") or os.path.join(env.get("HOME", ""), ".codex")
         return [HomeFile(os.path.join(folder, "auth.json"), ".codex/auth.json", live=True),
                 HomeFile(os.path.join(folder, "config.toml"), ".codex/config.toml")]
+
+    def egress_hosts(self, cfg: ReviewerConfig, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
+        # measured: an `exec` review opens api.openai.com and chatgpt.com (its WebSocket and
+        # HTTPS transports); the plugin listing on github.com is not needed for a review
+        own = url_entry(env.get("OPENAI_BASE_URL", ""))
+        return ([own], [own]) if own else (["api.openai.com", "chatgpt.com"], [])
 
     def sandbox_env(self, env: Mapping[str, str], home: str) -> dict[str, str]:
         return {"CODEX_HOME": os.path.join(home, ".codex")} if env.get("CODEX_HOME") else {}

@@ -12,7 +12,8 @@ program's argv, and gets the argv that runs the program inside it. What every ja
   or signalled), a minimal `/dev` with a private `devpts` (no terminal of the user's), a
   new session (no controlling terminal), every capability dropped (root inside can mount
   nothing), and its end with its parent's;
-- the network as it is: CLIs need their service.
+- the network as it is, unless the `Jail` asks for a network namespace of its own
+  (`unshare_net`: only its own loopback; `spar.proc.egress` is then the way out).
 
 Everything else of the file system is absent unless the `Jail` binds it. `probe` says
 whether bwrap starts at all here (it cannot without user namespaces: Ubuntu's AppArmor
@@ -56,6 +57,7 @@ class Jail:
     private: tuple[str, ...] = ()
     binds: tuple[Bind, ...] = ()
     links: tuple[tuple[str, str], ...] = ()
+    unshare_net: bool = False  # a network namespace of its own (only its loopback)
 
 
 def system_args() -> list[str]:
@@ -81,7 +83,7 @@ def _base_args(bwrap: str) -> list[str]:
 
 def jail_argv(jail: Jail, argv: list[str]) -> list[str]:
     """The argv that runs `argv` inside `jail`."""
-    args = _base_args(jail.bwrap)
+    args = _base_args(jail.bwrap) + (["--unshare-net"] if jail.unshare_net else [])
     for folder in jail.private:
         args += ["--tmpfs", folder]
     for bind in jail.binds:
@@ -97,10 +99,11 @@ def find_bwrap(path_env: str | None) -> str | None:
     return os.path.abspath(found) if found else None
 
 
-def probe(bwrap: str) -> str | None:
-    """None when `bwrap` starts a program in a jail here; else why not (its own words)."""
+def probe(bwrap: str, *, net: bool = False) -> str | None:
+    """None when `bwrap` starts a program in a jail here (with a network namespace of its
+    own when `net`); else why not (its own words)."""
     true = "/usr/bin/true" if os.path.exists("/usr/bin/true") else "/bin/true"
-    argv = [*_base_args(bwrap), "--tmpfs", "/tmp", "--", true]
+    argv = [*_base_args(bwrap), *(["--unshare-net"] if net else []), "--tmpfs", "/tmp", "--", true]
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 start_new_session=True)

@@ -62,7 +62,7 @@ def review_round(prepared: PreparedRound, progress: Progress) -> ReviewedRound:
     left = f"every reviewer was stopped; round {p.out} was not recorded (its round.json has no finished_at)"
     watched = repository_state(p.repo, p.out.parent)  # the user's repository, compared once they end
     outcomes = run_until_signal(prepared.jobs, progress, dict(os.environ), p.config.env_passthrough, p.backend,
-                                left, p.sandbox.bwrap)
+                                left, p.sandbox.bwrap, p.sandbox.egress)
     repo_change = repository_change(watched, repository_state(p.repo, p.out.parent))
     return ReviewedRound(prepared, outcomes, repo_change)
 

@@ -1,0 +1,75 @@
+"""The real claude in a jail with a network of its own completes a round against a scripted
+model server on the host's 127.0.0.1, reached only through Spar's egress proxy (its base URL
+is its configured service, so the proxy lets that loopback host through); the same claude
+pointed at a host its list does not hold is reported as blocked by the allowlist, not as an
+authentication failure. Nothing leaves the machine: the model server listens on 127.0.0.1,
+the refused name is never resolved, and Spar's own proxy variables name a closed local port.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from spar.round.sandboxing import choose_sandbox
+from tests import test_real_cli_npm as npm_clis
+from tests.modelserver import ModelServer, structured, text
+from tests.runsetup import make_setup, result
+from tests.test_real_cli_npm import CLOSED_PROXY, SECRETS
+
+real_clis = npm_clis.real_clis  # the fixture: the npm installs of the real CLIs
+
+pytestmark = [pytest.mark.realcli, pytest.mark.slow]
+
+
+def _setup(tmp_path, prefix, **reviewer):
+    if not choose_sandbox("auto", None).egress:
+        pytest.skip("bwrap cannot make a jail with a network namespace here")
+    s = make_setup(tmp_path)
+    for key in (*SECRETS, "CODEX_HOME", "CLAUDE_CONFIG_DIR"):
+        s.env.pop(key, None)
+    s.env.update(ANTHROPIC_API_KEY="sk-ant-egress-test-0123456789",
+                 HTTPS_PROXY=CLOSED_PROXY, HTTP_PROXY=CLOSED_PROXY, NO_PROXY="", no_proxy="")
+    s.configure([{"name": "claude", "preset": "claude", "model": "claude-sonnet-4-5",
+                  "binary": str(prefix / "node_modules" / ".bin" / "claude"), **reviewer}], timeout=120,
+                passthrough=None, sandbox="required")
+    return s
+
+
+def _round(s) -> dict:
+    return json.loads((s.repo / "reviews" / "r1" / "round.json").read_text(encoding="utf-8"))
+
+
+def test_real_claude_reaches_its_local_service_through_the_proxy_only(tmp_path, real_clis):
+    s = _setup(tmp_path, real_clis)
+    with ModelServer([structured(result(head=s.head, findings=[]))], then=text("done")) as server:
+        s.env["ANTHROPIC_BASE_URL"] = server.base_url
+        proc = s.run()
+        rj = _round(s)
+        (entry,) = rj["reviewers"]
+        assert rj["sandbox"] == {"kind": "bwrap", "network": "allowlist"}
+        assert entry["status"] == "completed", (entry["reason"], proc.stderr.decode()[-2000:])
+        assert server.model_requests()  # it was reached: through the proxy, the jail has no other way
+        assert "egress_refused" not in entry["attempts"][-1]  # no telemetry, no update check
+
+
+def test_real_claude_refused_by_the_allowlist_is_told_as_such(tmp_path, real_clis):
+    """The user's claude settings send it to another server than the one Spar was told of:
+    the proxy refuses that host, and the reviewer is reported blocked, naming it."""
+    s = _setup(tmp_path, real_clis)
+    with ModelServer([structured({})]) as told, ModelServer([structured({})]) as elsewhere:
+        s.env["ANTHROPIC_BASE_URL"] = told.base_url
+        settings = Path(s.env["HOME"]) / ".claude" / "settings.json"
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text(json.dumps({"env": {"ANTHROPIC_BASE_URL": elsewhere.base_url}}), encoding="utf-8")
+        proc = s.run()
+        (entry,) = _round(s)["reviewers"]
+        assert told.requests == [] and elsewhere.requests == []
+    assert proc.returncode == 1
+    refused = entry["attempts"][0]["egress_refused"]
+    assert {"host": "127.0.0.1", "port": elsewhere.port} == {k: refused[0][k] for k in ("host", "port")}
+    assert entry["reason"].startswith(f"blocked by Spar's egress allowlist: it tried to reach 127.0.0.1:{elsewhere.port}"), \
+        entry["reason"]
+    assert f"127.0.0.1:{elsewhere.port}" in proc.stderr.decode()

@@ -11,8 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from spar.config.load import load_config
+from spar.config.model import ReviewerConfig
+from spar.errors import ConfigError
 from spar.hostlist import entry_problem, listed, url_entry
+from spar.presets import get_preset
 from spar.proc.egress import EgressProxy, Limits, Rule, address_problem, decide
+from spar.round.sandboxing import egress_rule
 from tests.proxyfake import FakeProxy
 
 
@@ -291,3 +296,41 @@ def test_requests_it_does_not_serve(tmp_path, request_line):
         head = _head(sock)
         sock.close()
         assert head.startswith(b"HTTP/1.1 400") and proxy.refusals() == []
+
+
+# ---------------------------------------------------------------- configuration
+
+
+def _load(tmp_path: Path, reviewer: str):
+    path = tmp_path / "user.toml"
+    path.write_text(f'[[reviewers]]\nname = "house"\npreset = "command"\nargv = ["x"]\n{reviewer}\n', encoding="utf-8")
+    return load_config(None, env={"SPAR_CONFIG": str(path)}, home=tmp_path / "home")
+
+
+def test_allow_hosts_is_checked_and_enters_the_digest_only_when_set(tmp_path):
+    (house,) = _load(tmp_path, 'allow_hosts = ["Pypi.org", "*.example.com", "127.0.0.1:8080"]').reviewers
+    assert house.allow_hosts == ["pypi.org", "*.example.com", "127.0.0.1:8080"]
+    assert house.applied()["allow_hosts"] == house.allow_hosts
+    (plain,) = _load(tmp_path, "").reviewers
+    assert plain.allow_hosts == [] and "allow_hosts" not in plain.applied()
+    for value, message in (('["https://x.com"]', "must be a host name"), ('"x.com"', "must be an array"),
+                           ('["x.com:99999"]', "port out of range"), ("[]", "must not be empty")):
+        with pytest.raises(ConfigError) as err:
+            _load(tmp_path, f"allow_hosts = {value}")
+        assert message in err.value.message, err.value.message
+
+
+def test_the_rule_of_each_preset(tmp_path):
+    env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:4000"}
+    claude = get_preset("claude")
+    cfg = ReviewerConfig(name="c", preset="claude", allow_hosts=["pypi.org"])
+    assert egress_rule(claude, cfg, env) == Rule(hosts=("127.0.0.1:4000", "pypi.org"),
+                                                 services=("127.0.0.1:4000", "pypi.org"))
+    assert egress_rule(claude, ReviewerConfig(name="c", preset="claude"), {}) == Rule(hosts=("api.anthropic.com",))
+    codex = ReviewerConfig(name="x", preset="codex")
+    assert egress_rule(get_preset("codex"), codex, {}).hosts == ("api.openai.com", "chatgpt.com")
+    endpoint = ReviewerConfig(name="e", preset="openai-compatible", base_url="http://localhost:11434/v1")
+    assert egress_rule(get_preset("openai-compatible"), endpoint, {}) == Rule(hosts=("localhost:11434",),
+                                                                             services=("localhost:11434",))
+    assert egress_rule(get_preset("command"), ReviewerConfig(name="h", preset="command"), {}) == Rule()
+    assert claude.sandbox_env({}, "/home/reviewer")["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"

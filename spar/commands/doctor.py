@@ -305,8 +305,14 @@ def sandbox_check(mode: str, env: dict[str, str]) -> Check:
     except Refused as err:
         return Check("sandbox", subject, "problem", err.message, "install bubblewrap where user namespaces are "
                      'allowed, or set [sandbox] mode = "auto"')
+    if choice.egress:
+        return Check("sandbox", subject, "ok", f"every reviewer process runs in {choice.bwrap}'s sandbox, each "
+                     "reviewer's with a network of its own: it reaches only its service and its allow_hosts, "
+                     "through Spar's egress proxy")
     if choice.bwrap is not None:
-        return Check("sandbox", subject, "ok", f"every reviewer process runs in {choice.bwrap}'s sandbox")
+        return Check("sandbox", subject, "warning", f"every reviewer process runs in {choice.bwrap}'s sandbox, but "
+                     f"with the host's network (every host, the host's own local services included): "
+                     f"{choice.network_why}", "allow network namespaces for unprivileged users where bwrap runs")
     if mode == "off":
         return Check("sandbox", subject, "info", "reviewers run without Spar's sandbox (the configuration says so)")
     return Check("sandbox", subject, "warning", f"reviewers run without a sandbox: {choice.why}",

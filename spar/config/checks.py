@@ -94,7 +94,7 @@ PRESET_KEYS: dict[str, frozenset[str]] = {
     "claude": _CLI | {"effort", "allowed_efforts", "max_budget_usd", "unreachable_seconds"},
     "codex": _CLI | {"effort", "allowed_efforts", "unreachable_seconds"},
     "agy": _CLI,  # agy has no effort
-    "native": _COMMON,
+    "native": _COMMON - {"allow_hosts"},  # it runs nothing
     "command": _COMMON | {"argv"},
     ENDPOINT: (_CLI - {"binary"}) | {"effort", "allowed_efforts", "base_url", "api_key_env",
                                      "input_usd_per_million", "output_usd_per_million", "vendor"},

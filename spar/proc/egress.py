@@ -11,7 +11,8 @@ proxy resolves the name itself (nothing inside can) and refuses a name that lead
 loopback, private, link-local, unspecified, multicast or otherwise non-public address,
 unless the host is one the user configured as the program's service (a local model
 server). It connects to the address it checked (a second lookup could answer otherwise).
-A user's own proxy (`upstream`) is chained for everything but such local services.
+A user's own proxy (`upstream`) is chained for every host it covers (never a loopback
+host, nor what the user's no_proxy lists: those are reached directly, as outside a jail).
 
 Bounded: open connections at once, connections in all, bytes in all, idle seconds per
 connection, bytes of a request head. Every refusal is counted per host and port
@@ -313,9 +314,8 @@ class EgressProxy:
         return decide(host, port, request.addresses, self.rule)
 
     def _hop(self, request: _Request) -> tuple[str, int, dict[str, str]] | None:
-        if self.upstream is None or listed(request.host, request.port, self.rule.services):
-            return None  # the user's own (local) service is reached directly
-        return self.upstream(request.scheme, request.host, request.port)
+        # as the program would outside a jail: the user's no_proxy and loopback hosts go direct
+        return None if self.upstream is None else self.upstream(request.scheme, request.host, request.port)
 
     def _connect(self, request: _Request) -> socket.socket:
         """A connection to the request's next hop: the user's proxy, else the checked address."""

@@ -334,3 +334,19 @@ def test_the_rule_of_each_preset(tmp_path):
                                                                              services=("localhost:11434",))
     assert egress_rule(get_preset("command"), ReviewerConfig(name="h", preset="command"), {}) == Rule()
     assert claude.sandbox_env({}, "/home/reviewer")["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+
+
+def test_codex_reaches_the_provider_its_config_selects(tmp_path):
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True)
+    config = home / ".codex" / "config.toml"
+    codex, cfg = get_preset("codex"), ReviewerConfig(name="x", preset="codex")
+    config.write_text('model_provider = "mine"\n[model_providers.mine]\nbase_url = "http://127.0.0.1:4000/v1"\n'
+                      '[model_providers.other]\nbase_url = "https://other.example/v1"\n'
+                      '[profiles.p]\nmodel_provider = "other"\n')
+    assert egress_rule(codex, cfg, {"HOME": str(home)}) == Rule(hosts=("127.0.0.1:4000",), services=("127.0.0.1:4000",))
+    config.write_text(config.read_text().replace('model_provider = "mine"\n', 'profile = "p"\n', 1))
+    assert egress_rule(codex, cfg, {"HOME": str(home)}).hosts == ("other.example:443",)
+    for broken in ('model_provider = ["x"]\n', "not toml [", 'profile = 3\n', ""):
+        config.write_text(broken)
+        assert egress_rule(codex, cfg, {"HOME": str(home)}).hosts == ("api.openai.com", "chatgpt.com"), broken

@@ -55,6 +55,29 @@ def test_real_claude_reaches_its_local_service_through_the_proxy_only(tmp_path, 
         assert "egress_refused" not in entry["attempts"][-1]  # no telemetry, no update check
 
 
+def test_real_codex_reaches_the_provider_its_config_names_through_the_proxy_only(tmp_path, real_clis):
+    s = _setup(tmp_path, real_clis, name="codex", preset="codex", model="gpt-scripted-1",
+               binary=str(real_clis / "node_modules" / ".bin" / "codex"))
+    with ModelServer([structured(result(head=s.head, findings=[]))]) as server:
+        codex_home = Path(s.env["HOME"]) / ".codex"
+        codex_home.mkdir(parents=True, exist_ok=True)
+        (codex_home / "config.toml").write_text(
+            'model_provider = "scripted"\n[model_providers.scripted]\nname = "scripted"\n'
+            f'base_url = "{server.url("/v1")}"\nenv_key = "OPENAI_API_KEY"\nwire_api = "responses"\n',
+            encoding="utf-8")
+        s.env["OPENAI_API_KEY"] = "sk-egress-test-0123456789"
+        proc = s.run()
+        rj = _round(s)
+        (entry,) = rj["reviewers"]
+        assert rj["sandbox"] == {"kind": "bwrap", "network": "allowlist"}
+        assert entry["status"] == "completed", (entry["reason"], proc.stderr.decode()[-2000:])
+        assert server.model_requests()
+        # its own service is never refused; measured with codex 0.171.0: github.com, api.github.com,
+        # chatgpt.com and ab.chatgpt.com are each tried once, refused, and the review still completes
+        refused = entry["attempts"][-1].get("egress_refused", [])
+        assert all(r["host"] != "127.0.0.1" for r in refused), refused
+
+
 def test_real_claude_refused_by_the_allowlist_is_told_as_such(tmp_path, real_clis):
     """The user's claude settings send it to another server than the one Spar was told of:
     the proxy refuses that host, and the reviewer is reported blocked, naming it."""

@@ -18,6 +18,7 @@ from spar.hostlist import entry_problem, listed, url_entry
 from spar.presets import get_preset
 from spar.proc.egress import EgressProxy, Limits, Rule, address_problem, decide
 from spar.round.sandboxing import egress_rule
+from tests.echoserver import Echo
 from tests.proxyfake import FakeProxy
 
 
@@ -72,35 +73,6 @@ def test_list_entries():
 
 
 # ---------------------------------------------------------------- traffic (127.0.0.1 only)
-
-
-class Echo:
-    """A TCP server on 127.0.0.1 that answers every connection with what it read, and counts them."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        self.received = 0
-        threading.Thread(target=self._loop, daemon=True).start()
-
-    def _loop(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            threading.Thread(target=self._echo, args=(conn,), daemon=True).start()
-
-    def _echo(self, conn: socket.socket) -> None:
-        with conn, contextlib.suppress(OSError):
-            while data := conn.recv(65536):
-                self.received += len(data)
-                conn.sendall(data)
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture

@@ -8,22 +8,20 @@ socket of the host); the one name off the list is never resolved."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
 
 from spar.round.sandboxing import choose_sandbox
 from tests import test_sandbox_hostile as hostile
+from tests.echoserver import Echo
 from tests.runsetup import ROOT, make_setup, result
 from tests.test_sandbox_hostile import RUNUSER, _python_for
 
@@ -89,39 +87,7 @@ sys.exit(0 if sys.argv[1:] == ["answer"] else 1)
 '''
 
 
-class Listener:
-    """A server that counts the connections it accepts (and echoes), on 127.0.0.1 or an abstract socket."""
-
-    def __init__(self, abstract: str | None = None) -> None:
-        if abstract is None:
-            self.sock = socket.create_server(("127.0.0.1", 0))
-            self.port = self.sock.getsockname()[1]
-        else:
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.sock.bind("\0" + abstract)
-            self.sock.listen(8)
-            self.port = 0
-        self.accepted = 0
-        threading.Thread(target=self._loop, daemon=True).start()
-
-    def _loop(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            with conn, contextlib.suppress(OSError):
-                conn.settimeout(30)
-                conn.sendall(conn.recv(5))
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
-        self.sock.close()
-
-
-def _world(user: str, host: Listener, allowed: Listener, abstract: str):
+def _world(user: str, host: Echo, allowed: Echo, abstract: str):
     root = Path(tempfile.mkdtemp(prefix="spar-egress-"))
     os.chmod(root, 0o755)
     s = make_setup(root)
@@ -165,7 +131,7 @@ def test_the_jail_reaches_only_its_list_through_the_proxy(user):
     if not choose_sandbox("auto", os.environ.get("PATH")).egress:
         pytest.skip("bwrap cannot make a jail with a network namespace here (.ci/run installs bubblewrap)")
     abstract = f"spar-egress-test-{os.getpid()}-{user}"
-    host, allowed, unix = Listener(), Listener(), Listener(abstract)
+    host, allowed, unix = Echo(), Echo(), Echo(abstract)
     s, python = _world(user, host, allowed, abstract)
     try:
         proc = _run(s, user, python)

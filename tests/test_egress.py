@@ -226,6 +226,17 @@ def test_open_connections_are_bounded(tmp_path, echo):
         second.close()
 
 
+def test_connections_in_all_are_bounded(tmp_path, echo):
+    service = f"127.0.0.1:{echo.port}"
+    with running(tmp_path, Rule(hosts=(service,), services=(service,)), limits=Limits(total_connections=2)) as proxy:
+        heads = []
+        for _ in range(3):
+            sock, head = _connect(proxy, service)
+            heads.append(head.split(b"\r\n")[0])
+            sock.close()
+    assert heads == [b"HTTP/1.1 200 Connection established"] * 2 + [b"HTTP/1.1 503 Service Unavailable"]
+
+
 def test_bytes_are_bounded(tmp_path, echo):
     service = f"127.0.0.1:{echo.port}"
     with running(tmp_path, Rule(hosts=(service,), services=(service,)), limits=Limits(total_bytes=4096)) as proxy:

@@ -9,17 +9,27 @@ the refused name is never resolved, and Spar's own proxy variables name a closed
 from __future__ import annotations
 
 import json
+import os
+import pwd
+import subprocess
+import sys
+import sysconfig
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from spar.round.sandboxing import choose_sandbox
 from tests import test_real_cli_npm as npm_clis
+from tests import test_sandbox_hostile as hostile
 from tests.modelserver import ModelServer, structured, text
-from tests.runsetup import make_setup, result
+from tests.runsetup import ROOT, make_setup, result
+from tests.test_egress_jail import _run as run_as
 from tests.test_real_cli_npm import CLOSED_PROXY, SECRETS
+from tests.test_sandbox_hostile import _python_for
 
 real_clis = npm_clis.real_clis  # the fixture: the npm installs of the real CLIs
+user = hostile.user  # the fixture: as root and as `nobody`
 
 pytestmark = [pytest.mark.realcli, pytest.mark.slow]
 
@@ -28,6 +38,7 @@ def _setup(tmp_path, prefix, **reviewer):
     if not choose_sandbox("auto", None).egress:
         pytest.skip("bwrap cannot make a jail with a network namespace here")
     s = make_setup(tmp_path)
+    s.user = "root"
     for key in (*SECRETS, "CODEX_HOME", "CLAUDE_CONFIG_DIR"):
         s.env.pop(key, None)
     s.env.update(ANTHROPIC_API_KEY="sk-ant-egress-test-0123456789",
@@ -38,20 +49,38 @@ def _setup(tmp_path, prefix, **reviewer):
     return s
 
 
+def _as(s, user: str):
+    """`s`, run as `user` (its world handed over), or None when that user has no Python to run Spar."""
+    s.python = sys.executable if user == "root" else _python_for(user)
+    if s.python is None:
+        pytest.skip(f"no Python {sys.version_info.major}.{sys.version_info.minor} that {user} may run")
+    s.user = user
+    if user != "root":
+        os.chmod(s.tmp, 0o755)
+        for parent in s.tmp.parents:  # pytest's own folders are 0700
+            if parent == Path(tempfile.gettempdir()):
+                break
+            os.chmod(parent, os.stat(parent).st_mode | 0o711)
+        s.env.update(PYTHONPATH=os.pathsep.join([str(ROOT), sysconfig.get_paths()["purelib"]]))
+        subprocess.run(["chown", "-R", user, str(s.tmp)], check=True, env={"PATH": "/usr/bin:/bin"})
+    return s
+
+
 def _round(s) -> dict:
     return json.loads((s.repo / "reviews" / "r1" / "round.json").read_text(encoding="utf-8"))
 
 
-def test_real_claude_reaches_its_local_service_through_the_proxy_only(tmp_path, real_clis):
-    s = _setup(tmp_path, real_clis)
+def test_real_claude_reaches_its_local_service_through_the_proxy_only(tmp_path, real_clis, user):
+    s = _as(_setup(tmp_path, real_clis), user)
     with ModelServer([structured(result(head=s.head, findings=[]))], then=text("done")) as server:
         s.env["ANTHROPIC_BASE_URL"] = server.base_url
-        proc = s.run()
+        proc = run_as(s, s.user, s.python)
         rj = _round(s)
         (entry,) = rj["reviewers"]
         assert rj["sandbox"] == {"kind": "bwrap", "network": "allowlist"}
         assert entry["status"] == "completed", (entry["reason"], proc.stderr.decode()[-2000:])
         assert server.model_requests()  # it was reached: through the proxy, the jail has no other way
+        assert (s.repo / "reviews" / "r1").stat().st_uid == pwd.getpwnam(user).pw_uid  # it ran as `user`
         assert "egress_refused" not in entry["attempts"][-1]  # no telemetry, no update check
 
 

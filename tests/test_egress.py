@@ -187,13 +187,14 @@ def test_plain_http_in_absolute_form_goes_in_origin_form(tmp_path):
     with running(tmp_path, Rule(hosts=(service,), services=(service,))) as proxy:
         sock = _dial(proxy)
         sock.sendall(f"POST http://{service}/v1/messages?beta=true HTTP/1.1\r\nHost: {service}\r\n"
-                     "Proxy-Authorization: Basic c2VjcmV0\r\nContent-Length: 0\r\n\r\n".encode())
+                     "Proxy-Authorization: Basic c2VjcmV0\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n".encode())
         answer = _read_all(sock)
         sock.close()
     thread.join(timeout=60)
     server.close()
     assert answer.endswith(b"ok")
     assert seen[0].startswith(b"POST /v1/messages?beta=true HTTP/1.1\r\n") and b"Proxy-Authorization" not in seen[0]
+    assert b"Connection: close\r\n" in seen[0] and b"keep-alive" not in seen[0]  # one request per connection
 
 
 def test_the_users_proxy_is_chained(tmp_path, echo):

@@ -29,10 +29,11 @@ import re
 import selectors
 import socket
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from spar.hostlist import listed, normal_host
 
@@ -205,8 +206,9 @@ class EgressProxy:
         for sock in sockets:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
+        deadline = time.monotonic() + self.limits.connect_seconds  # a lookup in progress cannot be stopped
         for thread in list(self._threads):
-            thread.join(timeout=self.limits.connect_seconds)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
         with contextlib.suppress(OSError):
             os.unlink(self.socket_path)
 
@@ -352,7 +354,7 @@ class EgressProxy:
                 if not ready:
                     return
                 for key, _ in ready:
-                    sock = peers[peers[key.fileobj]]  # type: ignore[index]
+                    sock = cast(socket.socket, key.fileobj)
                     if not self._pass_on(sock, peers[sock]):
                         sel.unregister(sock)
                         open_reads.discard(sock)
@@ -431,7 +433,10 @@ def _read_request(client: socket.socket) -> _Request:
         port = url.port or 80
     except ValueError:
         raise _Refusal(400, "bad port") from None
-    kept = [h for h in headers.split(b"\r\n") if h and not h.lower().startswith(b"proxy-")]
+    # one request per connection: a second one on it could name another host
+    kept = [h for h in headers.split(b"\r\n") if h and not h.lower().startswith((b"proxy-", b"connection:",
+                                                                                 b"keep-alive:"))]
+    kept.append(b"Connection: close")
     origin = (url.path or "/") + (f"?{url.query}" if url.query else "")
     out = f"{method} {origin} {version}\r\n".encode("latin-1") + b"".join(h + b"\r\n" for h in kept) + b"\r\n"
     return _Request(method, "http", _host(url.hostname), port, out, rest, target)

@@ -25,7 +25,8 @@ from tests.proxyfake import FakeProxy
 @pytest.mark.parametrize("address", [
     "127.0.0.1", "127.5.5.5", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "0.0.0.0", "224.0.0.1",
     "100.64.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fd00::1", "ff02::1", "::ffff:127.0.0.1",
-    "::ffff:169.254.169.254", "fe80::1%eth0"])
+    "::ffff:169.254.169.254", "fe80::1%eth0", "64:ff9b::a9fe:a9fe", "64:ff9b::7f00:1", "2002:a9fe:a9fe::1",
+    "2002:7f00:1::1"])
 def test_local_and_private_addresses_are_refused(address):
     assert address_problem(address) is not None
 

@@ -40,6 +40,7 @@ from spar.hostlist import listed, normal_host
 BRIDGE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "egress_bridge.py")
 SYSTEM_PYTHON = ("/usr/bin/python3", "/bin/python3")  # the bridge's interpreter: under the jail's /usr
 HEAD_LIMIT = 64 * 1024
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 MAX_KINDS = 100  # refused hosts kept apart; the rest are counted together
 OTHERS = "(other hosts)"
 HOST_NAME = re.compile(r"[a-z0-9_.-]{1,253}|[0-9a-f:.]{2,45}")  # a name, or an IP address's characters
@@ -87,8 +88,11 @@ def address_problem(address: str) -> str | None:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
         return "not an IP address"
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):  # an IPv4 address inside an IPv6 one is judged as itself
+        if ip in NAT64:
+            ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        else:
+            ip = ip.ipv4_mapped or ip.sixtofour or ip
     for kind, flag in (("loopback", ip.is_loopback), ("unspecified", ip.is_unspecified),
                        ("link-local", ip.is_link_local), ("multicast", ip.is_multicast),
                        ("private", ip.is_private), ("reserved", ip.is_reserved)):

@@ -217,6 +217,26 @@ def test_the_users_proxy_is_chained(tmp_path, echo):
         assert upstream.authorizations == ["Basic dTpw"]
 
 
+def test_a_name_the_users_proxy_takes_is_not_looked_up_here_but_an_address_is_checked(tmp_path):
+    asked: list[str] = []
+
+    def resolver(host: str, port: int) -> list[str]:
+        asked.append(host)
+        raise AssertionError("looked up")
+
+    def hop(scheme: str, host: str, port: int):
+        return "127.0.0.1", 9, {}  # the discard port: nothing listens
+
+    rule = Rule(hosts=("api.openai.com", "169.254.169.254:80"))
+    with running(tmp_path, rule, upstream=hop, resolver=resolver) as proxy:
+        sock, head = _connect(proxy, "api.openai.com:443")
+        sock.close()
+        refused, head2 = _connect(proxy, "169.254.169.254:80")
+        refused.close()
+        assert [c.host for c in proxy.refusals()] == ["169.254.169.254"]
+    assert asked == [] and not head.startswith(b"HTTP/1.1 200") and head2.startswith(b"HTTP/1.1 403")
+
+
 def test_open_connections_are_bounded(tmp_path, echo):
     service = f"127.0.0.1:{echo.port}"
     with running(tmp_path, Rule(hosts=(service,), services=(service,)), limits=Limits(connections=1)) as proxy:

@@ -11,6 +11,8 @@ proxy resolves the name itself (nothing inside can) and refuses a name that lead
 loopback, private, link-local, unspecified, multicast or otherwise non-public address,
 unless the host is one the user configured as the program's service (a local model
 server). It connects to the address it checked (a second lookup could answer otherwise).
+A name the user's own proxy takes is not looked up here: that proxy resolves it, as it
+would for the program outside a jail (an IP address is still checked).
 A user's own proxy (`upstream`) is chained for every host it covers (never a loopback
 host, nor what the user's no_proxy lists: those are reached directly, as outside a jail).
 
@@ -124,6 +126,14 @@ def resolve(host: str, port: int) -> list[str]:
         pass
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def bridge_python() -> str | None:
@@ -260,6 +270,7 @@ class EgressProxy:
         try:
             self._tunnel(client)
         finally:
+            self._untrack(client)  # whatever happened, the program's end is closed
             with self._lock:
                 self._active -= 1
 
@@ -307,16 +318,17 @@ class EgressProxy:
             raise _Refusal(403, f"{request.host}:{request.port} is refused by Spar's egress rule: {why}")
 
     def _verdict(self, request: _Request) -> str | None:
-        """`decide` for the request; its name resolved here unless the list alone settles it."""
+        """`decide` for the request; its name resolved here unless the list alone settles it
+        or the user's proxy takes it (that proxy resolves names, as it does outside a jail)."""
         host, port = request.host, request.port
         if not listed(host, port, self.rule.hosts) or listed(host, port, self.rule.services):
             return decide(host, port, [], self.rule)
+        if not _is_address(host) and self._hop(request) is not None:
+            return None
         try:
-            request.addresses = self.resolver(host, port)
+            request.addresses = [host] if _is_address(host) else self.resolver(host, port)
         except OSError:
-            if self._hop(request) is None:
-                raise _Refusal(502, f"{host} cannot be resolved") from None
-            return None  # the chained proxy resolves it
+            raise _Refusal(502, f"{host} cannot be resolved") from None
         return decide(host, port, request.addresses, self.rule)
 
     def _hop(self, request: _Request) -> tuple[str, int, dict[str, str]] | None:

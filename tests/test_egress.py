@@ -187,7 +187,7 @@ def test_plain_http_in_absolute_form_goes_in_origin_form(tmp_path):
     service = f"127.0.0.1:{port}"
     with running(tmp_path, Rule(hosts=(service,), services=(service,))) as proxy:
         sock = _dial(proxy)
-        sock.sendall(f"POST http://{service}/v1/messages?beta=true HTTP/1.1\r\nHost: {service}\r\n"
+        sock.sendall(f"POST http://{service}/v1/messages?beta=true HTTP/1.1\r\nHost: elsewhere.example\r\n"
                      "Proxy-Authorization: Basic c2VjcmV0\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n".encode())
         answer = _read_all(sock)
         sock.close()
@@ -196,6 +196,7 @@ def test_plain_http_in_absolute_form_goes_in_origin_form(tmp_path):
     assert answer.endswith(b"ok")
     assert seen[0].startswith(b"POST /v1/messages?beta=true HTTP/1.1\r\n") and b"Proxy-Authorization" not in seen[0]
     assert b"Connection: close\r\n" in seen[0] and b"keep-alive" not in seen[0]  # one request per connection
+    assert f"Host: {service}\r\n".encode() in seen[0] and b"elsewhere" not in seen[0]  # the URL's host
 
 
 def test_the_users_proxy_is_chained(tmp_path, echo):

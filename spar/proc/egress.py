@@ -450,9 +450,11 @@ def _read_request(client: socket.socket) -> _Request:
     except ValueError:
         raise _Refusal(400, "bad port") from None
     # one request per connection: a second one on it could name another host
+    # one request per connection (a second one could name another host), and the Host the
+    # URL names (another would reach another site on the same server)
     kept = [h for h in headers.split(b"\r\n") if h and not h.lower().startswith((b"proxy-", b"connection:",
-                                                                                 b"keep-alive:"))]
-    kept.append(b"Connection: close")
+                                                                                 b"keep-alive:", b"host:"))]
+    kept += [b"Host: " + url.netloc.rpartition("@")[2].encode("latin-1"), b"Connection: close"]
     origin = (url.path or "/") + (f"?{url.query}" if url.query else "")
     out = f"{method} {origin} {version}\r\n".encode("latin-1") + b"".join(h + b"\r\n" for h in kept) + b"\r\n"
     return _Request(method, "http", _host(url.hostname), port, out, rest, target)

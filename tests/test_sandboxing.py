@@ -228,3 +228,48 @@ def test_under_the_home_a_jail_shows_the_npm_package_its_dependencies_and_node_a
     under_home = sorted(t for t in shown if t.startswith(str(home)))
     assert under_home == sorted([str(modules / "@openai/codex"), str(modules / "@openai/codex-linux-x64"),
                                  str(modules / "helper"), str(prefix / "bin" / "node")])
+
+
+NO_NETNS_BWRAP = """#!/bin/sh
+for a in "$@"; do
+  if [ "$a" = "--unshare-net" ]; then
+    echo "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted" >&2
+    exit 1
+  fi
+done
+exec REAL "$@"
+"""
+
+
+@pytest.mark.slow
+def test_without_a_network_namespace_auto_says_why_and_required_refuses(tmp_path):
+    real = choose_sandbox("auto", os.environ.get("PATH")).bwrap
+    if real is None:
+        pytest.skip("bwrap cannot make a sandbox here (.ci/run installs bubblewrap)")
+    s = make_setup(tmp_path)
+    s.configure([s.answer_reviewer("house", result(findings=[]))], sandbox="required")
+    s.env["PATH"] = os.pathsep.join([_bin(tmp_path, NO_NETNS_BWRAP.replace("REAL", real)), s.env["PATH"]])
+    proc = s.run()
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 65, stderr
+    assert "no network namespace for the reviewers' sandbox" in stderr and "RTM_NEWADDR" in stderr
+    assert not (s.repo / "reviews").exists()  # nothing written, nothing counted
+    (check,) = [c for c in json.loads(s.spar("doctor", "--format", "json").stdout)["checks"] if c["check"] == "sandbox"]
+    assert check["status"] == "problem" and "RTM_NEWADDR" in check["detail"]
+    s.configure([s.answer_reviewer("house", result(findings=[]))], sandbox="auto")
+    proc = s.run()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "spar: warning: the reviewers' sandbox keeps the host's network" in proc.stderr.decode()
+    rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())
+    assert rj["sandbox"]["kind"] == "bwrap" and rj["sandbox"]["network"] == "host"
+    assert "RTM_NEWADDR" in rj["sandbox"]["network_why"]
+    (check,) = [c for c in json.loads(s.spar("doctor", "--format", "json").stdout)["checks"] if c["check"] == "sandbox"]
+    assert check["status"] == "warning" and "host's network" in check["detail"] and "RTM_NEWADDR" in check["detail"]
+
+
+def test_doctor_says_the_network_is_limited_where_it_is(tmp_path):
+    choice = choose_sandbox("auto", os.environ.get("PATH"))
+    if not choice.egress:
+        pytest.skip("bwrap cannot make a jail with a network namespace here")
+    check, _ = sandbox_check("auto", {"PATH": os.environ.get("PATH", "")})
+    assert check.status == "ok" and "network of its own" in check.detail and "allow_hosts" in check.detail

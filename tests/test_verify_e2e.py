@@ -544,6 +544,6 @@ def test_verifiers_run_in_the_sandbox_too(tmp_path):
     proc = s.run("--criteria", "docs/criteria.md")
     assert proc.returncode == 0, proc.stderr.decode()
     round_dir = s.repo / "reviews" / "r1"
-    assert load(round_dir / "round.json")["sandbox"] == {"kind": "bwrap"}
+    assert load(round_dir / "round.json")["sandbox"] == {"kind": "bwrap", "network": "allowlist"}
     logs = [p.read_text() for p in (round_dir / "verify").glob("V*/stderr.log")]
     assert logs and all("NO-KEY-HERE" in log and "PRIVATE KEY" not in log for log in logs)

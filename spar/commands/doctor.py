@@ -339,9 +339,15 @@ def sandbox_check(mode: str, env: dict[str, str]) -> tuple[Check, SandboxChoice 
     except Refused as err:
         return Check("sandbox", subject, "problem", err.message, "install bubblewrap where user namespaces are "
                      'allowed, or set [sandbox] mode = "auto"'), None
+    if choice.egress:
+        return Check("sandbox", subject, "ok", f"every reviewer process runs in {choice.bwrap}'s sandbox (its "
+                     "checks below too), each reviewer's with a network of its own: it reaches only its service "
+                     "and its allow_hosts, through Spar's egress proxy"), choice
     if choice.bwrap is not None:
-        return Check("sandbox", subject, "ok", f"every reviewer process runs in {choice.bwrap}'s sandbox "
-                     "(its checks below too)"), choice
+        return Check("sandbox", subject, "warning", f"every reviewer process runs in {choice.bwrap}'s sandbox (its "
+                     "checks below too), but with the host's network (every host, the host's own local services "
+                     f"included): {choice.network_why}",
+                     "allow network namespaces for unprivileged users where bwrap runs"), choice
     if mode == "off":
         return Check("sandbox", subject, "info",
                      "reviewers run without Spar's sandbox (the configuration says so)"), choice

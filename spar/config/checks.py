@@ -34,6 +34,7 @@ from spar.config.model import (
 from spar.config.toml_positions import KeyPath, LocatedDoc
 from spar.errors import ConfigError, quote
 from spar.globs import glob_problem, normalize_glob
+from spar.hostlist import entry_problem
 
 # a reviewer entry's error for one of its keys; a project key's error
 KeyedError = Callable[[str, str], ConfigError]
@@ -85,14 +86,15 @@ FORBIDDEN_PROJECT_KEYS = frozenset({
     "reviewers", "preset", "name", "binary", "argv", "model", "fallback_model", "effort",
     "allowed_models", "allowed_efforts", "timeout_seconds", "max_budget_usd", "max_findings",
     "unreachable_seconds", "base_url", "api_key_env", "input_usd_per_million", "output_usd_per_million", "vendor",
+    "allow_hosts",
 })
-_COMMON = frozenset({"name", "preset", "timeout_seconds", "max_findings"})
+_COMMON = frozenset({"name", "preset", "timeout_seconds", "max_findings", "allow_hosts"})
 _CLI = _COMMON | {"model", "fallback_model", "binary", "allowed_models"}
 PRESET_KEYS: dict[str, frozenset[str]] = {
     "claude": _CLI | {"effort", "allowed_efforts", "max_budget_usd", "unreachable_seconds"},
     "codex": _CLI | {"effort", "allowed_efforts", "unreachable_seconds"},
     "agy": _CLI,  # agy has no effort
-    "native": _COMMON,
+    "native": _COMMON - {"allow_hosts"},  # it runs nothing
     "command": _COMMON | {"argv"},
     ENDPOINT: (_CLI - {"binary"}) | {"effort", "allowed_efforts", "base_url", "api_key_env",
                                      "input_usd_per_million", "output_usd_per_million", "vendor"},
@@ -346,6 +348,8 @@ def _set_reviewer_key(err: KeyedError, r: ReviewerConfig, key: str, value: objec
         r.max_budget_usd = _budget(err, value)
     elif key in ("allowed_models", "allowed_efforts"):
         setattr(r, key, _allowed(err, key, value))
+    elif key == "allow_hosts":
+        r.allow_hosts = _hosts(err, key, value)
     else:
         _set_endpoint_key(err, r, key, value)
 
@@ -450,6 +454,16 @@ def _allowed(err: KeyedError, key: str, value: object) -> list[str]:
         if problem:
             raise err(key, f"{key} item {n} {quote(item)} {problem}")
     return list(value)
+
+
+def _hosts(err: KeyedError, key: str, value: object) -> list[str]:
+    """allow_hosts: host names (`name`, `name:PORT`, `*.domain`, an IP address), lower case."""
+    hosts = _allowed(err, key, value)
+    for n, item in enumerate(hosts, 1):
+        problem = entry_problem(item)
+        if problem:
+            raise err(key, f"{key} item {n} {quote(item)} {problem}")
+    return [h.strip().lower() for h in hosts]
 
 
 def _positive_int(doc: LocatedDoc, path: KeyPath, value: object, what: str) -> int:

@@ -61,6 +61,8 @@ class ReviewerConfig:
     input_usd_per_million: int | float | None = None
     output_usd_per_million: int | float | None = None
     vendor: str = ""
+    # hosts its sandboxed program may reach besides its service (`name`, `name:PORT`, `*.domain`)
+    allow_hosts: list[str] = field(default_factory=list)
     model_written: bool = False  # the user file wrote `model` (so --model is refused)
     effort_written: bool = False
     max_findings_written: bool = False  # the entry set its own max_findings
@@ -91,6 +93,8 @@ class ReviewerConfig:
             out["max_budget_usd"] = self.max_budget_usd
         if self.unreachable_seconds != DEFAULT_UNREACHABLE:  # likewise: the default keeps every digest
             out["unreachable_seconds"] = self.unreachable_seconds
+        if self.allow_hosts:  # only when set: configurations without it keep their digest
+            out["allow_hosts"] = list(self.allow_hosts)
         if self.allowed_models is not None:
             out["allowed_models"] = list(self.allowed_models)
         if self.allowed_efforts is not None:

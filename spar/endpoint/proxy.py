@@ -7,6 +7,10 @@ cannot reach the user's own machine's services, which a local server is. Only an
 proxy is supported: an https endpoint is reached through it with CONNECT (TLS end to end,
 the endpoint's certificate checked as without a proxy), an http one with the whole URL
 as the request target. Standard library only (the client runs inside the sandbox).
+
+In a sandbox with a network of its own, `SPAR_EGRESS_PROXY` names Spar's egress proxy:
+then every request goes through it, a loopback host's too (the host's loopback is
+reachable from inside only that way) and whatever no_proxy says.
 """
 
 from __future__ import annotations
@@ -96,9 +100,11 @@ def proxy_for(url: urllib.parse.SplitResult, env: Mapping[str, str]) -> Proxy | 
     """The proxy for a request to `url` under `env`, None to connect directly; UnusableProxy
     when the variable that applies cannot be used."""
     scheme = url.scheme.lower()
-    name, value = _setting(env, (f"{scheme}_proxy", f"{scheme.upper()}_PROXY", "all_proxy", "ALL_PROXY"))
-    if not value or _bypassed(url, env):
-        return None
+    name, value = _setting(env, ("SPAR_EGRESS_PROXY",))
+    if not value:
+        name, value = _setting(env, (f"{scheme}_proxy", f"{scheme.upper()}_PROXY", "all_proxy", "ALL_PROXY"))
+        if not value or _bypassed(url, env):
+            return None
     parsed = urllib.parse.urlsplit(value if "://" in value else f"http://{value}")
     if parsed.scheme.lower() != "http":
         raise UnusableProxy(f"{name} names a {parsed.scheme}:// proxy; the openai-compatible client "

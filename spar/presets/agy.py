@@ -161,6 +161,10 @@ class AgyPreset(Preset):
     monitor_class = AgyMonitor
     vendor_env = ("GEMINI_*", "GOOGLE_*")
 
+    def egress_hosts(self, cfg: ReviewerConfig, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
+        # Google's model API, its code-assist service and the login's token refresh
+        return ["generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "oauth2.googleapis.com"], []
+
     def home_files(self, env: Mapping[str, str]) -> list[HomeFile]:
         # not measured (no agy installs from a public registry): the login and settings files
         # Google's CLIs keep in ~/.gemini

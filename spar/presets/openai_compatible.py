@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import spar
 from spar.config.model import ReviewerConfig
+from spar.hostlist import url_entry
 from spar.jsonvalue import object_at
 from spar.judge.answer import parse_answer
 from spar.judge.endpoint import prompt_cut, usage_counts
@@ -128,6 +130,10 @@ class OpenAICompatiblePreset(Preset):
 
     def executable_name(self, cfg: ReviewerConfig, paths: RunPaths, spec: InputSpec) -> str:
         return sys.executable  # the Python running Spar runs its client
+
+    def egress_hosts(self, cfg: ReviewerConfig, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
+        own = url_entry(cfg.base_url)
+        return ([own], [own]) if own else ([], [])
 
     def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
         # -I: neither PYTHONPATH nor the working folder (the reviewed code) can change what runs

@@ -25,7 +25,8 @@ program's argv, and gets the argv that runs the program inside it. What every ja
 - a minimal `/dev` with a private `devpts` (no terminal of the user's), a new session (no
   controlling terminal), every capability dropped (root inside can mount nothing), and its
   end with its parent's;
-- the network as it is: CLIs need their service.
+- the network as it is, unless the `Jail` asks for a network namespace of its own
+  (`unshare_net`: only its own loopback; `spar.proc.egress` is then the way out).
 
 Everything else of the file system is absent unless the `Jail` binds it. `probe` says
 whether a jail holds here: bwrap must start (it cannot without user namespaces: Ubuntu's
@@ -83,6 +84,7 @@ class Jail:
     binds: tuple[Bind, ...] = ()
     links: tuple[tuple[str, str], ...] = ()
     seccomp: str | None = None
+    unshare_net: bool = False  # a network namespace of its own (only its loopback)
 
 
 # the kernel's keyring calls per architecture (AUDIT_ARCH_*): add_key, request_key, keyctl
@@ -154,7 +156,7 @@ def _base_args(bwrap: str) -> list[str]:
 
 def jail_argv(jail: Jail, argv: list[str]) -> list[str]:
     """The argv that runs `argv` inside `jail`."""
-    args = _base_args(jail.bwrap)
+    args = _base_args(jail.bwrap) + (["--unshare-net"] if jail.unshare_net else [])
     for folder in jail.private:
         args += ["--tmpfs", folder]
     for bind in jail.binds:
@@ -204,15 +206,16 @@ _PROBE_FAILURES = {3: "the program inside is not in a PID namespace of its own",
                    5: "the program inside may write /proc/sys"}
 
 
-def probe(bwrap: str) -> str | None:
+def probe(bwrap: str, *, net: bool = False) -> str | None:
     """None when `bwrap` makes a jail that holds here (checked from inside: a new PID
-    namespace, a file planted on the host absent, /proc/sys read-only); else why not."""
+    namespace, a file planted on the host absent, /proc/sys read-only; with a network
+    namespace of its own when `net`); else why not."""
     word = f"spar-probe-{secrets.token_hex(8)}"
     with tempfile.TemporaryDirectory(prefix="spar-probe-") as folder, keyring_filter_file() as seccomp:
         planted = os.path.join(folder, "planted")
         with open(planted, "w", encoding="utf-8") as f:
             f.write("the host's\n")
-        jail = Jail(bwrap, cwd="/", private=("/tmp",), seccomp=seccomp)
+        jail = Jail(bwrap, cwd="/", private=("/tmp",), seccomp=seccomp, unshare_net=net)
         ran = _run_probe(bwrap, jail_argv(jail, [_shell(), "-c", _PROBE_SCRIPT, "sh", planted, word]))
     if isinstance(ran, str):
         return ran

@@ -306,6 +306,13 @@ class Preset(ABC):
         read-only at their own path in the sandbox."""
         return []
 
+    def egress_hosts(self, cfg: ReviewerConfig, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
+        """Where its program connects for a review when its jail has a network of its own
+        (entries of `spar.proc.egress.Rule`, `env`: what the reviewer inherits): the hosts,
+        and of them the service the user configured (a local model server may be one).
+        None by default: a `command` reaches only what its `allow_hosts` lists."""
+        return [], []
+
     def env_names(self, cfg: ReviewerConfig) -> tuple[str, ...]:
         """The variables this reviewer needs whatever env_passthrough withholds: its vendor's
         (`vendor_env`), or what its configuration names."""

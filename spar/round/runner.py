@@ -31,7 +31,7 @@ from spar.records.model import ReviewerStatus as S
 from spar.records.usage import attempt_usage
 from spar.round.interface import InputSpec, Monitor, Preset, RunPaths, recorded_argv
 from spar.round.liveness import watch_liveness
-from spar.round.sandboxing import Confinement, confined
+from spar.round.sandboxing import Confinement, confined, egress_rule
 
 if TYPE_CHECKING:
     from spar.progress import Progress
@@ -111,6 +111,7 @@ class RunSettings:
     # every credential of `env` (and the endpoints' keys): masked in every reviewer's output, since a
     # reviewer may read another's (without the sandbox, from /proc/PID/environ)
     credentials: list[str] = field(default_factory=list)
+    egress: bool = False  # and each jail has a network of its own, its way out the egress proxy
 
 
 async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = None,
@@ -118,17 +119,18 @@ async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = 
                         output_cap: int = OUTPUT_CAP,
                         kill_grace: float = KILL_GRACE,
                         version_timeout: float = VERSION_TIMEOUT, sandbox: str | None = None,
-                        transient_backoff: float = TRANSIENT_BACKOFF) -> list[ReviewerOutcome]:
+                        transient_backoff: float = TRANSIENT_BACKOFF, egress: bool = False) -> list[ReviewerOutcome]:
     """Run every job at once; outcomes in the order of `jobs`.
 
     `env` is the environment reviewers inherit from (default: this process's), each
     through `env_passthrough` and its preset's vendor variables (spar.proc.environment);
     its PATH is where bare executable names are looked up. One reviewer's failure never
-    stops the others. `sandbox`: bwrap, to run every reviewer process in its sandbox.
+    stops the others. `sandbox`: bwrap, to run every reviewer process in its sandbox;
+    `egress`: each with a network of its own and the egress proxy as its way out.
     """
     settings = run_settings(progress=progress, env=env, env_passthrough=env_passthrough, output_cap=output_cap,
                             kill_grace=kill_grace, version_timeout=version_timeout, sandbox=sandbox,
-                            key_names=[job.config.api_key_env for job in jobs])
+                            key_names=[job.config.api_key_env for job in jobs], egress=egress)
     settings.transient_backoff = transient_backoff
     outcomes: list[ReviewerOutcome | None] = [None] * len(jobs)
 
@@ -144,13 +146,14 @@ async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = 
 def run_settings(*, progress: Progress | None = None, env: Mapping[str, str] | None = None,
                  env_passthrough: list[str] | None = None, output_cap: int = OUTPUT_CAP,
                  kill_grace: float = KILL_GRACE, version_timeout: float = VERSION_TIMEOUT,
-                 sandbox: str | None = None, key_names: list[str] | None = None) -> RunSettings:
+                 sandbox: str | None = None, key_names: list[str] | None = None,
+                 egress: bool = False) -> RunSettings:
     """What `run_reviewer` needs besides the job (the arguments of `run_reviewers`;
     `key_names`: the variables holding the configured endpoints' keys)."""
     full = dict(os.environ if env is None else env)
     return RunSettings(env=full, passthrough=env_passthrough, output_cap=output_cap, kill_grace=kill_grace,
                        version_timeout=version_timeout, progress=progress, sandbox=sandbox,
-                       credentials=credential_values(full, key_names or ()))
+                       credentials=credential_values(full, key_names or ()), egress=egress and sandbox is not None)
 
 
 async def run_reviewer(job: ReviewerJob, st: RunSettings) -> ReviewerOutcome:
@@ -284,17 +287,36 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     if deadline is None:
         deadline = anyio.current_time() + cfg.timeout_seconds  # the attempt's cancel scopes end here
     facts.deadline = deadline
+    rule = egress_rule(preset, cfg, env) if st.egress else None
     try:
-        with confined(preset, run_paths(job), lookup.path, facts.argv, env, st.sandbox) as jail:
+        with confined(preset, run_paths(job), lookup.path, facts.argv, env, st.sandbox, rule) as jail:
             if preset.version_args is not None:
                 checked = await _version_check(lookup.path, preset.version_args, run_paths(job), deadline, jail, st,
                                                facts)
                 if isinstance(checked, tuple):
-                    return facts.done(*checked)
+                    return _refusals_told(facts.done(*checked), jail)
                 facts.cli_version = checked
-            return await _run_and_judge(job, preset, lookup.path, _log_suffix(number), deadline, jail, st, facts)
+            ended = await _run_and_judge(job, preset, lookup.path, _log_suffix(number), deadline, jail, st, facts)
+            return _refusals_told(ended, jail)
     except OSError as exc:
         return facts.done(S.FAILED, f"cannot prepare the sandbox: {exc.strerror or exc}")
+
+
+def _refusals_told(ended: _Attempt, jail: Confinement) -> _Attempt:
+    """The attempt with the connections its egress proxy refused (host, port, how often); a
+    failure after one is said to be the allowlist's doing first (claude reports a refused
+    host as "Failed to authenticate. API Error: 403")."""
+    refused = jail.refusals()
+    if not refused:
+        return ended
+    ended.record["egress_refused"] = [{"host": r.host, "port": r.port, "count": r.times} for r in refused]
+    if ended.status != S.COMPLETED:
+        named = ", ".join(f"{r.host}:{r.port}" for r in refused[:5]) + (", ..." if len(refused) > 5 else "")
+        ended.reason = (f"blocked by Spar's egress allowlist: it tried to reach {named}, which its sandbox "
+                        "refused (add a host it needs to allow_hosts)" + (f"; {ended.reason}" if ended.reason else ""))
+        ended.record["reason"] = ended.reason
+        ended.transient = None  # a refusal does not pass by itself
+    return ended
 
 
 def _log_suffix(number: int) -> str:

@@ -272,17 +272,26 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     if deadline is None:
         deadline = anyio.current_time() + cfg.timeout_seconds  # the attempt's cancel scopes end here
     facts.deadline = deadline
+    left: list[str] = []  # what of its scratch HOME could not be removed: said, never fatal
     try:
-        with confined(preset, run_paths(job), lookup.path, facts.argv, env, st.sandbox) as jail:
-            if preset.version_args is not None:
-                checked = await _version_check(lookup.path, preset.version_args, run_paths(job), deadline, jail, st,
-                                               facts)
-                if isinstance(checked, tuple):
-                    return facts.done(*checked)
-                facts.cli_version = checked
-            return await _run_and_judge(job, preset, lookup.path, _log_suffix(number), deadline, jail, st, facts)
+        with confined(preset, run_paths(job), lookup.path, facts.argv, env, st.sandbox, left) as jail:
+            attempt = await _check_and_run(job, lookup.path, _log_suffix(number), deadline, jail, st, facts)
     except OSError as exc:
-        return facts.done(S.FAILED, f"cannot prepare the sandbox: {exc.strerror or exc}")
+        attempt = facts.done(S.FAILED, f"cannot prepare the sandbox: {exc.strerror or exc}")
+    attempt.warnings.extend(left)
+    return attempt
+
+
+async def _check_and_run(job: ReviewerJob, exe: str, suffix: str, deadline: float, jail: Confinement,
+                         st: RunSettings, facts: _Facts) -> _Attempt:
+    """The version check (when the preset has one), then the run."""
+    preset = job.preset
+    if preset.version_args is not None:
+        checked = await _version_check(exe, preset.version_args, run_paths(job), deadline, jail, st, facts)
+        if isinstance(checked, tuple):
+            return facts.done(*checked)
+        facts.cli_version = checked
+    return await _run_and_judge(job, preset, exe, suffix, deadline, jail, st, facts)
 
 
 def _log_suffix(number: int) -> str:

@@ -25,7 +25,6 @@ is never bound whole: the file alone is.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import stat
@@ -39,6 +38,7 @@ from pathlib import Path
 from spar.errors import Refused
 from spar.proc.environment import NETWORK_FILES, matches
 from spar.proc.sandbox import SYSTEM_DIRS, Bind, Jail, find_bwrap, jail_argv, probe
+from spar.proc.tree_removal import remove_tree
 from spar.round.interface import Preset, RunPaths
 
 HOME_INSIDE = "/home/reviewer"
@@ -99,8 +99,9 @@ class Confinement:
 
 @contextmanager
 def confined(preset: Preset, paths: RunPaths, exe: str, argv: list[str], env: Mapping[str, str],
-             bwrap: str | None) -> Iterator[Confinement]:
-    """The attempt's confinement; its scratch HOME is removed on the way out."""
+             bwrap: str | None, left: list[str] | None = None) -> Iterator[Confinement]:
+    """The attempt's confinement; its scratch HOME is removed on the way out, whatever the
+    reviewer left in it (what could not be removed is said in `left`)."""
     if bwrap is None:
         yield Confinement(None, dict(env))
         return
@@ -114,7 +115,9 @@ def confined(preset: Preset, paths: RunPaths, exe: str, argv: list[str], env: Ma
         jail = Jail(bwrap, cwd=str(paths.workspace), private=(TMP_INSIDE,), binds=tuple(binds), links=tuple(links))
         yield Confinement(jail, inside)
     finally:
-        _remove(scratch)
+        removal = remove_tree(scratch)
+        if removal.text() and left is not None:
+            left.append(f"the reviewer's scratch HOME {scratch} was not removed whole: {removal.text()}")
 
 
 def _home_binds(preset: Preset, env: Mapping[str, str], scratch: str) -> list[Bind]:
@@ -225,16 +228,6 @@ def _interpreter(exe: str, env: Mapping[str, str]) -> str | None:
 def _system(path: str) -> bool:
     real = os.path.realpath(path)
     return any(real == d or real.startswith(d + "/") for d in SYSTEM_DIRS if not os.path.islink(d))
-
-
-def _remove(folder: str) -> None:
-    """Remove a scratch HOME whatever folder modes the reviewer left in it."""
-    for root, dirs, _files in os.walk(folder):
-        for name in dirs:
-            if not os.path.islink(os.path.join(root, name)):
-                with contextlib.suppress(OSError):
-                    os.chmod(os.path.join(root, name), 0o700)
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 __all__ = ["HOME_INSIDE", "Confinement", "SandboxChoice", "choose_sandbox", "confined", "round_sandbox"]

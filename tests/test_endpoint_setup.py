@@ -4,15 +4,18 @@ variables and local servers answering on loopback, and the verifier's vendor."""
 
 from __future__ import annotations
 
+import time
 import tomllib
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from spar.commands.doctor import endpoint_check
+from spar.commands.doctor import ENDPOINT_TIMEOUT, endpoint_check
 from spar.commands.init import endpoint_offers
 from spar.config.model import ReviewerConfig
-from spar.endpoint.discover import from_environment, local_servers
+from spar.endpoint.discover import PROBE_TIMEOUT, from_environment, local_servers
 from tests.endpointfake import FakeEndpoint, Reply
+from tests.loopserver import LoopbackServer
 
 pytestmark = pytest.mark.anyio
 
@@ -98,3 +101,45 @@ def test_repeat_checks_pick_verifiers_by_vendor_as_verification_does():
     earlier = {"id": "F1", "reviewer": "ep", "proposed_class": "defect", "claim": "divide raises on zero"}
     [call], left = plan_repeat_checks([Candidate(finding, "r1/F1", earlier, "rejected")], authors, verifiers, None)
     assert (call.verifier.name, left) == ("local", [])
+
+
+class _Trickle(BaseHTTPRequestHandler):
+    """Answers one byte at a time, each well within a socket timeout, never finishing the
+    headers (it gives up after TRICKLE_SECONDS, so an unbounded probe ends too, late)."""
+
+    def do_GET(self) -> None:
+        end = time.monotonic() + TRICKLE_SECONDS
+        data = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 100_000
+        for byte in data:
+            if time.monotonic() > end:
+                return
+            try:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+            except OSError:
+                return  # the client hung up
+            time.sleep(0.05)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+TRICKLE_SECONDS = 30.0
+
+
+async def test_doctor_gives_up_on_a_server_that_trickles_within_its_deadline():
+    with LoopbackServer(_Trickle) as slow:
+        start = time.monotonic()
+        check = await endpoint_check(_cfg(f"http://127.0.0.1:{slow.port}/v1"), {})
+        took = time.monotonic() - start
+    assert check.status == "problem" and f"within {ENDPOINT_TIMEOUT:g}s" in check.detail
+    assert took < 3 * ENDPOINT_TIMEOUT
+
+
+def test_init_probes_of_trickling_servers_end_within_their_deadlines():
+    with LoopbackServer(_Trickle) as one, LoopbackServer(_Trickle) as two:
+        start = time.monotonic()
+        found = local_servers((("ollama", one.port), ("vllm", two.port)))
+        took = time.monotonic() - start
+    assert found == []
+    assert took < 3 * 2 * PROBE_TIMEOUT

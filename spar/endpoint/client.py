@@ -20,12 +20,14 @@ It also answers `spar doctor` and `spar init` (`list_models`). Standard library 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
 import socket
 import ssl
 import sys
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -85,10 +87,12 @@ def _target(url: urllib.parse.SplitResult, proxy: Proxy | None) -> str:
     return (url.path or "/") + (f"?{url.query}" if url.query else "")
 
 
-def request(endpoint: Endpoint, method: str, path: str, body: bytes | None,
-            timeout: float) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+def request(endpoint: Endpoint, method: str, path: str, body: bytes | None, timeout: float,
+            watch: Callable[[http.client.HTTPConnection], None] | None = None,
+            ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
     """Send one request (through the proxy the environment names, spar.endpoint.proxy) and
-    read the status line and headers; NetworkError when it cannot."""
+    read the status line and headers; NetworkError when it cannot. `timeout` bounds each
+    socket operation; `watch` is given the connection before it is used (a total deadline)."""
     url = endpoint.url(path)
     where = f"{url.hostname}:{url.port or (443 if url.scheme == 'https' else 80)}"
     try:
@@ -101,6 +105,8 @@ def request(endpoint: Endpoint, method: str, path: str, body: bytes | None,
         if url.scheme != "https":
             headers.update(proxy.headers())
     conn = _connect(url, max(timeout, 0.001), proxy)
+    if watch is not None:
+        watch(conn)
     try:
         conn.request(method, _target(url, proxy), body=body, headers=headers)
         return conn, conn.getresponse()
@@ -124,19 +130,53 @@ def read_bounded(resp: http.client.HTTPResponse, limit: int) -> bytes:
     return resp.read(limit)
 
 
+class _Deadline:
+    """Ends a connection's socket at a total deadline: a socket timeout bounds each read, and
+    a server sending one byte at a time keeps every read short."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.passed = False
+        self._conns: list[http.client.HTTPConnection] = []
+        self._timer = threading.Timer(max(seconds, 0.0), self._end)
+        self._timer.daemon = True
+
+    def watch(self, conn: http.client.HTTPConnection) -> None:
+        self._conns.append(conn)
+
+    def _end(self) -> None:
+        self.passed = True
+        for conn in self._conns:
+            if conn.sock is not None:  # the plain socket's own shutdown, under TLS too: reads end at once
+                with contextlib.suppress(OSError):
+                    socket.socket.shutdown(conn.sock, socket.SHUT_RDWR)
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+
 def list_models(endpoint: Endpoint, timeout: float) -> tuple[int, list[str], ServerError | None]:
-    """`GET /models`: (status, the model ids listed, the error when the status is not 200).
-    Raises NetworkError when the endpoint cannot be reached."""
-    deadline = time.monotonic() + timeout
-    conn, resp = request(endpoint, "GET", "/models", None, timeout)
-    try:
-        if conn.sock is not None:
-            conn.sock.settimeout(max(deadline - time.monotonic(), 0.001))
-        body = read_bounded(resp, MAX_ERROR if resp.status != 200 else MAX_ANSWER)
-    except (OSError, http.client.HTTPException) as exc:
-        raise NetworkError(f"the answer to GET /models broke off: {exc}") from exc
-    finally:
-        conn.close()
+    """`GET /models`: (status, the model ids listed, the error when the status is not 200),
+    all within `timeout` seconds. Raises NetworkError when the endpoint cannot be reached or
+    has not answered whole by then."""
+    late = f"no whole answer to GET /models from {endpoint.base_url} within {timeout:g}s"
+    with _Deadline(timeout) as limit:
+        try:
+            conn, resp = request(endpoint, "GET", "/models", None, timeout, watch=limit.watch)
+        except NetworkError as exc:
+            raise NetworkError(late) if limit.passed else exc from None
+        try:
+            body = read_bounded(resp, MAX_ERROR if resp.status != 200 else MAX_ANSWER)
+        except (OSError, http.client.HTTPException) as exc:
+            raise NetworkError(late if limit.passed else f"the answer to GET /models broke off: {exc}") from exc
+        finally:
+            conn.close()
+    if limit.passed:
+        raise NetworkError(late)
     if resp.status != 200:
         return resp.status, [], classify_error(resp.status, body, dict(resp.getheaders()))
     try:

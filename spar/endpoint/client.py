@@ -6,7 +6,8 @@ the packet with the answer schema as strict structured output, reads the streame
 answer, and prints what happened as JSON lines the preset's monitor reads:
 
     {"type": "request", "try": 1, "model": M, "prompt_chars": N}
-    {"type": "retry", "try": 1, "kind": "rate_limit", "detail": "HTTP 429 …", "wait_seconds": 2.0}
+    {"type": "retry", "try": 1, "kind": "rate_limit", "detail": "HTTP 429 …", "wait_seconds": 2.0,
+     "usage": {…}, "cost_usd": X|null}   (usage and cost: when the failed try's stream reported usage)
     {"type": "answer", "model": M, "finish_reason": "stop", "content": "…", "usage": {…}|null,
      "cost_usd": X|null, "cut": null|"where it was cut", "prompt_chars": N}
     {"type": "error", "kind": K, "detail": "…", "tries": n}
@@ -277,7 +278,8 @@ class Call:
 
 
 def chat_once(call: Call) -> Streamed | ServerError:
-    """One try: the answer read (maybe cut), or the server's error answer."""
+    """One try: the stream read (maybe cut, maybe ended by an error it carried), or the
+    server's error answer."""
     timeout = call.deadline - time.monotonic()
     conn, resp = request(call.endpoint, "POST", CHAT_PATH, call.body, timeout)
     try:
@@ -293,7 +295,7 @@ def chat_once(call: Call) -> Streamed | ServerError:
         except (OSError, http.client.HTTPException) as exc:
             out.cut = f"the connection broke after {len(out.text()):,} characters of the answer: {exc or type(exc)}"
         if out.error is not None:
-            return out.error
+            return out  # the error its stream carried, with what the stream used until then
         if out.cut is None and not out.done and out.finish_reason is None:
             out.cut = (f"the stream ended after {len(out.text()):,} characters of the answer, "
                        "without a finish_reason or [DONE]")
@@ -336,16 +338,30 @@ def converse(call: Call, model: str, prompt_chars: int, args: argparse.Namespace
         except NetworkError as exc:
             out({"type": "error", "kind": "network", "detail": str(exc), "tries": tries})
             return 1
-        if isinstance(got, Streamed):
+        if isinstance(got, ServerError):
+            error = got
+        elif got.error is None:
             out(_answer_event(got, prompt_chars, args))
             return 0
-        wait = backoff(tries, got.retry_after, args.backoff)
-        if not got.retried or tries == MAX_TRIES or time.monotonic() + wait + call.margin >= call.deadline:
-            out({"type": "error", "kind": got.kind, "detail": got.describe(), "tries": tries})
+        else:
+            error = got.error
+        spent = _spent(got, args)  # a stream that broke off with an error was paid for all the same
+        wait = backoff(tries, error.retry_after, args.backoff)
+        if not error.retried or tries == MAX_TRIES or time.monotonic() + wait + call.margin >= call.deadline:
+            out({"type": "error", "kind": error.kind, "detail": error.describe(), "tries": tries, **spent})
             return 1
-        out({"type": "retry", "try": tries, "kind": got.kind, "detail": got.describe(), "wait_seconds": wait})
+        out({"type": "retry", "try": tries, "kind": error.kind, "detail": error.describe(), "wait_seconds": wait,
+             **spent})
         time.sleep(wait)
     return 1  # pragma: no cover - the loop always returns
+
+
+def _spent(got: Streamed | ServerError, args: argparse.Namespace) -> dict[str, Any]:
+    """The usage a failed try's stream reported, and its cost; {} when it reported none."""
+    if not isinstance(got, Streamed) or got.usage is None:
+        return {}
+    prompt, _, completion = usage_counts(got.usage)
+    return {"usage": got.usage, "cost_usd": cost_usd(prompt, completion, args.input_price, args.output_price)}
 
 
 def _answer_event(got: Streamed, prompt_chars: int, args: argparse.Namespace) -> dict[str, Any]:

@@ -335,8 +335,9 @@ def claude(fake: Fake) -> int:
               "session_id": session, "modelUsage": {}, "errors": []})
         code = 1
     elif sc.get("is_error"):
+        spent = {"usage": CLAUDE_USAGE, "total_cost_usd": sc["error_cost_usd"]} if "error_cost_usd" in sc else {}
         emit({"type": "result", "subtype": "success", "is_error": True, "result": sc["is_error"],
-              "session_id": session, "modelUsage": {}, "errors": []})
+              "session_id": session, "modelUsage": {}, "errors": [], **spent})
         code = 1
     elif sc.get("budget_exceeded"):
         # what 2.1.197 prints when --max-budget-usd is reached

@@ -143,3 +143,11 @@ def test_init_probes_of_trickling_servers_end_within_their_deadlines():
         took = time.monotonic() - start
     assert found == []
     assert took < 3 * 2 * PROBE_TIMEOUT
+
+
+def test_init_offers_a_plain_http_remote_endpoint_saying_what_it_needs():
+    [found] = from_environment({"OPENAI_API_KEY": "sk-x", "OPENAI_BASE_URL": "http://gw.example/v1"})
+    text = endpoint_offers([found], "spar.toml")
+    assert "# allow_plain_http = true  # http:// off this machine sends the key unencrypted" in text
+    [local] = from_environment({"OPENAI_API_KEY": "sk-x", "OPENAI_BASE_URL": "http://127.0.0.1:4000/v1"})
+    assert "allow_plain_http" not in endpoint_offers([local], "spar.toml")

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -112,22 +113,47 @@ def test_what_cannot_be_removed_is_said_not_raised(tmp_path):
     assert remove_tree(str(top)).text() == "" and not os.path.lexists(top)
 
 
-def test_a_round_survives_a_reviewer_that_leaves_a_hostile_home(tmp_path):
+def _as(user: str, s, python: str) -> None:
+    """Let `user` run Spar on the setup: its files its own, an interpreter and git it may run,
+    bwrap on PATH, Spar and its dependencies importable."""
+    tools = s.tmp / "bin"
+    tools.mkdir()
+    for name, target in (("git", shutil.which("git")), ("python3", python), ("bwrap", shutil.which("bwrap"))):
+        (tools / name).symlink_to(target)
+    s.env["PATH"] = os.pathsep.join([str(tools), "/usr/bin", "/bin"])
+    if user != "root":
+        s.env["PYTHONPATH"] = os.pathsep.join([str(ROOT), sysconfig.get_paths()["purelib"]])
+        subprocess.run(["chown", "-R", user, str(s.tmp)], check=True)
+
+
+@pytest.mark.parametrize("user", ["root", "nobody"])
+def test_a_round_survives_a_reviewer_that_leaves_a_hostile_home(open_tmp, user):
     if choose_sandbox("auto", os.environ.get("PATH")).bwrap is None:
         pytest.skip("bwrap cannot make a sandbox here (.ci/run installs bubblewrap)")
-    s = make_setup(tmp_path)
-    outside = _outside(tmp_path)
+    python = sys.executable
+    if user != "root":
+        python = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+        if os.geteuid() != 0 or RUNUSER is None or not os.path.exists(python):
+            pytest.skip(f"running Spar as {user} needs root, runuser and {python}")
+    s = make_setup(open_tmp)
+    outside = _outside(open_tmp)
     answer = s.answers / "hostile.json"
     answer.write_text(json.dumps(result(head=s.head, findings=[])))
     hostile = {"name": "hostile", "preset": "command",
-               "argv": [sys.executable, "-c", BUILD, "$HOME", str(outside), "3000", str(answer), "{prompt}"]}
-    s.configure([hostile, s.answer_reviewer("finder", result(findings=[finding()]), copy=False)], sandbox="auto")
-    scratch_parent = tmp_path / "tmp"
+               "argv": [python, "-c", BUILD, "$HOME", str(outside), "3000", str(answer), "{prompt}"]}
+    finder = s.answer_reviewer("finder", result(findings=[finding()]), copy=False)
+    finder["argv"][0] = python
+    s.configure([hostile, finder], sandbox="auto")
+    scratch_parent = open_tmp / "tmp"
     scratch_parent.mkdir()
     s.env["TMPDIR"] = str(scratch_parent)
+    _as(user, s, python)
+    argv = [python, "-m", "spar", "run", "--stage", "code", "--out", "reviews/r1"]
+    if user != "root":
+        argv = [RUNUSER, "-u", user, "--", "/usr/bin/env", "-i", *(f"{k}={v}" for k, v in s.env.items()), *argv]
     try:
-        proc = s.run()
-    finally:  # a tree Spar failed to remove would break pytest's own clean-up of tmp_path
+        proc = subprocess.run(argv, cwd=s.repo, env=s.env, capture_output=True, timeout=300)
+    finally:  # a tree Spar failed to remove would break the clean-up of the test's folder
         for left in scratch_parent.glob("spar-home-*"):
             remove_tree(str(left))
             (scratch_parent / f"{left.name}.left").touch()

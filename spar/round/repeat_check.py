@@ -192,7 +192,8 @@ def check_repeats(round_dir: Path, config: VerifyConfig, presets: Mapping[str, P
         atomic.write_json(round_dir / FOLDER / "schema.json", REPEAT_SCHEMA)
         progress = make_progress()
         progress.expect(list(dict.fromkeys(f"{c.verifier.name} (repeats)" for c in calls)))
-        run.settings = run_settings(progress=progress, env=env, env_passthrough=passthrough, sandbox=sandbox)
+        run.settings = run_settings(progress=progress, env=env, env_passthrough=passthrough, sandbox=sandbox,
+                                    key_names=[r.api_key_env for r in config.reviewers])
         try:
             work_until_signal(lambda: _run_calls(run, calls), backend, left)
         finally:

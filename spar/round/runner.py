@@ -21,9 +21,9 @@ from spar.config.model import ReviewerConfig
 from spar.errors import quote
 from spar.judge.refusal import RefusalScan, reason_for
 from spar.judge.transient import transient_failure
-from spar.proc.environment import reviewer_env, vendor_values
+from spar.proc.environment import credential_values, reviewer_env
 from spar.proc.executable import ExecutableLookup, find_executable
-from spar.proc.masking import secrets_of
+from spar.proc.masking import mask_text, mask_value, secrets_of
 from spar.proc.process import KILL_GRACE, OUTPUT_CAP, GuardedProcess, OutputHandling, ProcessResult
 from spar.records.clock import now
 from spar.records.model import Attempt
@@ -108,6 +108,9 @@ class RunSettings:
     transient_backoff: float = TRANSIENT_BACKOFF
     started: dict[str, Any] = field(default_factory=dict)
     sandbox: str | None = None  # bwrap, when the round's reviewers run in its sandbox (spar/round/sandboxing.py)
+    # every credential of `env` (and the endpoints' keys): masked in every reviewer's output, since a
+    # reviewer may read another's (without the sandbox, from /proc/PID/environ)
+    credentials: list[str] = field(default_factory=list)
 
 
 async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = None,
@@ -124,7 +127,8 @@ async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = 
     stops the others. `sandbox`: bwrap, to run every reviewer process in its sandbox.
     """
     settings = run_settings(progress=progress, env=env, env_passthrough=env_passthrough, output_cap=output_cap,
-                            kill_grace=kill_grace, version_timeout=version_timeout, sandbox=sandbox)
+                            kill_grace=kill_grace, version_timeout=version_timeout, sandbox=sandbox,
+                            key_names=[job.config.api_key_env for job in jobs])
     settings.transient_backoff = transient_backoff
     outcomes: list[ReviewerOutcome | None] = [None] * len(jobs)
 
@@ -140,11 +144,13 @@ async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = 
 def run_settings(*, progress: Progress | None = None, env: Mapping[str, str] | None = None,
                  env_passthrough: list[str] | None = None, output_cap: int = OUTPUT_CAP,
                  kill_grace: float = KILL_GRACE, version_timeout: float = VERSION_TIMEOUT,
-                 sandbox: str | None = None) -> RunSettings:
-    """What `run_reviewer` needs besides the job (the arguments of `run_reviewers`)."""
-    return RunSettings(env=dict(os.environ if env is None else env), passthrough=env_passthrough,
-                       output_cap=output_cap, kill_grace=kill_grace, version_timeout=version_timeout,
-                       progress=progress, sandbox=sandbox)
+                 sandbox: str | None = None, key_names: list[str] | None = None) -> RunSettings:
+    """What `run_reviewer` needs besides the job (the arguments of `run_reviewers`;
+    `key_names`: the variables holding the configured endpoints' keys)."""
+    full = dict(os.environ if env is None else env)
+    return RunSettings(env=full, passthrough=env_passthrough, output_cap=output_cap, kill_grace=kill_grace,
+                       version_timeout=version_timeout, progress=progress, sandbox=sandbox,
+                       credentials=credential_values(full, key_names or ()))
 
 
 async def run_reviewer(job: ReviewerJob, st: RunSettings) -> ReviewerOutcome:
@@ -234,6 +240,13 @@ class _Facts:
 
     def done(self, status: S, reason: str = "", *, resets: str | None = None, observed_model: str | None = None,
              **kw: Any) -> _Attempt:
+        named = self.monitor.named_words if self.monitor is not None else []
+        # what the reviewer printed, decoded (its answer, messages, model): masked again before
+        # anything records or shows it, as a decoding may bring out what the stream's masks missed
+        (reason, resets, observed_model, warnings, named, cli_version), masked = mask_value(
+            (reason, resets, observed_model, list(self.warnings), list(named), self.cli_version), self.masks)
+        kw, more = mask_value(kw, self.masks)
+        self.masked += masked + more + (self.monitor.masked if self.monitor is not None else 0)
         record: dict[str, Any] = {"model": self.model}
         if observed_model:
             record["observed_model"] = observed_model  # G12: absent from the attempt when unknown
@@ -241,13 +254,12 @@ class _Facts:
         record.update(started_at=self.started_at, finished_at=now(), exit_code=self.exit_code, status=status,
                       reason=reason, resets=resets, argv=recorded_argv(self.argv, self.input),
                       usage=attempt_usage(anyio.current_time() - self.clock_start, usage))
-        if self.cli_version is not None:
-            record["cli_version"] = self.cli_version  # absent when no version check answered
+        if cli_version is not None:
+            record["cli_version"] = cli_version  # absent when no version check answered
         if self.masked:
             record["masked_secrets"] = self.masked  # how many, never which
-        named = self.monitor.named_words if self.monitor is not None else []
         return _Attempt(record=cast(Attempt, record), status=status, reason=reason, resets=resets,
-                        observed_model=observed_model, warnings=self.warnings, named_words=named,
+                        observed_model=observed_model, warnings=warnings, named_words=named,
                         deadline=self.deadline, **kw)
 
 
@@ -259,8 +271,8 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     cfg = job.config
     facts = _Facts(model=model, input=job.input)
     names = preset.env_names(cfg)  # its vendor's variables, or what its configuration names
-    env = reviewer_env(st.env, st.passthrough, names)  # what this reviewer inherits
-    facts.masks = secrets_of(vendor_values(env, names).values())
+    env = reviewer_env(st.env, st.passthrough, names, proxy_credentials=preset.proxy_credentials)
+    facts.masks = secrets_of([*st.credentials, *credential_values(env, [cfg.api_key_env])])
     if st.progress is not None:
         st.progress.reviewer_started(cfg.name, number, model or preset.unset_model_text)
     try:
@@ -305,7 +317,8 @@ async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str
     paths = run_paths(job)
     _status(st, cfg.name, S.RUNNING, "")
     monitor = facts.monitor = preset.monitor()
-    monitor.on_notice = lambda text: _notice(st, cfg.name, text)
+    monitor.masks = facts.masks
+    monitor.on_notice = lambda text: _notice(st, cfg.name, mask_text(text, facts.masks)[0])
     stderr_refusals = RefusalScan()  # the whole stderr, searched as it streams
 
     def stderr_text(text: str) -> None:

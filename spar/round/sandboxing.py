@@ -12,11 +12,12 @@ jail holds (system folders, /proc, /dev, `spar.proc.sandbox`), a reviewer sees
   after it, holding copies of its CLI's configuration (`Preset.home_files`), the login
   files themselves bound writable (a refreshed login stays refreshed);
 - read-only: the round's `workspace` at its own path (where it starts), its own folder
-  (its input files) and the schema; its executable with the install it belongs to (the
-  npm `node_modules`, or the prefix of a `bin` folder, else the file's folder) and its
-  script interpreter's; every existing file its argv names (a `command`'s program and
-  inputs); the files the network settings name (`SSL_CERT_FILE`, ...) and its vendor
-  variables name (`GOOGLE_APPLICATION_CREDENTIALS`).
+  (its input files) and the schema; its executable with the install it belongs to and its
+  script interpreter's: under the user's home only the CLI's own (its npm package and the
+  packages it depends on, a virtual environment, else the single file), elsewhere the npm
+  `node_modules`, or the prefix of a `bin` folder, else the file's folder; every existing
+  file its argv names (a `command`'s program and inputs); the files the network settings
+  name (`SSL_CERT_FILE`, ...) and its vendor variables name (`GOOGLE_APPLICATION_CREDENTIALS`).
 
 Nothing else: not the rest of the user's home, not the repository, not the series and
 its other rounds. A folder that would show one of them (the home, a parent of the round)
@@ -25,6 +26,7 @@ is never bound whole: the file alone is.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -37,7 +39,7 @@ from pathlib import Path
 
 from spar.errors import Refused
 from spar.proc.environment import NETWORK_FILES, matches
-from spar.proc.sandbox import SYSTEM_DIRS, Bind, Jail, find_bwrap, jail_argv, probe
+from spar.proc.sandbox import SYSTEM_DIRS, Bind, Jail, find_bwrap, jail_argv, keyring_filter_file, probe
 from spar.proc.tree_removal import remove_tree
 from spar.round.interface import Preset, RunPaths
 
@@ -46,6 +48,8 @@ TMP_INSIDE = "/tmp"
 COPY_LIMIT = 64 * 1024 * 1024  # a configuration file larger than this is not copied
 SHEBANG_BYTES = 256
 MAX_LINKS = 40  # as the kernel's own limit on links followed
+MAX_PACKAGES = 500  # npm packages shown for one executable
+MANIFEST_BYTES = 1024 * 1024  # of a package.json read
 
 
 @dataclass(frozen=True)
@@ -112,8 +116,10 @@ def confined(preset: Preset, paths: RunPaths, exe: str, argv: list[str], env: Ma
         shown, links = _visible(paths, exe, argv, env, preset)
         binds += [Bind(p, p) for p in shown]
         inside = {**env, "HOME": HOME_INSIDE, "TMPDIR": TMP_INSIDE, **preset.sandbox_env(env, HOME_INSIDE)}
-        jail = Jail(bwrap, cwd=str(paths.workspace), private=(TMP_INSIDE,), binds=tuple(binds), links=tuple(links))
-        yield Confinement(jail, inside)
+        with keyring_filter_file() as seccomp:
+            jail = Jail(bwrap, cwd=str(paths.workspace), private=(TMP_INSIDE,), binds=tuple(binds),
+                        links=tuple(links), seccomp=seccomp)
+            yield Confinement(jail, inside)
     finally:
         removal = remove_tree(scratch)
         if removal.text() and left is not None:
@@ -145,14 +151,16 @@ def _visible(paths: RunPaths, exe: str, argv: list[str], env: Mapping[str, str],
     """Everything else the reviewer sees read-only, at its own path, each once; and the
     symbolic links on the way to its programs (target, path)."""
     hidden = _never_whole(paths, env)
+    home = hidden[0] if hidden[0] != "/" else ""  # no HOME: no folder of the user's to keep out
     shown = [str(paths.workspace), str(paths.reviewer_dir), str(paths.schema_path)]
     hops: list[tuple[str, str]] = []
     for program in (exe, _interpreter(exe, env)):
         if program:
             chain = _link_chain(program)
             hops += chain
-            shown += [_install_root(p, hidden) for p in [program, *(os.path.join(os.path.dirname(path), target)
-                                                                   for target, path in chain)]]
+            for path in [program, *(os.path.normpath(os.path.join(os.path.dirname(path), target))
+                                    for target, path in chain)]:
+                shown += _install_root(path, hidden, home)
     named = [a for a in argv[1:] if os.path.isabs(a)] + preset.sandbox_paths()
     named += [env[k] for k in NETWORK_FILES if env.get(k)]
     named += [v for k, v in env.items() if os.path.isabs(v) and os.path.isfile(v) and matches(k, preset.vendor_env)]
@@ -195,16 +203,67 @@ def _too_wide(path: str, hidden: list[str]) -> bool:
     return real == "/" or any(h == real or h.startswith(real.rstrip("/") + "/") for h in hidden)
 
 
-def _install_root(program: str, hidden: list[str]) -> str:
-    """What to show of an executable: the `node_modules` it is in, the prefix of its `bin`
-    folder, else its folder; the file alone when that would show too much."""
+def _install_root(program: str, hidden: list[str], home: str) -> list[str]:
+    """What to show of an executable. Under the user's `home`: its npm package with the
+    packages it depends on, a Python virtual environment it is the `bin` of, else the file
+    alone (a native install is one binary: claude's versioned file, codex in ~/.cargo/bin),
+    never a whole ~/.local, ~/.cargo, ~/.npm-global or ~/.nvm. Elsewhere: the `node_modules`
+    it is in, the prefix of its `bin` folder, else its folder. The file alone wherever that
+    would show too much."""
     parts = Path(program).parts
+    if home and _under(os.path.realpath(program), home):
+        if "node_modules" in parts:
+            return _npm_packages(program)
+        folder = Path(program).parent
+        if folder.name == "bin" and (folder.parent / "pyvenv.cfg").is_file() and not _too_wide(str(folder.parent),
+                                                                                             hidden):
+            return [str(folder.parent)]
+        return [program]
     if "node_modules" in parts:
         root = str(Path(*parts[:parts.index("node_modules") + 1]))
     else:
         folder = Path(program).parent
         root = str(folder.parent if folder.name == "bin" else folder)
-    return program if _too_wide(root, hidden) else root
+    return [program if _too_wide(root, hidden) else root]
+
+
+def _npm_packages(program: str) -> list[str]:
+    """The npm package folder `program` is in and, as node would find them in the same
+    `node_modules`, the packages it depends on (optional ones included: codex's binary is
+    one), each once, at most MAX_PACKAGES."""
+    parts = Path(program).parts
+    last = len(parts) - 1 - parts[::-1].index("node_modules")
+    modules = Path(*parts[:last + 1])
+    name = parts[last + 1:last + 3] if last + 1 < len(parts) and parts[last + 1].startswith("@") \
+        else parts[last + 1:last + 2]
+    if not name or len(parts) <= last + len(name):
+        return [program]
+    found: list[str] = []
+    todo = ["/".join(name)]
+    while todo and len(found) < MAX_PACKAGES:
+        folder = modules / todo.pop()
+        if str(folder) in found or not folder.is_dir():
+            continue
+        found.append(str(folder))
+        todo += [d for d in _dependencies(folder / "package.json") if d and not d.startswith((".", "/"))]
+    return found or [program]
+
+
+def _dependencies(manifest: Path) -> list[str]:
+    """The names of `dependencies` and `optionalDependencies` in a package.json."""
+    try:
+        with open(manifest, "rb") as f:
+            value = json.loads(f.read(MANIFEST_BYTES))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(value, dict):
+        return []
+    names: list[str] = []
+    for key in ("dependencies", "optionalDependencies"):
+        table = value.get(key)
+        if isinstance(table, dict):
+            names += [n for n in table if isinstance(n, str) and ".." not in n.split("/")]
+    return names
 
 
 def _interpreter(exe: str, env: Mapping[str, str]) -> str | None:

@@ -385,7 +385,8 @@ def verify_recorded_round(v: VerifyRun, plan: Plan, *, progress: Progress | None
     or SIGTERM stopped the calls (then nothing is written but logs)."""
     started = now()
     calls = prepare_calls(v, plan)
-    settings = run_settings(progress=progress, env=env, env_passthrough=passthrough, sandbox=sandbox)
+    settings = run_settings(progress=progress, env=env, env_passthrough=passthrough, sandbox=sandbox,
+                            key_names=[r.api_key_env for r in v.config.reviewers])
     spend = work_until_signal(lambda: run_calls(v, calls, settings), backend, left)
     record = build_record(v, plan, calls, started)
     if progress is not None:

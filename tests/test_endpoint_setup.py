@@ -4,6 +4,8 @@ variables and local servers answering on loopback, and the verifier's vendor."""
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
 import tomllib
 from http.server import BaseHTTPRequestHandler
@@ -13,6 +15,7 @@ import pytest
 from spar.commands.doctor import ENDPOINT_TIMEOUT, endpoint_check
 from spar.commands.init import endpoint_offers
 from spar.config.model import ReviewerConfig
+from spar.endpoint.client import Endpoint, NetworkError, list_models
 from spar.endpoint.discover import PROBE_TIMEOUT, from_environment, local_servers
 from tests.endpointfake import FakeEndpoint, Reply
 from tests.loopserver import LoopbackServer
@@ -151,3 +154,22 @@ def test_init_offers_a_plain_http_remote_endpoint_saying_what_it_needs():
     assert "# allow_plain_http = true  # http:// off this machine sends the key unencrypted" in text
     [local] = from_environment({"OPENAI_API_KEY": "sk-x", "OPENAI_BASE_URL": "http://127.0.0.1:4000/v1"})
     assert "allow_plain_http" not in endpoint_offers([local], "spar.toml")
+
+
+def test_a_host_name_that_never_resolves_ends_the_probe_at_its_deadline(monkeypatch):
+    """The name lookup has no timeout of its own; it is held here in-process (no traffic)."""
+    release = threading.Event()
+
+    def stuck(*args, **kw):
+        release.wait(60)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", stuck)
+    try:
+        start = time.monotonic()
+        with pytest.raises(NetworkError, match=r"within 0\.5s"):
+            list_models(Endpoint("http://name.invalid/v1"), 0.5)
+        took = time.monotonic() - start
+    finally:
+        release.set()
+    assert took < 3 * (0.5 + 1.0)

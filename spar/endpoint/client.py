@@ -160,10 +160,35 @@ class _Deadline:
         self._timer.cancel()
 
 
-def list_models(endpoint: Endpoint, timeout: float) -> tuple[int, list[str], ServerError | None]:
+Models = tuple[int, list[str], ServerError | None]
+
+
+def list_models(endpoint: Endpoint, timeout: float) -> Models:
     """`GET /models`: (status, the model ids listed, the error when the status is not 200),
     all within `timeout` seconds. Raises NetworkError when the endpoint cannot be reached or
     has not answered whole by then."""
+    # the host name's lookup has no timeout of its own: the probe runs in a thread the caller
+    # stops waiting for (its socket is shut at the deadline; a lookup ends by itself)
+    box: list[Models | Exception] = []
+
+    def probe() -> None:
+        try:
+            box.append(_list_models(endpoint, timeout))
+        except Exception as exc:  # raised again in the caller's thread
+            box.append(exc)
+
+    worker = threading.Thread(target=probe, name="spar-list-models", daemon=True)
+    worker.start()
+    worker.join(timeout + 1.0)
+    if not box:
+        raise NetworkError(f"no answer to GET /models from {endpoint.base_url} within {timeout:g}s "
+                           "(its host name was not resolved by then)")
+    if isinstance(box[0], Exception):
+        raise box[0]
+    return box[0]
+
+
+def _list_models(endpoint: Endpoint, timeout: float) -> Models:
     late = f"no whole answer to GET /models from {endpoint.base_url} within {timeout:g}s"
     with _Deadline(timeout) as limit:
         try:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from spar.proc.tree_removal import remove_tree
-from spar.round.sandboxing import choose_sandbox
+from spar.round.sandboxing import choose_sandbox, remove_scratch
 from tests.runsetup import ROOT, finding, make_setup, result
 
 RUNUSER = shutil.which("runuser") or shutil.which("runuser", path="/usr/sbin:/sbin")
@@ -111,6 +111,11 @@ def test_what_cannot_be_removed_is_said_not_raised(tmp_path):
     assert removal.timed_out and "removal stopped after" in removal.text()
     assert os.path.exists(top / "a" / "f")
     assert remove_tree(str(top)).text() == "" and not os.path.lexists(top)
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    said = remove_scratch(str(not_a_folder))  # what the round warns with
+    assert said == f"the reviewer's scratch HOME {not_a_folder} was not removed whole: 1 entries could not be " \
+                   "removed (e.g. .)"
 
 
 def _as(user: str, s, python: str) -> None:

@@ -31,7 +31,7 @@ from spar.records.model import ReviewerStatus as S
 from spar.records.usage import attempt_usage
 from spar.round.interface import InputSpec, Monitor, Preset, RunPaths, recorded_argv
 from spar.round.liveness import watch_liveness
-from spar.round.sandboxing import Confinement, confined
+from spar.round.sandboxing import Confinement, confined, remove_scratch
 
 if TYPE_CHECKING:
     from spar.progress import Progress
@@ -284,13 +284,16 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     if deadline is None:
         deadline = anyio.current_time() + cfg.timeout_seconds  # the attempt's cancel scopes end here
     facts.deadline = deadline
-    left: list[str] = []  # what of its scratch HOME could not be removed: said, never fatal
+    homes: list[str] = []  # its scratch HOME, removed here in a worker thread (a deep tree takes seconds)
     try:
-        with confined(preset, run_paths(job), lookup.path, facts.argv, env, st.sandbox, left) as jail:
+        with confined(preset, run_paths(job), lookup.path, facts.argv, env, st.sandbox, homes) as jail:
             attempt = await _check_and_run(job, lookup.path, _log_suffix(number), deadline, jail, st, facts)
     except OSError as exc:
         attempt = facts.done(S.FAILED, f"cannot prepare the sandbox: {exc.strerror or exc}")
-    attempt.warnings.extend(left)
+    finally:
+        with anyio.CancelScope(shield=True):  # removed however the attempt ended
+            left = [await anyio.to_thread.run_sync(remove_scratch, home) for home in homes]
+    attempt.warnings.extend(w for w in left if w)  # what could not be removed: said, never fatal
     return attempt
 
 

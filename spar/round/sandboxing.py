@@ -103,9 +103,9 @@ class Confinement:
 
 @contextmanager
 def confined(preset: Preset, paths: RunPaths, exe: str, argv: list[str], env: Mapping[str, str],
-             bwrap: str | None, left: list[str] | None = None) -> Iterator[Confinement]:
-    """The attempt's confinement; its scratch HOME is removed on the way out, whatever the
-    reviewer left in it (what could not be removed is said in `left`)."""
+             bwrap: str | None, homes: list[str] | None = None) -> Iterator[Confinement]:
+    """The attempt's confinement. Its scratch HOME is removed on the way out (`remove_scratch`)
+    or, when `homes` is given, its path is put there for the caller to remove."""
     if bwrap is None:
         yield Confinement(None, dict(env))
         return
@@ -121,9 +121,17 @@ def confined(preset: Preset, paths: RunPaths, exe: str, argv: list[str], env: Ma
                         links=tuple(links), seccomp=seccomp)
             yield Confinement(jail, inside)
     finally:
-        removal = remove_tree(scratch)
-        if removal.text() and left is not None:
-            left.append(f"the reviewer's scratch HOME {scratch} was not removed whole: {removal.text()}")
+        if homes is None:
+            remove_scratch(scratch)
+        else:
+            homes.append(scratch)
+
+
+def remove_scratch(scratch: str) -> str:
+    """Remove a scratch HOME whatever the reviewer left in it; what could not go, said ('' when
+    nothing stayed)."""
+    removal = remove_tree(scratch)
+    return f"the reviewer's scratch HOME {scratch} was not removed whole: {removal.text()}" if removal.text() else ""
 
 
 def _home_binds(preset: Preset, env: Mapping[str, str], scratch: str) -> list[Bind]:
@@ -289,4 +297,5 @@ def _system(path: str) -> bool:
     return any(real == d or real.startswith(d + "/") for d in SYSTEM_DIRS if not os.path.islink(d))
 
 
-__all__ = ["HOME_INSIDE", "Confinement", "SandboxChoice", "choose_sandbox", "confined", "round_sandbox"]
+__all__ = ["HOME_INSIDE", "Confinement", "SandboxChoice", "choose_sandbox", "confined", "remove_scratch",
+           "round_sandbox"]

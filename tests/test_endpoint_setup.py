@@ -173,3 +173,13 @@ def test_a_host_name_that_never_resolves_ends_the_probe_at_its_deadline(monkeypa
     finally:
         release.set()
     assert took < 3 * (0.5 + 1.0)
+
+
+async def test_doctor_warns_that_an_allowed_plain_http_key_travels_unencrypted(monkeypatch):
+    import spar.commands.doctor as doctor
+    monkeypatch.setattr(doctor, "list_models", lambda endpoint, timeout: (200, ["fake-model"], None))  # no traffic
+    cfg = _cfg("http://gateway.example/v1", api_key_env="K", allow_plain_http=True)
+    check = await endpoint_check(cfg, {"K": "sk-plain"})
+    assert check.status == "warning" and "the key travels unencrypted" in check.detail
+    safe = await endpoint_check(_cfg("https://gateway.example/v1", api_key_env="K"), {"K": "sk-tls"})
+    assert safe.status == "ok"

@@ -138,9 +138,9 @@ def _verification_calls(s, round_dir: Path) -> list[dict]:
 
 
 def _input_of(call: dict) -> str:
-    """The sha256 of what a fake was handed: stdin (claude, codex) or agy's -p text."""
+    """The sha256 of what a fake was handed: stdin (claude, codex) or the file agy's -p names."""
     if call["prog"] == "agy":
-        return call["prompt_sha256"]
+        return call["packet_file_sha256"]
     return call["stdin_sha256"]
 
 

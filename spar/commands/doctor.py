@@ -230,6 +230,9 @@ async def endpoint_check(r: ReviewerConfig, env: dict[str, str]) -> Check:
                          f"check the key in {r.api_key_env or 'api_key_env'}")
         return Check("reviewer", subject, "warning", f"{r.base_url}: GET /models answered {what}")
     keyed = "key accepted" if key else "no key"
+    if key and r.key_in_clear():  # allowed by allow_plain_http, or the configuration would be refused
+        return Check("reviewer", subject, "warning", f"{r.base_url} reachable, {keyed}, but the key travels "
+                     "unencrypted (http://, allow_plain_http = true)", "use an https:// base_url")
     if r.model in models:
         return Check("reviewer", subject, "ok", f"{r.base_url} reachable, {keyed}, model {r.model} listed")
     shown = ", ".join(bounded(m, 80) for m in models[:5]) + (", …" if len(models) > 5 else "")

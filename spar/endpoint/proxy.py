@@ -21,6 +21,8 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from spar.config.model import loopback_host
+
 
 class UnusableProxy(Exception):
     """A proxy variable is set to something the client cannot use (it says which variable,
@@ -78,19 +80,10 @@ def _listed(entry: str, host: str, port: int) -> bool:
     return entry == "*" or (bool(name) and (host == name or host.endswith("." + name)))
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _bypassed(url: urllib.parse.SplitResult, env: Mapping[str, str]) -> bool:
     _, no_proxy = _setting(env, ("no_proxy", "NO_PROXY"))
     host = (url.hostname or "").lower()
-    if _loopback(host):
+    if loopback_host(host):
         return True
     port = url.port or (443 if url.scheme == "https" else 80)
     return any(_listed(entry, host, port) for entry in no_proxy.split(",") if entry.strip())

@@ -31,7 +31,7 @@ from spar.records.model import ReviewerStatus as S
 from spar.records.usage import attempt_usage
 from spar.round.interface import InputSpec, Monitor, Preset, RunPaths, recorded_argv
 from spar.round.liveness import watch_liveness
-from spar.round.sandboxing import Confinement, confined, egress_rule
+from spar.round.sandboxing import Confinement, confined, egress_rule, remove_scratch
 
 if TYPE_CHECKING:
     from spar.progress import Progress
@@ -288,18 +288,30 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
         deadline = anyio.current_time() + cfg.timeout_seconds  # the attempt's cancel scopes end here
     facts.deadline = deadline
     rule = egress_rule(preset, cfg, env) if st.egress else None
+    homes: list[str] = []  # its scratch HOME, removed here in a worker thread (a deep tree takes seconds)
     try:
-        with confined(preset, run_paths(job), lookup.path, facts.argv, env, st.sandbox, rule) as jail:
-            if preset.version_args is not None:
-                checked = await _version_check(lookup.path, preset.version_args, run_paths(job), deadline, jail, st,
-                                               facts)
-                if isinstance(checked, tuple):
-                    return _refusals_told(facts.done(*checked), jail)
-                facts.cli_version = checked
-            ended = await _run_and_judge(job, preset, lookup.path, _log_suffix(number), deadline, jail, st, facts)
-            return _refusals_told(ended, jail)
+        with confined(preset, run_paths(job), lookup.path, facts.argv, env, st.sandbox, rule, homes) as jail:
+            attempt = _refusals_told(await _check_and_run(job, lookup.path, _log_suffix(number), deadline, jail, st,
+                                                          facts), jail)
     except OSError as exc:
-        return facts.done(S.FAILED, f"cannot prepare the sandbox: {exc.strerror or exc}")
+        attempt = facts.done(S.FAILED, f"cannot prepare the sandbox: {exc.strerror or exc}")
+    finally:
+        with anyio.CancelScope(shield=True):  # removed however the attempt ended
+            left = [await anyio.to_thread.run_sync(remove_scratch, home) for home in homes]
+    attempt.warnings.extend(w for w in left if w)  # what could not be removed: said, never fatal
+    return attempt
+
+
+async def _check_and_run(job: ReviewerJob, exe: str, suffix: str, deadline: float, jail: Confinement,
+                         st: RunSettings, facts: _Facts) -> _Attempt:
+    """The version check (when the preset has one), then the run."""
+    preset = job.preset
+    if preset.version_args is not None:
+        checked = await _version_check(exe, preset.version_args, run_paths(job), deadline, jail, st, facts)
+        if isinstance(checked, tuple):
+            return facts.done(*checked)
+        facts.cli_version = checked
+    return await _run_and_judge(job, preset, exe, suffix, deadline, jail, st, facts)
 
 
 def _refusals_told(ended: _Attempt, jail: Confinement) -> _Attempt:

@@ -33,7 +33,6 @@ proxy is chained on the host side (its password never enters the jail).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -53,6 +52,7 @@ from spar.errors import Refused
 from spar.proc.egress import BRIDGE_SCRIPT, Count, EgressProxy, Rule, Upstream, bridge_python
 from spar.proc.environment import NETWORK_FILES, matches
 from spar.proc.sandbox import SYSTEM_DIRS, Bind, Jail, find_bwrap, jail_argv, keyring_filter_file, probe
+from spar.proc.tree_removal import remove_tree
 from spar.round.interface import Preset, RunPaths
 
 HOME_INSIDE = "/home/reviewer"
@@ -169,9 +169,10 @@ class Confinement:
 
 @contextmanager
 def confined(preset: Preset, paths: RunPaths, exe: str, argv: list[str], env: Mapping[str, str],
-             bwrap: str | None, rule: Rule | None = None) -> Iterator[Confinement]:
+             bwrap: str | None, rule: Rule | None = None, homes: list[str] | None = None) -> Iterator[Confinement]:
     """The attempt's confinement (with `rule`, a network of its own and the egress proxy
-    that applies it); its scratch HOME is removed and its proxy ended on the way out."""
+    that applies it); its proxy is ended on the way out, and its scratch HOME removed
+    (`remove_scratch`) or, when `homes` is given, its path put there for the caller to remove."""
     if bwrap is None:
         yield Confinement(None, dict(env))
         return
@@ -191,7 +192,17 @@ def confined(preset: Preset, paths: RunPaths, exe: str, argv: list[str], env: Ma
             with _egress(rule, env) as proxy:
                 yield _with_egress(jail, inside, proxy)
     finally:
-        _remove(scratch)
+        if homes is None:
+            remove_scratch(scratch)
+        else:
+            homes.append(scratch)
+
+
+def remove_scratch(scratch: str) -> str:
+    """Remove a scratch HOME whatever the reviewer left in it; what could not go, said ('' when
+    nothing stayed)."""
+    removal = remove_tree(scratch)
+    return f"the reviewer's scratch HOME {scratch} was not removed whole: {removal.text()}" if removal.text() else ""
 
 
 @contextmanager
@@ -386,15 +397,5 @@ def _system(path: str) -> bool:
     return any(real == d or real.startswith(d + "/") for d in SYSTEM_DIRS if not os.path.islink(d))
 
 
-def _remove(folder: str) -> None:
-    """Remove a scratch HOME whatever folder modes the reviewer left in it."""
-    for root, dirs, _files in os.walk(folder):
-        for name in dirs:
-            if not os.path.islink(os.path.join(root, name)):
-                with contextlib.suppress(OSError):
-                    os.chmod(os.path.join(root, name), 0o700)
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-__all__ = ["HOME_INSIDE", "Confinement", "SandboxChoice", "choose_sandbox", "confined", "egress_rule", "round_sandbox",
-           "user_proxy"]
+__all__ = ["HOME_INSIDE", "Confinement", "SandboxChoice", "choose_sandbox", "confined", "egress_rule", "remove_scratch",
+           "round_sandbox", "user_proxy"]

@@ -17,7 +17,8 @@ from spar.round.interface import InputSpec, RunPaths
 from tests.innerloop import kept_in_inner_loop
 
 FAKES = Path(__file__).parent / "fakes"
-SCHEMA = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"],
+# with the dialect key, as Spar writes schema.json: claude must get the schema without it
+SCHEMA = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"],
           "additionalProperties": False}
 
 
@@ -36,8 +37,9 @@ def test_claude_argv(paths):
     cfg = ReviewerConfig(name="r", preset="claude", effort="high")
     spec = InputSpec(text="packet")
     argv = get_preset("claude").argv("/bin/claude", cfg, "opus", paths, spec)
+    sent = {k: v for k, v in SCHEMA.items() if k != "$schema"}
     assert argv == ["/bin/claude", "-p", "--output-format", "stream-json", "--verbose", "--json-schema",
-                    paths.schema_path.read_text(), "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk",
+                    json.dumps(sent), "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk",
                     "--no-session-persistence", "--model", "opus", "--effort", "high"]
     bare = get_preset("claude").argv("claude", ReviewerConfig(name="r", preset="claude"), "", paths, spec)
     assert "--model" not in bare and "--effort" not in bare and "--max-budget-usd" not in bare

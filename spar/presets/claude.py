@@ -15,6 +15,7 @@ from spar.judge.answer import parse_answer
 from spar.presets.input import StdinPreset
 from spar.records.usage import add_counts, amount, count, reported
 from spar.round.interface import Answer, HomeFile, InputSpec, Monitor, RunPaths, StreamInfo, as_text
+from spar.round.schema import without_dialect
 
 ALLOWED_TOOLS = ("Read", "Grep", "Glob", "StructuredOutput")
 SYNTHETIC_MODEL = "<synthetic>"  # locally made error message, not a model
@@ -244,8 +245,9 @@ class ClaudePreset(StdinPreset):
         return {"CLAUDE_CONFIG_DIR": os.path.join(home, ".claude")} if env.get("CLAUDE_CONFIG_DIR") else {}
 
     def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
-        # --json-schema takes the schema itself, not a path: this round's schema.json as one string
-        schema = paths.schema_path.read_text(encoding="utf-8")
+        # --json-schema takes the schema itself, not a path: this round's schema.json as one
+        # string, without its "$schema" key (with it claude offers no StructuredOutput tool)
+        schema = without_dialect(paths.schema_path.read_text(encoding="utf-8"))
         # --no-session-persistence: a review leaves no session file in the user's ~/.claude
         argv = [exe, "-p", "--output-format", "stream-json", "--verbose", "--json-schema", schema,
                 "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk", "--no-session-persistence"]

@@ -13,33 +13,23 @@ unset, so both CLIs keep their state there), API keys are removed
 from the environment and HTTPS_PROXY/HTTP_PROXY point at a closed local port, so no real
 credentials are read and nothing leaves the machine whatever network the host has.
 
-The CLIs are installed once per checkout into `.real-cli/<versions>/` (ignored by git; shared
-by pytest-xdist workers and later sessions, a new pair of versions gets a folder of its own;
-an install that did not finish is done again). Without `npm`, or when the registry cannot be
-reached, these tests skip. To bump a version: change CLAUDE_VERSION / CODEX_VERSION below (confirm with
-`npm view @anthropic-ai/claude-code@X version`), run `python -m pytest -m realcli`, and
-note in reviewer-clis.md what the new version prints differently.
+The CLIs come from tests/realclis.py: `npm ci` of tests/realcli/package-lock.json (pinned
+versions, integrity hashes) into `.real-cli/`; without `npm`, or when the registry cannot be
+reached, these tests skip.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from spar.round.sandboxing import choose_sandbox
 from tests.proctools import LIMITS, wait_for
+from tests.realclis import installed
 from tests.runsetup import make_setup
 
-CLAUDE_VERSION = "2.1.197"
-CODEX_VERSION = "0.171.0"
-PACKAGES = (f"@anthropic-ai/claude-code@{CLAUDE_VERSION}", f"@openai/codex@{CODEX_VERSION}")
-INSTALLS = Path(__file__).resolve().parent.parent / ".real-cli"  # in .gitignore
 CLOSED_PROXY = "http://127.0.0.1:9"  # the discard port: nothing listens, connections fail at once
 SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY",
            "CODEX_API_KEY", "AWS_BEARER_TOKEN_BEDROCK", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
@@ -49,34 +39,8 @@ pytestmark = [pytest.mark.realcli, pytest.mark.slow]
 
 @pytest.fixture(scope="session")
 def real_clis() -> Path:
-    """The npm prefix holding both CLIs (node_modules/.bin/claude, codex); they run in Spar's
-    sandbox, so bwrap must work here (`.ci/run` installs it)."""
-    why = choose_sandbox("auto", os.environ.get("PATH")).why
-    if why:
-        pytest.skip(f"the real CLIs run in Spar's sandbox, and there is none here: {why}")
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip("npm is not installed: the real-CLI tests need it (.ci/run installs it with apt-get)")
-    prefix = INSTALLS / f"{CLAUDE_VERSION}-{CODEX_VERSION}"
-    prefix.mkdir(parents=True, exist_ok=True)
-    with open(prefix / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one install, whichever worker or session comes first
-        done = prefix / ".installed"
-        if not done.exists():
-            try:
-                # --prefer-offline: the pinned versions come from npm's cache when it has them
-                proc = subprocess.run([npm, "install", "--prefer-offline", "--prefix", str(prefix), "--no-audit",
-                                       "--no-fund", "--fetch-retries=1",
-                                       "--loglevel=error", *PACKAGES], capture_output=True, text=True, timeout=900)
-            except subprocess.TimeoutExpired:
-                pytest.skip("npm install of the real CLIs did not finish within 15 minutes")
-            if proc.returncode != 0:
-                pytest.skip(f"the npm registry is unavailable: {proc.stderr.strip()[-500:]}")
-            done.write_text("\n".join(PACKAGES) + "\n")
-    for name in ("claude", "codex"):
-        if not (prefix / "node_modules" / ".bin" / name).exists():
-            pytest.skip(f"npm installed no {name} executable")
-    return prefix
+    """The npm prefix holding both CLIs (node_modules/.bin/claude, codex)."""
+    return installed().prefix
 
 
 def _setup(tmp_path: Path, prefix: Path, reviewer: dict):

@@ -94,3 +94,19 @@ def install(source: Path) -> RealCLIs:
 def installed() -> RealCLIs:
     """The CLIs of the lock the tests use, installed once per process."""
     return install(lock_dir())
+
+
+def running_from(prefix: Path) -> list[int]:
+    """Processes whose command line names a file under `prefix` (the real CLIs)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if str(prefix).encode() in cmdline and state not in ("Z", "X"):
+            found.append(int(entry))
+    return found

@@ -4,8 +4,8 @@ pinned versions, without credentials and without a network (issue 10 point 10).
 - claude without a login answers "Not logged in · Please run /login": `unavailable`,
   reason `authentication: …`, no fallback model, no observed model, no session file
   left in HOME (`--no-session-persistence`).
-- codex without a network retries forever (`Reconnecting...`): `timeout` under a short
-  limit, and nothing of its process group is left running.
+- codex without a login is `unavailable` before it starts (tests/test_real_failures.py), and
+  a hung server ends in `timeout` with nothing of its process tree left running (there too).
 
 Both run in Spar's kernel sandbox (`[sandbox] mode = "required"`; skipped where bwrap cannot
 start), with the same outcomes as without. HOME and XDG_CONFIG_HOME point into the test's folder (CODEX_HOME and CLAUDE_CONFIG_DIR are
@@ -21,12 +21,10 @@ reached, these tests skip.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.proctools import LIMITS, wait_for
 from tests.realclis import installed
 from tests.runsetup import make_setup
 
@@ -82,40 +80,3 @@ def test_real_claude_without_login_is_unavailable_for_authentication(tmp_path, r
     assert attempt["usage"]["cost_usd"] == 0 and attempt["usage"]["duration_seconds"] > 0
     sessions = list((Path(s.env["HOME"]) / ".claude" / "projects").glob("**/*.jsonl"))
     assert sessions == []
-
-
-def _running_from(prefix: Path) -> list[int]:
-    """Processes whose command line names a file under `prefix` (the real codex)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if str(prefix).encode() in cmdline and state not in ("Z", "X"):
-            found.append(int(entry))
-    return found
-
-
-def test_real_codex_without_network_times_out_and_leaves_nothing_running(tmp_path, real_clis):
-    for k in LIMITS:  # until codex started its turn within the limit (a loaded machine may need longer)
-        limit = 4 * k
-        s = _setup(tmp_path / f"limit-{k}", real_clis, {"name": "codex", "preset": "codex",
-                                                        "fallback_model": "gpt-5-mini", "timeout_seconds": limit})
-        proc = s.run()
-        assert proc.returncode == 1, proc.stderr.decode()
-        log = (s.repo / "reviews" / "r1" / "codex" / "stdout.log").read_text(encoding="utf-8")
-        if '"type":"turn.started"' in log:
-            break
-    entry = _reviewer(s)
-    assert _sandbox(s) == {"kind": "bwrap"}
-    assert entry["status"] == "timeout", entry["reason"]
-    assert f"no answer within {limit}s" in entry["reason"] and "process group killed" in entry["reason"]
-    (attempt,) = entry["attempts"]  # a timeout is no quota refusal: no fallback
-    assert attempt["exit_code"] is None
-    assert attempt["argv"][1:3] == ["exec", "--json"]
-    assert '"type":"turn.started"' in log  # it ran, then only retried
-    assert wait_for(lambda: _running_from(real_clis) == [], timeout=30), _running_from(real_clis)

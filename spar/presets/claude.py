@@ -55,13 +55,19 @@ class ClaudeMonitor(Monitor):
 
     def _retry_stall(self, event: dict[str, Any]) -> None:
         """An api_retry that shows claude cannot reach the API (no HTTP status: the connection
-        failed) or is refused its credentials (401, 403); other statuses are the service's
-        own troubles, which claude's retries are for."""
+        failed) or is refused its credentials (401, 403: given up at once, as 2.1.197 would
+        retry them ten times); other statuses are the service's own troubles, which claude's
+        retries are for."""
         status, error = event.get("error_status"), as_text(event.get("error"))
         shown = "no HTTP status" if status is None else f"HTTP status {as_text(status)}"
         text = (f"api_retry {as_text(event.get('attempt'))}/{as_text(event.get('max_retries'))}: "
                 f"error {error or '(none)'}, {shown}")
-        if status in (401, 403) or error == "authentication_failed":
+        self.last_retry = text
+        if status == 429:  # a rate limit: the fallback model at once, not ten retries
+            self.stalled("quota", text, at_once=True)
+        elif status in (401, 403):
+            self.stalled("authentication", text, at_once=True)  # the service refused the key
+        elif error == "authentication_failed":
             self.stalled("authentication", text)
         elif status is None:
             self.stalled("network", text)

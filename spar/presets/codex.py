@@ -7,6 +7,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import tomlkit
+import tomlkit.exceptions
+
 from spar.config.model import ReviewerConfig
 from spar.jsonvalue import object_at
 from spar.judge.answer import parse_answer
@@ -82,6 +85,7 @@ class CodexMonitor(Monitor):
             # complete the turn: it is a failure only when no turn completes
             message = as_text(event.get("message"))
             self.top_error = message or "(no message)"
+            self.last_retry = message or None
             self._error_text(message, transient=True)
             self.notify(notice_text(message))
             # offline or logged out, codex-cli 0.171.0 retries such notices for as long as it runs
@@ -123,16 +127,52 @@ class CodexMonitor(Monitor):
         return Answer(True, result=result, output_error=error)
 
 
+CONFIG_READ_LIMIT = 1024 * 1024  # a config.toml larger than this is not read for its provider
+
+
+def own_provider(config_path: str) -> bool:
+    """The codex configuration at `config_path` selects a model provider other than OpenAI's."""
+    try:
+        with open(config_path, "rb") as f:
+            data = f.read(CONFIG_READ_LIMIT + 1)
+        if len(data) > CONFIG_READ_LIMIT:
+            return False
+        provider = tomlkit.parse(data.decode("utf-8")).get("model_provider")
+    except (OSError, UnicodeDecodeError, tomlkit.exceptions.TOMLKitError):
+        return False
+    return isinstance(provider, str) and provider not in ("", "openai")
+
+
+def _codex_home(env: Mapping[str, str]) -> str:
+    return env.get("CODEX_HOME") or os.path.join(env.get("HOME", ""), ".codex")
+
+
 class CodexPreset(StdinPreset):
     name = "codex"
     observes_reads = True
     monitor_class = CodexMonitor
     vendor_env = ("OPENAI_*", "CODEX_*")
 
+    login_args = ("login", "status")
+
+    def logged_in(self, exit_code: int | None, out: str, err: str) -> bool | None:
+        """`codex login status`: exit 0 logged in; exit 1 saying "Not logged in" is not
+        (codex 0.171 says it on stderr, earlier ones on stdout)."""
+        if exit_code == 0:
+            return True
+        if exit_code == 1 and "not logged in" in (out + err).lower():
+            return False
+        return None
+
+    def works_without_login(self, env: Mapping[str, str]) -> bool:
+        # `codex exec` reads CODEX_API_KEY, which `codex login status` ignores; and a
+        # `model_provider` of the user's own config.toml brings its own key (its env_key)
+        return bool(env.get("CODEX_API_KEY")) or own_provider(os.path.join(_codex_home(env), "config.toml"))
+
     def home_files(self, env: Mapping[str, str]) -> list[HomeFile]:
         # the login (a ChatGPT login refreshes its tokens in place) and the user's settings; codex
         # needs its home writable (the sandbox's own ~/.codex), the rest of the user's stays out
-        folder = env.get("CODEX_HOME") or os.path.join(env.get("HOME", ""), ".codex")
+        folder = _codex_home(env)
         return [HomeFile(os.path.join(folder, "auth.json"), ".codex/auth.json", live=True),
                 HomeFile(os.path.join(folder, "config.toml"), ".codex/config.toml")]
 

@@ -55,7 +55,7 @@ def shape_of(path: Path) -> tuple[dict[str, list[str]], list[str]]:
         kind = "/".join(str(x) for x in (event.get("type"), event.get("subtype") or item.get("type")) if x)
         kinds[kind].update(event)
         if event.get("is_error") or event.get("error") or kind.endswith("error") or "failed" in kind:
-            words += [str(event.get(k) or item.get(k)) for k in WORD_KEYS if event.get(k) or item.get(k)]
+            words += [v for k in WORD_KEYS if isinstance(v := event.get(k) or item.get(k), str)]
     return {k: sorted(v) for k, v in sorted(kinds.items())}, words
 
 
@@ -69,8 +69,11 @@ def compare(pinned: Path, newest: Path) -> list[str]:
             continue
         (was_events, was_words), (events, words) = shape_of(old), shape_of(new)
         for kind in sorted(set(was_events) | set(events)):
-            if was_events.get(kind) != events.get(kind):
-                changes.append(f"{old.name}: event {kind}: keys {was_events.get(kind)} -> {events.get(kind)}")
+            was, now = set(was_events.get(kind, [])), set(events.get(kind, []))
+            if kind not in events or kind not in was_events:
+                changes.append(f"{old.name}: event {kind} {'gone' if kind not in events else 'new'}")
+            elif was != now:
+                changes.append(f"{old.name}: event {kind}: new keys {sorted(now - was)}, gone {sorted(was - now)}")
         if was_words != words:
             changes.append(f"{old.name}: words {was_words} -> {words}")
     return changes

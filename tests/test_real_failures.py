@@ -14,29 +14,17 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.modelserver import ModelServer
 from tests.proctools import wait_for
-from tests.realclis import RealCLIs, installed, running_from
-from tests.realround import entry, real_setup, run_spar, world_dir
+from tests.realclis import running_from
+from tests.realround import entry, real_setup, run_spar
 from tests.realshapes import FALLBACK, LIMIT, SHAPES, Shape
 
 pytestmark = [pytest.mark.realcli, pytest.mark.slow]
-
-
-@pytest.fixture
-def real_clis() -> RealCLIs:
-    return installed()
-
-
-@pytest.fixture
-def world() -> Iterator[Path]:
-    with world_dir() as root:
-        yield root
 
 
 def _keep(s, shape: Shape) -> None:
@@ -52,10 +40,10 @@ def _keep(s, shape: Shape) -> None:
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
-def test_real_cli_failure_shape(world, real_clis, shape):
+def test_real_cli_failure_shape(world, npm_clis, shape):
     timeout = LIMIT if shape.ended_by_spar and shape.status == "timeout" else 120
     with ModelServer([], then=shape.answer) as server:
-        s = real_setup(world, real_clis, server, [{"name": shape.cli, "preset": shape.cli,
+        s = real_setup(world, npm_clis, server, [{"name": shape.cli, "preset": shape.cli,
                                                    "fallback_model": FALLBACK, "timeout_seconds": timeout}])
         started = time.monotonic()
         proc = run_spar(s, "run", "--stage", "code", "--out", "reviews/r1")
@@ -71,15 +59,15 @@ def test_real_cli_failure_shape(world, real_clis, shape):
     if shape.status != "timeout":
         assert took < timeout  # never the whole limit
     # whatever ended it, nothing of the CLI's process tree is left running
-    assert wait_for(lambda: running_from(real_clis.prefix) == [], timeout=30), running_from(real_clis.prefix)
+    assert wait_for(lambda: running_from(npm_clis.prefix) == [], timeout=30), running_from(npm_clis.prefix)
     _keep(s, shape)
 
 
-def test_codex_not_logged_in_is_unavailable_before_it_starts(world, real_clis):
+def test_codex_not_logged_in_is_unavailable_before_it_starts(world, npm_clis):
     """Without a login, a key or a provider of the user's own, `codex login status` says so in
     a fraction of a second; codex exec itself would retry for a minute."""
     with ModelServer([]) as server:
-        s = real_setup(world, real_clis, server, [{"name": "codex", "preset": "codex", "fallback_model": FALLBACK}])
+        s = real_setup(world, npm_clis, server, [{"name": "codex", "preset": "codex", "fallback_model": FALLBACK}])
         shutil.rmtree(Path(s.env["HOME"]) / ".codex")  # no config.toml: OpenAI's own service
         started = time.monotonic()
         proc = run_spar(s, "run", "--stage", "code", "--out", "reviews/r1")

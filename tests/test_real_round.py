@@ -13,13 +13,10 @@ the fix a second round passes it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.modelserver import CHAT, MESSAGES, RESPONSES, ModelServer
-from tests.realclis import RealCLIs, installed
 from tests.realround import (
     BIG_FILE,
     SERVED,
@@ -30,22 +27,11 @@ from tests.realround import (
     review_script,
     round_json,
     run_spar,
-    world_dir,
 )
 from tests.runsetup import finding, result
 
 pytestmark = [pytest.mark.realcli, pytest.mark.slow]
 
-
-@pytest.fixture
-def real_clis() -> RealCLIs:
-    return installed()
-
-
-@pytest.fixture
-def world() -> Iterator[Path]:
-    with world_dir() as root:
-        yield root
 
 FIXED = ("def add(a, b):\n    return a + b\n\n\ndef divide(a, b):\n    if b == 0:\n"
          "        raise ValueError(\"b must not be 0\")\n    return a / b\n")
@@ -67,10 +53,10 @@ def _assert_reviewed(s, name: str, api: str, head: str) -> dict:
 
 
 @pytest.mark.parametrize("user", ["root", "nobody"])
-def test_real_claude_and_codex_review_verify_block_the_gate_and_pass_after_the_fix(world, real_clis, user):
+def test_real_claude_and_codex_review_verify_block_the_gate_and_pass_after_the_fix(world, npm_clis, user):
     answer = result(findings=[finding()])
     with ModelServer(review_script(answer, CONFIRMED)) as server:
-        s = real_setup(world, real_clis, server, [{"name": "claude", "preset": "claude", "model": "opus"},
+        s = real_setup(world, npm_clis, server, [{"name": "claude", "preset": "claude", "model": "opus"},
                                                   {"name": "codex", "preset": "codex"}],
                        user=user, verify=["claude", "codex"])
         proc = run_spar(s, "run", "--stage", "code", "--criteria", "docs/criteria.md", "--out", "reviews/r1")
@@ -82,7 +68,7 @@ def test_real_claude_and_codex_review_verify_block_the_gate_and_pass_after_the_f
         # the usage and cost claude reported: the server's tokens, claude's own price table
         assert claude["usage"]["cached_input_tokens"] == USAGE[MESSAGES].cached
         assert claude["usage"]["cost_usd"] > 0
-        assert claude["cli_version"].startswith(real_clis.claude_version)
+        assert claude["cli_version"].startswith(npm_clis.claude_version)
         assert claude["coverage"]["observed"] is True and claude["coverage"]["opened_files"] == [BIG_FILE]
         codex = _assert_reviewed(s, "codex", RESPONSES, s.head)
         assert codex["usage"]["cached_input_tokens"] >= USAGE[RESPONSES].cached
@@ -131,9 +117,9 @@ def test_real_claude_and_codex_review_verify_block_the_gate_and_pass_after_the_f
         assert gate.returncode == 0, (gate.stderr.decode(), (s.repo / "reviews" / "gate.json").read_text())
 
 
-def test_an_openai_compatible_reviewer_on_the_same_server(world, real_clis):
+def test_an_openai_compatible_reviewer_on_the_same_server(world, npm_clis):
     with ModelServer(review_script(result(findings=[finding()]))) as server:
-        s = real_setup(world, real_clis, server, [{"name": "endpoint", "preset": "openai-compatible"}])
+        s = real_setup(world, npm_clis, server, [{"name": "endpoint", "preset": "openai-compatible"}])
         proc = run_spar(s, "run", "--stage", "code", "--criteria", "docs/criteria.md", "--out", "reviews/r1")
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
     usage = _assert_reviewed(s, "endpoint", CHAT, s.head)["usage"]

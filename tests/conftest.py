@@ -120,3 +120,20 @@ def series(repo):
     series = rf.fresh_series(repo)
     rf.make_round(series, "r1", repo=repo)
     return series
+
+
+@pytest.fixture
+def npm_clis():
+    """The real claude and codex of tests/realcli's lock (installed once; skips without npm)."""
+    from tests.realclis import installed
+
+    return installed()
+
+
+@pytest.fixture
+def world():
+    """A folder for a real-CLI test's world that another user may enter (tests/realround.py)."""
+    from tests.realround import world_dir
+
+    with world_dir() as root:
+        yield root

@@ -166,6 +166,20 @@ def test_codex_gets_a_home_of_its_own_outside_the_temp_folder(tmp_path):
     assert shown[f"{HOME_INSIDE}/.codex/auth.json"] == "--bind" and str(codex_home) not in shown
 
 
+@pytest.mark.parametrize("codex_home", ["missing", None], ids=["CODEX_HOME-without-folder", "no-CODEX_HOME"])
+def test_codex_home_folder_exists_in_the_scratch_home_when_the_user_has_none(tmp_path, codex_home):
+    # codex 0.171.0 stops at once when CODEX_HOME does not exist ("CODEX_HOME points to …,
+    # but that path does not exist"): a user with an API key and no ~/.codex has no files to copy
+    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin"}
+    if codex_home:
+        env["CODEX_HOME"] = str(tmp_path / codex_home)
+    with confined(get_preset("codex"), _paths(tmp_path), "/usr/bin/true", ["/usr/bin/true"], env,
+                  "/usr/bin/bwrap") as jail:
+        assert jail.jail is not None
+        (home,) = [b.source for b in jail.jail.binds if b.target == HOME_INSIDE]
+        assert os.path.isdir(os.path.join(home, ".codex"))
+
+
 def test_no_sandbox_changes_nothing(tmp_path):
     env = {"HOME": "/h", "PATH": "/usr/bin"}
     with confined(get_preset("claude"), _paths(tmp_path), "/usr/bin/true", ["x"], env, None) as jail:

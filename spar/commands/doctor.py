@@ -33,6 +33,7 @@ from spar.endpoint.client import Endpoint, NetworkError, list_models
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, quote
 from spar.judge.core_caps import GATE_FEATURE
 from spar.presets import get_preset
+from spar.presets.codex import PRESET as CODEX
 from spar.proc.environment import credential_values, reviewer_env
 from spar.proc.executable import find_executable
 from spar.proc.masking import mask_value, secrets_of
@@ -123,19 +124,9 @@ def _claude_logged_in(code: int | None, out: str, err: str) -> bool | None:
     return flag if isinstance(flag, bool) else None
 
 
-def _codex_logged_in(code: int | None, out: str, err: str) -> bool | None:
-    """`codex login status`: exit 0 logged in; exit 1 saying "Not logged in" is not
-    (codex 0.171 says it on stderr, earlier ones on stdout)."""
-    if code == 0:
-        return True
-    if code == 1 and "not logged in" in (out + err).lower():
-        return False
-    return None
-
-
 LOGIN_CHECKS: dict[str, tuple[tuple[str, ...], Callable[[int | None, str, str], bool | None]]] = {
     "claude": (("auth", "status"), _claude_logged_in),
-    "codex": (("login", "status"), _codex_logged_in),
+    "codex": (CODEX.login_args or (), CODEX.logged_in),
 }
 # keys a CLI's non-interactive mode takes from the environment though its login check does
 # not see them: `codex exec` reads CODEX_API_KEY, `codex login status` ignores it

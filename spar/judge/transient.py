@@ -9,8 +9,9 @@ either, even inside a stream-disconnect message.
 
 The shapes (tests/data/transient_notices.json): Claude Code's `API Error: 529 …
 overloaded_error …` and `API Error: 500/502/503/504 …`, `Repeated 529 Overloaded
-errors`; codex's `stream disconnected before completion` and `exceeded retry limit,
-last status: 5xx …` / `unexpected status 5xx …`.
+errors`, `Connection to the API was lost`; codex's `stream disconnected before completion`
+and `exceeded retry limit, last status: 5xx …` / `unexpected status 5xx …`, `We’re currently
+experiencing high demand`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,15 @@ from collections.abc import Iterable
 from spar.judge.unreachable import NETWORK_PHRASES, short_message
 
 STREAM_BROKE = "stream disconnected before completion"
+# Claude Code 2.1.197 when a stream broke off mid-answer: "API Error: Connection to the API was
+# lost (ECONNRESET). This is usually temporary — try again." (tests/data/real-cli/cut-claude.*)
+CONNECTION_LOST = "connection to the API was lost"
+# codex-cli 0.171.0 after its own retries of an HTTP 500: "We’re currently experiencing high
+# demand, which may cause temporary errors." (tests/data/real-cli/500-codex.*)
+HIGH_DEMAND = "currently experiencing high demand"
 TRANSIENT = re.compile(
     r"API Error:\s*(?:5\d\d|529)(?![0-9])|overloaded_error|\boverloaded\b|" + re.escape(STREAM_BROKE)
+    + "|" + re.escape(CONNECTION_LOST) + "|" + re.escape(HIGH_DEMAND)
     + r"|(?:last status|unexpected status):?\s*5\d\d(?![0-9])",
     re.IGNORECASE)
 _CANNOT_REACH = re.compile("|".join(re.escape(p) for p in NETWORK_PHRASES if p != STREAM_BROKE), re.IGNORECASE)

@@ -21,7 +21,8 @@ from typing import Literal
 
 from spar.judge.refusal import RefusalScan
 
-StallKind = Literal["network", "authentication"]
+# "quota": only the service's own answer says so (a CLI retrying an HTTP 429), never a notice's words
+StallKind = Literal["network", "authentication", "quota"]
 
 NETWORK_PHRASES = (
     "waiting for network", "name does not resolve", "failed to lookup address",

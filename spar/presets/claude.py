@@ -56,13 +56,19 @@ class ClaudeMonitor(Monitor):
 
     def _retry_stall(self, event: dict[str, Any]) -> None:
         """An api_retry that shows claude cannot reach the API (no HTTP status: the connection
-        failed) or is refused its credentials (401, 403); other statuses are the service's
-        own troubles, which claude's retries are for."""
+        failed) or is refused its credentials (401, 403: given up at once, as 2.1.197 would
+        retry them ten times); other statuses are the service's own troubles, which claude's
+        retries are for."""
         status, error = event.get("error_status"), as_text(event.get("error"))
         shown = "no HTTP status" if status is None else f"HTTP status {as_text(status)}"
         text = (f"api_retry {as_text(event.get('attempt'))}/{as_text(event.get('max_retries'))}: "
                 f"error {error or '(none)'}, {shown}")
-        if status in (401, 403) or error == "authentication_failed":
+        self.last_retry = text
+        if status == 429:  # a rate limit: the fallback model at once, not ten retries
+            self.stalled("quota", text, at_once=True)
+        elif status in (401, 403):
+            self.stalled("authentication", text, at_once=True)  # the service refused the key
+        elif error == "authentication_failed":
             self.stalled("authentication", text)
         elif status is None:
             self.stalled("network", text)
@@ -112,18 +118,20 @@ class ClaudeMonitor(Monitor):
         self.note_error(text)
 
     def _update_model(self) -> None:
-        # Decision (G12): only a model that answered is observed. The result's modelUsage,
-        # when it names exactly one model, is the most reliable (it shows a fallback the CLI
-        # made); else the last real assistant model; else the modelUsage model with most
-        # output tokens; else the init model, but only when a model answered (a result that
-        # is no error): the init event names the configured model even when no model is ever
-        # reached (2.1.197 without login: init model, then a <synthetic> message).
+        # Decision (G12): only a model that answered is observed. The last real assistant
+        # message's model is the one the API said answered (2.1.197 against a server that
+        # answers with another model than asked: the assistant events name the server's,
+        # modelUsage the one claude asked for); else the result's modelUsage when it names
+        # one model; else its model with most output tokens; else the init model, but only
+        # when a model answered (a result that is no error): the init event names the
+        # configured model even when no model is ever reached (2.1.197 without login: init
+        # model, then a <synthetic> message).
         usage = object_at(self.result_event, "modelUsage") if self.result_event else {}
         keys = [k for k in usage if isinstance(k, str) and k and k != SYNTHETIC_MODEL]
-        if len(keys) == 1:
-            self.observed_model = keys[0]
-        elif self.assistant_model:
+        if self.assistant_model:
             self.observed_model = self.assistant_model
+        elif len(keys) == 1:
+            self.observed_model = keys[0]
         elif keys:
             self.observed_model = max(keys, key=lambda k: _output_tokens(usage[k]))
         elif self.init_model and self.result_event and self.result_event.get("is_error") is False:

@@ -85,6 +85,7 @@ class CodexMonitor(Monitor):
             # complete the turn: it is a failure only when no turn completes
             message = as_text(event.get("message"))
             self.top_error = message or "(no message)"
+            self.last_retry = message or None
             self._error_text(message, transient=True)
             self.notify(notice_text(message))
             # offline or logged out, codex-cli 0.171.0 retries such notices for as long as it runs
@@ -126,23 +127,45 @@ class CodexMonitor(Monitor):
         return Answer(True, result=result, output_error=error)
 
 
+def _config(config_path: str) -> dict[str, Any]:
+    """codex's config.toml as a table ({} when it cannot be read or is over `CONFIG_LIMIT`)."""
+    try:
+        with open(config_path, "rb") as f:
+            data = f.read(CONFIG_LIMIT + 1)
+        if len(data) > CONFIG_LIMIT:
+            return {}
+        return tomllib.loads(data.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+
+
+def _chosen_provider(doc: dict[str, Any]) -> object:
+    """The `model_provider` codex uses: the selected `profile`'s, else the top-level one."""
+    profile = _table(_table(doc, "profiles"), doc.get("profile"))
+    return profile.get("model_provider") or doc.get("model_provider")
+
+
 def provider_url(config_path: str) -> str:
     """The base URL of the provider codex's config.toml selects (`model_provider`, or the
     selected `profile`'s), "" when none is chosen or the file cannot be read."""
-    try:
-        with open(config_path, "rb") as f:
-            doc = tomllib.loads(f.read(CONFIG_LIMIT).decode("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return ""
-    profile = _table(_table(doc, "profiles"), doc.get("profile"))
-    chosen = profile.get("model_provider") or doc.get("model_provider")
-    url = _table(_table(doc, "model_providers"), chosen).get("base_url")
+    doc = _config(config_path)
+    url = _table(_table(doc, "model_providers"), _chosen_provider(doc)).get("base_url")
     return url if isinstance(url, str) else ""
+
+
+def own_provider(config_path: str) -> bool:
+    """The codex configuration at `config_path` selects a model provider other than OpenAI's."""
+    provider = _chosen_provider(_config(config_path))
+    return isinstance(provider, str) and provider not in ("", "openai")
 
 
 def _table(doc: dict[str, Any], key: object) -> dict[str, Any]:
     value = doc.get(key) if isinstance(key, str) else None
     return value if isinstance(value, dict) else {}
+
+
+def _codex_home(env: Mapping[str, str]) -> str:
+    return env.get("CODEX_HOME") or os.path.join(env.get("HOME", ""), ".codex")
 
 
 class CodexPreset(StdinPreset):
@@ -151,10 +174,26 @@ class CodexPreset(StdinPreset):
     monitor_class = CodexMonitor
     vendor_env = ("OPENAI_*", "CODEX_*")
 
+    login_args = ("login", "status")
+
+    def logged_in(self, exit_code: int | None, out: str, err: str) -> bool | None:
+        """`codex login status`: exit 0 logged in; exit 1 saying "Not logged in" is not
+        (codex 0.171 says it on stderr, earlier ones on stdout)."""
+        if exit_code == 0:
+            return True
+        if exit_code == 1 and "not logged in" in (out + err).lower():
+            return False
+        return None
+
+    def works_without_login(self, env: Mapping[str, str]) -> bool:
+        # `codex exec` reads CODEX_API_KEY, which `codex login status` ignores; and a
+        # `model_provider` of the user's own config.toml brings its own key (its env_key)
+        return bool(env.get("CODEX_API_KEY")) or own_provider(os.path.join(_codex_home(env), "config.toml"))
+
     def home_files(self, env: Mapping[str, str]) -> list[HomeFile]:
         # the login (a ChatGPT login refreshes its tokens in place) and the user's settings; codex
         # needs its home writable (the sandbox's own ~/.codex), the rest of the user's stays out
-        folder = env.get("CODEX_HOME") or os.path.join(env.get("HOME", ""), ".codex")
+        folder = _codex_home(env)
         return [HomeFile(os.path.join(folder, "auth.json"), ".codex/auth.json", live=True),
                 HomeFile(os.path.join(folder, "config.toml"), ".codex/config.toml")]
 

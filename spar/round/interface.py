@@ -96,8 +96,11 @@ NAMED_WORDS = 100_000  # tool-call words kept per attempt for coverage
 class Stall:
     """The CLI's latest notice says it cannot reach its service or cannot authenticate."""
 
-    kind: StallKind  # "network" or "authentication"
+    kind: StallKind  # "network", "authentication" or "quota"
     message: str  # the CLI's own words (data: quoted wherever shown)
+    # the service itself refused the credentials (an HTTP 401 or 403 the CLI shows): its
+    # retries cannot change that, so there is no window to wait
+    at_once: bool = False
 
 
 KEPT_ERROR_TEXTS = 20  # the latest output error messages kept for reasons (all are scanned)
@@ -121,6 +124,7 @@ class Monitor(ABC):
         # the final answer's line could not be read: the run's answer is invalid_output
         self.unreadable_answer: str | None = None
         self.notice: str | None = None  # the latest transient notice (retries), for progress
+        self.last_retry: str | None = None  # the CLI's own words of its latest retry (a timeout's reason)
         self.on_notice: Callable[[str], None] | None = None
         self.warnings: list[str] = []  # round warnings (e.g. the CLI ignored a value Spar passed)
         # told of every stall notice (a Stall) and of model output (None): spar/round/liveness.py
@@ -190,10 +194,11 @@ class Monitor(ABC):
         if self.on_notice is not None:
             self.on_notice(text)
 
-    def stalled(self, kind: StallKind, message: str) -> None:
-        """The CLI says it cannot reach its service or cannot authenticate (it may retry)."""
+    def stalled(self, kind: StallKind, message: str, *, at_once: bool = False) -> None:
+        """The CLI says it cannot reach its service or cannot authenticate (it may retry);
+        `at_once`: the service's own answer says so, and no retry will change it."""
         if self.on_stall is not None:
-            self.on_stall(Stall(kind, message))
+            self.on_stall(Stall(kind, message, at_once))
 
     def stall_notice(self, message: str) -> None:
         """A notice that is a stall when its words say so (spar/judge/unreachable.py)."""
@@ -274,6 +279,18 @@ class Preset(ABC):
     # whether its program reaches a service of its own through the user's proxy, and so gets
     # the proxy URLs' password (spar.proc.environment.reviewer_env)
     proxy_credentials = True
+
+    # a cheap, harmless command that says whether the CLI is logged in (None: it has none);
+    # `logged_in` reads its answer
+    login_args: tuple[str, ...] | None = None
+
+    def logged_in(self, exit_code: int | None, out: str, err: str) -> bool | None:
+        """What the login check's exit code and output say: True, False, or None (unknown)."""
+        return None
+
+    def works_without_login(self, env: Mapping[str, str]) -> bool:
+        """The CLI can run without a login in `env` (a key it reads, a provider of the user's own)."""
+        return False
 
     @abstractmethod
     def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:

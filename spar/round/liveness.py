@@ -6,6 +6,8 @@ such notice as a stall and any model output as the end of it (spar/round/interfa
 `Liveness` keeps the time: once a stall has lasted the reviewer's `unreachable_seconds`
 with no model output, it cancels the run it watches (the process layer then ends the
 reviewer's process group) and keeps the stall, which the runner records as `unavailable`.
+A stall the service's own answer caused (an HTTP 401 or 403: `Stall.at_once`) ends it at once:
+claude 2.1.197 would retry a refused key ten times, for minutes.
 A notice followed by model output within the window stays transient.
 """
 
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
 TICK = 1.0  # seconds between progress reports while a stall lasts
 
 # what progress says while a stall lasts, followed by its seconds
-WAITING = {"network": "waiting for network", "authentication": "cannot authenticate"}
+WAITING = {"network": "waiting for network", "authentication": "cannot authenticate", "quota": "refused"}
 
 
 class Liveness:
@@ -78,7 +80,7 @@ class Liveness:
                 await self._changed.wait()
                 continue
             waited = anyio.current_time() - self._since
-            if waited >= self.window:
+            if waited >= self.window or self._stall.at_once:
                 self.gave_up = self._stall
                 scope.cancel()
                 return
@@ -91,9 +93,15 @@ class Liveness:
         """The `reason` of an attempt that was given up: the kind first, then the CLI's words."""
         stall = self.gave_up
         assert stall is not None
+        words = quote(short_message(stall.message))
+        if stall.kind == "quota":
+            return f"quota or rate limit: {cli} was refused and would only retry; its last message: {words}"
         what = "could not reach its service" if stall.kind == "network" else "could not authenticate"
-        return (f"{stall.kind}: {cli} {what} and gave no model output for {self.window:g} s "
-                f"(unreachable_seconds); its last message: {quote(short_message(stall.message))}")
+        if stall.at_once:
+            how = "its service refused the credentials, which no retry changes"
+        else:
+            how = f"gave no model output for {self.window:g} s (unreachable_seconds)"
+        return f"{stall.kind}: {cli} {what} and {how}; its last message: {words}"
 
 
 def waiting_text(stall: Stall, seconds: int) -> str:

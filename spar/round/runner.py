@@ -21,6 +21,7 @@ from spar.config.model import ReviewerConfig
 from spar.errors import quote
 from spar.judge.refusal import RefusalScan, reason_for
 from spar.judge.transient import transient_failure
+from spar.judge.unreachable import short_message
 from spar.proc.environment import credential_values, reviewer_env
 from spar.proc.executable import ExecutableLookup, find_executable
 from spar.proc.masking import mask_text, mask_value, secrets_of
@@ -291,8 +292,8 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     homes: list[str] = []  # its scratch HOME, removed here in a worker thread (a deep tree takes seconds)
     try:
         with confined(preset, run_paths(job), lookup.path, facts.argv, env, st.sandbox, rule, homes) as jail:
-            attempt = _refusals_told(await _check_and_run(job, lookup.path, _log_suffix(number), deadline, jail, st,
-                                                          facts), jail)
+            ended = await _check_and_run(job, lookup.path, _log_suffix(number), deadline, jail, st, facts, env)
+            attempt = _refusals_told(ended, jail)
     except OSError as exc:
         attempt = facts.done(S.FAILED, f"cannot prepare the sandbox: {exc.strerror or exc}")
     finally:
@@ -303,14 +304,18 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
 
 
 async def _check_and_run(job: ReviewerJob, exe: str, suffix: str, deadline: float, jail: Confinement,
-                         st: RunSettings, facts: _Facts) -> _Attempt:
-    """The version check (when the preset has one), then the run."""
+                         st: RunSettings, facts: _Facts, env: Mapping[str, str]) -> _Attempt:
+    """The version check and the login check (when the preset has them), then the run."""
     preset = job.preset
     if preset.version_args is not None:
         checked = await _version_check(exe, preset.version_args, run_paths(job), deadline, jail, st, facts)
         if isinstance(checked, tuple):
             return facts.done(*checked)
         facts.cli_version = checked
+    if preset.login_args is not None and not preset.works_without_login(env):
+        refused = await _login_check(exe, preset, run_paths(job), deadline, jail, st, facts)
+        if refused is not None:
+            return facts.done(S.UNAVAILABLE, refused)
     return await _run_and_judge(job, preset, exe, suffix, deadline, jail, st, facts)
 
 
@@ -369,7 +374,8 @@ async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str
     facts.masked += proc.result.masked
     facts.warnings.extend(monitor.warnings)
     if liveness.gave_up is not None:  # its process group is ended like a timed-out one's
-        return facts.done(S.UNAVAILABLE, liveness.reason(preset.name), observed_model=monitor.observed_model)
+        return facts.done(S.UNAVAILABLE, liveness.reason(preset.name), observed_model=monitor.observed_model,
+                          quota=liveness.gave_up.kind == "quota")
     return _judge(cfg, proc.result, monitor, stderr_refusals, facts)
 
 
@@ -380,8 +386,10 @@ def _judge(cfg: ReviewerConfig, proc: ProcessResult, monitor: Monitor, stderr_re
     if proc.violation is not None:
         return facts.done(S.TOOL_VIOLATION, proc.violation, observed_model=observed)
     if proc.timed_out:
-        return facts.done(S.TIMEOUT, f"no answer within {cfg.timeout_seconds}s (timeout_seconds); process group killed",
-                          observed_model=observed)
+        reason = f"no answer within {cfg.timeout_seconds}s (timeout_seconds); process group killed"
+        if monitor.last_retry:  # what it was waiting for, in its own words
+            reason += f"; it was retrying: {quote(short_message(monitor.last_retry))}"
+        return facts.done(S.TIMEOUT, reason, observed_model=observed)
     if proc.log_error is not None:
         # the raw output is part of the record; an answer whose log was lost is not kept
         return facts.done(S.FAILED, proc.log_error, observed_model=observed)
@@ -467,6 +475,27 @@ async def _version_check(exe: str, version_args: tuple[str, ...], paths: RunPath
         return S.FAILED, f"version check failed: `{shown}` {code}" + (f": {detail[:300]}" if detail else "")
     answer = [line.strip() for line in (proc.stdout_tail + "\n" + proc.stderr_tail).splitlines() if line.strip()]
     return answer[0][:200] if answer else ""
+
+
+async def _login_check(exe: str, preset: Preset, paths: RunPaths, deadline: float, jail: Confinement,
+                       st: RunSettings, facts: _Facts) -> str | None:
+    """The reason when the CLI's own login check says it is not logged in (codex would
+    otherwise retry for a minute before saying so); None when it is, or cannot tell."""
+    args = [exe, *(preset.login_args or ())]
+    try:
+        async with GuardedProcess(jail.argv(args), cwd=paths.workspace, env=jail.env,
+                                  output=OutputHandling(cap=64 * 1024, masks=facts.masks),
+                                  kill_grace=st.kill_grace) as running:
+            with anyio.move_on_at(min(deadline, anyio.current_time() + st.version_timeout)):
+                await running.wait()
+    except OSError:
+        return None  # it ran for its version: the run itself will say what is wrong
+    proc = running.result
+    if proc.timed_out or preset.logged_in(proc.exit_code, proc.stdout_tail, proc.stderr_tail) is not False:
+        return None
+    shown = " ".join([preset.name, *(preset.login_args or ())])
+    said = proc.last_stderr_line or proc.last_stdout_line
+    return f"authentication: not logged in: `{shown}` says {quote(short_message(said))}"
 
 
 def model_label(model: str) -> str:

@@ -238,14 +238,16 @@ def _home_binds(preset: Preset, env: Mapping[str, str], scratch: str) -> list[Bi
     """Copies of the CLI's configuration into the scratch HOME; its login files, bound."""
     binds = []
     for item in preset.home_files(env):
+        target = os.path.join(scratch, item.inside)
+        # the folder is made even when the user has none of its files: codex refuses to start
+        # when its CODEX_HOME does not exist
+        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
         try:
             st = os.stat(item.source)
         except OSError:
             continue
         if not stat.S_ISREG(st.st_mode):
             continue
-        target = os.path.join(scratch, item.inside)
-        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
         if item.live:
             Path(target).touch(mode=0o600)
             binds.append(Bind(item.source, os.path.join(HOME_INSIDE, item.inside), writable=True))

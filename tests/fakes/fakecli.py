@@ -675,8 +675,20 @@ def replay(fake: Fake) -> int:
 PROGRAMS = {"claude": claude, "codex": codex, "agy": agy}
 
 
+def login_status(fake: Fake) -> int:
+    """`codex login status` as codex-cli 0.171.0 answers it (scenario `logged_out`: not logged in)."""
+    if fake.sc.get("logged_out"):
+        fake.err("Not logged in")
+        return 1
+    print("Logged in using an API key - sk-fak***")
+    return 0
+
+
 def main(prog: str) -> None:
     fake = Fake(prog)
+    if prog == "codex" and fake.argv[:2] == ["login", "status"]:  # a login check, not a review: not recorded
+        fake.sc = fake.load_scenario()
+        sys.exit(login_status(fake))
     code = 1
     try:
         fake.sc = fake.load_scenario()

@@ -62,7 +62,7 @@ def test_real_claude_and_codex_review_verify_block_the_gate_and_pass_after_the_f
         proc = run_spar(s, "run", "--stage", "code", "--criteria", "docs/criteria.md", "--out", "reviews/r1")
         assert proc.returncode == 0, proc.stderr.decode()[-3000:]  # every reviewer answered
         rj = round_json(s)
-        assert rj["sandbox"] == {"kind": "bwrap"}
+        assert rj["sandbox"] == {"kind": "bwrap", "network": "allowlist"}
 
         claude = _assert_reviewed(s, "claude", MESSAGES, s.head)
         # the usage and cost claude reported: the server's tokens, claude's own price table

@@ -197,6 +197,10 @@ class CodexPreset(StdinPreset):
         return [HomeFile(os.path.join(folder, "auth.json"), ".codex/auth.json", live=True),
                 HomeFile(os.path.join(folder, "config.toml"), ".codex/config.toml")]
 
+    # measured (0.171.0): the plugin listing on GitHub, and with a provider of the user's own
+    # still its ChatGPT hosts, each once; the review completes without them
+    incidental_hosts = ("github.com", "api.github.com", "chatgpt.com", "ab.chatgpt.com")
+
     def egress_hosts(self, cfg: ReviewerConfig, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
         # measured: an `exec` review opens api.openai.com and chatgpt.com (its WebSocket and
         # HTTPS transports); the plugin listing on github.com is not needed for a review. A

@@ -279,6 +279,9 @@ class Preset(ABC):
     # whether its program reaches a service of its own through the user's proxy, and so gets
     # the proxy URLs' password (spar.proc.environment.reviewer_env)
     proxy_credentials = True
+    # hosts its CLI reaches for at start that a review does not need (measured): their
+    # refusals are recorded, never blamed for a failure
+    incidental_hosts: tuple[str, ...] = ()
 
     # a cheap, harmless command that says whether the CLI is logged in (None: it has none);
     # `logged_in` reads its answer

@@ -293,7 +293,7 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     try:
         with confined(preset, run_paths(job), lookup.path, facts.argv, env, st.sandbox, rule, homes) as jail:
             ended = await _check_and_run(job, lookup.path, _log_suffix(number), deadline, jail, st, facts, env)
-            attempt = _refusals_told(ended, jail)
+            attempt = _refusals_told(ended, jail, preset)
     except OSError as exc:
         attempt = facts.done(S.FAILED, f"cannot prepare the sandbox: {exc.strerror or exc}")
     finally:
@@ -319,15 +319,17 @@ async def _check_and_run(job: ReviewerJob, exe: str, suffix: str, deadline: floa
     return await _run_and_judge(job, preset, exe, suffix, deadline, jail, st, facts)
 
 
-def _refusals_told(ended: _Attempt, jail: Confinement) -> _Attempt:
+def _refusals_told(ended: _Attempt, jail: Confinement, preset: Preset) -> _Attempt:
     """The attempt with the connections its egress proxy refused (host, port, how often); a
     failure after one is said to be the allowlist's doing first (claude reports a refused
-    host as "Failed to authenticate. API Error: 403")."""
+    host as "Failed to authenticate. API Error: 403"), unless only hosts its CLI reaches for
+    without needing them were refused (`incidental_hosts`)."""
     refused = jail.refusals()
     if not refused:
         return ended
     ended.record["egress_refused"] = [{"host": r.host, "port": r.port, "count": r.times} for r in refused]
-    if ended.status != S.COMPLETED:
+    refused = [r for r in refused if r.host.lower() not in preset.incidental_hosts]
+    if refused and ended.status != S.COMPLETED:
         named = ", ".join(f"{r.host}:{r.port}" for r in refused[:5]) + (", ..." if len(refused) > 5 else "")
         ended.reason = (f"blocked by Spar's egress allowlist: it tried to reach {named}, which its sandbox "
                         "refused (add a host it needs to allow_hosts)" + (f"; {ended.reason}" if ended.reason else ""))

@@ -139,6 +139,8 @@ def _gate_html(gate: dict[str, Any]) -> str:
     if gate.get("not_gated"):
         lines.append(f'<p class="muted">Not gated: {_names(gate["not_gated"], "dry run")}; '
                      "<code>spar gate</code> blocks on a dry run only when it is listed.</p>")
+    for note in gate.get("stopped") or []:
+        lines.append(f'<p class="muted">Not gated: {_e(note)}</p>')
     if gate.get("error"):
         lines.append(f"<p>{_e(gate['error'])}</p>")
     reasons = gate.get("reasons") or []

@@ -218,17 +218,23 @@ def listed_round_reasons(item: ListedRound) -> list[str]:
     if state == "unreadable":
         reasons.append(f"round {item.arg} cannot be read: {item.error}")
     elif state == "unfinished":
-        reasons.append(f"round {item.arg} was not finished: {item.unfinished}")
+        reasons.append(f"round {item.arg} was not finished: {item.unfinished}; {remove_advice(item.arg)}")
     elif state == "dry_run":
         reasons.append(f"round {item.arg} is a dry run; a dry run is not a review")
     elif state == "not_recorded":
         reasons.append(
             f"round {item.arg} was not finished: it stopped before its findings were recorded "
-            "(neither finished_at nor findings.json)"
+            f"(neither finished_at nor findings.json); {remove_advice(item.arg)}"
         )
     if state != "unreadable" and item.waivers_error is not None:
         reasons.append(f"round {item.arg}: waivers.jsonl cannot be read: {item.waivers_error}")
     return reasons
+
+
+def remove_advice(folder: str) -> str:
+    """What to do about a round folder a stopped run left: the words every view ends with."""
+    return (f"when no spar run is writing it, remove the folder (rm -rf {folder}; an unprivileged user "
+            f"runs chmod -R u+w {folder} first, its copies are read-only) and run the round again")
 
 
 def unlisted_round_reasons(listed: set[RoundKey], series: list[SeriesListing]) -> list[str]:

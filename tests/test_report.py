@@ -4,7 +4,6 @@ and in a real headless Chromium (skipped cleanly where none is installed)."""
 from __future__ import annotations
 
 import json
-
 import re
 import shutil
 import subprocess

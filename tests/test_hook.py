@@ -1,0 +1,126 @@
+"""`spar hook stop`: the review gate as an agent's stop hook, decided from the records alone
+(no reviewer started), in each agent's dialect, bounded, never silent on its own failure."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from spar.cli import main
+from spar.judge import stop
+from tests.roundfactory import finding, make_round, reviewer, series_repo
+
+
+def _hook(monkeypatch, capsys, payload: dict | str, *args: str) -> tuple[dict, str]:
+    raw = payload if isinstance(payload, str) else json.dumps(payload)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw.encode())))
+    code = main(["hook", "stop", *args])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out), err
+
+
+def _claude(repo: Path) -> dict:
+    return {"session_id": "s", "cwd": str(repo), "hook_event_name": "Stop", "stop_hook_active": False,
+            "last_assistant_message": "done"}
+
+
+@pytest.fixture
+def repo(tmp_path):
+    repo, series = series_repo(tmp_path)
+    series.mkdir()
+    return repo
+
+
+def test_no_round_sends_the_agent_back_with_the_commands(repo, monkeypatch, capsys):
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer["decision"] == "block"
+    assert "spar run --stage code --worktree --out reviews/code-1" in answer["reason"]
+    assert "spar gate --series reviews --out reviews/gate.json" in answer["reason"]
+
+
+def test_each_agent_gets_its_dialect(repo, monkeypatch, capsys):
+    cursor, _ = _hook(monkeypatch, capsys, {"cwd": str(repo), "hook_event_name": "stop", "cursor_version": "3.7",
+                                            "status": "completed", "loop_count": 0})
+    assert list(cursor) == ["followup_message"] and "spar run" in cursor["followup_message"]
+    codex, _ = _hook(monkeypatch, capsys, {"cwd": str(repo), "hook_event_name": "Stop", "turn_id": "t1"})
+    assert codex["decision"] == "block"
+    told, _ = _hook(monkeypatch, capsys, {"cwd": str(repo)}, "--agent", "cursor")
+    assert "followup_message" in told
+
+
+def test_open_defects_are_listed_with_place_claim_and_what_settles_them(repo, monkeypatch, capsys):
+    make_round(repo / "reviews", "code-1", repo=repo,
+               findings=[finding("claude", 3, claim="logs the whole signed token")])
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer["decision"] == "block"
+    assert "- code-1/claude-F3 at head/app/main.py:3: logs the whole signed token" in answer["reason"]
+    assert "spar triage" in answer["reason"] and "spar run --stage code" in answer["reason"]
+
+
+def test_a_passing_gate_for_this_change_lets_the_stop_through(repo, monkeypatch, capsys):
+    make_round(repo / "reviews", "code-1", repo=repo)
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer == {}
+    # a file changed since it passed: no round covers the change any more
+    (repo / "app" / "main.py").write_text("print(3)\n")
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer["decision"] == "block" and "no finished review round covers this change" in answer["reason"]
+
+
+def test_reviewers_that_could_not_run_stop_and_tell_the_person(repo, monkeypatch, capsys):
+    make_round(repo / "reviews", "code-1", repo=repo,
+               reviewers=[reviewer("claude", status="unavailable", reason="quota: usage limit reached"),
+                          reviewer("codex", status="unavailable", reason="authentication: not logged in")])
+    answer, err = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer["continue"] is False and "decision" not in answer
+    assert "claude: unavailable: quota: usage limit reached" in answer["stopReason"]
+    assert "codex: unavailable: authentication" in answer["stopReason"] and "could not run" in err
+
+
+def test_the_series_at_its_cap_stops_and_tells_the_person(repo, monkeypatch, capsys):
+    series = repo / "reviews"
+    make_round(series, "code-1", repo=repo, caps={"plan": 2, "plan_delta": 1, "code": 1},
+               findings=[finding("claude", 1)])
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer["continue"] is False and "at its cap: 1 of 1 code rounds used" in answer["stopReason"]
+
+
+def test_sends_back_are_bounded_and_a_new_round_starts_the_count_again(repo, monkeypatch, capsys):
+    series = repo / "reviews"
+    make_round(series, "code-1", repo=repo, findings=[finding("claude", 1)])
+    kinds = [next(iter(_hook(monkeypatch, capsys, _claude(repo), "--bound", "2")[0])) for _ in range(3)]
+    assert kinds == ["decision", "decision", "continue"]
+    make_round(series, "code-2", repo=repo, findings=[finding("claude", 1)], packet_text="again\n")
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo), "--bound", "2")
+    assert answer["decision"] == "block"
+    state = json.loads((series / ".spar-hook.json").read_text())
+    assert state["sends"] == 1 and state["key"]["rounds"] == ["code-1", "code-2"]
+
+
+def test_its_own_failure_tells_the_person_never_lets_the_stop_through_silently(tmp_path, monkeypatch, capsys):
+    answer, _ = _hook(monkeypatch, capsys, {"cwd": str(tmp_path), "hook_event_name": "Stop"})
+    assert answer["continue"] is False and "could not be checked" in answer["stopReason"]
+    answer, _ = _hook(monkeypatch, capsys, "not json")
+    assert answer["continue"] is False and "could not be checked" in answer["stopReason"]
+
+
+def test_a_stopped_round_is_left_out_as_spar_gate_series_leaves_it(repo, monkeypatch, capsys):
+    series = repo / "reviews"
+    make_round(series, "code-1", repo=repo)
+    killed = series / "code-2"
+    killed.mkdir()
+    (killed / "packet.md").write_text("# Review packet\n")
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer == {}
+    assert main(["gate", "--series", str(series), "--out", str(repo / "gates" / "g.json")]) == 0
+
+
+def test_demoted_defects_are_named_in_the_answer():
+    facts = stop.StopFacts("reviews", ["spar run"], round_for_change=True, state="blocked", reasons=["x"],
+                           demoted=["code-1/claude-F2 (link \"baseline.md#BASE-SECRETS\")"])
+    assert "baseline.md#BASE-SECRETS" in stop.decide(facts).text

@@ -194,11 +194,11 @@ def _fix_diff(round_json: RoundRecord, earlier: str) -> LineMap | None:
 
 def build_gate(round_args: list[str], expect_head: str | None, *, real_args: list[str] | None = None,
                series_folders: dict[str, list[str] | str] | None = None,
-               head: judgement.HeadCheck | None = None) -> dict[str, Any]:
+               check_head: bool = True) -> dict[str, Any]:
     """Read and judge, one round at a time; the document without previous_gate_digest.
     `real_args` (the real path of each argument) and `series_folders` (each series'
-    round folders, or why it cannot be listed) when the caller has them already; `head`
-    the head check already made (the hook's: the working tree as it is now)."""
+    round folders, or why it cannot be listed) when the caller has them already;
+    `check_head` False leaves the head out (the hook compares the working tree itself)."""
     reals = real_args if real_args is not None else [os.path.realpath(arg) for arg in round_args]
     fold = judgement.Judgement(_reload, _extra_lookup, _fix_diff)
     seen: set[str] = set()
@@ -212,7 +212,7 @@ def build_gate(round_args: list[str], expect_head: str | None, *, real_args: lis
         fold.add(item)  # then dropped: the judgment keeps what it needs
     folders = series_folders if series_folders is not None else series_round_folders(list(series_args))
     series = [_list_series(path, arg, folders[path], fold.listed_names(path)) for path, arg in series_args.items()]
-    return fold.finish(series, head if head is not None else _head_check(fold.latest, expect_head))
+    return fold.finish(series, _head_check(fold.latest, expect_head) if check_head else None)
 
 
 def series_round_folders(series_dirs: list[str]) -> dict[str, list[str] | str]:

@@ -99,7 +99,7 @@ def test_sends_back_are_bounded_and_a_new_round_starts_the_count_again(repo, mon
     answer, _ = _hook(monkeypatch, capsys, _claude(repo), "--bound", "2")
     assert answer["decision"] == "block"
     state = json.loads((series / ".spar-hook.json").read_text())
-    assert state["sends"] == 1 and state["key"]["rounds"] == ["code-1", "code-2"]
+    assert state["sends"] == 1
 
 
 def test_its_own_failure_tells_the_person_never_lets_the_stop_through_silently(tmp_path, monkeypatch, capsys):

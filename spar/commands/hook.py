@@ -12,8 +12,10 @@ gate could not be checked).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,13 +26,15 @@ from spar.config.model import DEFAULT_MAX_COPY_BYTES
 from spar.errors import EXIT_OK, Refused, SparError, UsageError
 from spar.gating import GateList, build_gate, series_gate_list
 from spar.judge import stop
-from spar.judge.gate import HeadCheck
+from spar.judge.answer import parse_answer
 from spar.records import atomic, paths, readers
 from spar.records.model import ReviewerStatus
 from spar.series import project_caps, read_series, stage_caps
 
 INPUT_LIMIT = 4 * 1024 * 1024  # the hook input names a session and its last message: bounded
 NO_SENDS = 0
+OPEN_SHOWN = 30  # open findings listed to the agent; the gate file has them all
+STATE_LIMIT = 4 * 1024 * 1024
 STATE_FILE = ".spar-hook.json"  # in the series folder: the sends-back for the current change
 CAN_NOT_RUN = (ReviewerStatus.UNAVAILABLE,)
 
@@ -52,7 +56,9 @@ The count of sends-back is kept in SERIES/{STATE_FILE}."""
 
 def _parser() -> Parser:
     p = command_parser("hook", "The review gate as an agent's stop hook (reads the hook input on stdin).", EPILOG)
-    p.add_argument("event", choices=("stop",), help="the hook event (stop)")
+    p.add_argument("event", choices=("stop", "subagent-stop"),
+                   help="stop (the agent is about to stop), subagent-stop (Claude Code: a native reviewer's "
+                        "answer checked against the one answer rule)")
     p.add_argument("--agent", choices=stop.AGENTS, help="the agent's dialect (default: told by the hook input)")
     p.add_argument("--series", default="reviews", metavar="DIR",
                    help="the series folder, relative to the repository's top (default: reviews)")
@@ -69,7 +75,10 @@ def main(argv: list[str]) -> int:
     payload: dict[str, Any] = {}
     try:
         payload = _read_input()
-        verdict = _judge(payload, args.series, args.bound)
+        if args.event == "subagent-stop":
+            verdict = _native_answer(payload)
+        else:
+            verdict = _judge(payload, args.series, args.bound)
     except (SparError, OSError, ValueError, git.GitError) as exc:
         text = exc.message if isinstance(exc, SparError) else str(exc)
         verdict = stop.StopVerdict("person", f"spar: the review gate could not be checked: {text}")
@@ -98,48 +107,101 @@ def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> stop.StopVer
     if repo is None:
         raise Refused("the agent's folder is not inside a git repository")
     series = Path(series_arg) if os.path.isabs(series_arg) else repo / series_arg
-    commit, tree = _current_change(repo)
-    listed = series_gate_list(series) if series.is_dir() else GateList([], [], [])
-    facts = _facts(repo, series, listed, commit, tree)
-    facts.bound = bound
-    key = {"tree": tree, "rounds": sorted(os.path.basename(r) for r in listed.rounds)}
-    facts.sends = _sends(series, key)
+    tree = _current_tree(repo)
+    remembered = _read_state(series)
+    # the series as it is on disk: the judgment kept from the last call is reused while it is the same
+    fingerprint = _fingerprint(series)
+    seen = remembered.get("series") if remembered.get("fingerprint") == fingerprint else None
+    if not isinstance(seen, dict):
+        seen = _judge_series(series)
+    shown = os.path.relpath(series, repo) if series.is_relative_to(repo) else str(series)
+    reviewed = seen["head"]
+    facts = stop.StopFacts(
+        shown, [f"spar run --stage code --worktree --out {shown}/{_next_round(series, seen['count'])}",
+                f"spar gate --series {shown} --out {shown}/gate.json"],
+        round_for_change=isinstance(reviewed, str) and _tree_or_none(repo, reviewed) == tree,
+        state=seen["state"], reasons=seen["reasons"], open=[stop.OpenFinding(*row) for row in seen["open"]],
+        could_not_run=seen["could_not_run"], at_cap=seen["at_cap"], demoted=seen["demoted"], bound=bound)
+    key = {"tree": tree, "rounds": seen["rounds"]}
+    sends = remembered.get("sends") if remembered.get("key") == key else None
+    facts.sends = sends if isinstance(sends, int) and sends > 0 else NO_SENDS
     verdict = stop.decide(facts)
-    _remember(repo, series, key, facts.sends + 1 if verdict.kind == "block" else 0)
+    _remember(repo, series, {"key": key, "sends": facts.sends + 1 if verdict.kind == "block" else NO_SENDS,
+                             "fingerprint": fingerprint, "series": seen})
     return verdict
 
 
-def _current_change(repo: Path) -> tuple[str, str]:
-    """(commit, tree) of what the agent hands over: HEAD when the working tree is clean,
-    else the working tree as `spar run --worktree` makes it a commit."""
+def _current_tree(repo: Path) -> str:
+    """The tree of what the agent hands over: HEAD's when the working tree is clean, else
+    the working tree's as `spar run --worktree` makes it a commit."""
     head = git.head_commit(repo)
     changes = git.uncommitted(repo)
     if changes.modified or changes.untracked:
-        made = git.snapshot_worktree(repo, head, DEFAULT_MAX_COPY_BYTES)
-        return made.commit, made.tree
-    return head, git.tree_of(repo, head)
+        return git.snapshot_worktree(repo, head, DEFAULT_MAX_COPY_BYTES).tree
+    return git.tree_of(repo, head)
 
 
-def _facts(repo: Path, series: Path, listed: GateList, commit: str, tree: str) -> stop.StopFacts:
-    shown = os.path.relpath(series, repo) if series.is_relative_to(repo) else str(series)
-    commands = [f"spar run --stage code --worktree --out {_next_round(series, shown)}",
-                f"spar gate --series {shown} --out {shown}/gate.json"]
+def _judge_series(series: Path) -> dict[str, Any]:
+    """What the hook needs of the gate over the series (G29's list), as plain JSON: the
+    latest round's head, the gate's state and reasons (its head is the hook's to check),
+    the open findings with place and claim, the reviewers that could not run, the cap."""
+    listed = series_gate_list(series) if series.is_dir() else GateList([], [], [])
+    names = sorted(os.path.basename(r) for r in listed.rounds)
+    seen: dict[str, Any] = {"head": None, "state": None, "reasons": [], "open": [], "could_not_run": [],
+                            "at_cap": "", "demoted": [], "count": len(names),
+                            "rounds": hashlib.sha256("\0".join(names).encode()).hexdigest()}
     if not listed.rounds:
-        return stop.StopFacts(shown, commands, round_for_change=False)
-    doc = build_gate(listed.rounds, None, head=HeadCheck(commit, "the working tree", expected_tree=tree))
-    reviewed = doc["head"]
-    for_change = isinstance(reviewed, str) and git.tree_of(repo, reviewed) == tree
+        return seen
+    doc = build_gate(listed.rounds, None, check_head=False)
     latest = _latest_rounds(doc)
-    return stop.StopFacts(shown, commands, for_change, state=doc["state"], reasons=doc["reasons"],
-                          open=_open_findings(series, doc["open"]), could_not_run=_could_not_run(latest),
-                          at_cap=_at_cap(series), demoted=_demoted(latest))
+    seen.update(head=doc["head"], state=doc["state"], reasons=doc["reasons"],
+                open=[[f.id, f.place, f.claim] for f in _open_findings(series, doc["open"][:OPEN_SHOWN])],
+                could_not_run=_could_not_run(latest), demoted=_demoted(latest),
+                at_cap=_at_cap(series) if doc["state"] != "passed" else "")
+    if len(doc["open"]) > OPEN_SHOWN:
+        seen["reasons"] = [f"{len(doc['open']) - OPEN_SHOWN} more open findings: spar gate --series {series}"]
+    return seen
 
 
-def _next_round(series: Path, shown: str) -> str:
-    n = 1 + sum(1 for _ in readers.series_round_names(series)) if series.is_dir() else 1
+def _fingerprint(series: Path) -> str:
+    """Each round folder's own change time (a record replaced, created or removed in it, a
+    *.tmp file a killed write left) and its appended records' (ledger, waivers): any write
+    to the series changes it."""
+    digest = hashlib.sha256()
+    try:
+        with os.scandir(series) as entries:
+            folders = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+    except FileNotFoundError:
+        return ""
+    digest.update(repr(_stat(series / readers.EXTENSIONS_FILE)).encode())
+    for name in folders:
+        folder = series / name
+        stats = (_stat(folder), _stat(folder / readers.LEDGER_FILE), _stat(folder / readers.WAIVERS_FILE))
+        digest.update(f"{name}\0{stats}\0".encode())
+    return digest.hexdigest()
+
+
+def _stat(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _tree_or_none(repo: Path, commit: str) -> str | None:
+    """The commit's tree; None when this repository does not have it (another repository's round)."""
+    try:
+        return git.tree_of(repo, commit)
+    except git.GitError:
+        return None
+
+
+def _next_round(series: Path, count: int) -> str:
+    n = count + 1
     while (series / f"code-{n}").exists():
         n += 1
-    return f"{shown}/code-{n}"
+    return f"code-{n}"
 
 
 def _latest_rounds(doc: dict[str, Any]) -> list[Path]:
@@ -196,22 +258,74 @@ def _at_cap(series: Path) -> str:
     return ""
 
 
-def _sends(series: Path, key: dict[str, Any]) -> int:
-    """Sends-back so far for the change `key` names (none when the state is of another
-    change, after a new round, or unreadable)."""
+def _read_state(series: Path) -> dict[str, Any]:
+    """What the last call kept (the sends-back, the series' judgment); {} when unreadable."""
     try:
-        state = json.loads((series / STATE_FILE).read_bytes()[:65536])
+        state = json.loads((series / STATE_FILE).read_bytes()[:STATE_LIMIT])
     except (OSError, ValueError):
-        state = None
-    sends = state.get("sends") if isinstance(state, dict) and state.get("key") == key else None
-    return sends if isinstance(sends, int) and sends > 0 else NO_SENDS
+        return {}
+    return state if isinstance(state, dict) else {}
 
 
-def _remember(repo: Path, series: Path, key: dict[str, Any], sends: int) -> None:
+def _remember(repo: Path, series: Path, state: dict[str, Any]) -> None:
     if not series.is_dir():
         paths.check_record_path(series, kind="--series", directory=True)
         series.mkdir(parents=True, exist_ok=True)
     link = paths.link_below(repo, series / STATE_FILE)
     if link is not None:
         raise Refused(f"{link} is a symbolic link inside the repository; the hook writes no file through it")
-    atomic.write_text(series / STATE_FILE, atomic.dumps({"key": key, "sends": sends}), unique_tmp=True)
+    atomic.write_text(series / STATE_FILE, atomic.dumps(state), unique_tmp=True)
+
+
+NATIVE_MARK = b"# Spar review prompt for reviewer "  # the first line of a native reviewer's prompt.md
+TRANSCRIPT_LIMIT = 8 * 1024 * 1024
+
+
+def _native_answer(payload: dict[str, Any]) -> stop.StopVerdict:
+    """A subagent that was given a native reviewer's prompt is sent back while its answer
+    breaks the one answer rule; any other subagent, and a good answer, stop."""
+    transcript = payload.get("agent_transcript_path") or payload.get("transcript_path")
+    text = _bounded_read(transcript) if isinstance(transcript, str) and transcript else b""
+    if NATIVE_MARK not in text:
+        return stop.StopVerdict("allow", "")
+    message = payload.get("last_assistant_message")
+    if not isinstance(message, str):
+        message = _last_assistant_text(text)
+    if message is None:
+        return stop.StopVerdict("allow", "")
+    _, problem = parse_answer(message, "the answer")
+    if problem is None:
+        return stop.StopVerdict("allow", "")
+    return stop.StopVerdict("block", f"spar: your answer as Spar's reviewer breaks the one answer rule: {problem}. "
+                            "Answer again with only the one JSON object the packet's \"How to report\" section "
+                            "describes: nothing before or after it, no code fence.")
+
+
+def _bounded_read(path: str) -> bytes:
+    """A regular file's first TRANSCRIPT_LIMIT bytes (a FIFO never blocks: not read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read(TRANSCRIPT_LIMIT)
+    finally:
+        os.close(fd)
+
+
+def _last_assistant_text(transcript: bytes) -> str | None:
+    """The text of the transcript's last assistant message (Claude Code's JSONL)."""
+    found = None
+    for line in transcript.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        message = entry.get("message") if isinstance(entry, dict) and entry.get("type") == "assistant" else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            texts = [part["text"] for part in content
+                     if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)]
+            if texts:
+                found = "".join(texts)
+    return found

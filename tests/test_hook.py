@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -124,3 +125,80 @@ def test_demoted_defects_are_named_in_the_answer():
     facts = stop.StopFacts("reviews", ["spar run"], round_for_change=True, state="blocked", reasons=["x"],
                            demoted=["code-1/claude-F2 (link \"baseline.md#BASE-SECRETS\")"])
     assert "baseline.md#BASE-SECRETS" in stop.decide(facts).text
+
+
+# ---------------------------------------------------------------- spar init --agent
+
+
+def _init(repo: Path, monkeypatch, *args: str) -> int:
+    monkeypatch.setenv("SPAR_CONFIG", str(repo.parent / "user.toml"))
+    only_git = repo.parent / "only-git"  # no reviewer CLI found: the user file is the same every run
+    only_git.mkdir(exist_ok=True)
+    if not (only_git / "git").exists():
+        (only_git / "git").symlink_to(shutil.which("git"))
+    monkeypatch.setenv("PATH", str(only_git))
+    return main(["init", "-C", str(repo), *args])
+
+
+def test_init_adds_each_agents_hook_merged_and_idempotent(repo, monkeypatch, capsys):
+    settings = repo / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"model": "x", "hooks": {"Stop": [{"hooks": [{"type": "command",
+                                                                                "command": "make lint"}]}]}}))
+    assert _init(repo, monkeypatch, "--agent", "claude", "--agent", "codex", "--agent", "cursor") == 0
+    claude = json.loads(settings.read_text())
+    assert claude["model"] == "x"
+    assert [h["hooks"][0]["command"] for h in claude["hooks"]["Stop"]] == [
+        "make lint", "spar hook stop --agent claude"]
+    assert claude["hooks"]["SubagentStop"][0]["hooks"][0]["command"] == "spar hook subagent-stop --agent claude"
+    codex = json.loads((repo / ".codex" / "hooks.json").read_text())
+    assert codex["hooks"]["Stop"][0]["hooks"][0]["command"] == "spar hook stop --agent codex"
+    cursor = json.loads((repo / ".cursor" / "hooks.json").read_text())
+    assert cursor == {"version": 1, "hooks": {"stop": [{"command": "spar hook stop --agent cursor"}]}}
+    before = {p: p.read_bytes() for p in (settings, repo / ".codex" / "hooks.json", repo / ".cursor" / "hooks.json")}
+    capsys.readouterr()
+    assert _init(repo, monkeypatch, "--agent", "claude", "--agent", "codex", "--agent", "cursor") == 0
+    assert {p: p.read_bytes() for p in before} == before
+    assert "already runs spar hook" in capsys.readouterr().out
+
+
+def test_init_refuses_a_link_or_a_settings_file_it_cannot_read_and_writes_nothing(repo, monkeypatch, capsys, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (repo / ".codex").symlink_to(elsewhere)
+    assert _init(repo, monkeypatch, "--agent", "codex") == 65
+    assert "symbolic link" in capsys.readouterr().err and not any(elsewhere.iterdir())
+    (repo / ".cursor").mkdir()
+    (repo / ".cursor" / "hooks.json").write_text("[1, 2]")
+    assert _init(repo, monkeypatch, "--agent", "cursor") == 65
+    assert "not a JSON object" in capsys.readouterr().err
+    assert (repo / ".cursor" / "hooks.json").read_text() == "[1, 2]"
+
+
+# ---------------------------------------------------------------- subagent-stop (native reviewers)
+
+
+def _subagent(tmp_path: Path, prompt: str, answer: str) -> dict:
+    transcript = tmp_path / "agent.jsonl"
+    lines = [{"type": "user", "message": {"role": "user", "content": prompt}},
+             {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": answer}]}}]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return {"hook_event_name": "SubagentStop", "agent_transcript_path": str(transcript), "cwd": str(tmp_path)}
+
+
+def test_a_native_reviewer_that_breaks_the_one_answer_rule_is_sent_back(tmp_path, monkeypatch, capsys):
+    prompt = "# Spar review prompt for reviewer native\n\nreview this"
+    answer, _ = _hook_event(monkeypatch, capsys, _subagent(tmp_path, prompt, 'Here it is:\n{"verdict": "ok"}'))
+    assert answer["decision"] == "block" and "one answer rule" in answer["reason"]
+    answer, _ = _hook_event(monkeypatch, capsys, _subagent(tmp_path, prompt, '{"verdict": "ok"}'))
+    assert answer == {}
+    # any other subagent is none of Spar's business
+    answer, _ = _hook_event(monkeypatch, capsys, _subagent(tmp_path, "write a poem", "a poem"))
+    assert answer == {}
+
+
+def _hook_event(monkeypatch, capsys, payload: dict) -> tuple[dict, str]:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(payload).encode())))
+    assert main(["hook", "subagent-stop", "--agent", "claude"]) == 0
+    out, err = capsys.readouterr()
+    return json.loads(out), err

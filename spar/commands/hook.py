@@ -62,6 +62,7 @@ def _parser() -> Parser:
     p.add_argument("--agent", choices=stop.AGENTS, help="the agent's dialect (default: told by the hook input)")
     p.add_argument("--series", default="reviews", metavar="DIR",
                    help="the series folder, relative to the repository's top (default: reviews)")
+    p.add_argument("--dry-run", action="store_true", help="answer, but keep no state (spar doctor's check)")
     p.add_argument("--bound", type=int, default=stop.DEFAULT_BOUND, metavar="N",
                    help=f"sends-back for one change with no new round before the person is told "
                         f"(default {stop.DEFAULT_BOUND})")
@@ -78,7 +79,7 @@ def main(argv: list[str]) -> int:
         if args.event == "subagent-stop":
             verdict = _native_answer(payload)
         else:
-            verdict = _judge(payload, args.series, args.bound)
+            verdict = _judge(payload, args.series, args.bound, keep=not args.dry_run)
     except (SparError, OSError, ValueError, git.GitError) as exc:
         text = exc.message if isinstance(exc, SparError) else str(exc)
         verdict = stop.StopVerdict("person", f"spar: the review gate could not be checked: {text}")
@@ -101,7 +102,7 @@ def _read_input() -> dict[str, Any]:
     return value
 
 
-def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> stop.StopVerdict:
+def _judge(payload: dict[str, Any], series_arg: str, bound: int, *, keep: bool = True) -> stop.StopVerdict:
     cwd = payload.get("cwd")
     repo = git.repo_root(cwd if isinstance(cwd, str) and cwd else os.getcwd())
     if repo is None:
@@ -126,8 +127,9 @@ def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> stop.StopVer
     sends = remembered.get("sends") if remembered.get("key") == key else None
     facts.sends = sends if isinstance(sends, int) and sends > 0 else NO_SENDS
     verdict = stop.decide(facts)
-    _remember(repo, series, {"key": key, "sends": facts.sends + 1 if verdict.kind == "block" else NO_SENDS,
-                             "fingerprint": fingerprint, "series": seen})
+    if keep:
+        _remember(repo, series, {"key": key, "sends": facts.sends + 1 if verdict.kind == "block" else NO_SENDS,
+                                 "fingerprint": fingerprint, "series": seen})
     return verdict
 
 

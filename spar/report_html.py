@@ -148,6 +148,9 @@ def _gate_html(gate: dict[str, Any]) -> str:
         lines.append("<ul>" + "".join(f"<li>{_e(r)}</li>" for r in reasons) + "</ul>")
     if gate.get("open"):
         lines.append(f"<p>Open findings: {_e(', '.join(gate['open']))}</p>")
+    if gate.get("demoted"):
+        lines.append("<p>Kept as notes for their link:</p><ul>"
+                     + "".join(f"<li>{_e(line)}</li>" for line in gate["demoted"]) + "</ul>")
     lines.append("</div>")
     return "".join(lines)
 

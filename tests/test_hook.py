@@ -202,3 +202,13 @@ def _hook_event(monkeypatch, capsys, payload: dict) -> tuple[dict, str]:
     assert main(["hook", "subagent-stop", "--agent", "claude"]) == 0
     out, err = capsys.readouterr()
     return json.loads(out), err
+
+
+def test_a_passing_stop_names_the_defects_kept_as_notes_for_their_link(repo, monkeypatch, capsys):
+    demoted = dict(finding("claude", 2, cls="note", proposed_class="defect", claim="logs the token"),
+                   class_reason="rule 6: proposed defect without a confirmed link",
+                   claimed_link_kind="rule", claimed_link="BASE-NOPE")
+    make_round(repo / "reviews", "code-1", repo=repo, findings=[demoted])
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo))
+    assert list(answer) == ["systemMessage"] and "claude-F2 was proposed as a defect" in answer["systemMessage"]
+    assert 'its rule link "BASE-NOPE"' in answer["systemMessage"]

@@ -107,6 +107,6 @@ def main(argv: list[str]) -> int:
     print(f"gate {ordered['state']}: {args.out}")
     for reason in ordered["reasons"]:
         print(f"  - {terminal_safe(reason)}")
-    for note in not_gated:
+    for note in not_gated + ordered["demoted"]:
         print(f"  note: {terminal_safe(note)}")
     return EXIT_OK if ordered["state"] == "passed" else EXIT_NOT_CLEAN

@@ -158,7 +158,7 @@ def _judge_series(series: Path) -> dict[str, Any]:
     latest = _latest_rounds(doc)
     seen.update(head=doc["head"], state=doc["state"], reasons=doc["reasons"],
                 open=[[f.id, f.place, f.claim] for f in _open_findings(series, doc["open"][:OPEN_SHOWN])],
-                could_not_run=_could_not_run(latest), demoted=_demoted(latest),
+                could_not_run=_could_not_run(latest), demoted=doc["demoted"][-OPEN_SHOWN:],
                 at_cap=_at_cap(series) if doc["state"] != "passed" else "")
     if len(doc["open"]) > OPEN_SHOWN:
         seen["reasons"] = [f"{len(doc['open']) - OPEN_SHOWN} more open findings: spar gate --series {series}"]
@@ -239,15 +239,6 @@ def _could_not_run(folders: list[Path]) -> list[str]:
             elif status in CAN_NOT_RUN or "sandbox" in reason:
                 last.setdefault(entry["name"], f"{entry['name']}: {status}: {reason}")
     return [line for line in last.values() if line]
-
-
-def _demoted(folders: list[Path]) -> list[str]:
-    out = []
-    for folder in folders:
-        for finding in readers.read_findings(folder):
-            if finding["class_reason"].startswith("rule 6"):
-                out.append(f"{folder.name}/{finding['id']} (link {json.dumps(finding.get('claimed_link', ''))})")
-    return out
 
 
 def _at_cap(series: Path) -> str:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from spar.config.model import STAGES
 from spar.judge.dispositions import BLOCKING_CLASSES, Trace, standing
 from spar.judge.duplicate_trace import DuplicateLinks, DuplicateTracer, ExtraLookup, Reload, RoundKey
+from spar.judge.findings import demoted_for_link, demotion_line
 from spar.judge.linemap import LineMap
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
 from spar.records.record_rules import CLASSES
@@ -359,6 +360,7 @@ class Judgement:
         self._reviewed: dict[RoundKey, list[_Reviewed]] = {}  # (series, stage) -> usable rounds
         self._counts = dict.fromkeys(CLASSES, 0)
         self._auto_deferred = 0
+        self.demoted: list[str] = []  # proposed defects kept as notes for their link, said in every view
         self._open: list[_Open] = []
         self._code_heads: dict[str, dict[str, str]] = {}  # series -> head its code rounds reviewed -> last start
         self._growth: _GrowthCandidate | None = None
@@ -408,6 +410,8 @@ class Judgement:
         those not disposed (or not traceable yet) by id."""
         for finding in findings:
             self._counts[finding["class"]] += 1
+            if demoted_for_link(finding):
+                self.demoted.append(demotion_line(finding, f"round {item.arg}: "))
         # an id twice (a record the readers refuse) pairs each finding with its line; each
         # line is counted once
         auto = sum(1 for line in links.values() if line and _auto_deferred(line))
@@ -471,6 +475,7 @@ class Judgement:
             "auto_deferred": self._auto_deferred,
             "growth": grown,
             "growth_findings": growth_ids,
+            "demoted": self.demoted,
         }
 
     def _open_findings(self, grown_outside: dict[FindingKey, str]) -> tuple[list[str], list[str]]:

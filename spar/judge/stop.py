@@ -83,7 +83,7 @@ def _send_back(facts: StopFacts) -> str:
 def _with_demoted(text: str, facts: StopFacts) -> str:
     if not facts.demoted:
         return text
-    return (text + "\nKept as notes because their link named no rule or contract Spar found:\n"
+    return (text + "\nKept as notes for their link:\n"
             + "".join(f"- {line}\n" for line in facts.demoted))
 
 
@@ -107,4 +107,11 @@ def render(agent: str, verdict: StopVerdict) -> str:
         return json.dumps({"decision": "block", "reason": verdict.text})
     if verdict.kind == "person":
         return json.dumps({"continue": False, "stopReason": verdict.text})
+    if facts_said(verdict):
+        return json.dumps({"systemMessage": verdict.text})  # shown to the person; the stop goes through
     return "{}"
+
+
+def facts_said(verdict: StopVerdict) -> bool:
+    """Whether an `allow` has more to say than that the gate passed (demoted findings)."""
+    return verdict.kind == "allow" and "\n" in verdict.text

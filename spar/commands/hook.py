@@ -236,7 +236,7 @@ def _could_not_run(folders: list[Path]) -> list[str]:
             status, reason = entry["status"], entry.get("reason", "")
             if status == ReviewerStatus.COMPLETED:
                 last[entry["name"]] = ""
-            elif status in CAN_NOT_RUN or "sandbox" in reason:
+            elif status in CAN_NOT_RUN or "sandbox" in reason or "could not start" in reason:
                 last.setdefault(entry["name"], f"{entry['name']}: {status}: {reason}")
     return [line for line in last.values() if line]
 

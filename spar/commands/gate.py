@@ -51,6 +51,13 @@ inside the check paths is counted in "growth" but adds nothing to a reason.
 "Latest" is by started_at, ties by list order. --out is refused (65, nothing
 written) inside any round folder of a listed series, as the series'
 extensions.jsonl, or when it exists and is not a review-gate/v1 file.
+An unfinished or unrecorded round's reason ends with what to do (remove
+its folder, after chmod -R u+w for an unprivileged user, and run the round
+again). --series SERIES gates every round of the series but dry runs and
+rounds a run stopped in before recording (G29 leaves them out; they are named
+in not_gated with the same advice): the list spar report and spar hook gate.
+Proposed defects kept as notes because their link was not confirmed are
+listed (demoted), never a blocked reason.
 The file has the review-gate/v1 keys (spar/docs/records.md) plus: expect_head, stages (required,
 completed and waived reviewers of the latest round of each stage and series),
 growth_findings, rounds[].base/dry_run/state, generated_at."""

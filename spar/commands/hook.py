@@ -22,14 +22,14 @@ from typing import Any
 
 from spar import git
 from spar.argparsing import Parser, command_parser
-from spar.config.model import DEFAULT_MAX_COPY_BYTES
+from spar.config.model import DEFAULT_CAPS, DEFAULT_MAX_COPY_BYTES
 from spar.errors import EXIT_OK, Refused, SparError, UsageError
 from spar.gating import GateList, build_gate, series_gate_list
 from spar.judge import stop
 from spar.judge.answer import parse_answer
+from spar.judge.caps import stage_cap
 from spar.records import atomic, paths, readers
 from spar.records.model import ReviewerStatus
-from spar.series import project_caps, read_series, stage_caps
 
 INPUT_LIMIT = 4 * 1024 * 1024  # the hook input names a session and its last message: bounded
 NO_SENDS = 0
@@ -159,7 +159,7 @@ def _judge_series(series: Path) -> dict[str, Any]:
     seen.update(head=doc["head"], state=doc["state"], reasons=doc["reasons"],
                 open=[[f.id, f.place, f.claim] for f in _open_findings(series, doc["open"][:OPEN_SHOWN])],
                 could_not_run=_could_not_run(latest), demoted=doc["demoted"][-OPEN_SHOWN:],
-                at_cap=_at_cap(series) if doc["state"] != "passed" else "")
+                at_cap=_at_cap(series, doc, latest) if doc["state"] != "passed" else "")
     if len(doc["open"]) > OPEN_SHOWN:
         seen["reasons"] = [f"{len(doc['open']) - OPEN_SHOWN} more open findings: spar gate --series {series}"]
     return seen
@@ -241,14 +241,17 @@ def _could_not_run(folders: list[Path]) -> list[str]:
     return [line for line in last.values() if line]
 
 
-def _at_cap(series: Path) -> str:
-    """Why the code stage can take no new round, or ""."""
-    rounds = read_series(series)
-    caps, _ = project_caps(rounds)
-    for cap in stage_caps(rounds, caps, readers.read_extensions(series)):
-        if cap.stage == "code" and cap.remaining <= 0:
-            return f"{len(cap.counted)} of {cap.cap} code rounds used"
-    return ""
+def _at_cap(series: Path, doc: dict[str, Any], latest: list[Path]) -> str:
+    """Why the code stage can take no new round, or "": its counted rounds (the gate's
+    rounds[]) against the caps the latest round applied plus the series' extensions."""
+    caps = dict(DEFAULT_CAPS)
+    applied = (readers.read_round(latest[-1]).get("config") or {}).get("caps") if latest else None
+    if isinstance(applied, dict) and all(isinstance(applied.get(k), int) for k in DEFAULT_CAPS):
+        caps = {k: applied[k] for k in DEFAULT_CAPS}
+    cap, _, _ = stage_cap("code", caps, readers.read_extensions(series))
+    counted = [r for r in doc["rounds"] if r.get("stage") == "code" and r.get("counted") is True
+               and not r.get("dry_run")]
+    return f"{len(counted)} of {cap} code rounds used" if len(counted) >= cap else ""
 
 
 def _read_state(series: Path) -> dict[str, Any]:

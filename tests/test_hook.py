@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -212,3 +213,29 @@ def test_a_passing_stop_names_the_defects_kept_as_notes_for_their_link(repo, mon
     answer, _ = _hook(monkeypatch, capsys, _claude(repo))
     assert list(answer) == ["systemMessage"] and "claude-F2 was proposed as a defect" in answer["systemMessage"]
     assert 'its rule link "BASE-NOPE"' in answer["systemMessage"]
+
+
+def test_a_hung_git_is_answered_at_the_deadline_not_by_the_agents_timeout(repo, monkeypatch, capsys):
+    """git status blocks opening a FIFO .gitignore: the hook answers at its deadline, and the
+    git it waited on is ended."""
+    os.mkfifo(repo / "app" / ".gitignore")
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo), "--deadline", "1")
+    assert answer["continue"] is False and "could not be checked within 1 s" in answer["stopReason"]
+
+
+def test_an_unexpected_error_is_an_answer_too(repo, monkeypatch, capsys):
+    def broken(facts):
+        raise RuntimeError("a bug")
+    monkeypatch.setattr(stop, "decide", broken)
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer == {"continue": False, "stopReason": "spar: the review gate could not be checked: RuntimeError: a bug"}
+
+
+def test_a_kept_judgment_of_another_shape_is_judged_again(repo, monkeypatch, capsys):
+    make_round(repo / "reviews", "code-1", repo=repo)
+    assert _hook(monkeypatch, capsys, _claude(repo))[0] == {}
+    state_file = repo / "reviews" / ".spar-hook.json"
+    state = json.loads(state_file.read_text())
+    state["series"] = {"head": state["series"]["head"]}  # an older or damaged state file
+    state_file.write_text(json.dumps(state))
+    assert _hook(monkeypatch, capsys, _claude(repo))[0] == {}

@@ -15,8 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,8 @@ INPUT_LIMIT = 4 * 1024 * 1024  # the hook input names a session and its last mes
 NO_SENDS = 0
 OPEN_SHOWN = 30  # open findings listed to the agent; the gate file has them all
 STATE_LIMIT = 4 * 1024 * 1024
+SERIES_KEYS = {"head", "state", "reasons", "open", "could_not_run", "at_cap", "demoted", "count", "rounds"}
+DEADLINE = 40.0  # seconds: under the 60 s `spar init --agent` gives the hook, so the hook answers first
 STATE_FILE = ".spar-hook.json"  # in the series folder: the sends-back for the current change
 CAN_NOT_RUN = (ReviewerStatus.UNAVAILABLE,)
 
@@ -63,6 +67,9 @@ def _parser() -> Parser:
     p.add_argument("--series", default="reviews", metavar="DIR",
                    help="the series folder, relative to the repository's top (default: reviews)")
     p.add_argument("--dry-run", action="store_true", help="answer, but keep no state (spar doctor's check)")
+    p.add_argument("--deadline", type=float, default=DEADLINE, metavar="SECONDS",
+                   help=f"answer \"could not be checked\" after this long (default {DEADLINE:g}; keep it under "
+                        "the agent's hook timeout, past which the agent lets the stop through)")
     p.add_argument("--bound", type=int, default=stop.DEFAULT_BOUND, metavar="N",
                    help=f"sends-back for one change with no new round before the person is told "
                         f"(default {stop.DEFAULT_BOUND})")
@@ -73,21 +80,46 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.bound < 1:
         raise UsageError("--bound must be 1 or more")
+    if not args.deadline > 0:
+        raise UsageError("--deadline must be more than 0 seconds")
     payload: dict[str, Any] = {}
+    remember: Callable[[], None] | None = None
+    previous = signal.signal(signal.SIGALRM, _past_deadline)
+    signal.setitimer(signal.ITIMER_REAL, args.deadline)
     try:
         payload = _read_input()
         if args.event == "subagent-stop":
             verdict = _native_answer(payload)
         else:
-            verdict = _judge(payload, args.series, args.bound, keep=not args.dry_run)
-    except (SparError, OSError, ValueError, git.GitError) as exc:
-        text = exc.message if isinstance(exc, SparError) else str(exc)
+            verdict, remember = _judge(payload, args.series, args.bound)
+    except _Deadline:
+        verdict = stop.StopVerdict("person", f"spar: the review gate could not be checked within {args.deadline:g} s "
+                                   "(a hung git or file system?); run spar gate --series yourself")
+    except Exception as exc:  # whatever went wrong, the agent gets an answer: a crash would let it stop
+        text = exc.message if isinstance(exc, SparError) else f"{type(exc).__name__}: {exc}"
         verdict = stop.StopVerdict("person", f"spar: the review gate could not be checked: {text}")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    if remember is not None and not args.dry_run:
+        try:
+            remember()
+        except (SparError, OSError) as exc:
+            text = exc.message if isinstance(exc, SparError) else str(exc)
+            verdict = stop.StopVerdict("person", f"spar: the hook could not keep its count of sends-back: {text}")
     agent = args.agent or stop.detect_agent(payload)
     print(stop.render(agent, verdict), flush=True)
     if verdict.kind == "person":
         print(verdict.text, file=sys.stderr)
     return EXIT_OK
+
+
+class _Deadline(Exception):
+    """The hook's own time is up (raised by SIGALRM; a git it waits on is ended)."""
+
+
+def _past_deadline(signum: int, frame: object) -> None:
+    raise _Deadline
 
 
 def _read_input() -> dict[str, Any]:
@@ -102,7 +134,8 @@ def _read_input() -> dict[str, Any]:
     return value
 
 
-def _judge(payload: dict[str, Any], series_arg: str, bound: int, *, keep: bool = True) -> stop.StopVerdict:
+def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> tuple[stop.StopVerdict, Callable[[], None]]:
+    """The verdict, and the write of what it keeps (made after the deadline is off)."""
     cwd = payload.get("cwd")
     repo = git.repo_root(cwd if isinstance(cwd, str) and cwd else os.getcwd())
     if repo is None:
@@ -113,7 +146,7 @@ def _judge(payload: dict[str, Any], series_arg: str, bound: int, *, keep: bool =
     # the series as it is on disk: the judgment kept from the last call is reused while it is the same
     fingerprint = _fingerprint(series)
     seen = remembered.get("series") if remembered.get("fingerprint") == fingerprint else None
-    if not isinstance(seen, dict):
+    if not isinstance(seen, dict) or set(seen) != SERIES_KEYS:
         seen = _judge_series(series)
     shown = os.path.relpath(series, repo) if series.is_relative_to(repo) else str(series)
     reviewed = seen["head"]
@@ -127,10 +160,9 @@ def _judge(payload: dict[str, Any], series_arg: str, bound: int, *, keep: bool =
     sends = remembered.get("sends") if remembered.get("key") == key else None
     facts.sends = sends if isinstance(sends, int) and sends > 0 else NO_SENDS
     verdict = stop.decide(facts)
-    if keep:
-        _remember(repo, series, {"key": key, "sends": facts.sends + 1 if verdict.kind == "block" else NO_SENDS,
-                                 "fingerprint": fingerprint, "series": seen})
-    return verdict
+    state = {"key": key, "sends": facts.sends + 1 if verdict.kind == "block" else NO_SENDS,
+             "fingerprint": fingerprint, "series": seen}
+    return verdict, lambda: _remember(repo, series, state)
 
 
 def _current_tree(repo: Path) -> str:

@@ -157,3 +157,21 @@ def test_an_agent_that_keeps_saying_done_is_handed_to_the_person_at_the_bound(tm
     assert result["terminal_reason"] == "stop_hook_prevented", result
     [told] = _told_the_person(s)
     assert "sent back 3 times for this change with no new review round; handing over to you" in told
+
+
+def test_a_native_reviewers_subagent_is_sent_back_until_its_answer_is_one_json_object(tmp_path, real_clis):  # noqa: F811
+    """The SubagentStop entry: the subagent given a native reviewer's prompt answers with text
+    around its JSON; the hook sends it back with the reason; its next answer reaches the host."""
+    s = _agent(tmp_path, real_clis, [])
+    prompt = "# Spar review prompt for reviewer native\n\nReview read-only; answer with one JSON object."
+    answer = '{"verdict": "no_blocking_findings"}'
+    steps = [tool_call("Task", {"description": "review", "prompt": prompt, "subagent_type": "general-purpose"}),
+             text(f"Here is my review:\n{answer}"), text(answer)]
+    with ModelServer(_script(steps)) as server:
+        _claude(s, server)
+    said = _said_to_model(server)
+    assert "breaks the one answer rule: the answer is not one JSON object" in said[2], said
+    # the host got the second answer as the subagent's result, and only it
+    results = [r for request in server.model_requests() for r in request.tool_results()]
+    quoted = json.dumps(answer)[1:-1]  # as it stands inside the result's JSON text
+    assert any(quoted in r for r in results) and not any("Here is my review" in r for r in results)

@@ -1,7 +1,10 @@
 """Thin wrapper around the `git` program (never a shell, never GitPython).
 
 Every call runs with `LC_ALL=C` (stable messages), no terminal prompt, no pager,
-fsmonitor off (it can name a program to run) and `core.quotepath=off`.
+fsmonitor off (it can name a program to run), `core.quotepath=off`, and neither
+replace refs nor grafts: every object is read as it is stored, so a `refs/replace/`
+entry or an `info/grafts` line cannot make Spar copy, list or choose other content
+than the commit it names holds.
 """
 
 from __future__ import annotations
@@ -66,13 +69,14 @@ class TreeEntry(NamedTuple):
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
     env.update({"LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "PAGER": "cat",
-                "GIT_OPTIONAL_LOCKS": "0"})
+                "GIT_OPTIONAL_LOCKS": "0", "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull})
     return env
 
 
 def _argv(repo: Path | str, args: Iterable[str]) -> list[str]:
-    return ["git", "--no-pager", "-c", "core.fsmonitor=false",
-            "-c", "core.quotepath=off", "-C", os.fspath(repo), *args]
+    # an empty graft file still earns a hint on stderr; the advice setting silences it
+    return ["git", "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.quotepath=off",
+            "-c", "advice.graftFileDeprecated=false", "-C", os.fspath(repo), *args]
 
 
 def run(repo: Path | str, *args: str, input: bytes | None = None, ok: tuple[int, ...] = (0,),
@@ -427,9 +431,9 @@ _FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def ls_tree(repo: Path | str, commit: str) -> list[TreeEntry]:
-    """Blob entries (regular, executable, symlink) of the commit's whole tree; no gitlinks."""
-    if not _FULL_ID.fullmatch(commit):
-        return _ls_tree(repo, commit)
+    """Blob entries (regular, executable, symlink) of the commit's whole tree; no gitlinks.
+    Listed in `plain`, as diffs and blob reads are: the copies hold what the packet shows."""
+    commit = _object_id(repo, commit)
     key = (os.path.realpath(repo), commit)
     if key not in _TREE_CACHE:
         if len(_TREE_CACHE) >= _TREE_CACHE_SIZE:
@@ -439,7 +443,7 @@ def ls_tree(repo: Path | str, commit: str) -> list[TreeEntry]:
 
 
 def _ls_tree(repo: Path | str, commit: str) -> list[TreeEntry]:
-    out = run(repo, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
+    out = _plain_run(repo, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
     entries = []
     for record in out.split(b"\0"):
         if not record:
@@ -719,24 +723,6 @@ def changed_files(repo: Path | str, base: str, head: str) -> list[ChangedFile]:
 def literal_pathspec(path: str, *, exclude: bool = False) -> str:
     """A pathspec naming exactly the repository path `path` (text form), from the top."""
     return f":(top,literal{',exclude' if exclude else ''})" + os.fsdecode(text_bytes(path))
-
-
-def marked_generated(repo: Path | str, commit: str, paths: Sequence[str]) -> set[str]:
-    """The paths the `.gitattributes` files of `commit` mark `linguist-generated` or `-diff`
-    (`binary` too), read through an index of its own: the working tree plays no part."""
-    if not paths:
-        return set()
-    with tempfile.TemporaryDirectory(prefix="spar-index-") as tmp:
-        index = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
-        run(repo, "read-tree", commit, env=index)
-        names = b"".join(text_bytes(p) + b"\0" for p in paths)
-        out = run(repo, "check-attr", "--cached", "-z", "--stdin", "linguist-generated", "diff",
-                  input=names, env=index).stdout.split(b"\0")
-    marked: set[str] = set()
-    for path, attr, value in zip(out[0::3], out[1::3], out[2::3], strict=False):
-        if (attr == b"linguist-generated" and value in (b"set", b"true")) or (attr == b"diff" and value == b"unset"):
-            marked.add(path_text(path))
-    return marked
 
 
 def _number(raw: bytes) -> int | None:

@@ -26,7 +26,7 @@ import itertools
 import json
 import socket
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -189,8 +189,7 @@ class ModelServer(LoopbackServer):
     the root (claude's ANTHROPIC_BASE_URL), `url("/v1")` an OpenAI base URL."""
 
     def __init__(self, script: Script, *, then: Step | None = None) -> None:
-        self._script: Callable[[Request], Step] | Iterator[Step] = iter(())
-        self.set_script(script)
+        self._script = script if callable(script) else iter(list(script))
         self._then = then if then is not None else openai_error(500, "the test's script ran out", "server_error")
         self.requests: list[Request] = []
         self._changed = threading.Condition()
@@ -217,10 +216,6 @@ class ModelServer(LoopbackServer):
     def __exit__(self, *exc: object) -> None:
         self._stopping.set()  # every Hang and Delay returns now
         super().__exit__(*exc)
-
-    def set_script(self, script: Script) -> None:
-        """Answer the requests from now on from `script` (a test's next phase)."""
-        self._script = script if callable(script) else iter(list(script))
 
     def next_id(self, prefix: str) -> str:
         return f"{prefix}_{next(self._ids)}"

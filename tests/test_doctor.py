@@ -18,6 +18,7 @@ from spar.cli import main
 from spar.config import agent_hooks
 from spar.core_query import query_core
 from spar.judge.core_caps import interpret
+from spar.round.sandboxing import HOME_INSIDE, choose_sandbox
 from tests.gitrepo import make_repo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -420,3 +421,35 @@ def test_agent_hooks_installed_and_running_or_missing(here, capsys):
     assert hooks["cursor"]["status"] == "warning" and "spar init --agent cursor" in hooks["cursor"]["fix"]
     assert "codex" not in hooks
     assert not (repo / "reviews" / ".spar-hook.json").exists()  # the check keeps no state
+
+
+# a CLI that reads the user's private key and says what it found, and where its HOME is
+PRYING = """
+import os
+try:
+    found = open(KEY).read().strip()
+except OSError as exc:
+    found = "nothing (" + type(exc).__name__ + ")"
+if args == ["--version"]: print("2.1.59 (Claude Code) home=" + os.environ["HOME"] + " key=" + found)
+elif args == ["auth", "status"]: print(json.dumps({"loggedIn": True, "key": found}))
+else: sys.exit(2)
+"""
+
+
+def test_doctor_runs_each_cli_in_the_jail_and_scratch_home_a_round_gives_it(here, capsys, tmp_path):
+    """Under the sandbox, `claude --version` and `claude auth status` run as a round runs
+    claude: in its jail, with a scratch HOME; a planted ~/.ssh/id_rsa is out of its reach."""
+    if choose_sandbox("auto", "/usr/bin:/bin").bwrap is None:
+        pytest.skip("bwrap cannot make a sandbox here (.ci/run installs bubblewrap)")
+    _repo, bin_dir, config = here
+    key = tmp_path / "home" / ".ssh" / "id_rsa"
+    key.parent.mkdir(parents=True)
+    key.write_text("PLANTED-PRIVATE-KEY")
+    program(bin_dir, "claude", PRYING.replace("KEY", repr(str(key))))
+    config.write_text('[[reviewers]]\npreset = "claude"\n')
+    code, report = doctor_json(capsys)
+    assert by_check(report, "sandbox")[0]["status"] == "ok"
+    assert "PLANTED-PRIVATE-KEY" not in json.dumps(report)
+    (reviewer,) = by_check(report, "reviewer")
+    assert reviewer["detail"].endswith(f"home={HOME_INSIDE} key=nothing (FileNotFoundError)"), reviewer
+    assert [c["status"] for c in by_check(report, "login")] == ["ok"] and code == 0

@@ -82,3 +82,48 @@ def test_the_example_configurations_commented_entry_is_valid_once_uncommented():
     [r] = _user("\n".join(line[2:] for line in block.splitlines() if line.startswith("# "))).reviewers
     assert (r.preset, r.base_url, r.api_key_env, r.vendor) == ("openai-compatible", "https://api.openai.com/v1",
                                                                 "OPENAI_API_KEY", "openai")
+
+
+@pytest.mark.parametrize("url", ["http://gateway.example/v1", "http://10.0.0.5:8000/v1", "HTTP://[fd00::1]/v1",
+                                 "http://127.0.0.1.example/v1", "http://localhostx/v1"])
+def test_a_key_bound_for_plain_http_off_this_machine_is_refused_unless_allowed(url):
+    """The decision only: no request is made to any of these hosts."""
+    entry = ENTRY + f'base_url = "{url}"\nmodel = "m"\napi_key_env = "K"\n'
+    with pytest.raises(ConfigError) as err:
+        _user(entry)
+    assert err.value.line == 4 and "unencrypted (http://)" in err.value.message
+    assert "allow_plain_http = true" in err.value.message
+    allowed = _user(entry + "allow_plain_http = true\n").reviewers[0]
+    assert allowed.allow_plain_http and allowed.key_in_clear()
+    assert allowed.applied()["allow_plain_http"] is True
+    with pytest.raises(ConfigError, match="allow_plain_http must be true or false"):
+        _user(entry + 'allow_plain_http = "yes"\n')
+    no_key = _user(ENTRY + f'base_url = "{url}"\nmodel = "m"\n').reviewers[0]
+    assert not no_key.key_in_clear() and "allow_plain_http" not in no_key.applied()
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:11434/v1", "http://127.9.8.7/v1", "http://[::1]:8000/v1",
+                                 "http://localhost:1234/v1", "https://gateway.example/v1", "https://10.0.0.5/v1"])
+def test_a_key_for_loopback_or_https_needs_no_permission(url):
+    reviewer = _user(ENTRY + f'base_url = "{url}"\nmodel = "m"\napi_key_env = "K"\n').reviewers[0]
+    assert not reviewer.key_in_clear()
+
+
+def test_doctor_and_run_refuse_the_configuration_and_warn_once_it_is_allowed(tmp_path):
+    from tests.runsetup import make_setup
+    s = make_setup(tmp_path)
+    entry = ('[[reviewers]]\nname = "ep"\npreset = "openai-compatible"\nbase_url = "http://gateway.example/v1"\n'
+             'model = "m"\napi_key_env = "EP_KEY"\n')
+    s.config.write_text(entry, encoding="utf-8")
+    s.env["EP_KEY"] = "sk-plain-0123456789"
+    for proc, code in ((s.spar("doctor"), 1), (s.run(), 65), (s.spar("config"), 65)):
+        assert proc.returncode == code, proc.stderr.decode()
+        said = (proc.stdout + proc.stderr).decode()
+        assert 'spar.toml:4: reviewer "ep": base_url "http://gateway.example/v1" would send the key' in said
+        assert "unencrypted (http://)" in said
+    assert not (s.repo / "reviews").exists()
+    s.config.write_text(entry + "allow_plain_http = true\n", encoding="utf-8")
+    dry = s.run("--dry-run")  # starts no reviewer: nothing is sent anywhere
+    assert dry.returncode == 0, dry.stderr.decode()
+    assert ("spar: warning: ep sends the key in EP_KEY unencrypted to http://gateway.example/v1"
+            in dry.stderr.decode())

@@ -228,3 +228,21 @@ async def test_the_client_runs_inside_the_sandbox_too(tmp_path):
         [outcome] = await r.run([job], sandbox=bwrap)
     assert outcome.status == S.COMPLETED, outcome.reason
     assert outcome.result == {"x": "fine"}
+
+
+async def test_every_try_s_usage_and_cost_is_recorded_not_only_the_last(tmp_path):
+    """Two streams that broke off with a server error after their usage, then an answer:
+    three streams were paid for, and the attempt records all three."""
+    broken = answer_chunks(GOOD[:5], finish=None, usage=USAGE, done=False) + [
+        {"error": {"message": "Overloaded", "type": "overloaded_error", "code": 529}}]
+    outcome, fake = await _run(tmp_path, [Reply(chunks=broken), Reply(chunks=broken),
+                                          Reply(chunks=answer_chunks(GOOD, usage=USAGE))],
+                               input_usd_per_million=2.0, output_usd_per_million=8.0)
+    assert outcome.status == S.COMPLETED and len(fake.requests) == 3
+    [attempt] = outcome.attempts
+    usage = attempt["usage"]
+    assert (usage["input_tokens"], usage["cached_input_tokens"], usage["output_tokens"]) == (360, 300, 90)
+    assert usage["cost_usd"] == pytest.approx(3 * (120 * 2.0 + 30 * 8.0) / 1e6)
+    log = (tmp_path / "ROUND" / "ep" / "stdout.log").read_text()
+    retries = [json.loads(line) for line in log.splitlines() if '"retry"' in line]
+    assert [r["usage"]["prompt_tokens"] for r in retries] == [120, 120]  # each try's own, in the log too

@@ -170,3 +170,43 @@ def test_an_http_endpoint_gets_the_whole_url_through_the_proxy_and_no_credential
     assert isinstance(got, client.Streamed) and got.text() == GOOD
     assert proxy.lines == [f"POST {fake.base_url}/chat/completions HTTP/1.1"]
     assert "Proxy-Authorization" not in fake.headers[0]  # the proxy's credentials stop at the proxy
+
+
+@pytest.mark.anyio
+async def test_in_a_jail_with_its_own_network_the_user_proxy_is_chained_by_spars(tmp_path, tls):
+    """With a network of its own the client reaches the outside only through Spar's egress
+    proxy, which hands the tunnel on to the proxy the user set (its password stays outside)."""
+    bwrap = bwrap_or_skip()
+    server, ca_file = tls
+    r = Round(tmp_path)
+    with FakeEndpoint([Reply(chunks=answer_chunks(GOOD))], tls=server, host=NAME) as fake, \
+            _proxy(require=BASIC) as proxy:
+        r.env.update(HTTPS_PROXY=proxy.url.replace("http://", "http://me%40corp:p%3Ass@"), SSL_CERT_FILE=str(ca_file))
+        for name in PROXY_VARIABLES[2:]:
+            r.env.pop(name, None)
+        job = r.job("ep", "openai-compatible", base_url=fake.base_url, model="fake-model")
+        [outcome] = await r.run([job], env_passthrough=None, sandbox=bwrap, egress=True)
+    assert outcome.status == S.COMPLETED and outcome.result == {"x": "fine"}, outcome.reason
+    assert proxy.lines == [f"CONNECT {NAME}:{urlsplit(fake.base_url).port} HTTP/1.1"]
+    assert proxy.authorizations == [BASIC]
+
+
+@pytest.mark.anyio
+async def test_in_a_jail_with_its_own_network_a_loopback_endpoint_is_reached_through_spars_proxy(tmp_path):
+    """The host's loopback is not the jail's: the client sends even a 127.0.0.1 endpoint
+    through Spar's proxy, which lets it through as the reviewer's configured service."""
+    bwrap = bwrap_or_skip()
+    r = Round(tmp_path)
+    for name in PROXY_VARIABLES:
+        r.env.pop(name, None)
+    with FakeEndpoint([Reply(chunks=answer_chunks(GOOD))]) as fake:
+        job = r.job("ep", "openai-compatible", base_url=fake.base_url, model="fake-model")
+        [outcome] = await r.run([job], env_passthrough=None, sandbox=bwrap, egress=True)
+    assert outcome.status == S.COMPLETED and outcome.result == {"x": "fine"}, outcome.reason
+    assert "egress_refused" not in outcome.attempts[-1]
+
+
+def test_spars_egress_proxy_takes_every_host_a_loopback_one_included():
+    env = {"SPAR_EGRESS_PROXY": "http://127.0.0.1:3128", "NO_PROXY": "*", "HTTPS_PROXY": "http://proxy.corp:1"}
+    for url in ("http://127.0.0.1:4000/v1", "http://localhost:11434/v1", "https://api.example.com/v1"):
+        assert proxy_for(urlsplit(url), env) == Proxy("127.0.0.1", 3128)

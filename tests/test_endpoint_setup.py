@@ -4,15 +4,21 @@ variables and local servers answering on loopback, and the verifier's vendor."""
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 import tomllib
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from spar.commands.doctor import endpoint_check
+from spar.commands.doctor import ENDPOINT_TIMEOUT, endpoint_check
 from spar.commands.init import endpoint_offers
 from spar.config.model import ReviewerConfig
-from spar.endpoint.discover import from_environment, local_servers
+from spar.endpoint.client import Endpoint, NetworkError, list_models
+from spar.endpoint.discover import PROBE_TIMEOUT, from_environment, local_servers
 from tests.endpointfake import FakeEndpoint, Reply
+from tests.loopserver import LoopbackServer
 
 pytestmark = pytest.mark.anyio
 
@@ -98,3 +104,82 @@ def test_repeat_checks_pick_verifiers_by_vendor_as_verification_does():
     earlier = {"id": "F1", "reviewer": "ep", "proposed_class": "defect", "claim": "divide raises on zero"}
     [call], left = plan_repeat_checks([Candidate(finding, "r1/F1", earlier, "rejected")], authors, verifiers, None)
     assert (call.verifier.name, left) == ("local", [])
+
+
+class _Trickle(BaseHTTPRequestHandler):
+    """Answers one byte at a time, each well within a socket timeout, never finishing the
+    headers (it gives up after TRICKLE_SECONDS, so an unbounded probe ends too, late)."""
+
+    def do_GET(self) -> None:
+        end = time.monotonic() + TRICKLE_SECONDS
+        data = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 100_000
+        for byte in data:
+            if time.monotonic() > end:
+                return
+            try:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+            except OSError:
+                return  # the client hung up
+            time.sleep(0.05)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+TRICKLE_SECONDS = 30.0
+
+
+async def test_doctor_gives_up_on_a_server_that_trickles_within_its_deadline():
+    with LoopbackServer(_Trickle) as slow:
+        start = time.monotonic()
+        check = await endpoint_check(_cfg(f"http://127.0.0.1:{slow.port}/v1"), {})
+        took = time.monotonic() - start
+    assert check.status == "problem" and f"within {ENDPOINT_TIMEOUT:g}s" in check.detail
+    assert took < 3 * ENDPOINT_TIMEOUT
+
+
+def test_init_probes_of_trickling_servers_end_within_their_deadlines():
+    with LoopbackServer(_Trickle) as one, LoopbackServer(_Trickle) as two:
+        start = time.monotonic()
+        found = local_servers((("ollama", one.port), ("vllm", two.port)))
+        took = time.monotonic() - start
+    assert found == []
+    assert took < 3 * 2 * PROBE_TIMEOUT
+
+
+def test_init_offers_a_plain_http_remote_endpoint_saying_what_it_needs():
+    [found] = from_environment({"OPENAI_API_KEY": "sk-x", "OPENAI_BASE_URL": "http://gw.example/v1"})
+    text = endpoint_offers([found], "spar.toml")
+    assert "# allow_plain_http = true  # http:// off this machine sends the key unencrypted" in text
+    [local] = from_environment({"OPENAI_API_KEY": "sk-x", "OPENAI_BASE_URL": "http://127.0.0.1:4000/v1"})
+    assert "allow_plain_http" not in endpoint_offers([local], "spar.toml")
+
+
+def test_a_host_name_that_never_resolves_ends_the_probe_at_its_deadline(monkeypatch):
+    """The name lookup has no timeout of its own; it is held here in-process (no traffic)."""
+    release = threading.Event()
+
+    def stuck(*args, **kw):
+        release.wait(60)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", stuck)
+    try:
+        start = time.monotonic()
+        with pytest.raises(NetworkError, match=r"within 0\.5s"):
+            list_models(Endpoint("http://name.invalid/v1"), 0.5)
+        took = time.monotonic() - start
+    finally:
+        release.set()
+    assert took < 3 * (0.5 + 1.0)
+
+
+async def test_doctor_warns_that_an_allowed_plain_http_key_travels_unencrypted(monkeypatch):
+    import spar.commands.doctor as doctor
+    monkeypatch.setattr(doctor, "list_models", lambda endpoint, timeout: (200, ["fake-model"], None))  # no traffic
+    cfg = _cfg("http://gateway.example/v1", api_key_env="K", allow_plain_http=True)
+    check = await endpoint_check(cfg, {"K": "sk-plain"})
+    assert check.status == "warning" and "the key travels unencrypted" in check.detail
+    safe = await endpoint_check(_cfg("https://gateway.example/v1", api_key_env="K"), {"K": "sk-tls"})
+    assert safe.status == "ok"

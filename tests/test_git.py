@@ -212,8 +212,10 @@ def test_ls_tree_remembers_full_commit_ids_only(tmp_path, monkeypatch):
     first.clear()  # callers get their own list
     assert [e.path for e in git.ls_tree(repo, head)] == ["a"]
     git.ls_tree(repo, "HEAD")
-    git.ls_tree(repo, "HEAD")
-    assert calls == [head, "HEAD", "HEAD"]  # a symbolic name can move: never remembered
+    assert calls == [head]  # a name is resolved each time, the listing is remembered by the commit's ID
+    moved = commit(repo, {"b": "2\n"}, message="moved")
+    assert [e.path for e in git.ls_tree(repo, "HEAD")] == ["a", "b"]  # a symbolic name can move
+    assert calls == [head, moved]
 
 
 # --- ignore, tracking, roots ----------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from spar import git
+from spar.round.context import context_from_git
 from spar.round.packet import binary_paths, inline_paths
 from spar.workspace.build import build_workspace
 from tests.gitrepo import commit, make_repo
@@ -154,3 +155,106 @@ def test_worktree_takes_the_files_as_they_are_whatever_the_repository_filters(tm
     blob = run_git(repo, "rev-parse", f"{made.commit}:calc.py").strip()
     assert git.read_blobs(repo, [blob])[blob] == AFTER.encode()
     assert b"+" + BACKDOOR.encode() in git.diff(repo, parent, made.commit)
+
+
+# Every attribute a change could set on its backdoor: none may move it behind a long file
+# (out of packet.md when the diff is cut) or change how it is shown.
+HOSTILE_ATTRIBUTES = ("calc.py linguist-generated linguist-vendored linguist-documentation -diff binary "
+                      "export-ignore diff=hide merge=ours -text whitespace=-trailing\n"
+                      "zz_table.txt -linguist-generated\n")
+TABLE = "".join(f"row {n:07d} of a long table\n" for n in range(30_000))  # past the packet's limit
+
+
+def _packet_rows_and_sections(packet: str) -> tuple[list[str], list[str]]:
+    listing = packet.split("### Changed files", 1)[1].split("### Diff", 1)[0]
+    rows = [line for line in listing.splitlines() if line.startswith("- ")]
+    diff = packet.split("### Diff", 1)[1]
+    return rows, re.findall(r"^diff --git a/(\S+) ", diff, flags=re.M)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["added by the change", "already in the base", "changed by the change"])
+def test_the_change_cannot_arrange_its_own_packet(tmp_path, where):
+    """A change whose diff is cut: its backdoor (first in git's order) stays first in the
+    packet's list and diff, whatever `.gitattributes` of the base or the head says of it."""
+    s = make_setup(tmp_path)
+    if where != "added by the change":
+        base_attributes = HOSTILE_ATTRIBUTES if where == "already in the base" else "*.md text\n"
+        s.head = commit(s.repo, {".gitattributes": base_attributes}, message="attributes")
+    change = {"calc.py": AFTER, "zz_table.txt": TABLE}
+    if where != "already in the base":
+        change[".gitattributes"] = HOSTILE_ATTRIBUTES
+    head = commit(s.repo, change, message="feature")
+    s.configure([s.answer_reviewer("alpha", result(findings=[]))])
+    proc = s.run("--base", s.head, "--head", head)
+    assert proc.returncode == 0, proc.stderr.decode()
+    packet = (s.repo / "reviews" / "r1" / "packet.md").read_text(encoding="utf-8")
+    rows, sections = _packet_rows_and_sections(packet)
+    assert [row.split("`")[1] for row in rows if "`.gitattributes`" not in row] == ["calc.py", "zz_table.txt"]
+    assert [name for name in sections if name != ".gitattributes"] == ["calc.py", "zz_table.txt"]
+    assert "+" + BACKDOOR in packet and "(generated or vendored)" not in packet
+    rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text(encoding="utf-8"))
+    assert "calc.py" in rj["inline_files"] and rj["unseen"] == ["zz_table.txt"]
+
+
+def _decoy(repo: Path, base: str, head: str, swap: str) -> str:
+    """A replace ref that swaps the head's commit, its tree or its calc.py for a harmless
+    decoy (git shows the decoy wherever replace refs are honoured); returns the decoy's ID."""
+    blob = run_git(repo, "rev-parse", f"{head}:calc.py").strip()
+    harmless = run_git(repo, "hash-object", "-w", "--stdin", input=BEFORE.replace("a / b", "a // b").encode()).strip()
+    readme = run_git(repo, "rev-parse", f"{head}:README").strip()
+    tree = run_git(repo, "mktree", input=f"100644 blob {readme}\tREADME\n100644 blob {harmless}\tcalc.py\n".encode())
+    tree = tree.strip()
+    decoys = {"blob": (blob, harmless), "tree": (run_git(repo, "rev-parse", f"{head}^{{tree}}").strip(), tree)}
+    if swap == "commit":
+        older = commit(repo, {"README": "an unrelated commit\n"}, message="elsewhere")
+        run_git(repo, "reset", "-q", "--hard", head)
+        decoy = run_git(repo, "commit-tree", tree, "-p", older, "-m", "decoy").strip()
+        decoys["commit"] = (head, decoy)
+    original, decoy = decoys[swap]
+    run_git(repo, "replace", "-f", original, decoy)
+    return decoy
+
+
+@pytest.mark.parametrize("swap", ["commit", "tree", "blob"])
+def test_a_replace_ref_cannot_make_the_copies_lie(tmp_path, swap):
+    """The copies, the judge's view of the head and the packet's diff all read the objects
+    the commit names, never what a replace ref puts in their place."""
+    repo, base, head = _change(tmp_path, "", {}, "")
+    _decoy(repo, base, head, swap)
+    assert "a // b" in run_git(repo, "show", f"{head}:calc.py")  # git itself shows the decoy
+    build_workspace(repo, base, head, tmp_path / "ws")
+    assert (tmp_path / "ws" / "head" / "calc.py").read_text(encoding="utf-8") == AFTER
+    real_blob = run_git(repo, "--no-replace-objects", "rev-parse", f"{head}:calc.py").strip()
+    assert {e.path: e.sha for e in git.ls_tree(repo, head)}["calc.py"] == real_blob
+    assert git.tree_of(repo, head) == run_git(repo, "--no-replace-objects", "rev-parse", f"{head}^{{tree}}").strip()
+    ctx = context_from_git(repo, base, head, [], [], [])
+    assert ctx.read_head_blob("calc.py") == AFTER.encode()
+    assert b"+" + BACKDOOR.encode() in git.diff(repo, base, head)
+    assert git.default_base(repo, head) == base  # the parent the commit names, not the decoy's
+
+
+def test_grafts_do_not_choose_the_base(tmp_path):
+    """An `info/grafts` line (git's older way to lie about parents) is not read either."""
+    repo, base, head = _change(tmp_path, "", {}, "")
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "grafts").write_text(f"{head}\n", encoding="utf-8")  # head without parents
+    assert git.default_base(repo, head) == base
+    assert git.resolve_commit(repo, "HEAD~1") == base
+
+
+@pytest.mark.slow
+def test_a_round_copies_and_shows_the_commit_a_replace_ref_hides(tmp_path):
+    """The reproduction end to end: a replace ref swaps the head commit for a decoy; the
+    round's copy and its packet both hold the real change."""
+    s = make_setup(tmp_path)
+    s.configure([s.answer_reviewer("alpha", result(findings=[]))])
+    head = commit(s.repo, {"calc.py": AFTER}, message="feature")
+    tree = run_git(s.repo, "rev-parse", f"{s.head}^{{tree}}").strip()
+    decoy = run_git(s.repo, "commit-tree", tree, "-p", s.head, "-m", "decoy").strip()
+    run_git(s.repo, "replace", head, decoy)
+    proc = s.run("--base", s.head, "--head", head)
+    assert proc.returncode == 0, proc.stderr.decode()
+    packet = (s.repo / "reviews" / "r1" / "packet.md").read_text(encoding="utf-8")
+    assert "+" + BACKDOOR in packet
+    assert (s.repo / "reviews" / "r1" / "workspace" / "head" / "calc.py").read_text(encoding="utf-8") == AFTER

@@ -3,12 +3,18 @@ streams are masked where they enter Spar (spar/proc/masking.py)."""
 
 from __future__ import annotations
 
+import base64
 import json
+import shutil
+import sys
 
 import pytest
 
-from spar.proc.masking import MASK, Masker, secrets_of
-from tests.runsetup import finding, make_setup, result
+from spar.presets import get_preset
+from spar.proc.environment import credential_values, is_credential, reviewer_env, without_userinfo
+from spar.proc.masking import MASK, Masker, mask_text, mask_value, secrets_of
+from tests.endpointfake import FakeEndpoint, Reply
+from tests.runsetup import FAKE_ENV, finding, make_setup, result
 
 SECRET = "sk-ant-api03-TOPSECRETVALUE"
 
@@ -36,7 +42,13 @@ def test_text_that_only_starts_like_a_secret_is_passed_on_whole():
 
 
 def test_short_values_are_no_secrets():
-    assert secrets_of(["1", "true", "1234567", "12345678"]) == (b"12345678",)
+    assert secrets_of(["1", "true", "1234567", "12345678x"]) == (b"12345678x",)
+
+
+def test_common_words_and_numbers_are_no_secrets():
+    """AUTH_MODE=disabled would mask every "disabled" of a review."""
+    assert secrets_of(["disabled", "86400000", "keychainlogin", "hunter2hunter", "Disabled",
+                       "averylongpassphrasewords"]) == (b"averylongpassphrasewords", b"hunter2hunter", b"Disabled")
 
 
 @pytest.mark.slow
@@ -65,3 +77,269 @@ def test_a_claude_reviewer_printing_its_key_leaves_it_nowhere(tmp_path):
     rj = json.loads((round_dir / "round.json").read_text())
     assert rj["masked_secrets"] == logs
     assert rj["reviewers"][0]["attempts"][0]["masked_secrets"] == logs
+
+
+# ---------------------------------------------------------------- forms, hiding, media
+
+def _all_masked(data: bytes, secret: str = SECRET) -> bool:
+    out, count = _masked(secrets_of([secret]), [data])
+    return count >= 1 and secret.encode() not in out and out.count(MASK) == count
+
+
+def _escaped(text: str, backslashes: int = 1, hexes: str = "04x") -> str:
+    """`text` with every third character a JSON escape (as nested JSON strings write them)."""
+    return "".join("\\" * backslashes + f"u{ord(c):{hexes}}" if i % 3 == 0 else c for i, c in enumerate(text))
+
+
+def test_json_escaped_hidden_reversed_hex_and_base64_forms_are_masked():
+    """Each form a reviewer could print a credential in, inside ordinary text."""
+    hidden = [
+        _escaped(SECRET), _escaped(SECRET, 2), _escaped(SECRET, 3, "04X"),
+        "\u200b".join(SECRET), "\\u200d".join(SECRET), "\u00ad".join(SECRET[:5]) + SECRET[5:],
+        SECRET[:6] + "\x1b[31m" + SECRET[6:12] + "\x1b[0m" + SECRET[12:], SECRET[:6] + "\\u001b[1;32m" + SECRET[6:],
+        SECRET[::-1], SECRET.encode().hex(), SECRET.encode().hex().upper(),
+    ]
+    for prefix in (b"", b"x", b"xy"):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            hidden.append(encode(prefix + SECRET.encode() + b"tail").decode())
+    for form in hidden:
+        data = f'{{"text": "before {form} after"}}'.encode()
+        assert _all_masked(data), form
+        out, _ = _masked(secrets_of([SECRET]), [data])
+        assert out.startswith(b'{"text": "before ') and out.endswith(b' after"}'), out
+
+
+def test_a_hidden_form_cut_anywhere_between_chunks_is_masked():
+    text = ("pre " + _escaped(SECRET[:9]) + "\x1b[0m" + SECRET[9:15] + "\u200b" + SECRET[15:] + " post \\u00").encode()
+    for cut in range(len(text)):
+        for second in range(cut, len(text), 3):
+            out, count = _masked(secrets_of([SECRET]), [text[:cut], text[cut:second], text[second:]])
+            assert (out, count) == (b"pre " + MASK + b" post \\u00", 1), (cut, second)
+
+
+def test_a_slash_escaped_credential_is_masked():
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYKEY"  # AWS secret keys hold slashes
+    assert _all_masked(('"' + secret.replace("/", "\\/") + '"').encode(), secret)
+
+
+def test_a_credential_that_looks_escaped_itself_is_masked_as_written():
+    for secret in ("pa\\/ss\\u0041word", "x\u200by-\x1b[1mzzzzzz"):
+        assert _all_masked(f"[{secret}]".encode(), secret), secret
+
+
+def test_text_without_a_credential_passes_unchanged_escapes_and_all():
+    data = '{"a": "caf\\u00e9 \\u2019 \\\\n \\/ \x1b[1m\u200bbold \\ud83d\\ude00"}'.encode()
+    assert _masked(secrets_of([SECRET]), [data]) == (data, 0)
+
+
+def test_decoded_strings_and_values_are_masked_keys_included_however_deep():
+    text, count = mask_text(f"key: {SECRET}; again {SECRET[::-1]}", secrets_of([SECRET]))
+    assert (text, count) == (f"key: {MASK.decode()}; again {MASK.decode()}", 2)
+    deep: list = [f"x {SECRET}"]
+    for _ in range(5000):  # deeper than the recursion limit
+        deep = [deep]
+    value = {SECRET: [deep, ("t", SECRET), 3, None]}
+    masked, count = mask_value(value, secrets_of([SECRET]))
+    assert masked is value and count == 3 and masked[MASK.decode()][1] == ("t", MASK.decode())
+    inner = masked[MASK.decode()][0]
+    while isinstance(inner[0], list):
+        inner = inner[0]
+    assert inner == [f"x {MASK.decode()}"]
+
+
+def test_a_monitor_masks_every_event_as_decoded():
+    """What the monitor takes from an event (the observed model, notices, the answer) is
+    masked after decoding, whatever the stream's masks let through."""
+    monitor = get_preset("claude").monitor()
+    monitor.masks = secrets_of([SECRET])
+    monitor.feed(json.dumps({"type": "system", "subtype": "init", "model": SECRET, "tools": [], "cwd": "/w"}))
+    assert (monitor.init_model, monitor.masked) == (MASK.decode(), 1)
+
+
+# ---------------------------------------------------------------- which values are credentials
+
+def test_credentials_are_known_by_name_settings_are_not():
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GH_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD",
+                 "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN", "github_token", "MY_APIKEY", "apiKey",
+                 "GOOGLE_APPLICATION_CREDENTIALS", "SECRETS", "mysql_passwd"):
+        assert is_credential(name), name
+    for name in ("ANTHROPIC_MODEL", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL",
+                 "GIT_AUTHOR_NAME", "TOKENIZERS_PARALLELISM", "KEYBOARD_LAYOUT", "HTTPS_PROXY", "PWD", "PATH"):
+        assert not is_credential(name), name
+
+
+def test_credential_values_are_named_ones_endpoint_keys_and_url_passwords():
+    env = {"ANTHROPIC_API_KEY": "a" * 20, "ANTHROPIC_MODEL": "claude-sonnet-4-5",
+           "ANTHROPIC_BASE_URL": "https://gateway.example/v1", "LOCAL_SERVER_MASTER": "m" * 12,
+           "HTTPS_PROXY": "http://alice:pa%40ss-word@proxy:3128", "all_proxy": "bob:hunter22x@proxy:1080",
+           "DATABASE_URL": "postgres://app:dbsecret99@db/app", "REPO": "git@github.com:o/r"}
+    found = credential_values(env, ["LOCAL_SERVER_MASTER"])
+    assert set(found) == {"a" * 20, "m" * 12, "pa%40ss-word", "pa@ss-word", "alice:pa%40ss-word", "hunter22x",
+                          "bob:hunter22x", "dbsecret99", "app:dbsecret99"}
+    # a short credential is none: masking "pw" would cut every word holding it
+    assert secrets_of(credential_values({"HTTPS_PROXY": "http://u:pw@h:1"})) == ()
+
+
+def test_a_command_reviewer_gets_the_proxy_without_its_password_unless_listed():
+    env = {"PATH": "/bin", "HTTPS_PROXY": "http://alice:s3cretpass@proxy:3128", "no_proxy": "localhost"}
+    assert reviewer_env(env, None, proxy_credentials=False) == {
+        "PATH": "/bin", "HTTPS_PROXY": "http://proxy:3128", "no_proxy": "localhost"}
+    assert reviewer_env(env, None)["HTTPS_PROXY"] == env["HTTPS_PROXY"]
+    assert reviewer_env(env, ["HTTPS_PROXY"], proxy_credentials=False)["HTTPS_PROXY"] == env["HTTPS_PROXY"]
+    assert without_userinfo("bob:pw@proxy:1080") == "proxy:1080"
+
+
+# ---------------------------------------------------------------- end to end
+
+OTHER = "sk-proj-OTHERVENDORSECRET42"  # another vendor's key
+
+
+def _leaks(s, secret: str, *outputs: bytes) -> list[str]:
+    """Where `secret` is readable after the round: in clear, or in a form masking covers
+    (JSON-escaped, reversed), in any file of the series (workspace aside), report.html, the
+    SARIF export or `outputs`."""
+    report = s.spar("report", "reviews", "--out", str(s.tmp / "report.html"))
+    assert report.returncode == 0, report.stderr.decode()
+    sarif = s.spar("export", "--format", "sarif", str(s.repo / "reviews" / "r1"))
+    assert sarif.returncode == 0, sarif.stderr.decode()
+    files = {str(p): p.read_bytes() for p in (s.repo / "reviews").rglob("*") if p.is_file() and "workspace" not in p.parts}
+    files.update({"report.html": (s.tmp / "report.html").read_bytes(), "sarif": sarif.stdout})
+    files.update({f"output {i}": o for i, o in enumerate(outputs)})
+    forms = [secret.encode(), secret[::-1].encode(), _escaped(secret).encode(), _escaped(secret, 2).encode(),
+             secret[1:].encode()]
+    return [where for where, data in files.items() for form in forms if form in data]
+
+
+@pytest.mark.slow
+def test_a_json_escaped_key_in_an_answer_is_masked_in_every_record_and_export(tmp_path):
+    """claude's answer (JSON inside its result event's JSON string) writes the key with \\u
+    escapes: decoded, it would be in clear. A command's answer escapes the backslash of an
+    escape (\\u005cu0073...): the stream holds no escape of the key, the decoded answer does."""
+    s = make_setup(tmp_path)
+    s.env["ANTHROPIC_API_KEY"] = SECRET
+    text = f"the key is {SECRET}"
+    answer = json.dumps(result(head=s.head, findings=[finding(claim=text, evidence=text, failure_scenario=text)]))
+    command = s.answer_reviewer("cmd", answer.replace(SECRET, "\\u005cu0073" + SECRET[1:]), copy=False)
+    s.configure([{"name": "claude", "preset": "claude"}, command])
+    s.scenario({"claude": {"raw_result": answer.replace(SECRET, _escaped(SECRET)), "structured": False}})
+    proc = s.run()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert _leaks(s, SECRET, proc.stdout, proc.stderr) == []
+    findings = json.loads((s.repo / "reviews" / "r1" / "findings.json").read_text())
+    assert len(findings) >= 1 and all(f["claim"] == f"the key is {MASK.decode()}" for f in findings)
+    rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())
+    assert {r["name"]: r["attempts"][0].get("masked_secrets", 0) >= 1 for r in rj["reviewers"]} == \
+        {"claude": True, "cmd": True}
+
+
+@pytest.mark.slow
+def test_every_reviewer_output_is_masked_for_every_credential_not_only_its_vendors(tmp_path):
+    """codex prints claude's key (read from claude's /proc/PID/environ without the sandbox)
+    and a CI token of the caller's, on stderr and in its answer."""
+    s = make_setup(tmp_path)
+    s.env.update(ANTHROPIC_API_KEY=SECRET, OPENAI_API_KEY=OTHER, CI_JOB_TOKEN="glcbt-CIJOBTOKEN1234")
+    s.configure([{"name": "claude", "preset": "claude"}, {"name": "codex", "preset": "codex"}])
+    stolen = f"read {SECRET} and glcbt-CIJOBTOKEN1234"
+    s.scenario({"claude": {"stderr": f"saw {OTHER}\n", "result": result(head=s.head)},
+                "codex": {"stderr": stolen + "\n", "result": result(head=s.head, findings=[finding(evidence=stolen)])}})
+    proc = s.run()
+    assert proc.returncode == 0, proc.stderr.decode()
+    for secret in (SECRET, OTHER, "glcbt-CIJOBTOKEN1234"):
+        assert _leaks(s, secret, proc.stdout, proc.stderr) == [], secret
+    assert MASK in (s.repo / "reviews" / "r1" / "codex" / "stderr.log").read_bytes()
+    assert MASK in (s.repo / "reviews" / "r1" / "claude" / "stderr.log").read_bytes()
+
+
+@pytest.mark.slow
+def test_settings_are_not_masked_only_credentials(tmp_path):
+    """ANTHROPIC_MODEL and ANTHROPIC_BASE_URL are settings: the observed model and a
+    finding naming them stay whole, and nothing is counted as masked."""
+    s = make_setup(tmp_path)
+    model, base = "claude-sonnet-4-5-20250929", "http://127.0.0.1:9/anthropic"
+    s.env.update(ANTHROPIC_MODEL=model, ANTHROPIC_BASE_URL=base, OPENAI_BASE_URL=base + "/v1")
+    s.configure([{"name": "claude", "preset": "claude"}])
+    text = f"the client calls {base} with {model}"
+    s.scenario({"claude": {"model": model, "result": result(head=s.head, findings=[finding(evidence=text)])}})
+    proc = s.run()
+    assert proc.returncode == 0, proc.stderr.decode()
+    rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())
+    assert rj["reviewers"][0]["observed_model"] == model
+    assert rj["masked_secrets"] == 0 and "masked_secrets" not in rj["reviewers"][0]["attempts"][0]
+    findings = json.loads((s.repo / "reviews" / "r1" / "findings.json").read_text())
+    assert findings[0]["evidence"] == text
+
+
+PROXY_PASSWORD = "prox-PASSWORD-7781"
+ENV_SCRIPT = r'''
+import json, os, sys
+answer = json.loads(open(sys.argv[1], encoding="utf-8").read())
+head = __import__("re").search(r"^- Head commit: `([0-9a-f]+)`", open(sys.argv[2]).read(), __import__("re").M).group(1)
+answer["reviewed_head"] = head
+answer["findings"][0]["evidence"] = "proxy: " + os.environ.get("HTTPS_PROXY", "none")
+print(json.dumps(answer))
+'''
+
+
+@pytest.mark.slow
+def test_a_proxy_password_reaches_no_command_reviewer_and_is_masked_everywhere(tmp_path):
+    """A command reviewer gets the proxy's address only; a CLI reviewer that needs the proxy
+    gets it whole, and what it prints of the password is masked."""
+    s = make_setup(tmp_path)
+    proxy = f"http://alice:{PROXY_PASSWORD}@127.0.0.1:3128"
+    s.env["HTTPS_PROXY"] = proxy
+    script = s.answers / "env.py"
+    script.write_text(ENV_SCRIPT, encoding="utf-8")
+    (s.answers / "a.json").write_text(json.dumps(result(findings=[finding()])), encoding="utf-8")
+    s.configure([{"name": "cmd", "preset": "command", "argv": [sys.executable, str(script),
+                                                                str(s.answers / "a.json"), "{prompt}"]}],
+                passthrough=None)
+    proc = s.run()
+    assert proc.returncode == 0, proc.stderr.decode()
+    findings = json.loads((s.repo / "reviews" / "r1" / "findings.json").read_text())
+    assert findings[0]["evidence"] == "proxy: http://127.0.0.1:3128"
+
+    shutil.rmtree(s.repo / "reviews" / "r1")
+    s.configure([{"name": "claude", "preset": "claude"}], passthrough=[*FAKE_ENV, "HTTPS_PROXY"])
+    s.scenario({"claude": {"stderr": f"via {proxy}\n",
+                           "result": result(head=s.head, findings=[finding(evidence=f"proxy {proxy}")])}})
+    proc = s.run()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert _leaks(s, PROXY_PASSWORD, proc.stdout, proc.stderr) == []
+    assert "alice:" not in json.loads((s.repo / "reviews" / "r1" / "findings.json").read_text())[0]["evidence"]
+
+
+@pytest.mark.slow
+def test_doctor_masks_a_key_the_endpoint_echoes_back(tmp_path):
+    """The endpoint lists the key it was sent among its models: `spar run` masks such
+    text, and doctor, text and JSON alike, does too."""
+    s = make_setup(tmp_path)
+    key = "sk-local-ECHOEDKEY-5521"
+    s.env["LOCAL_LLM"] = key  # an api_key_env whose name does not say key
+    with FakeEndpoint([Reply()], models=(f"{key}-model", _escaped(key))) as fake:
+        s.configure([{"name": "ep", "preset": "openai-compatible", "base_url": fake.base_url, "model": "m1",
+                      "api_key_env": "LOCAL_LLM"}])
+        shown = [s.spar("doctor", "--format", fmt) for fmt in ("text", "json")]
+    for out in shown:
+        assert b"GET /models does not list model m1" in out.stdout, out.stdout.decode()
+        assert key.encode() not in out.stdout + out.stderr
+        assert b"masked by spar" in out.stdout
+
+
+@pytest.mark.slow
+def test_encoded_reversed_and_hidden_forms_of_a_key_leave_no_log(tmp_path):
+    """The reviewer prints its key in base64, reversed, with zero-width characters and split
+    by ANSI escapes, on stderr and stdout: the logs hold masks."""
+    s = make_setup(tmp_path)
+    s.env["ANTHROPIC_API_KEY"] = SECRET
+    s.configure([{"name": "claude", "preset": "claude"}])
+    hidden = [base64.b64encode(b"k=" + SECRET.encode()).decode(), base64.urlsafe_b64encode(SECRET.encode()).decode(),
+              SECRET[::-1], "\u200b".join(SECRET), SECRET[:5] + "\x1b[1m" + SECRET[5:]]
+    s.scenario({"claude": {"stderr": "\n".join(hidden) + "\n",
+                           "result": result(head=s.head, findings=[finding(evidence=" ".join(hidden))])}})
+    proc = s.run()
+    assert proc.returncode == 0, proc.stderr.decode()
+    logs = b"".join(p.read_bytes() for p in (s.repo / "reviews" / "r1" / "claude").glob("*.log"))
+    for form in hidden:
+        assert form.encode() not in logs and form.encode("unicode_escape") not in logs, form
+    assert logs.count(MASK) >= 2 * len(hidden)
+    assert _leaks(s, SECRET, proc.stdout, proc.stderr) == []

@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 
 from spar.config.model import ReviewerConfig
-from spar.presets import get_preset
+from spar.presets import get_preset, prepare_input
 from spar.presets.command import substitute
 from spar.round.interface import InputSpec, RunPaths
 from tests.innerloop import kept_in_inner_loop
 
 FAKES = Path(__file__).parent / "fakes"
-SCHEMA = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"],
+# with the dialect key, as Spar writes schema.json: claude must get the schema without it
+SCHEMA = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"],
           "additionalProperties": False}
 
 
@@ -36,8 +37,9 @@ def test_claude_argv(paths):
     cfg = ReviewerConfig(name="r", preset="claude", effort="high")
     spec = InputSpec(text="packet")
     argv = get_preset("claude").argv("/bin/claude", cfg, "opus", paths, spec)
+    sent = {k: v for k, v in SCHEMA.items() if k != "$schema"}
     assert argv == ["/bin/claude", "-p", "--output-format", "stream-json", "--verbose", "--json-schema",
-                    paths.schema_path.read_text(), "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk",
+                    json.dumps(sent), "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk",
                     "--no-session-persistence", "--model", "opus", "--effort", "high"]
     bare = get_preset("claude").argv("claude", ReviewerConfig(name="r", preset="claude"), "", paths, spec)
     assert "--model" not in bare and "--effort" not in bare and "--max-budget-usd" not in bare
@@ -181,3 +183,28 @@ def test_fake_codex_refuses_a_non_strict_schema(paths, tmp_path):
 def test_fake_versions(prog, expected, tmp_path):
     proc, _ = _run_fake([str(FAKES / prog), "--version"], cwd=tmp_path, tmp_path=tmp_path)
     assert proc.returncode == 0 and proc.stdout.decode().strip() == expected
+
+
+SECRET_PACKET = ("# Review packet\n\n- Head commit: `0123abcd`\n\n```diff\n+PRIVATE_CHANGE_7f3a = 1\n```\n"
+                 "Your standpoint: PRIVATE_STANDPOINT_7f3a\n")
+
+
+@pytest.mark.parametrize("preset", ["claude", "codex", "agy", "command", "openai-compatible"])
+@pytest.mark.parametrize("standpoint", [None, "PRIVATE_STANDPOINT_7f3a"])
+def test_no_preset_puts_the_packet_on_its_command_line(paths, preset, standpoint):
+    """A command line is readable by every user of the machine (/proc/PID/cmdline): the packet
+    and the instruction go on stdin or in a file for every preset that runs a process."""
+    cfg = ReviewerConfig(name="r", preset=preset, argv=["review", "{prompt}"] if preset == "command" else [],
+                         base_url="http://127.0.0.1:1/v1", model="m")
+    spec = prepare_input(cfg, reviewer_dir=paths.reviewer_dir, packet_text=SECRET_PACKET,
+                         packet_path=paths.round_dir / "packet.md", standpoint=standpoint,
+                         standpoints_active=standpoint is not None, dry_run=False)
+    argv = get_preset(preset).argv("/usr/bin/" + preset, cfg, "m", paths, spec)
+    assert not [a for a in argv if "PRIVATE_" in a or "0123abcd" in a], argv
+    stdin = get_preset(preset).stdin_text(spec) or ""
+    files = "".join(spec.files.values())
+    if preset == "command":  # {prompt} names the file holding it (packet.md, or input.md with a standpoint)
+        named = [a for a in argv if a.endswith(".md")]
+        assert named and (standpoint is not None or named == [str(paths.round_dir / "packet.md")])
+    else:
+        assert "PRIVATE_CHANGE_7f3a" in stdin + files

@@ -9,7 +9,7 @@ import pytest
 from spar.config.model import ReviewerConfig
 from spar.judge.agy_commands import PROGRAMS, check_command
 from spar.presets import prepare_input
-from spar.presets.agy import COMMAND_NOTE, MAX_PROMPT_BYTES
+from spar.presets.agy import COMMAND_NOTE, PACKET_FILE
 from spar.presets.input import standpoint_instruction
 
 PACKET = "# Review packet\n\nstage: code\n\n## How to report\n\nOne JSON object.\n"
@@ -26,6 +26,11 @@ def _prep(tmp_path: Path, preset: str, *, standpoint=None, active=False, dry=Fal
     return prepare_input(_cfg(preset), reviewer_dir=round_dir / preset, packet_text=packet,
                          packet_path=round_dir / "packet.md", standpoint=standpoint,
                          standpoints_active=active, dry_run=dry)
+
+
+def _given(preset: str, spec) -> str:
+    """What the reviewer reads: its input, or for agy the packet file its prompt names."""
+    return spec.files[PACKET_FILE] if preset == "agy" else spec.text
 
 
 @pytest.mark.parametrize("preset", ["claude", "codex"])
@@ -50,9 +55,10 @@ def test_assigned_standpoint_instruction(tmp_path, preset, dry):
     instruction = standpoint_instruction(STANDPOINT, True)
     assert STANDPOINT in instruction and "still checking every angle" in instruction
     assert spec.files["input.md"] == spec.text
-    assert instruction in spec.text
-    assert spec.text.endswith(PACKET)
-    assert spec.text.index(instruction) < spec.text.index(PACKET)
+    given = _given(preset, spec)
+    assert instruction in given
+    assert given.endswith(PACKET)
+    assert given.index(instruction) < given.index(PACKET)
     if preset in ("claude", "codex", "command"):
         assert spec.text == instruction + "\n" + PACKET
 
@@ -60,19 +66,20 @@ def test_assigned_standpoint_instruction(tmp_path, preset, dry):
 @pytest.mark.parametrize("preset", ["claude", "codex", "agy", "command", "native"])
 def test_unassigned_reviewer_in_standpoint_round_reviews_the_whole_change(tmp_path, preset):
     spec = _prep(tmp_path, preset, standpoint=None, active=True)
-    assert "Review the whole change" in spec.text
-    assert STANDPOINT not in spec.text
+    assert "Review the whole change" in _given(preset, spec)
+    assert STANDPOINT not in _given(preset, spec) + spec.text
     assert spec.files["input.md"] == spec.text
 
 
-def test_agy_prompt_is_command_note_instruction_and_packet(tmp_path):
+def test_agy_prompt_is_the_command_note_and_the_packet_file_s_name_only(tmp_path):
+    """agy takes its prompt only in -p, which other users can read: no packet, no instruction in it."""
     spec = _prep(tmp_path, "agy", standpoint=STANDPOINT, active=True)
-    assert spec.text.startswith(COMMAND_NOTE)
-    assert spec.text.index(COMMAND_NOTE) < spec.text.index(STANDPOINT) < spec.text.index(PACKET)
-    assert "PACKET.md" not in spec.files
+    packet_file = (tmp_path / "ROUND" / "agy" / PACKET_FILE).absolute()
+    assert spec.text.startswith(COMMAND_NOTE) and str(packet_file) in spec.text
+    assert STANDPOINT not in spec.text and "stage: code" not in spec.text
+    assert spec.files[PACKET_FILE] == standpoint_instruction(STANDPOINT, True) + "\n" + PACKET
     plain = _prep(tmp_path, "agy")
-    assert plain.text == COMMAND_NOTE + "\n" + PACKET
-    assert plain.files == {}  # no standpoints, not dry: no input.md
+    assert plain.text == spec.text and plain.files == {PACKET_FILE: PACKET}  # not dry: no input.md
 
 
 def test_agy_command_note_names_only_programs_the_checker_accepts():
@@ -85,31 +92,11 @@ def test_agy_command_note_names_only_programs_the_checker_accepts():
         assert check_command(f"{forbidden} head") is not None
 
 
-@pytest.mark.parametrize("active", [False, True])
-def test_agy_large_packet_goes_to_packet_md(tmp_path, active):
-    packet = "# Review packet\n" + ("diff line\n" * (MAX_PROMPT_BYTES // 10 + 10))
-    spec = _prep(tmp_path, "agy", standpoint=STANDPOINT if active else None, active=active, packet=packet)
-    assert spec.files["PACKET.md"] == packet
-    packet_file = (tmp_path / "ROUND" / "agy" / "PACKET.md").absolute()
-    assert str(packet_file) in spec.text
-    assert "diff line" not in spec.text
-    assert spec.text.startswith(COMMAND_NOTE)
-    assert len(spec.text.encode()) < MAX_PROMPT_BYTES
-    if active:
-        assert spec.files["input.md"] == spec.text  # input.md holds the -p text
-        assert STANDPOINT in spec.text
-    else:
-        assert "input.md" not in spec.files
-
-
-def test_agy_packet_just_under_the_limit_stays_inline(tmp_path):
-    room = MAX_PROMPT_BYTES - len((COMMAND_NOTE + "\n").encode())
-    packet = "x" * (room - 1) + "\n"
+def test_agy_large_packet_goes_to_packet_md_too(tmp_path):
+    packet = "# Review packet\n" + ("diff line\n" * 20_000)  # more than Linux takes in one argument
     spec = _prep(tmp_path, "agy", packet=packet)
-    assert len(spec.text.encode()) == MAX_PROMPT_BYTES
-    assert spec.text.endswith(packet) and spec.files == {}
-    bigger = _prep(tmp_path, "agy", packet="x" * room + "\n")
-    assert "PACKET.md" in bigger.files
+    assert spec.files[PACKET_FILE] == packet
+    assert "diff line" not in spec.text and len(spec.text.encode()) < 4096
 
 
 def test_command_without_input_md_gets_the_packet_path(tmp_path):

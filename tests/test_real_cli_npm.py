@@ -107,7 +107,7 @@ def test_real_claude_without_login_is_unavailable_for_authentication(tmp_path, r
     proc = s.run()
     assert proc.returncode == 1, proc.stderr.decode()
     entry = _reviewer(s)
-    assert _sandbox(s) == {"kind": "bwrap"}
+    assert _sandbox(s) == {"kind": "bwrap", "network": "allowlist"}
     assert entry["status"] == "unavailable", entry["reason"]
     assert entry["reason"].startswith("authentication: ")
     assert "Not logged in" in entry["reason"] and "/login" in entry["reason"]
@@ -147,7 +147,7 @@ def test_real_codex_without_network_times_out_and_leaves_nothing_running(tmp_pat
         if '"type":"turn.started"' in log:
             break
     entry = _reviewer(s)
-    assert _sandbox(s) == {"kind": "bwrap"}
+    assert _sandbox(s) == {"kind": "bwrap", "network": "allowlist"}
     assert entry["status"] == "timeout", entry["reason"]
     assert f"no answer within {limit}s" in entry["reason"] and "process group killed" in entry["reason"]
     (attempt,) = entry["attempts"]  # a timeout is no quota refusal: no fallback

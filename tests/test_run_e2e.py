@@ -59,8 +59,9 @@ def test_round_with_command_reviewers(tmp_path, backend):
         assert set(entry) == always | completed, entry["name"]
         assert entry["status"] == "completed" and entry["reason"] == ""
         for attempt in entry["attempts"]:
-            # commands; masked_secrets only when a credential was masked
-            assert set(attempt) == documented_attempt_keys() - {"observed_model", "cli_version", "masked_secrets"}
+            # commands; masked_secrets only when a credential was masked, egress_refused when a connection was
+            assert set(attempt) == documented_attempt_keys() - {"observed_model", "cli_version", "masked_secrets",
+                                                                "egress_refused"}
             assert attempt["exit_code"] == 0 and attempt["status"] == "completed"
     assert [r["name"] for r in rj["reviewers"]] == ["example", "house"]
     assert (rj["schema"], rj["stage"], rj["base"], rj["head"]) == ("review-round/v1", "code", s.base, s.head)

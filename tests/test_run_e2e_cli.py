@@ -364,14 +364,16 @@ def test_agy_large_packet_goes_to_packet_md_and_input_md_holds_the_p_text(tmp_pa
     rd = s.repo / "reviews" / "r1"
     packet = (rd / "packet.md").read_bytes()
     assert len(packet) > 128 * 1024  # more than Linux allows in one argument
-    assert (rd / "agy" / "PACKET.md").read_bytes() == packet
+    assert (rd / "agy" / "PACKET.md").read_bytes().endswith(packet)  # after the instruction
     subject = packet.decode().split("\n## Subject\n", 1)[1]
     assert subject.index("### BIG.md") < subject.index("### Diff")  # --subject documents, then the change
     p_text = (rd / "agy" / "input.md").read_bytes()
     assert len(p_text) < 100 * 1024 and str(rd / "agy" / "PACKET.md").encode() in p_text
     [agy_run] = runs(s, "agy")
     assert agy_run["prompt_sha256"] == sha(p_text)  # input.md is exactly the -p text
-    assert "you have none" in p_text.decode()  # the unassigned reviewer's instruction
+    given = (rd / "agy" / "PACKET.md").read_bytes()
+    assert agy_run["packet_file_sha256"] == sha(given)  # the fake read the file its prompt names
+    assert "you have none" in given.decode() and "you have none" not in p_text.decode()
     [claude_run] = runs(s, "claude")
     assert claude_run["stdin_sha256"] == sha((rd / "claude" / "input.md").read_bytes())
 

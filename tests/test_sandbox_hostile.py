@@ -222,7 +222,7 @@ def test_under_the_sandbox_every_attack_fails(user):
         proc = _run(s, user, python)
         assert proc.returncode == 0, proc.stderr.decode()
         rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())
-        assert rj["sandbox"] == {"kind": "bwrap"}
+        assert rj["sandbox"] == {"kind": "bwrap", "network": "allowlist"}
         for name, report in _reports(s).items():
             for attack in ATTACKS:
                 assert report[attack].startswith("failed"), (name, attack, report[attack])

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from spar.commands.doctor import sandbox_check
 from spar.config.load import load_config
 from spar.errors import ConfigError, Refused
 from spar.presets import get_preset
-from spar.proc.sandbox import Jail, jail_argv
+from spar.proc.sandbox import Jail, jail_argv, probe
 from spar.round.interface import RunPaths
 from spar.round.sandboxing import HOME_INSIDE, choose_sandbox, confined
+from tests.reviewerround import bwrap_or_skip
 from tests.runsetup import make_setup, result
 
 FAILING_BWRAP = "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n"
@@ -59,6 +61,32 @@ def test_each_mode_where_bwrap_is_missing_or_cannot_start(tmp_path):
     with pytest.raises(Refused) as err:
         choose_sandbox("required", missing)
     assert "bwrap (bubblewrap) is not installed" in err.value.message and "apt-get install bubblewrap" in err.value.message
+
+
+# programs named bwrap that make no jail: one runs the command as it is, one only says yes
+SHIM_RUNS_COMMAND = '#!/bin/sh\nwhile [ "$#" -gt 0 ] && [ "$1" != "--" ]; do shift; done\nshift\nexec "$@"\n'
+SHIM_TRUE = "#!/bin/sh\nexit 0\n"
+
+
+@pytest.mark.parametrize("shim", [SHIM_RUNS_COMMAND, SHIM_TRUE])
+def test_a_bwrap_that_makes_no_jail_is_refused_and_never_reported_as_a_sandbox(tmp_path, shim):
+    """The probe checks from inside (a PID namespace of its own, a planted host file absent),
+    not bwrap's exit code: `required` refuses, `auto` runs without, doctor says it is a problem."""
+    shims = _bin(tmp_path / "shim", shim)
+    why = choose_sandbox("auto", shims).why
+    assert choose_sandbox("auto", shims).bwrap is None and "does not make a jail that holds" in why, why
+    with pytest.raises(Refused) as err:
+        choose_sandbox("required", shims)
+    assert "does not make a jail that holds" in err.value.message
+    check, choice = sandbox_check("required", {"PATH": shims})
+    assert check.status == "problem" and choice is None
+    check, choice = sandbox_check("auto", {"PATH": shims})
+    assert check.status == "warning" and choice is not None and choice.bwrap is None
+
+
+def test_the_real_bwrap_passes_the_probe_from_inside():
+    bwrap = bwrap_or_skip()
+    assert probe(bwrap) is None
 
 
 def _paths(tmp_path: Path) -> RunPaths:
@@ -105,7 +133,7 @@ def test_a_jail_shows_the_workspace_the_cli_and_its_login_and_nothing_of_the_hom
     assert not any(str(paths.round_dir).startswith(t + "/") for t in shown)  # no parent of the round
     assert jail.env["HOME"] == HOME_INSIDE and jail.env["TMPDIR"] == "/tmp"
     assert argv[argv.index("--chdir") + 1] == str(paths.workspace) and argv[-2:] == [exe, "-p"]
-    for flag in ("--unshare-pid", "--new-session", "--die-with-parent", "--cap-drop"):
+    for flag in ("--unshare-pid", "--unshare-ipc", "--seccomp", "--new-session", "--die-with-parent", "--cap-drop"):
         assert flag in argv
 
 
@@ -173,3 +201,75 @@ def test_required_refuses_the_round_before_it_is_counted_and_doctor_says_why(tmp
     rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())
     assert rj["sandbox"]["kind"] is None and "No permissions" in rj["sandbox"]["why"]
 
+
+
+def test_under_the_home_a_jail_shows_the_npm_package_its_dependencies_and_node_alone(tmp_path):
+    """codex installed with an nvm node: its package, the packages it depends on (through
+    another, optional ones too) and the node binary; not the rest of node_modules or ~/.nvm."""
+    paths = _paths(tmp_path)
+    home = tmp_path / "home"
+    prefix = home / ".nvm" / "versions" / "node" / "v22.1.0"
+    modules = prefix / "lib" / "node_modules"
+    for name, deps in (("@openai/codex", {"optionalDependencies": {"@openai/codex-linux-x64": "1"}}),
+                       ("@openai/codex-linux-x64", {"dependencies": {"helper": "1", "../escape": "1"}}),
+                       ("helper", {}), ("unrelated", {})):
+        (modules / name).mkdir(parents=True)
+        (modules / name / "package.json").write_text(json.dumps({"name": name, **deps}))
+    (modules / "@openai/codex/bin").mkdir()
+    (modules / "@openai/codex/bin/codex.js").write_text("#!/usr/bin/env node\n")
+    (prefix / "bin").mkdir()
+    (prefix / "bin" / "node").write_text("binary")
+    (prefix / "bin" / "node").chmod(0o755)
+    (prefix / "bin" / "codex").symlink_to("../lib/node_modules/@openai/codex/bin/codex.js")
+    exe = str(prefix / "bin" / "codex")
+    env = {"HOME": str(home), "PATH": str(prefix / "bin")}
+    with confined(get_preset("codex"), paths, exe, [exe], env, "/usr/bin/bwrap") as jail:
+        shown = _shown(jail.argv([exe]))
+    under_home = sorted(t for t in shown if t.startswith(str(home)))
+    assert under_home == sorted([str(modules / "@openai/codex"), str(modules / "@openai/codex-linux-x64"),
+                                 str(modules / "helper"), str(prefix / "bin" / "node")])
+
+
+NO_NETNS_BWRAP = """#!/bin/sh
+for a in "$@"; do
+  if [ "$a" = "--unshare-net" ]; then
+    echo "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted" >&2
+    exit 1
+  fi
+done
+exec REAL "$@"
+"""
+
+
+@pytest.mark.slow
+def test_without_a_network_namespace_auto_says_why_and_required_refuses(tmp_path):
+    real = choose_sandbox("auto", os.environ.get("PATH")).bwrap
+    if real is None:
+        pytest.skip("bwrap cannot make a sandbox here (.ci/run installs bubblewrap)")
+    s = make_setup(tmp_path)
+    s.configure([s.answer_reviewer("house", result(findings=[]))], sandbox="required")
+    s.env["PATH"] = os.pathsep.join([_bin(tmp_path, NO_NETNS_BWRAP.replace("REAL", real)), s.env["PATH"]])
+    proc = s.run()
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 65, stderr
+    assert "no network namespace for the reviewers' sandbox" in stderr and "RTM_NEWADDR" in stderr
+    assert not (s.repo / "reviews").exists()  # nothing written, nothing counted
+    (check,) = [c for c in json.loads(s.spar("doctor", "--format", "json").stdout)["checks"] if c["check"] == "sandbox"]
+    assert check["status"] == "problem" and "RTM_NEWADDR" in check["detail"]
+    s.configure([s.answer_reviewer("house", result(findings=[]))], sandbox="auto")
+    proc = s.run()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "spar: warning: the reviewers' sandbox keeps the host's network" in proc.stderr.decode()
+    rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())
+    assert rj["sandbox"]["kind"] == "bwrap" and rj["sandbox"]["network"] == "host"
+    assert "RTM_NEWADDR" in rj["sandbox"]["network_why"]
+    (check,) = [c for c in json.loads(s.spar("doctor", "--format", "json").stdout)["checks"] if c["check"] == "sandbox"]
+    assert check["status"] == "warning" and "host's network" in check["detail"] and "RTM_NEWADDR" in check["detail"]
+
+
+def test_doctor_says_the_network_is_limited_where_it_is(tmp_path):
+    choice = choose_sandbox("auto", os.environ.get("PATH"))
+    if not choice.egress:
+        pytest.skip("bwrap cannot make a jail with a network namespace here")
+    check, _ = sandbox_check("auto", {"PATH": os.environ.get("PATH", "")})
+    assert check.status == "ok" and "network of its own" in check.detail and "allow_hosts" in check.detail

@@ -9,7 +9,7 @@ import pytest
 from spar.config.model import ANGLES
 from spar.judge import result as rules
 from spar.judge.result import validate_result
-from spar.round.schema import result_schema, schema_text
+from spar.round.schema import result_schema, schema_text, without_dialect
 
 HEAD = "0123456789abcdef0123456789abcdef01234567"
 
@@ -171,3 +171,11 @@ def test_every_node_is_a_well_formed_2020_12_schema(standpoints):
     schema = json.loads(schema_text(standpoints))
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     _well_formed(schema)
+
+
+def test_the_schema_claude_gets_has_no_dialect_key_and_is_otherwise_the_same():
+    text = schema_text(False)
+    sent = json.loads(without_dialect(text))
+    assert "$schema" not in sent
+    assert sent == {k: v for k, v in json.loads(text).items() if k != "$schema"}
+    assert without_dialect("[1]") == "[1]" and without_dialect("not json") == "not json"

@@ -11,6 +11,7 @@ import pytest
 
 from spar.judge.transient import transient_failure
 from spar.records.model import ReviewerStatus as S
+from spar.records.usage import of_reviewer
 from tests.reviewerround import Round
 
 NOTICES = json.loads((Path(__file__).parent / "data" / "transient_notices.json").read_text(encoding="utf-8"))
@@ -70,3 +71,19 @@ async def test_quota_and_authentication_are_never_retried(tmp_path, scenario):
     job = r.job("rev", "claude", scenario, model="m1")
     [outcome] = await r.run([job], transient_backoff=0)
     assert outcome.status == S.UNAVAILABLE and len(outcome.attempts) == 1
+
+
+@pytest.mark.anyio
+async def test_a_retried_try_s_usage_is_recorded_and_summed(tmp_path):
+    """The failed try used the service too: its usage stays on its own attempt record and
+    counts in the reviewer's totals beside the retry's."""
+    r = Round(tmp_path)
+    job = r.job("rev", "claude", {"result": GOOD, "cost_usd": 0.24,
+                                  "first_call": {"is_error": CLAUDE_529, "error_cost_usd": 0.24},
+                                  "first_call_marker": str(tmp_path / "called")}, model="m1")
+    [outcome] = await r.run([job], transient_backoff=0)
+    assert [a["status"] for a in outcome.attempts] == ["failed", "completed"]
+    assert [a["usage"]["cost_usd"] for a in outcome.attempts] == [0.24, 0.24]
+    assert [a["usage"]["input_tokens"] for a in outcome.attempts] == [1200, 1200]
+    spent = of_reviewer({"attempts": outcome.attempts})
+    assert spent["cost_usd"] == pytest.approx(0.48) and spent["input_tokens"] == 2400

@@ -138,9 +138,9 @@ def _verification_calls(s, round_dir: Path) -> list[dict]:
 
 
 def _input_of(call: dict) -> str:
-    """The sha256 of what a fake was handed: stdin (claude, codex) or agy's -p text."""
+    """The sha256 of what a fake was handed: stdin (claude, codex) or the file agy's -p names."""
     if call["prog"] == "agy":
-        return call["prompt_sha256"]
+        return call["packet_file_sha256"]
     return call["stdin_sha256"]
 
 
@@ -544,6 +544,6 @@ def test_verifiers_run_in_the_sandbox_too(tmp_path):
     proc = s.run("--criteria", "docs/criteria.md")
     assert proc.returncode == 0, proc.stderr.decode()
     round_dir = s.repo / "reviews" / "r1"
-    assert load(round_dir / "round.json")["sandbox"] == {"kind": "bwrap"}
+    assert load(round_dir / "round.json")["sandbox"] == {"kind": "bwrap", "network": "allowlist"}
     logs = [p.read_text() for p in (round_dir / "verify").glob("V*/stderr.log")]
     assert logs and all("NO-KEY-HERE" in log and "PRIVATE KEY" not in log for log in logs)

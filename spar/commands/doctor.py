@@ -15,7 +15,8 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -33,11 +34,13 @@ from spar.endpoint.client import Endpoint, NetworkError, list_models
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, quote
 from spar.judge.core_caps import GATE_FEATURE
 from spar.presets import get_preset
-from spar.proc.environment import reviewer_env
+from spar.proc.environment import credential_values, reviewer_env
 from spar.proc.executable import find_executable
+from spar.proc.masking import mask_value, secrets_of
 from spar.proc.process import GuardedProcess, OutputHandling, reviewer_guard
 from spar.records import paths
-from spar.round.sandboxing import choose_sandbox
+from spar.round.interface import RunPaths
+from spar.round.sandboxing import Confinement, SandboxChoice, choose_sandbox, confined
 from spar.textsafe import bounded, for_stream, terminal_safe
 
 SCHEMA = "spar-doctor/v1"
@@ -147,7 +150,25 @@ def _one_line(text: str) -> str:
     return terminal_safe(first[:120])
 
 
-async def reviewer_checks(r: ReviewerConfig, env: dict[str, str], passthrough: list[str] | None) -> list[Check]:
+@asynccontextmanager
+async def _jail(r: ReviewerConfig, exe: str, env: dict[str, str], bwrap: str | None) -> AsyncIterator[Confinement]:
+    """The confinement a round gives the reviewer (its jail, its scratch HOME, its environment),
+    around an empty workspace of doctor's own."""
+    preset = get_preset(r.preset)
+    with tempfile.TemporaryDirectory(prefix="spar-doctor-") as tmp:
+        paths = RunPaths(reviewer_dir=Path(tmp) / "reviewer", round_dir=Path(tmp), workspace=Path(tmp) / "workspace",
+                         schema_path=Path(tmp) / "schema.json")
+        for folder in (paths.reviewer_dir, paths.workspace):
+            folder.mkdir()
+        paths.schema_path.write_text("{}\n", encoding="utf-8")
+        with confined(preset, paths, exe, [exe], env, bwrap) as jail:
+            yield jail
+
+
+async def reviewer_checks(r: ReviewerConfig, env: dict[str, str], passthrough: list[str] | None,
+                          sandbox: SandboxChoice | None = None) -> list[Check]:
+    """The reviewer's executable, version and login, each CLI run in the jail a round gives it
+    (`sandbox`: the round's choice; None when the round would be refused for want of one)."""
     preset = get_preset(r.preset)
     env = reviewer_env(env, passthrough, preset.env_names(r))  # what the reviewer of a round would get
     subject = f"{r.name} ({r.preset})"
@@ -164,18 +185,29 @@ async def reviewer_checks(r: ReviewerConfig, env: dict[str, str], passthrough: l
         return [Check("reviewer", subject, "problem", lookup.reason, fix + " in the user configuration")]
     if preset.version_args is None:
         return [Check("reviewer", subject, "ok", f"{lookup.path} (a command has no version check)")]
+    if sandbox is None:
+        return [Check("reviewer", subject, "info", f"{lookup.path} (not run: no sandbox for it here)")]
+    async with _jail(r, lookup.path, env, sandbox.bwrap) as jail:
+        return await _cli_checks(r, name, lookup.path, jail)
+
+
+async def _cli_checks(r: ReviewerConfig, name: str, exe: str, jail: Confinement) -> list[Check]:
+    """The version check and the login check of a CLI, run in `jail`."""
+    preset = get_preset(r.preset)
+    subject = f"{r.name} ({r.preset})"
+    assert preset.version_args is not None
     shown = " ".join([name, *preset.version_args])
     try:
-        code, out, err, timed_out = await _run([lookup.path, *preset.version_args], env, VERSION_TIMEOUT)
+        code, out, err, timed_out = await _run(jail.argv([exe, *preset.version_args]), jail.env, VERSION_TIMEOUT)
     except OSError as exc:
-        return [Check("reviewer", subject, "problem", f"{lookup.path} cannot be started: {exc.strerror or exc}")]
+        return [Check("reviewer", subject, "problem", f"{exe} cannot be started: {exc.strerror or exc}")]
     if timed_out or code != 0:
         what = f"no answer within {VERSION_TIMEOUT:g}s" if timed_out else f"exit {code}"
         detail = _one_line(err) or _one_line(out)
         return [Check("reviewer", subject, "problem", f"`{shown}` failed ({what})" + (f": {detail}" if detail else ""),
                       f"run `{shown}` yourself and repair the installation")]
-    checks = [Check("reviewer", subject, "ok", f"{lookup.path} {_one_line(out) or _one_line(err)}".rstrip())]
-    checks.append(await _login(r, lookup.path, env))
+    checks = [Check("reviewer", subject, "ok", f"{exe} {_one_line(out) or _one_line(err)}".rstrip())]
+    checks.append(await _login(r, exe, jail))
     return checks
 
 
@@ -200,6 +232,9 @@ async def endpoint_check(r: ReviewerConfig, env: dict[str, str]) -> Check:
                          f"check the key in {r.api_key_env or 'api_key_env'}")
         return Check("reviewer", subject, "warning", f"{r.base_url}: GET /models answered {what}")
     keyed = "key accepted" if key else "no key"
+    if key and r.key_in_clear():  # allowed by allow_plain_http, or the configuration would be refused
+        return Check("reviewer", subject, "warning", f"{r.base_url} reachable, {keyed}, but the key travels "
+                     "unencrypted (http://, allow_plain_http = true)", "use an https:// base_url")
     if r.model in models:
         return Check("reviewer", subject, "ok", f"{r.base_url} reachable, {keyed}, model {r.model} listed")
     shown = ", ".join(bounded(m, 80) for m in models[:5]) + (", …" if len(models) > 5 else "")
@@ -237,14 +272,15 @@ def waiting_warning(reviewers: list[ReviewerConfig]) -> Check | None:
                  "or leave it out of one round with --reviewers")
 
 
-async def _login(r: ReviewerConfig, exe: str, env: dict[str, str]) -> Check:
+async def _login(r: ReviewerConfig, exe: str, jail: Confinement) -> Check:
     subject = f"{r.name} ({r.preset})"
     if r.preset not in LOGIN_CHECKS:
         return Check("login", subject, "info", f"not checked ({r.preset} has no harmless login check)")
     args, judge = LOGIN_CHECKS[r.preset]
     shown = " ".join([r.preset, *args])
+    env = jail.env
     try:
-        code, out, err, timed_out = await _run([exe, *args], env, LOGIN_TIMEOUT)
+        code, out, err, timed_out = await _run(jail.argv([exe, *args]), env, LOGIN_TIMEOUT)
     except OSError:
         code, out, err, timed_out = None, "", "", False
     state = None if timed_out else judge(code, out, err)
@@ -299,20 +335,29 @@ def config_check(root: Path | None) -> tuple[list[Check], AppliedConfig | None]:
                   f"timeout {cfg.timeout_seconds}s")], cfg
 
 
-def sandbox_check(mode: str, env: dict[str, str]) -> Check:
-    """Whether the reviewers of a round would run in the kernel sandbox here, and why not."""
+def sandbox_check(mode: str, env: dict[str, str]) -> tuple[Check, SandboxChoice | None]:
+    """Whether the reviewers of a round would run in the kernel sandbox here, and why not;
+    the round's choice (None: the round would be refused)."""
     subject = f'[sandbox] mode = "{mode}"'
     try:
         choice = choose_sandbox(mode, env.get("PATH"))
     except Refused as err:
         return Check("sandbox", subject, "problem", err.message, "install bubblewrap where user namespaces are "
-                     'allowed, or set [sandbox] mode = "auto"')
+                     'allowed, or set [sandbox] mode = "auto"'), None
+    if choice.egress:
+        return Check("sandbox", subject, "ok", f"every reviewer process runs in {choice.bwrap}'s sandbox (its "
+                     "checks below too), each reviewer's with a network of its own: it reaches only its service "
+                     "and its allow_hosts, through Spar's egress proxy"), choice
     if choice.bwrap is not None:
-        return Check("sandbox", subject, "ok", f"every reviewer process runs in {choice.bwrap}'s sandbox")
+        return Check("sandbox", subject, "warning", f"every reviewer process runs in {choice.bwrap}'s sandbox (its "
+                     "checks below too), but with the host's network (every host, the host's own local services "
+                     f"included): {choice.network_why}",
+                     "allow network namespaces for unprivileged users where bwrap runs"), choice
     if mode == "off":
-        return Check("sandbox", subject, "info", "reviewers run without Spar's sandbox (the configuration says so)")
+        return Check("sandbox", subject, "info",
+                     "reviewers run without Spar's sandbox (the configuration says so)"), choice
     return Check("sandbox", subject, "warning", f"reviewers run without a sandbox: {choice.why}",
-                 "install bubblewrap (apt-get install bubblewrap) where user namespaces are allowed")
+                 "install bubblewrap (apt-get install bubblewrap) where user namespaces are allowed"), choice
 
 
 async def agent_hook_checks(root: Path, series: str, env: dict[str, str]) -> list[Check]:
@@ -428,12 +473,14 @@ async def _all_checks(args: argparse.Namespace, env: dict[str, str],
     checks += config
     reviewers = list(cfg.reviewers) if cfg is not None else []
     passthrough = cfg.env_passthrough if cfg is not None else None
+    sandbox: SandboxChoice | None = SandboxChoice(None, "no configuration")
     if cfg is not None:
-        checks.append(sandbox_check(cfg.sandbox, env))
+        check, sandbox = sandbox_check(cfg.sandbox, env)
+        checks.append(check)
     results: dict[int, list[Check]] = {}
 
     async def one(i: int, r: ReviewerConfig) -> None:
-        results[i] = await reviewer_checks(r, env, passthrough)
+        results[i] = await reviewer_checks(r, env, passthrough, sandbox)
 
     async with anyio.create_task_group() as tg:  # reviewers at once, as a round starts them
         for i, r in enumerate(reviewers):
@@ -451,7 +498,16 @@ async def _all_checks(args: argparse.Namespace, env: dict[str, str],
         checks += await agent_hook_checks(root, args.series, env)
     core, report = await core_check(args.core, env)
     checks.append(core)
-    return checks, report
+    return masked_checks(checks, report, env, reviewers)
+
+
+def masked_checks(checks: list[Check], report: dict[str, Any], env: dict[str, str],
+                  reviewers: list[ReviewerConfig]) -> tuple[list[Check], dict[str, Any]]:
+    """What doctor prints, every credential masked: a CLI, a server or the Core may echo a
+    key back (as `spar run` masks a reviewer's output)."""
+    secrets = secrets_of(credential_values(env, [r.api_key_env for r in reviewers]))
+    mask_value(report, secrets)
+    return [Check(**mask_value(asdict(c), secrets)[0]) for c in checks], report
 
 
 def main(argv: list[str]) -> int:

@@ -22,6 +22,7 @@ from spar import git
 from spar.argparsing import command_parser
 from spar.config import agent_hooks
 from spar.config.checks import check_project, check_user
+from spar.config.model import plain_http_elsewhere
 from spar.config.scaffold import (
     BASELINE_RULES,
     CLI_PRESETS,
@@ -470,6 +471,9 @@ def endpoint_offers(found: list[Found], config_path: str) -> str:
             lines.append('model = ""  # the model to review with')
         if f.api_key_env:
             lines.append(f"api_key_env = {_toml(f.api_key_env)}  # the variable's name; the key stays there")
+            if plain_http_elsewhere(f.base_url):  # refused without it: say so before the user meets it
+                lines.append("# allow_plain_http = true  # http:// off this machine sends the key unencrypted: "
+                             "prefer https://")
     return "\n".join(lines) + "\n"
 
 

@@ -101,6 +101,10 @@ def _prepared_lines(prepared: PreparedRound) -> None:
     uncommitted = uncommitted_text(prepared.record)
     if uncommitted:
         print(f"spar: {'' if p.args.worktree else 'warning: '}{terminal_safe(uncommitted)}", file=sys.stderr)
+    for job in prepared.jobs:
+        if job.config.key_in_clear():  # allowed by allow_plain_http, or the configuration would be refused
+            print(f"spar: warning: {job.config.name} sends the key in {job.config.api_key_env} unencrypted to "
+                  f"{terminal_safe(job.config.base_url)} (http://, allow_plain_http = true)", file=sys.stderr)
     if p.args.dry_run:
         for line in dry_run_lines(prepared.jobs, os.environ.get("PATH")):
             print(line, file=sys.stderr)

@@ -94,12 +94,12 @@ def main(argv: list[str]) -> int:
     with reviewer_guard(), lock.series_lock(series):
         _check(round_dir)  # read again under the lock
         result = verify_round(round_dir, config, presets, env=os.environ, passthrough=cfg.env_passthrough,
-                              backend=backend, sandbox=sandbox.bwrap,
+                              backend=backend, sandbox=sandbox.bwrap, egress=sandbox.egress,
                               left="every verifier was stopped; verifications.json was not written")
         for line in result_lines(result, round_dir):
             print(f"spar: {terminal_safe(line)}", file=sys.stderr)
         checks = check_repeats(round_dir, config, presets, env=os.environ, passthrough=cfg.env_passthrough,
-                               backend=backend, sandbox=sandbox.bwrap, spend=result.spend,
+                               backend=backend, sandbox=sandbox.bwrap, egress=sandbox.egress, spend=result.spend,
                                left=f"every verifier of the repeats was stopped; {REPEAT_CHECKS_FILE} was not written")
     if checks["calls"] or checks["unchecked"]:
         print(f"spar: {terminal_safe(result_line(checks, round_dir))}", file=sys.stderr)

@@ -30,10 +30,12 @@ from spar.config.model import (
     PRESETS,
     ReviewerConfig,
     VerifyConfig,
+    plain_http_elsewhere,
 )
 from spar.config.toml_positions import KeyPath, LocatedDoc
 from spar.errors import ConfigError, quote
 from spar.globs import glob_problem, normalize_glob
+from spar.hostlist import entry_problem
 
 # a reviewer entry's error for one of its keys; a project key's error
 KeyedError = Callable[[str, str], ConfigError]
@@ -85,17 +87,20 @@ FORBIDDEN_PROJECT_KEYS = frozenset({
     "reviewers", "preset", "name", "binary", "argv", "model", "fallback_model", "effort",
     "allowed_models", "allowed_efforts", "timeout_seconds", "max_budget_usd", "max_findings",
     "unreachable_seconds", "base_url", "api_key_env", "input_usd_per_million", "output_usd_per_million", "vendor",
+    "allow_hosts",
+    "allow_plain_http",
 })
-_COMMON = frozenset({"name", "preset", "timeout_seconds", "max_findings"})
+_COMMON = frozenset({"name", "preset", "timeout_seconds", "max_findings", "allow_hosts"})
 _CLI = _COMMON | {"model", "fallback_model", "binary", "allowed_models"}
 PRESET_KEYS: dict[str, frozenset[str]] = {
     "claude": _CLI | {"effort", "allowed_efforts", "max_budget_usd", "unreachable_seconds"},
     "codex": _CLI | {"effort", "allowed_efforts", "unreachable_seconds"},
     "agy": _CLI,  # agy has no effort
-    "native": _COMMON,
+    "native": _COMMON - {"allow_hosts"},  # it runs nothing
     "command": _COMMON | {"argv"},
     ENDPOINT: (_CLI - {"binary"}) | {"effort", "allowed_efforts", "base_url", "api_key_env",
-                                     "input_usd_per_million", "output_usd_per_million", "vendor"},
+                                     "input_usd_per_million", "output_usd_per_million", "vendor",
+                                     "allow_plain_http"},
 }
 REVIEWER_KEYS = frozenset().union(*PRESET_KEYS.values())
 
@@ -346,6 +351,8 @@ def _set_reviewer_key(err: KeyedError, r: ReviewerConfig, key: str, value: objec
         r.max_budget_usd = _budget(err, value)
     elif key in ("allowed_models", "allowed_efforts"):
         setattr(r, key, _allowed(err, key, value))
+    elif key == "allow_hosts":
+        r.allow_hosts = _hosts(err, key, value)
     else:
         _set_endpoint_key(err, r, key, value)
 
@@ -364,6 +371,10 @@ def _set_endpoint_key(err: KeyedError, r: ReviewerConfig, key: str, value: objec
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise err(key, f"{key} must be a number of US dollars, 0 or more, got {show(value)}")
         setattr(r, key, value)
+    elif key == "allow_plain_http":
+        if not isinstance(value, bool):
+            raise err(key, f"allow_plain_http must be true or false, got {show(value)}")
+        r.allow_plain_http = value
     elif key == "vendor":
         vendor = _string(err, key, value)
         problem = value_problem(vendor)
@@ -402,11 +413,20 @@ def _check_key_pairs(doc: LocatedDoc, base: KeyPath, label: str, entry: dict[str
             if key not in entry and not (key == "model" and "allowed_models" in entry):
                 also = " (or allowed_models, from which --model picks)" if key == "model" else ""
                 raise ConfigError(doc.file, doc.line(base), f"{label}: preset \"{ENDPOINT}\" needs {key}{also}")
+    if (entry["preset"] == ENDPOINT and entry.get("api_key_env") and isinstance(entry.get("base_url"), str)
+            and plain_http_elsewhere(entry["base_url"]) and entry.get("allow_plain_http") is not True):
+        raise _entry_error(doc, base, label)("base_url", plain_http_refusal(entry["base_url"], entry["api_key_env"]))
     for one, many in (("model", "allowed_models"), ("effort", "allowed_efforts")):
         if one in entry and many in entry:
             later = max((one, many), key=lambda k: doc.line(base + (k,)))
             raise _entry_error(doc, base, label)(
                 later, f"{one} and {many} cannot both be set (the allowed list is for --{one})")
+
+
+def plain_http_refusal(url: str, key_env: object) -> str:
+    return (f"base_url {quote(url)} would send the key in {quote(str(key_env))} unencrypted (http://) to a host "
+            "that is not this machine, readable by anyone on the way: use https://, or, if that network is "
+            "trusted, set allow_plain_http = true in this entry (each run then warns)")
 
 
 def _string(err: KeyedError, key: str, value: object) -> str:
@@ -450,6 +470,16 @@ def _allowed(err: KeyedError, key: str, value: object) -> list[str]:
         if problem:
             raise err(key, f"{key} item {n} {quote(item)} {problem}")
     return list(value)
+
+
+def _hosts(err: KeyedError, key: str, value: object) -> list[str]:
+    """allow_hosts: host names (`name`, `name:PORT`, `*.domain`, an IP address), lower case."""
+    hosts = _allowed(err, key, value)
+    for n, item in enumerate(hosts, 1):
+        problem = entry_problem(item)
+        if problem:
+            raise err(key, f"{key} item {n} {quote(item)} {problem}")
+    return [h.strip().lower() for h in hosts]
 
 
 def _positive_int(doc: LocatedDoc, path: KeyPath, value: object, what: str) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import urllib.parse
 from dataclasses import dataclass, field, replace
@@ -61,6 +62,9 @@ class ReviewerConfig:
     input_usd_per_million: int | float | None = None
     output_usd_per_million: int | float | None = None
     vendor: str = ""
+    # hosts its sandboxed program may reach besides its service (`name`, `name:PORT`, `*.domain`)
+    allow_hosts: list[str] = field(default_factory=list)
+    allow_plain_http: bool = False  # the key may go unencrypted to an http:// host that is not this machine
     model_written: bool = False  # the user file wrote `model` (so --model is refused)
     effort_written: bool = False
     max_findings_written: bool = False  # the entry set its own max_findings
@@ -85,12 +89,16 @@ class ReviewerConfig:
             for key in ("input_usd_per_million", "output_usd_per_million", "vendor"):
                 if getattr(self, key) not in (None, ""):
                     out[key] = getattr(self, key)
+            if self.allow_plain_http:  # only when set: configurations without it keep their digest
+                out["allow_plain_http"] = True
         if self.max_findings != DEFAULT_MAX_FINDINGS:  # only when set: older configurations keep their digest
             out["max_findings"] = self.max_findings
         if self.max_budget_usd is not None:  # only when set: configurations without it keep their digest
             out["max_budget_usd"] = self.max_budget_usd
         if self.unreachable_seconds != DEFAULT_UNREACHABLE:  # likewise: the default keeps every digest
             out["unreachable_seconds"] = self.unreachable_seconds
+        if self.allow_hosts:  # only when set: configurations without it keep their digest
+            out["allow_hosts"] = list(self.allow_hosts)
         if self.allowed_models is not None:
             out["allowed_models"] = list(self.allowed_models)
         if self.allowed_efforts is not None:
@@ -103,6 +111,11 @@ class ReviewerConfig:
         if self.preset != ENDPOINT:
             return self.preset
         return self.vendor or (urllib.parse.urlsplit(self.base_url).hostname or "").lower() or self.preset
+
+    def key_in_clear(self) -> bool:
+        """An endpoint whose key would travel unencrypted off this machine: a key variable
+        named and an http:// base_url whose host is not a loopback one."""
+        return self.preset == ENDPOINT and bool(self.api_key_env) and plain_http_elsewhere(self.base_url)
 
     def with_changes(self, **kw: Any) -> ReviewerConfig:
         return replace(self, **kw)
@@ -175,6 +188,23 @@ class AppliedConfig:
             if r.name == name:
                 return r
         return None
+
+
+def loopback_host(host: str) -> bool:
+    """`localhost` (and names under it) or a loopback address (127.0.0.0/8, ::1)."""
+    host = host.lower().strip("[]")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def plain_http_elsewhere(url: str) -> bool:
+    """`url` is http:// (unencrypted) to a host that is not this machine's loopback."""
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme.lower() == "http" and not loopback_host(parts.hostname or "")
 
 
 def canonical_json(value: object) -> bytes:

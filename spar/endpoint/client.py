@@ -6,7 +6,8 @@ the packet with the answer schema as strict structured output, reads the streame
 answer, and prints what happened as JSON lines the preset's monitor reads:
 
     {"type": "request", "try": 1, "model": M, "prompt_chars": N}
-    {"type": "retry", "try": 1, "kind": "rate_limit", "detail": "HTTP 429 …", "wait_seconds": 2.0}
+    {"type": "retry", "try": 1, "kind": "rate_limit", "detail": "HTTP 429 …", "wait_seconds": 2.0,
+     "usage": {…}, "cost_usd": X|null}   (usage and cost: when the failed try's stream reported usage)
     {"type": "answer", "model": M, "finish_reason": "stop", "content": "…", "usage": {…}|null,
      "cost_usd": X|null, "cut": null|"where it was cut", "prompt_chars": N}
     {"type": "error", "kind": K, "detail": "…", "tries": n}
@@ -20,12 +21,14 @@ It also answers `spar doctor` and `spar init` (`list_models`). Standard library 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
 import socket
 import ssl
 import sys
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -85,10 +88,12 @@ def _target(url: urllib.parse.SplitResult, proxy: Proxy | None) -> str:
     return (url.path or "/") + (f"?{url.query}" if url.query else "")
 
 
-def request(endpoint: Endpoint, method: str, path: str, body: bytes | None,
-            timeout: float) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+def request(endpoint: Endpoint, method: str, path: str, body: bytes | None, timeout: float,
+            watch: Callable[[http.client.HTTPConnection], None] | None = None,
+            ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
     """Send one request (through the proxy the environment names, spar.endpoint.proxy) and
-    read the status line and headers; NetworkError when it cannot."""
+    read the status line and headers; NetworkError when it cannot. `timeout` bounds each
+    socket operation; `watch` is given the connection before it is used (a total deadline)."""
     url = endpoint.url(path)
     where = f"{url.hostname}:{url.port or (443 if url.scheme == 'https' else 80)}"
     try:
@@ -101,6 +106,8 @@ def request(endpoint: Endpoint, method: str, path: str, body: bytes | None,
         if url.scheme != "https":
             headers.update(proxy.headers())
     conn = _connect(url, max(timeout, 0.001), proxy)
+    if watch is not None:
+        watch(conn)
     try:
         conn.request(method, _target(url, proxy), body=body, headers=headers)
         return conn, conn.getresponse()
@@ -124,19 +131,78 @@ def read_bounded(resp: http.client.HTTPResponse, limit: int) -> bytes:
     return resp.read(limit)
 
 
-def list_models(endpoint: Endpoint, timeout: float) -> tuple[int, list[str], ServerError | None]:
-    """`GET /models`: (status, the model ids listed, the error when the status is not 200).
-    Raises NetworkError when the endpoint cannot be reached."""
-    deadline = time.monotonic() + timeout
-    conn, resp = request(endpoint, "GET", "/models", None, timeout)
-    try:
-        if conn.sock is not None:
-            conn.sock.settimeout(max(deadline - time.monotonic(), 0.001))
-        body = read_bounded(resp, MAX_ERROR if resp.status != 200 else MAX_ANSWER)
-    except (OSError, http.client.HTTPException) as exc:
-        raise NetworkError(f"the answer to GET /models broke off: {exc}") from exc
-    finally:
-        conn.close()
+class _Deadline:
+    """Ends a connection's socket at a total deadline: a socket timeout bounds each read, and
+    a server sending one byte at a time keeps every read short."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.passed = False
+        self._conns: list[http.client.HTTPConnection] = []
+        self._timer = threading.Timer(max(seconds, 0.0), self._end)
+        self._timer.daemon = True
+
+    def watch(self, conn: http.client.HTTPConnection) -> None:
+        self._conns.append(conn)
+
+    def _end(self) -> None:
+        self.passed = True
+        for conn in self._conns:
+            if conn.sock is not None:  # the plain socket's own shutdown, under TLS too: reads end at once
+                with contextlib.suppress(OSError):
+                    socket.socket.shutdown(conn.sock, socket.SHUT_RDWR)
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+
+Models = tuple[int, list[str], ServerError | None]
+
+
+def list_models(endpoint: Endpoint, timeout: float) -> Models:
+    """`GET /models`: (status, the model ids listed, the error when the status is not 200),
+    all within `timeout` seconds. Raises NetworkError when the endpoint cannot be reached or
+    has not answered whole by then."""
+    # the host name's lookup has no timeout of its own: the probe runs in a thread the caller
+    # stops waiting for (its socket is shut at the deadline; a lookup ends by itself)
+    box: list[Models | Exception] = []
+
+    def probe() -> None:
+        try:
+            box.append(_list_models(endpoint, timeout))
+        except Exception as exc:  # raised again in the caller's thread
+            box.append(exc)
+
+    worker = threading.Thread(target=probe, name="spar-list-models", daemon=True)
+    worker.start()
+    worker.join(timeout + 1.0)
+    if not box:
+        raise NetworkError(f"no answer to GET /models from {endpoint.base_url} within {timeout:g}s "
+                           "(its host name was not resolved by then)")
+    if isinstance(box[0], Exception):
+        raise box[0]
+    return box[0]
+
+
+def _list_models(endpoint: Endpoint, timeout: float) -> Models:
+    late = f"no whole answer to GET /models from {endpoint.base_url} within {timeout:g}s"
+    with _Deadline(timeout) as limit:
+        try:
+            conn, resp = request(endpoint, "GET", "/models", None, timeout, watch=limit.watch)
+        except NetworkError as exc:
+            raise NetworkError(late) if limit.passed else exc from None
+        try:
+            body = read_bounded(resp, MAX_ERROR if resp.status != 200 else MAX_ANSWER)
+        except (OSError, http.client.HTTPException) as exc:
+            raise NetworkError(late if limit.passed else f"the answer to GET /models broke off: {exc}") from exc
+        finally:
+            conn.close()
+    if limit.passed:
+        raise NetworkError(late)
     if resp.status != 200:
         return resp.status, [], classify_error(resp.status, body, dict(resp.getheaders()))
     try:
@@ -237,7 +303,8 @@ class Call:
 
 
 def chat_once(call: Call) -> Streamed | ServerError:
-    """One try: the answer read (maybe cut), or the server's error answer."""
+    """One try: the stream read (maybe cut, maybe ended by an error it carried), or the
+    server's error answer."""
     timeout = call.deadline - time.monotonic()
     conn, resp = request(call.endpoint, "POST", CHAT_PATH, call.body, timeout)
     try:
@@ -253,7 +320,7 @@ def chat_once(call: Call) -> Streamed | ServerError:
         except (OSError, http.client.HTTPException) as exc:
             out.cut = f"the connection broke after {len(out.text()):,} characters of the answer: {exc or type(exc)}"
         if out.error is not None:
-            return out.error
+            return out  # the error its stream carried, with what the stream used until then
         if out.cut is None and not out.done and out.finish_reason is None:
             out.cut = (f"the stream ended after {len(out.text()):,} characters of the answer, "
                        "without a finish_reason or [DONE]")
@@ -296,16 +363,30 @@ def converse(call: Call, model: str, prompt_chars: int, args: argparse.Namespace
         except NetworkError as exc:
             out({"type": "error", "kind": "network", "detail": str(exc), "tries": tries})
             return 1
-        if isinstance(got, Streamed):
+        if isinstance(got, ServerError):
+            error = got
+        elif got.error is None:
             out(_answer_event(got, prompt_chars, args))
             return 0
-        wait = backoff(tries, got.retry_after, args.backoff)
-        if not got.retried or tries == MAX_TRIES or time.monotonic() + wait + call.margin >= call.deadline:
-            out({"type": "error", "kind": got.kind, "detail": got.describe(), "tries": tries})
+        else:
+            error = got.error
+        spent = _spent(got, args)  # a stream that broke off with an error was paid for all the same
+        wait = backoff(tries, error.retry_after, args.backoff)
+        if not error.retried or tries == MAX_TRIES or time.monotonic() + wait + call.margin >= call.deadline:
+            out({"type": "error", "kind": error.kind, "detail": error.describe(), "tries": tries, **spent})
             return 1
-        out({"type": "retry", "try": tries, "kind": got.kind, "detail": got.describe(), "wait_seconds": wait})
+        out({"type": "retry", "try": tries, "kind": error.kind, "detail": error.describe(), "wait_seconds": wait,
+             **spent})
         time.sleep(wait)
     return 1  # pragma: no cover - the loop always returns
+
+
+def _spent(got: Streamed | ServerError, args: argparse.Namespace) -> dict[str, Any]:
+    """The usage a failed try's stream reported, and its cost; {} when it reported none."""
+    if not isinstance(got, Streamed) or got.usage is None:
+        return {}
+    prompt, _, completion = usage_counts(got.usage)
+    return {"usage": got.usage, "cost_usd": cost_usd(prompt, completion, args.input_price, args.output_price)}
 
 
 def _answer_event(got: Streamed, prompt_chars: int, args: argparse.Namespace) -> dict[str, Any]:

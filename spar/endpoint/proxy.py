@@ -7,6 +7,10 @@ cannot reach the user's own machine's services, which a local server is. Only an
 proxy is supported: an https endpoint is reached through it with CONNECT (TLS end to end,
 the endpoint's certificate checked as without a proxy), an http one with the whole URL
 as the request target. Standard library only (the client runs inside the sandbox).
+
+In a sandbox with a network of its own, `SPAR_EGRESS_PROXY` names Spar's egress proxy:
+then every request goes through it, a loopback host's too (the host's loopback is
+reachable from inside only that way) and whatever no_proxy says.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import ipaddress
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from spar.config.model import loopback_host
 
 
 class UnusableProxy(Exception):
@@ -74,19 +80,10 @@ def _listed(entry: str, host: str, port: int) -> bool:
     return entry == "*" or (bool(name) and (host == name or host.endswith("." + name)))
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _bypassed(url: urllib.parse.SplitResult, env: Mapping[str, str]) -> bool:
     _, no_proxy = _setting(env, ("no_proxy", "NO_PROXY"))
     host = (url.hostname or "").lower()
-    if _loopback(host):
+    if loopback_host(host):
         return True
     port = url.port or (443 if url.scheme == "https" else 80)
     return any(_listed(entry, host, port) for entry in no_proxy.split(",") if entry.strip())
@@ -96,9 +93,11 @@ def proxy_for(url: urllib.parse.SplitResult, env: Mapping[str, str]) -> Proxy | 
     """The proxy for a request to `url` under `env`, None to connect directly; UnusableProxy
     when the variable that applies cannot be used."""
     scheme = url.scheme.lower()
-    name, value = _setting(env, (f"{scheme}_proxy", f"{scheme.upper()}_PROXY", "all_proxy", "ALL_PROXY"))
-    if not value or _bypassed(url, env):
-        return None
+    name, value = _setting(env, ("SPAR_EGRESS_PROXY",))
+    if not value:
+        name, value = _setting(env, (f"{scheme}_proxy", f"{scheme.upper()}_PROXY", "all_proxy", "ALL_PROXY"))
+        if not value or _bypassed(url, env):
+            return None
     parsed = urllib.parse.urlsplit(value if "://" in value else f"http://{value}")
     if parsed.scheme.lower() != "http":
         raise UnusableProxy(f"{name} names a {parsed.scheme}:// proxy; the openai-compatible client "

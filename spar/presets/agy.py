@@ -1,4 +1,4 @@
-"""agy (Antigravity CLI) preset: prompt in `-p`, stream-json out, plan mode."""
+"""agy (Antigravity CLI) preset: a prompt in `-p` naming the packet file, stream-json out, plan mode."""
 
 from __future__ import annotations
 
@@ -34,8 +34,13 @@ PRINT_TIMEOUT_MARGIN = 60  # seconds past timeout_seconds
 _PRINT_TIMEOUT = re.compile(r"print timeout after .*partial output", re.IGNORECASE)
 # "no output produced — a tool required the "read_file" permission that headless mode cannot prompt for"
 _AUTO_DENIED = re.compile(r"no output produced\b.*\brequired the .*permission", re.IGNORECASE)
-# Linux caps one argument at 128 KiB; stay well below it
-MAX_PROMPT_BYTES = 100 * 1024
+PACKET_FILE = "PACKET.md"  # the reviewer's input: its instruction and the packet
+
+
+def packet_reference(path: str) -> str:
+    """The -p text's pointer to the packet file (the only variable part of agy's command line)."""
+    return (f"The review packet is in the file {path}, not in this prompt. Read all of it with view_file "
+            "before you start: it holds your instructions, the change, the angles to check and how to report.\n")
 
 def _command_note() -> str:
     """The G11 rule in one paragraph, so agy knows which shell commands it may run."""
@@ -161,6 +166,10 @@ class AgyPreset(Preset):
     monitor_class = AgyMonitor
     vendor_env = ("GEMINI_*", "GOOGLE_*")
 
+    def egress_hosts(self, cfg: ReviewerConfig, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
+        # Google's model API, its code-assist service and the login's token refresh
+        return ["generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "oauth2.googleapis.com"], []
+
     def home_files(self, env: Mapping[str, str]) -> list[HomeFile]:
         # not measured (no agy installs from a public registry): the login and settings files
         # Google's CLIs keep in ~/.gemini
@@ -170,18 +179,13 @@ class AgyPreset(Preset):
                 HomeFile(os.path.join(folder, "settings.json"), ".gemini/settings.json")]
 
     def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
+        # agy takes its prompt only in -p, and a command line is readable by every user of the
+        # machine (/proc/PID/cmdline, agy's and bwrap's): the packet and the instruction go in
+        # a file of the reviewer's own folder, and -p holds only fixed text and the file's name
+        packet_file = (ctx.reviewer_dir / PACKET_FILE).absolute()
+        text = join_parts(COMMAND_NOTE, packet_reference(str(packet_file)))
         instruction = standpoint_instruction(ctx.standpoint, ctx.standpoints_active)
-        text = join_parts(COMMAND_NOTE, instruction, ctx.packet_text)
-        files: dict[str, str] = {}
-        if len(text.encode("utf-8")) > MAX_PROMPT_BYTES:
-            packet_file = (ctx.reviewer_dir / "PACKET.md").absolute()
-            reference = (
-                f"The review packet is too large for this prompt; it is in the file {packet_file}. "
-                "Read all of it before you start: it holds the change, the angles to check and "
-                "how to report.\n"
-            )
-            text = join_parts(COMMAND_NOTE, instruction, reference)
-            files["PACKET.md"] = ctx.packet_text
+        files = {PACKET_FILE: join_parts(instruction, ctx.packet_text)}
         if ctx.writes_input_md:
             files["input.md"] = text  # for agy: the -p text
         return InputSpec(text=text, files=files)

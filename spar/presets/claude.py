@@ -10,11 +10,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from spar.config.model import ReviewerConfig
+from spar.hostlist import url_entry
 from spar.jsonvalue import array_at, object_at
 from spar.judge.answer import parse_answer
 from spar.presets.input import StdinPreset
 from spar.records.usage import add_counts, amount, count, reported
 from spar.round.interface import Answer, HomeFile, InputSpec, Monitor, RunPaths, StreamInfo, as_text
+from spar.round.schema import without_dialect
 
 ALLOWED_TOOLS = ("Read", "Grep", "Glob", "StructuredOutput")
 SYNTHETIC_MODEL = "<synthetic>"  # locally made error message, not a model
@@ -240,12 +242,23 @@ class ClaudePreset(StdinPreset):
                 HomeFile(os.path.join(folder, "settings.json"), ".claude/settings.json"),
                 HomeFile(state, ".claude/.claude.json" if own else ".claude.json")]
 
+    def egress_hosts(self, cfg: ReviewerConfig, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
+        # measured: one `-p` review opens api.anthropic.com:443 only (no telemetry with
+        # CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC); a base URL replaces it
+        own = url_entry(env.get("ANTHROPIC_BASE_URL", ""))
+        return ([own], [own]) if own else (["api.anthropic.com"], [])
+
     def sandbox_env(self, env: Mapping[str, str], home: str) -> dict[str, str]:
-        return {"CLAUDE_CONFIG_DIR": os.path.join(home, ".claude")} if env.get("CLAUDE_CONFIG_DIR") else {}
+        # no telemetry, error reports or update checks: the API call is all a review needs
+        inside = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+        if env.get("CLAUDE_CONFIG_DIR"):
+            inside["CLAUDE_CONFIG_DIR"] = os.path.join(home, ".claude")
+        return inside
 
     def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
-        # --json-schema takes the schema itself, not a path: this round's schema.json as one string
-        schema = paths.schema_path.read_text(encoding="utf-8")
+        # --json-schema takes the schema itself, not a path: this round's schema.json as one
+        # string, without its "$schema" key (with it claude offers no StructuredOutput tool)
+        schema = without_dialect(paths.schema_path.read_text(encoding="utf-8"))
         # --no-session-persistence: a review leaves no session file in the user's ~/.claude
         argv = [exe, "-p", "--output-format", "stream-json", "--verbose", "--json-schema", schema,
                 "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk", "--no-session-persistence"]

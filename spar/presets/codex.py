@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+import tomllib
 from collections.abc import Mapping
 from typing import Any
 
 from spar.config.model import ReviewerConfig
+from spar.hostlist import url_entry
 from spar.jsonvalue import object_at
 from spar.judge.answer import parse_answer
 from spar.judge.coverage import command_words
@@ -16,6 +18,7 @@ from spar.presets.input import StdinPreset
 from spar.records.usage import add_counts, count, reported
 from spar.round.interface import Answer, HomeFile, InputSpec, Monitor, RunPaths, StreamInfo, as_text
 
+CONFIG_LIMIT = 1024 * 1024  # bytes of config.toml read for its provider
 ALLOWED_ITEMS = ("agent_message", "reasoning", "command_execution", "todo_list", "error")
 _REROUTED = re.compile(r"model rerouted:\s*(\S+)\s*->\s*(\S+)", re.IGNORECASE)
 
@@ -123,6 +126,25 @@ class CodexMonitor(Monitor):
         return Answer(True, result=result, output_error=error)
 
 
+def provider_url(config_path: str) -> str:
+    """The base URL of the provider codex's config.toml selects (`model_provider`, or the
+    selected `profile`'s), "" when none is chosen or the file cannot be read."""
+    try:
+        with open(config_path, "rb") as f:
+            doc = tomllib.loads(f.read(CONFIG_LIMIT).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return ""
+    profile = _table(_table(doc, "profiles"), doc.get("profile"))
+    chosen = profile.get("model_provider") or doc.get("model_provider")
+    url = _table(_table(doc, "model_providers"), chosen).get("base_url")
+    return url if isinstance(url, str) else ""
+
+
+def _table(doc: dict[str, Any], key: object) -> dict[str, Any]:
+    value = doc.get(key) if isinstance(key, str) else None
+    return value if isinstance(value, dict) else {}
+
+
 class CodexPreset(StdinPreset):
     name = "codex"
     observes_reads = True
@@ -135,6 +157,13 @@ class CodexPreset(StdinPreset):
         folder = env.get("CODEX_HOME") or os.path.join(env.get("HOME", ""), ".codex")
         return [HomeFile(os.path.join(folder, "auth.json"), ".codex/auth.json", live=True),
                 HomeFile(os.path.join(folder, "config.toml"), ".codex/config.toml")]
+
+    def egress_hosts(self, cfg: ReviewerConfig, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
+        # measured: an `exec` review opens api.openai.com and chatgpt.com (its WebSocket and
+        # HTTPS transports); the plugin listing on github.com is not needed for a review. A
+        # provider of the user's own (config.toml's model_provider, or OPENAI_BASE_URL) replaces them
+        own = url_entry(env.get("OPENAI_BASE_URL", "")) or url_entry(provider_url(self.home_files(env)[1].source))
+        return ([own], [own]) if own else (["api.openai.com", "chatgpt.com"], [])
 
     def sandbox_env(self, env: Mapping[str, str], home: str) -> dict[str, str]:
         return {"CODEX_HOME": os.path.join(home, ".codex")} if env.get("CODEX_HOME") else {}

@@ -44,6 +44,7 @@ class CommandPreset(Preset):
     monitor_class = CommandMonitor
     version_args = None  # an arbitrary program has no version convention
     unset_model_text = "set by the command"  # Spar passes a command no model
+    proxy_credentials = False  # any program: the proxy's address, not the user's password for it
 
     def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
         if ctx.writes_input_md:

@@ -11,15 +11,17 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import spar
 from spar.config.model import ReviewerConfig
+from spar.hostlist import url_entry
 from spar.jsonvalue import object_at
 from spar.judge.answer import parse_answer
 from spar.judge.endpoint import prompt_cut, usage_counts
 from spar.presets.input import instructed_packet
-from spar.records.usage import amount, reported
+from spar.records.usage import TOKEN_KEYS, add_counts, amount, reported
 from spar.round.interface import (
     Answer,
     InputContext,
@@ -49,6 +51,8 @@ class EndpointMonitor(Monitor):
 
     def event(self, event: dict[str, Any]) -> str | None:
         kind = event.get("type")
+        if kind in ("retry", "answer", "error"):
+            self._add_usage(event)  # every try's: a failed stream was paid for too
         if kind == "retry":
             self.notify(f"retry after {as_text(event.get('detail'))[:80]}")
         elif kind == "answer":
@@ -56,13 +60,22 @@ class EndpointMonitor(Monitor):
             self.model_output()
             if isinstance(event.get("model"), str) and event["model"]:
                 self.observed_model = event["model"]
-            prompt, cached, completion = usage_counts(object_at(event, "usage"))
-            self.usage = reported(input_tokens=prompt, cached_input_tokens=cached, output_tokens=completion,
-                                  cost_usd=amount(event.get("cost_usd")))
         elif kind == "error":
             self.error = event
             self._refusal(event)
         return None
+
+    def _add_usage(self, event: dict[str, Any]) -> None:
+        """Add the usage and cost one try reported to the attempt's (a try without them adds nothing)."""
+        if not isinstance(event.get("usage"), dict):
+            return
+        prompt, cached, completion = usage_counts(object_at(event, "usage"))
+        this = reported(input_tokens=prompt, cached_input_tokens=cached, output_tokens=completion,
+                        cost_usd=amount(event.get("cost_usd")))
+        before = self.usage or reported()
+        summed = {k: add_counts(before[k], this[k]) for k in TOKEN_KEYS}
+        cost = [c for c in (before["cost_usd"], this["cost_usd"]) if c is not None]
+        self.usage = reported(**summed, cost_usd=round(sum(cost), 6) if cost else None)
 
     def _refusal(self, event: dict[str, Any]) -> None:
         """Quota and a rate limit that outlasted the retries are §5 refusals (the fallback
@@ -128,6 +141,10 @@ class OpenAICompatiblePreset(Preset):
 
     def executable_name(self, cfg: ReviewerConfig, paths: RunPaths, spec: InputSpec) -> str:
         return sys.executable  # the Python running Spar runs its client
+
+    def egress_hosts(self, cfg: ReviewerConfig, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
+        own = url_entry(cfg.base_url)
+        return ([own], [own]) if own else ([], [])
 
     def argv(self, exe: str, cfg: ReviewerConfig, model: str, paths: RunPaths, spec: InputSpec) -> list[str]:
         # -I: neither PYTHONPATH nor the working folder (the reviewed code) can change what runs

@@ -14,6 +14,8 @@ reviewer's stdin, stdout, stderr and a *status pipe*); the guard forks a
 - starts a new session, so it leads the reviewer's process group as spar's
   kill expects, and becomes a child subreaper of its own: every orphan of the
   reviewer's subtree comes to it, a grandchild that called `setsid()` too;
+- joins a new session keyring of the kernel (`spar.proc.keyring`), which the reviewer
+  inherits: the user's own is out of its reach;
 - writes its pid to the status pipe, starts the reviewer as its child and,
   when it finishes, writes the reviewer's exit code (negative: the signal that
   ended it) and exits (the messages: `spar.proc.guard_protocol`);
@@ -27,7 +29,7 @@ and reviewer of the round. When spar ends normally the same EOF lets the
 guard exit. The status pipe reaches EOF when the keeper is gone, so spar
 needs no wait on a process that is not its child.
 
-Standard library only, besides `spar.proc.reaper`, `spar.proc.prctl`,
+Standard library only, besides `spar.proc.reaper`, `spar.proc.prctl`, `spar.proc.keyring`,
 `spar.proc.guard_protocol` and `spar.errors` (the exit codes), which need nothing else
 either (`tests/test_architecture.py` checks it): everything it runs is imported before the
 fork. What it cannot do: survive
@@ -48,6 +50,7 @@ from types import FrameType
 
 from spar.errors import EXIT_INTERNAL, EXIT_NOT_STARTED, EXIT_OK, SparError
 from spar.proc.guard_protocol import FDS_PER_REQUEST, Kind, Request, encode_status, take_requests
+from spar.proc.keyring import join_new_session_keyring
 from spar.proc.reaper import become_subreaper, end_descendants, reap
 
 GRACE = 1.0  # SIGTERM to SIGKILL for the descendants, as spar's own kill
@@ -98,6 +101,7 @@ def _status(kind: Kind, value: int) -> None:
 def keep(command: list[str], cwd: str, env: dict[str, str]) -> int:
     """In a keeper: run the reviewer to its end; the exit code (negative: a signal)."""
     reaper = become_subreaper()
+    join_new_session_keyring()  # the program's own, empty: none of the user's keys within reach
     watch = _Watch()
     _status(Kind.STARTED, os.getpid())
     try:

@@ -1,63 +1,274 @@
-"""Fixed byte strings (a reviewer's credentials) replaced by one mask in a stream, as it
-streams: whatever reads the stream after the mask (log files, tails, monitors and every
-record built from them) never holds them.
+"""Credentials replaced by one mask, wherever Spar reads what a reviewer or a tool printed.
+
+One function per medium: `Masker` for a byte stream (as it streams: whatever reads the
+stream after the mask, log files, tails, monitors and every record built from them, never
+holds a credential), `mask_text` for a decoded string, `mask_value` for a decoded JSON value
+(every string in it, keys included). The stream is masked where it enters Spar, and the
+decoded values again before anything is written or shown: a value can reach a record
+through decoding the stream never did (an answer that is JSON inside a JSON string).
+
+What is matched, for each credential (`secrets_of`: MIN_SECRET characters or more):
+
+- the value itself, reversed, in hex (lower and upper case), and the part of its base64
+  (standard and URL-safe) that does not depend on what surrounds it, at the three
+  alignments a value can have inside a longer base64 text;
+- each of these through what hides text from a plain search: JSON escapes (`\\u0073`, with
+  up to 16 backslashes, each maybe itself escaped as `\\u005c`, as nested JSON strings write
+  them, and `\\/`), zero-width characters (U+200B-U+200D, U+2060, U+FEFF, U+00AD; raw or escaped) and ANSI
+  escape sequences (CSI and two-byte ones; raw or `\\u001b`-escaped) anywhere between its
+  characters. The whole span is replaced, so the hiding goes with it.
+
+Not matched: other encodings (URL encoding, base64 with line breaks, base32, a value
+split over several JSON strings or printed in pieces with other text between them).
 
 A string cut between two chunks is still found: the end of a chunk that could be the
 start of one is held back until the next chunk (or the end) decides. Memory stays
-bounded by the longest string.
+bounded (HOLD_LIMIT).
 """
 
 from __future__ import annotations
 
+import base64
+import bisect
+import functools
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 MASK = b"[masked by spar]"
 MIN_SECRET = 8  # shorter values (flags such as "1", "true") are no secrets and would mask ordinary text
 
+# what hides a credential from a plain search, dropped (or decoded) before matching
+_ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad")
+_ESCAPE_TAIL = rb"(?:\[[0-?]{0,32}[ -/]{0,8}[@-~]|[@-Z\\-_])"  # of an ANSI escape sequence, after ESC
+# one escape's backslashes, however deeply nested, each maybe escaped itself (\u005c); starting
+# with a plain byte, so the regex engine skips the text between escapes fast
+_BACKSLASHES = rb"\\(?:u005[cC])?(?:\\(?:u005[cC])?){0,15}"
+# the start of such a sequence at the very end of a chunk: held back until the next one
+_OPEN_TOKEN = re.compile(
+    rb"(?:" + _BACKSLASHES + rb"(?:u(?:0(?:0(?:1(?:[bB](?:\[[0-?]{0,32}[ -/]{0,8})?)?)?)?|[0-9a-fA-F]{0,3})?)?"
+    rb"|\x1b(?:\[[0-?]{0,32}[ -/]{0,8})?|\xe2[\x80\x81]?|\xef\xbb?|\xc2)\Z")
+_TAIL = 160  # longer than any open sequence _OPEN_TOKEN matches
+
+
+# a value this common is a setting even under a credential's name (AUTH_MODE=disabled,
+# TOKEN_TTL=86400000): one lower-case word or a number, shorter than 16 characters
+_COMMON = re.compile(r"[a-z]{1,15}|[0-9]{1,15}")
+
 
 def secrets_of(values: Iterable[str]) -> tuple[bytes, ...]:
-    """The values worth masking (MIN_SECRET characters or more), longest first, once each."""
-    kept = {v.encode("utf-8", errors="surrogateescape") for v in values if len(v) >= MIN_SECRET}
+    """The values worth masking, longest first, once each: MIN_SECRET characters or more,
+    and not a common word or number (masking those would cut ordinary text)."""
+    kept = {v.encode("utf-8", errors="surrogateescape") for v in values
+            if len(v) >= MIN_SECRET and not _COMMON.fullmatch(v)}
     return tuple(sorted(kept, key=lambda s: (-len(s), s)))
+
+
+def _base64_cores(secret: bytes) -> set[bytes]:
+    """The base64 characters that encode only `secret`'s bits, at each of the 3 alignments."""
+    cores = set()
+    for skew in range(3):
+        encoded = base64.b64encode(b"\0" * skew + secret)
+        core = encoded[-(-8 * skew // 6):8 * (skew + len(secret)) // 6]
+        cores |= {core, core.translate(bytes.maketrans(b"+/", b"-_"))}
+    return cores
+
+
+def forms(secret: bytes) -> set[bytes]:
+    """Every form of `secret` that is masked (each also through escapes and hiding)."""
+    return {secret, secret[::-1], secret.hex().encode(), secret.hex().upper().encode(), *_base64_cores(secret)}
+
+
+@dataclass(frozen=True)
+class _Forms:
+    pattern: re.Pattern[bytes]  # every form, longest first: the longest wins
+    prefixes: frozenset[bytes]  # every proper start of a form
+    longest: int
+    token: re.Pattern[bytes]  # a hiding sequence that matters to these forms (_token_pattern)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(secrets: tuple[bytes, ...]) -> _Forms:
+    plain = {f for s in secrets for f in forms(s)}
+    token = _token_pattern(frozenset(chr(min(b, 0x80)) for f in plain for b in f))
+    # a credential that itself holds what looks like an escape (a password with "\/") is
+    # matched as it reads once decoded, as the text around it is
+    every = sorted(plain | {_View(f, token).text for f in plain}, key=lambda f: (-len(f), f))
+    return _Forms(re.compile(b"|".join(re.escape(f) for f in every)),
+                  frozenset(f[:k] for f in every for k in range(1, len(f))), max(len(f) for f in every), token)
+
+
+def _token_pattern(alphabet: frozenset[str]) -> re.Pattern[bytes]:
+    """What hides text, and the escapes that may stand for a character of `alphabet` (a
+    non-ASCII one as "\\x80"): of any character when it holds a non-ASCII one, else of ASCII
+    and zero-width ones; `\\/` only when it holds "/". An escape of another character cannot
+    hide a form, so is not looked at (JSON output is full of them). One flat alternation,
+    each branch starting with a plain byte: the regex engine skips other bytes fast."""
+    hidden = rb"200[bBcCdD]|2060|[fF][eE][fF][fF]|00[aA][dD]"  # the zero-width characters
+    codes = rb"[0-9a-fA-F]{4}" if "\x80" in alphabet else rb"00[0-7][0-9a-fA-F]|" + hidden
+    slash = rb"|/" if "/" in alphabet else b""
+    return re.compile(rb"\x1b" + _ESCAPE_TAIL + rb"|" + _BACKSLASHES + rb"(?:u001[bB]" + _ESCAPE_TAIL
+                      + rb"|u(?P<hex>" + codes + rb")" + slash + rb")|\xe2\x80[\x8b-\x8d]|\xe2\x81\xa0|\xef\xbb\xbf"
+                      + rb"|\xc2\xad")
+
+
+class _View:
+    """`data` with escapes decoded and hiding dropped (`text`), and the way back to `data`."""
+
+    def __init__(self, data: bytes, token: re.Pattern[bytes]) -> None:
+        self.data = data
+        parts: list[bytes] = []
+        self._starts: list[int] = []  # per piece of `text` that maps to one piece of data: its start in text
+        self._pieces: list[tuple[int, int, bool]] = []  # (start in data, length in data, literal)
+        raw = size = 0
+        for m in token.finditer(data):
+            decoded = _decoded(m)
+            if decoded is None:
+                continue  # not one (a surrogate escape): left as it stands
+            if m.start() > raw:
+                self._add(size, raw, m.start() - raw, True)
+                parts.append(data[raw:m.start()])
+                size += m.start() - raw
+            if decoded:
+                self._add(size, m.start(), m.end() - m.start(), False)
+                parts.append(decoded)
+                size += len(decoded)
+            raw = m.end()
+        if not self._pieces:
+            self.text = data  # nothing hidden: the common case, no mapping needed
+            return
+        self._add(size, raw, len(data) - raw, True)
+        parts.append(data[raw:])
+        self.text = b"".join(parts)
+
+    def _add(self, start: int, raw: int, length: int, literal: bool) -> None:
+        self._starts.append(start)
+        self._pieces.append((raw, length, literal))
+
+    def start(self, pos: int) -> int:
+        """Where in data the byte at `pos` of text starts (len(data) at the end)."""
+        if not self._pieces or pos >= len(self.text):
+            return pos if not self._pieces else len(self.data)
+        i = bisect.bisect_right(self._starts, pos) - 1
+        raw, _, literal = self._pieces[i]
+        return raw + (pos - self._starts[i]) if literal else raw
+
+    def end(self, pos: int) -> int:
+        """Where in data the text up to `pos` (exclusive, > 0) ends."""
+        if not self._pieces:
+            return pos
+        i = bisect.bisect_right(self._starts, pos - 1) - 1
+        raw, length, literal = self._pieces[i]
+        return raw + (pos - self._starts[i]) if literal else raw + length
+
+
+def _decoded(m: re.Match[bytes]) -> bytes | None:
+    """What one hiding sequence stands for: b"" when it hides, None when it is no sequence."""
+    code = m.group("hex")
+    if code is None:  # an escaped slash stands for itself; ANSI and zero-width sequences hide
+        return b"/" if m.group().endswith(b"/") else b""
+    char = chr(int(code, 16))
+    if char in _ZERO_WIDTH:
+        return b""
+    if 0xD800 <= ord(char) <= 0xDFFF:
+        return None
+    return char.encode("utf-8")
+
+
+HOLD_LIMIT = 64 * 1024  # at most this much is held back (a start hidden among more is let go)
 
 
 class Masker:
     """Feed chunks in, get the masked bytes that are safe to pass on; `flush` at the end."""
 
     def __init__(self, secrets: tuple[bytes, ...]) -> None:
-        self._secrets = secrets
-        self._pattern = re.compile(b"|".join(re.escape(s) for s in secrets))  # longest first: longest wins
-        self._longest = max(len(s) for s in secrets)
+        self._forms = _compiled(secrets)
         self._held = b""
         self.count = 0  # strings replaced so far
 
     def feed(self, chunk: bytes) -> bytes:
         data = self._held + chunk
+        cut = _open_start(data)  # a sequence cut at the end is matched once it is whole
+        view = _View(data[:cut], self._forms.token)
         out = bytearray()
-        start = 0
-        for m in self._pattern.finditer(data):
-            out += data[start:m.start()]
+        start = after = 0  # in data, and in view.text: after the last mask
+        for m in self._forms.pattern.finditer(view.text):
+            begin = view.start(m.start())
+            if begin < start:
+                continue  # its first character was decoded from the sequence the last mask took
+            out += data[start:begin]
             out += MASK
             self.count += 1
-            start = m.end()
-        rest = data[start:]
-        hold = self._held_length(rest)
-        out += rest[:len(rest) - hold]
-        self._held = rest[len(rest) - hold:]
+            start, after = view.end(m.end()), m.end()
+        hold = max(start, min(view.start(self._held_from(view.text, after)), cut), len(data) - HOLD_LIMIT)
+        out += data[start:hold]
+        self._held = data[hold:]
         return bytes(out)
 
-    def _held_length(self, rest: bytes) -> int:
-        """The longest end of `rest` that is the start of a secret (so may complete later)."""
-        for size in range(min(len(rest), self._longest - 1), 0, -1):
-            tail = rest[-size:]
-            if any(s.startswith(tail) for s in self._secrets):
-                return size
-        return 0
+    def _held_from(self, text: bytes, after: int) -> int:
+        """Where the longest end of `text` (after `after`) that starts a form begins."""
+        for size in range(min(len(text) - after, self._forms.longest - 1), 0, -1):
+            if text[-size:] in self._forms.prefixes:
+                return len(text) - size
+        return len(text)
 
     def flush(self) -> bytes:
         held, self._held = self._held, b""
         return held
 
 
-__all__ = ["MASK", "MIN_SECRET", "Masker", "secrets_of"]
+def _open_start(data: bytes) -> int:
+    """Where a hiding sequence begins that the end of `data` cuts (len(data): none)."""
+    tail = data[-_TAIL:]
+    m = _OPEN_TOKEN.search(tail)
+    return len(data) - len(tail) + m.start() if m else len(data)
+
+
+def mask_text(text: str, secrets: tuple[bytes, ...]) -> tuple[str, int]:
+    """`text` with every form of `secrets` masked, and how many were."""
+    if not secrets or not text:
+        return text, 0
+    data = text.encode("utf-8", "surrogatepass")
+    compiled = _compiled(secrets)
+    if compiled.pattern.search(data) is None and compiled.token.search(data) is None:
+        return text, 0  # the common case, at the cost of two searches
+    masker = Masker(secrets)
+    data = masker.feed(data) + masker.flush()
+    if not masker.count:
+        return text, 0
+    return data.decode("utf-8", "surrogatepass"), masker.count
+
+
+def mask_value(value: Any, secrets: tuple[bytes, ...]) -> tuple[Any, int]:
+    """A decoded JSON value (or any nest of dicts, lists and tuples of strings) with every
+    string masked: dicts and lists are changed in place, however deep (no recursion)."""
+    if not secrets:
+        return value, 0
+    count = 0
+
+    def one(item: Any) -> Any:
+        nonlocal count
+        if isinstance(item, str):
+            item, n = mask_text(item, secrets)
+            count += n
+        elif isinstance(item, dict | list):
+            todo.append(item)
+        elif isinstance(item, tuple):
+            item = tuple(one(x) for x in item)
+        return item
+
+    todo: list[dict[Any, Any] | list[Any]] = []
+    top = one(value)
+    while todo:
+        box = todo.pop()
+        if isinstance(box, list):
+            box[:] = [one(x) for x in box]
+        else:
+            items = [(one(k), one(v)) for k, v in box.items()]
+            box.clear()
+            box.update(items)
+    return top, count
+
+
+__all__ = ["HOLD_LIMIT", "MASK", "MIN_SECRET", "Masker", "forms", "mask_text", "mask_value", "secrets_of"]

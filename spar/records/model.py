@@ -61,6 +61,12 @@ class Coverage(TypedDict):
     opened_files: NotRequired[list[str]]  # those `opened` counts (text form); absent in older rounds
 
 
+class EgressRefusal(TypedDict):
+    host: str  # as the reviewer's program asked for it (a name or an IP address)
+    port: int
+    count: int  # how many connections to it the egress proxy refused
+
+
 class Attempt(TypedDict):
     model: str
     observed_model: NotRequired[str]  # absent when unknown
@@ -75,6 +81,7 @@ class Attempt(TypedDict):
     cli_version: NotRequired[str]  # first line of the version check's answer; absent when none answered
     coverage: NotRequired[Coverage]  # code-stage rounds recorded by `spar run` (which changed files its reviewers saw)
     masked_secrets: NotRequired[int]  # credentials masked in its output; absent when none
+    egress_refused: NotRequired[list[EgressRefusal]]  # connections its sandbox's proxy refused; absent when none
 
 
 class AngleChecked(TypedDict):
@@ -271,7 +278,9 @@ class RoundRecord(TypedDict):
     warnings: list[str]
     masked_secrets: NotRequired[int]  # credentials masked in the reviewers' output (`spar run`)
     repository_changed: NotRequired[dict[str, Any]]  # the repository changed while reviewers ran
-    sandbox: NotRequired[dict[str, str | None]]  # {"kind": "bwrap"}, or {"kind": None, "why"}
+    # {"kind": "bwrap", "network": "allowlist"}, {"kind": "bwrap", "network": "host", "network_why"},
+    # or {"kind": None, "why"}
+    sandbox: NotRequired[dict[str, str | None]]
     verification: NotRequired[VerificationIndex]  # absent when the round was never verified
 
 

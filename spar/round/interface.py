@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from spar.config.model import ReviewerConfig
 from spar.judge.refusal import RefusalScan
 from spar.judge.unreachable import StallKind, notice_kind
+from spar.proc.masking import mask_value
 from spar.proc.process import StreamInfo as StreamInfo  # the process layer's; a Monitor's finish takes it
 
 
@@ -127,6 +128,9 @@ class Monitor(ABC):
         self.on_stall: Callable[[Stall | None], None] | None = None
         # the path-like words of the reviewer's read and search calls (observed coverage)
         self.named_words: list[str] = []
+        # credentials masked in every event as decoded (spar/proc/masking.py), and how many were
+        self.masks: tuple[bytes, ...] = ()
+        self.masked = 0
 
     def name_words(self, words: list[str]) -> None:
         """Words of one tool call that may name files; kept up to NAMED_WORDS in all."""
@@ -143,6 +147,8 @@ class Monitor(ABC):
             return self.too_deep(line)
         if event is None:
             return None  # CLIs print banners and progress; skip what is not JSON
+        event, masked = mask_value(event, self.masks)  # what the stream's masks could not see encoded
+        self.masked += masked
         reason = self.event(event)
         if reason:
             self.violation = reason
@@ -265,6 +271,9 @@ class Preset(ABC):
     # the vendor's own credentials and settings (patterns as in env_passthrough): its CLI
     # needs them, so they pass even when env_passthrough withholds the rest
     vendor_env: tuple[str, ...] = ()
+    # whether its program reaches a service of its own through the user's proxy, and so gets
+    # the proxy URLs' password (spar.proc.environment.reviewer_env)
+    proxy_credentials = True
 
     @abstractmethod
     def prepare_input(self, cfg: ReviewerConfig, ctx: InputContext) -> InputSpec:
@@ -296,6 +305,13 @@ class Preset(ABC):
         """Files or folders, beyond its executable's install, that its program reads: shown
         read-only at their own path in the sandbox."""
         return []
+
+    def egress_hosts(self, cfg: ReviewerConfig, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
+        """Where its program connects for a review when its jail has a network of its own
+        (entries of `spar.proc.egress.Rule`, `env`: what the reviewer inherits): the hosts,
+        and of them the service the user configured (a local model server may be one).
+        None by default: a `command` reaches only what its `allow_hosts` lists."""
+        return [], []
 
     def env_names(self, cfg: ReviewerConfig) -> tuple[str, ...]:
         """The variables this reviewer needs whatever env_passthrough withholds: its vendor's

@@ -51,12 +51,12 @@ async def _until_signal(work: Callable[[], Awaitable[T]], left: str) -> T:
 
 def run_until_signal(jobs: list[ReviewerJob], progress: Progress, env: dict[str, str],
                      passthrough: list[str] | None, backend: str, left: str,
-                     sandbox: str | None = None) -> list[ReviewerOutcome]:
+                     sandbox: str | None = None, egress: bool = False) -> list[ReviewerOutcome]:
     """Every reviewer's outcome; `Interrupted` (saying `left`) when SIGINT or SIGTERM came
     first. `passthrough`: what each reviewer inherits of `env` (spar.proc.environment);
-    `sandbox`: bwrap, to run them in its sandbox."""
+    `sandbox`: bwrap, to run them in its sandbox (`egress`: each with a network of its own)."""
     return work_until_signal(lambda: run_reviewers(jobs, progress=progress, env=env, env_passthrough=passthrough,
-                                                   sandbox=sandbox), backend, left)
+                                                   sandbox=sandbox, egress=egress), backend, left)
 
 
 def work_until_signal(work: Callable[[], Awaitable[T]], backend: str, left: str) -> T:

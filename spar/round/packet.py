@@ -303,7 +303,9 @@ def binary_paths(diff: bytes) -> set[str]:
 
 
 # lock files and minified files, by name; anything below a `vendor/` folder: read last,
-# so a large change's diff room goes to the sources first
+# so a large change's diff room goes to the sources first. By path alone: an attribute
+# (`linguist-generated`, `-diff`) is the change's own word, and the change must not choose
+# which of its files the packet shows last
 LOCK_NAMES = frozenset({
     "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "Cargo.lock",
     "Gemfile.lock", "composer.lock", "poetry.lock", "Pipfile.lock", "uv.lock", "pdm.lock", "go.sum",
@@ -319,11 +321,11 @@ def generated_by_name(path: str) -> bool:
     return name in LOCK_NAMES or name.endswith(".lock") or bool(_MINIFIED.search(name)) or "vendor" in parts[:-1]
 
 
-def reading_order(files: list[ChangedFile], marked: set[str]) -> list[ChangedFile]:
-    """The changed files with sources first, then generated and vendored ones (`marked` by
-    .gitattributes, or by name), each part in git's order; `generated` set on each."""
+def reading_order(files: list[ChangedFile]) -> list[ChangedFile]:
+    """The changed files with sources first, then generated and vendored ones (by name, see
+    `generated_by_name`), each part in git's order; `generated` set on each."""
     for f in files:
-        f.generated = f.path in marked or generated_by_name(f.path)
+        f.generated = generated_by_name(f.path)
     return [f for f in files if not f.generated] + [f for f in files if f.generated]
 
 
@@ -333,8 +335,8 @@ def _changed_list(p: PacketInput) -> list[str]:
         return []
     out = [f"### Changed files ({len(p.changed)})", "",
            "The diff below is too long for this packet. Every changed file, sources first, then generated "
-           "or vendored files (lock files, minified files, `vendor/`, files `.gitattributes` marks "
-           "`linguist-generated` or `-diff`); the diff below follows this order:", ""]
+           "or vendored files by their names (lock files, minified files, `vendor/`); the diff below "
+           "follows this order:", ""]
     for f in p.changed:
         counts = "binary" if f.added is None or f.removed is None else f"+{f.added} -{f.removed}"
         out.append(f"- {code_span(f.path)} {counts}" + (" (generated or vendored)" if f.generated else ""))

@@ -207,7 +207,7 @@ def choose_packet(repo: Path, config: AppliedConfig, packet: PacketInput) -> tup
     if reason is None:
         whole = git.diff(repo, packet.base, packet.head)
         if len(whole) > DIFF_LIMIT:  # listed as a full packet would list them: sources first
-            _reading_order(packet, repo)
+            _reading_order(packet)
         # the files packet_input listed, paired with their sections by path: no second numstat
         packet.parts = diff_parts(whole, [(f.path, f.added, f.removed) for f in packet.changed])
         if packet.parts or not whole:
@@ -236,17 +236,16 @@ def input_bytes(text: str, files: Mapping[str, str]) -> InputBytes:
     return {"prompt": len(text.encode("utf-8")), "files": sum(len(c.encode("utf-8")) for c in files.values())}
 
 
-def _reading_order(packet: PacketInput, repo: Path) -> list[str]:
+def _reading_order(packet: PacketInput) -> list[str]:
     """The changed files listed sources first (generated and vendored files last); returns the generated ones."""
-    marked = git.marked_generated(repo, packet.head, [f.path for f in packet.changed])
-    packet.changed = reading_order(packet.changed, marked)
+    packet.changed = reading_order(packet.changed)
     return [f.path for f in packet.changed if f.generated]
 
 
 def _sources_first(packet: PacketInput, repo: Path) -> None:
     """A diff longer than the packet holds: the changed files listed sources first, and the
     diff's room spent in that order."""
-    generated = _reading_order(packet, repo)
+    generated = _reading_order(packet)
     if not generated:
         return  # git's order is the reading order already
     args = (repo, packet.base, packet.head)

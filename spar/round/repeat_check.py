@@ -176,7 +176,7 @@ def _call_record(call: RepeatCall, call_id: str, outcome: ReviewerOutcome) -> Re
 
 def check_repeats(round_dir: Path, config: VerifyConfig, presets: Mapping[str, Preset], *, env: Mapping[str, str],
                   passthrough: list[str] | None, backend: str, left: str, spend: Spend,
-                  sandbox: str | None = None) -> RepeatChecksRecord:
+                  sandbox: str | None = None, egress: bool = False) -> RepeatChecksRecord:
     """Put the recorded round's repeats to verifiers and write repeat-checks.json, returned;
     `Interrupted` (saying `left`) when SIGINT or SIGTERM stopped the calls. `spend`: what
     the verification just before cost (the same `max_cost_usd` bounds both). The caller
@@ -192,7 +192,8 @@ def check_repeats(round_dir: Path, config: VerifyConfig, presets: Mapping[str, P
         atomic.write_json(round_dir / FOLDER / "schema.json", REPEAT_SCHEMA)
         progress = make_progress()
         progress.expect(list(dict.fromkeys(f"{c.verifier.name} (repeats)" for c in calls)))
-        run.settings = run_settings(progress=progress, env=env, env_passthrough=passthrough, sandbox=sandbox)
+        run.settings = run_settings(progress=progress, env=env, env_passthrough=passthrough, sandbox=sandbox,
+                                    key_names=[r.api_key_env for r in config.reviewers], egress=egress)
         try:
             work_until_signal(lambda: _run_calls(run, calls), backend, left)
         finally:

@@ -64,7 +64,7 @@ def review_round(prepared: PreparedRound, progress: Progress) -> ReviewedRound:
             f"spar gate --series, spar report and spar hook leave it out; {remove_advice(str(p.out))}")
     watched = repository_state(p.repo, p.out.parent)  # the user's repository, compared once they end
     outcomes = run_until_signal(prepared.jobs, progress, dict(os.environ), p.config.env_passthrough, p.backend,
-                                left, p.sandbox.bwrap)
+                                left, p.sandbox.bwrap, p.sandbox.egress)
     repo_change = repository_change(watched, repository_state(p.repo, p.out.parent))
     return ReviewedRound(prepared, outcomes, repo_change)
 
@@ -128,11 +128,12 @@ def verify_findings(recorded: RecordedRound, preset_of: Callable[[str], Preset])
         return problem
     presets = {c.preset: preset_of(c.preset) for c in cfg.reviewers}
     verification = verify_round(p.out, cfg, presets, env=os.environ, passthrough=p.config.env_passthrough,
-                                backend=p.backend, sandbox=p.sandbox.bwrap,
+                                backend=p.backend, sandbox=p.sandbox.bwrap, egress=p.sandbox.egress,
                                 left=f"every verifier was stopped; round {p.out} is recorded, its verification "
                                      "is not (run `spar verify` on it)")
     checks = check_repeats(p.out, cfg, presets, env=os.environ, passthrough=p.config.env_passthrough,
-                           backend=p.backend, sandbox=p.sandbox.bwrap, spend=verification.spend,
+                           backend=p.backend, sandbox=p.sandbox.bwrap, egress=p.sandbox.egress,
+                           spend=verification.spend,
                            left=f"every verifier of the repeats was stopped; round {p.out} is recorded and "
                                 "verified, its repeats are not (run `spar verify` on it)")
     return VerifiedRound(verification, checks)

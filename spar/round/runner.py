@@ -21,9 +21,9 @@ from spar.config.model import ReviewerConfig
 from spar.errors import quote
 from spar.judge.refusal import RefusalScan, reason_for
 from spar.judge.transient import transient_failure
-from spar.proc.environment import reviewer_env, vendor_values
+from spar.proc.environment import credential_values, reviewer_env
 from spar.proc.executable import ExecutableLookup, find_executable
-from spar.proc.masking import secrets_of
+from spar.proc.masking import mask_text, mask_value, secrets_of
 from spar.proc.process import KILL_GRACE, OUTPUT_CAP, GuardedProcess, OutputHandling, ProcessResult
 from spar.records.clock import now
 from spar.records.model import Attempt
@@ -31,7 +31,7 @@ from spar.records.model import ReviewerStatus as S
 from spar.records.usage import attempt_usage
 from spar.round.interface import InputSpec, Monitor, Preset, RunPaths, recorded_argv
 from spar.round.liveness import watch_liveness
-from spar.round.sandboxing import Confinement, confined
+from spar.round.sandboxing import Confinement, confined, egress_rule, remove_scratch
 
 if TYPE_CHECKING:
     from spar.progress import Progress
@@ -108,6 +108,10 @@ class RunSettings:
     transient_backoff: float = TRANSIENT_BACKOFF
     started: dict[str, Any] = field(default_factory=dict)
     sandbox: str | None = None  # bwrap, when the round's reviewers run in its sandbox (spar/round/sandboxing.py)
+    # every credential of `env` (and the endpoints' keys): masked in every reviewer's output, since a
+    # reviewer may read another's (without the sandbox, from /proc/PID/environ)
+    credentials: list[str] = field(default_factory=list)
+    egress: bool = False  # and each jail has a network of its own, its way out the egress proxy
 
 
 async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = None,
@@ -115,16 +119,18 @@ async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = 
                         output_cap: int = OUTPUT_CAP,
                         kill_grace: float = KILL_GRACE,
                         version_timeout: float = VERSION_TIMEOUT, sandbox: str | None = None,
-                        transient_backoff: float = TRANSIENT_BACKOFF) -> list[ReviewerOutcome]:
+                        transient_backoff: float = TRANSIENT_BACKOFF, egress: bool = False) -> list[ReviewerOutcome]:
     """Run every job at once; outcomes in the order of `jobs`.
 
     `env` is the environment reviewers inherit from (default: this process's), each
     through `env_passthrough` and its preset's vendor variables (spar.proc.environment);
     its PATH is where bare executable names are looked up. One reviewer's failure never
-    stops the others. `sandbox`: bwrap, to run every reviewer process in its sandbox.
+    stops the others. `sandbox`: bwrap, to run every reviewer process in its sandbox;
+    `egress`: each with a network of its own and the egress proxy as its way out.
     """
     settings = run_settings(progress=progress, env=env, env_passthrough=env_passthrough, output_cap=output_cap,
-                            kill_grace=kill_grace, version_timeout=version_timeout, sandbox=sandbox)
+                            kill_grace=kill_grace, version_timeout=version_timeout, sandbox=sandbox,
+                            key_names=[job.config.api_key_env for job in jobs], egress=egress)
     settings.transient_backoff = transient_backoff
     outcomes: list[ReviewerOutcome | None] = [None] * len(jobs)
 
@@ -140,11 +146,14 @@ async def run_reviewers(jobs: list[ReviewerJob], *, progress: Progress | None = 
 def run_settings(*, progress: Progress | None = None, env: Mapping[str, str] | None = None,
                  env_passthrough: list[str] | None = None, output_cap: int = OUTPUT_CAP,
                  kill_grace: float = KILL_GRACE, version_timeout: float = VERSION_TIMEOUT,
-                 sandbox: str | None = None) -> RunSettings:
-    """What `run_reviewer` needs besides the job (the arguments of `run_reviewers`)."""
-    return RunSettings(env=dict(os.environ if env is None else env), passthrough=env_passthrough,
-                       output_cap=output_cap, kill_grace=kill_grace, version_timeout=version_timeout,
-                       progress=progress, sandbox=sandbox)
+                 sandbox: str | None = None, key_names: list[str] | None = None,
+                 egress: bool = False) -> RunSettings:
+    """What `run_reviewer` needs besides the job (the arguments of `run_reviewers`;
+    `key_names`: the variables holding the configured endpoints' keys)."""
+    full = dict(os.environ if env is None else env)
+    return RunSettings(env=full, passthrough=env_passthrough, output_cap=output_cap, kill_grace=kill_grace,
+                       version_timeout=version_timeout, progress=progress, sandbox=sandbox,
+                       credentials=credential_values(full, key_names or ()), egress=egress and sandbox is not None)
 
 
 async def run_reviewer(job: ReviewerJob, st: RunSettings) -> ReviewerOutcome:
@@ -234,6 +243,13 @@ class _Facts:
 
     def done(self, status: S, reason: str = "", *, resets: str | None = None, observed_model: str | None = None,
              **kw: Any) -> _Attempt:
+        named = self.monitor.named_words if self.monitor is not None else []
+        # what the reviewer printed, decoded (its answer, messages, model): masked again before
+        # anything records or shows it, as a decoding may bring out what the stream's masks missed
+        (reason, resets, observed_model, warnings, named, cli_version), masked = mask_value(
+            (reason, resets, observed_model, list(self.warnings), list(named), self.cli_version), self.masks)
+        kw, more = mask_value(kw, self.masks)
+        self.masked += masked + more + (self.monitor.masked if self.monitor is not None else 0)
         record: dict[str, Any] = {"model": self.model}
         if observed_model:
             record["observed_model"] = observed_model  # G12: absent from the attempt when unknown
@@ -241,13 +257,12 @@ class _Facts:
         record.update(started_at=self.started_at, finished_at=now(), exit_code=self.exit_code, status=status,
                       reason=reason, resets=resets, argv=recorded_argv(self.argv, self.input),
                       usage=attempt_usage(anyio.current_time() - self.clock_start, usage))
-        if self.cli_version is not None:
-            record["cli_version"] = self.cli_version  # absent when no version check answered
+        if cli_version is not None:
+            record["cli_version"] = cli_version  # absent when no version check answered
         if self.masked:
             record["masked_secrets"] = self.masked  # how many, never which
-        named = self.monitor.named_words if self.monitor is not None else []
         return _Attempt(record=cast(Attempt, record), status=status, reason=reason, resets=resets,
-                        observed_model=observed_model, warnings=self.warnings, named_words=named,
+                        observed_model=observed_model, warnings=warnings, named_words=named,
                         deadline=self.deadline, **kw)
 
 
@@ -259,8 +274,8 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     cfg = job.config
     facts = _Facts(model=model, input=job.input)
     names = preset.env_names(cfg)  # its vendor's variables, or what its configuration names
-    env = reviewer_env(st.env, st.passthrough, names)  # what this reviewer inherits
-    facts.masks = secrets_of(vendor_values(env, names).values())
+    env = reviewer_env(st.env, st.passthrough, names, proxy_credentials=preset.proxy_credentials)
+    facts.masks = secrets_of([*st.credentials, *credential_values(env, [cfg.api_key_env])])
     if st.progress is not None:
         st.progress.reviewer_started(cfg.name, number, model or preset.unset_model_text)
     try:
@@ -272,17 +287,48 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     if deadline is None:
         deadline = anyio.current_time() + cfg.timeout_seconds  # the attempt's cancel scopes end here
     facts.deadline = deadline
+    rule = egress_rule(preset, cfg, env) if st.egress else None
+    homes: list[str] = []  # its scratch HOME, removed here in a worker thread (a deep tree takes seconds)
     try:
-        with confined(preset, run_paths(job), lookup.path, facts.argv, env, st.sandbox) as jail:
-            if preset.version_args is not None:
-                checked = await _version_check(lookup.path, preset.version_args, run_paths(job), deadline, jail, st,
-                                               facts)
-                if isinstance(checked, tuple):
-                    return facts.done(*checked)
-                facts.cli_version = checked
-            return await _run_and_judge(job, preset, lookup.path, _log_suffix(number), deadline, jail, st, facts)
+        with confined(preset, run_paths(job), lookup.path, facts.argv, env, st.sandbox, rule, homes) as jail:
+            attempt = _refusals_told(await _check_and_run(job, lookup.path, _log_suffix(number), deadline, jail, st,
+                                                          facts), jail)
     except OSError as exc:
-        return facts.done(S.FAILED, f"cannot prepare the sandbox: {exc.strerror or exc}")
+        attempt = facts.done(S.FAILED, f"cannot prepare the sandbox: {exc.strerror or exc}")
+    finally:
+        with anyio.CancelScope(shield=True):  # removed however the attempt ended
+            left = [await anyio.to_thread.run_sync(remove_scratch, home) for home in homes]
+    attempt.warnings.extend(w for w in left if w)  # what could not be removed: said, never fatal
+    return attempt
+
+
+async def _check_and_run(job: ReviewerJob, exe: str, suffix: str, deadline: float, jail: Confinement,
+                         st: RunSettings, facts: _Facts) -> _Attempt:
+    """The version check (when the preset has one), then the run."""
+    preset = job.preset
+    if preset.version_args is not None:
+        checked = await _version_check(exe, preset.version_args, run_paths(job), deadline, jail, st, facts)
+        if isinstance(checked, tuple):
+            return facts.done(*checked)
+        facts.cli_version = checked
+    return await _run_and_judge(job, preset, exe, suffix, deadline, jail, st, facts)
+
+
+def _refusals_told(ended: _Attempt, jail: Confinement) -> _Attempt:
+    """The attempt with the connections its egress proxy refused (host, port, how often); a
+    failure after one is said to be the allowlist's doing first (claude reports a refused
+    host as "Failed to authenticate. API Error: 403")."""
+    refused = jail.refusals()
+    if not refused:
+        return ended
+    ended.record["egress_refused"] = [{"host": r.host, "port": r.port, "count": r.times} for r in refused]
+    if ended.status != S.COMPLETED:
+        named = ", ".join(f"{r.host}:{r.port}" for r in refused[:5]) + (", ..." if len(refused) > 5 else "")
+        ended.reason = (f"blocked by Spar's egress allowlist: it tried to reach {named}, which its sandbox "
+                        "refused (add a host it needs to allow_hosts)" + (f"; {ended.reason}" if ended.reason else ""))
+        ended.record["reason"] = ended.reason
+        ended.transient = None  # a refusal does not pass by itself
+    return ended
 
 
 def _log_suffix(number: int) -> str:
@@ -296,7 +342,8 @@ async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str
     paths = run_paths(job)
     _status(st, cfg.name, S.RUNNING, "")
     monitor = facts.monitor = preset.monitor()
-    monitor.on_notice = lambda text: _notice(st, cfg.name, text)
+    monitor.masks = facts.masks
+    monitor.on_notice = lambda text: _notice(st, cfg.name, mask_text(text, facts.masks)[0])
     stderr_refusals = RefusalScan()  # the whole stderr, searched as it streams
 
     def stderr_text(text: str) -> None:

@@ -12,33 +12,47 @@ jail holds (system folders, /proc, /dev, `spar.proc.sandbox`), a reviewer sees
   after it, holding copies of its CLI's configuration (`Preset.home_files`), the login
   files themselves bound writable (a refreshed login stays refreshed);
 - read-only: the round's `workspace` at its own path (where it starts), its own folder
-  (its input files) and the schema; its executable with the install it belongs to (the
-  npm `node_modules`, or the prefix of a `bin` folder, else the file's folder) and its
-  script interpreter's; every existing file its argv names (a `command`'s program and
-  inputs); the files the network settings name (`SSL_CERT_FILE`, ...) and its vendor
-  variables name (`GOOGLE_APPLICATION_CREDENTIALS`).
+  (its input files) and the schema; its executable with the install it belongs to and its
+  script interpreter's: under the user's home only the CLI's own (its npm package and the
+  packages it depends on, a virtual environment, else the single file), elsewhere the npm
+  `node_modules`, or the prefix of a `bin` folder, else the file's folder; every existing
+  file its argv names (a `command`'s program and inputs); the files the network settings
+  name (`SSL_CERT_FILE`, ...) and its vendor variables name (`GOOGLE_APPLICATION_CREDENTIALS`).
 
 Nothing else: not the rest of the user's home, not the repository, not the series and
 its other rounds. A folder that would show one of them (the home, a parent of the round)
 is never bound whole: the file alone is.
+
+Where bwrap can also make a network namespace (and the system's python3 runs the bridge),
+each jail has only its own loopback and one way out: an egress proxy (`spar.proc.egress`)
+started with the attempt's jail and ended with it, which lets the reviewer reach only the
+hosts `egress_rule` lists (its service, and the `allow_hosts` of its configuration) and
+counts every refusal. The proxy variables inside name the bridge's port; the user's own
+proxy is chained on the host side (its password never enters the jail).
 """
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
+import json
 import os
 import shutil
 import stat
 import sys
 import tempfile
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from spar.config.model import ReviewerConfig
+from spar.endpoint.proxy import UnusableProxy, proxy_for
 from spar.errors import Refused
+from spar.proc.egress import BRIDGE_SCRIPT, Count, EgressProxy, Rule, Upstream, bridge_python
 from spar.proc.environment import NETWORK_FILES, matches
-from spar.proc.sandbox import SYSTEM_DIRS, Bind, Jail, find_bwrap, jail_argv, probe
+from spar.proc.sandbox import SYSTEM_DIRS, Bind, Jail, find_bwrap, jail_argv, keyring_filter_file, probe
+from spar.proc.tree_removal import remove_tree
 from spar.round.interface import Preset, RunPaths
 
 HOME_INSIDE = "/home/reviewer"
@@ -46,61 +60,119 @@ TMP_INSIDE = "/tmp"
 COPY_LIMIT = 64 * 1024 * 1024  # a configuration file larger than this is not copied
 SHEBANG_BYTES = 256
 MAX_LINKS = 40  # as the kernel's own limit on links followed
+MAX_PACKAGES = 500  # npm packages shown for one executable
+MANIFEST_BYTES = 1024 * 1024  # of a package.json read
+EGRESS_DIR = "/run/spar-egress"  # inside: the proxy's socket and the bridge
+EGRESS_PORT = 3128  # inside: the bridge's loopback port
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
 @dataclass(frozen=True)
 class SandboxChoice:
-    """The round's sandbox: bwrap's path when in place, else why not."""
+    """The round's sandbox: bwrap's path when in place, else why not; and, with bwrap, why
+    its jails keep the host's network ("" when each has its own and the egress proxy)."""
 
     bwrap: str | None
     why: str = ""
+    network_why: str = ""
+
+    @property
+    def egress(self) -> bool:
+        """Each jail has a network of its own, its one way out Spar's egress proxy."""
+        return self.bwrap is not None and not self.network_why
 
     def record(self) -> dict[str, str | None]:
         """round.json `sandbox`."""
-        return {"kind": "bwrap"} if self.bwrap else {"kind": None, "why": self.why}
+        if self.bwrap is None:
+            return {"kind": None, "why": self.why}
+        if self.network_why:
+            return {"kind": "bwrap", "network": "host", "network_why": self.network_why}
+        return {"kind": "bwrap", "network": "allowlist"}
+
+
+def _network_problem(bwrap: str) -> str | None:
+    """Why bwrap's jails cannot have a network of their own here, or None."""
+    if bridge_python() is None:
+        return "no python3 under /usr to run the egress bridge inside the jail"
+    return probe(bwrap, net=True)
 
 
 def choose_sandbox(mode: str, path_env: str | None) -> SandboxChoice:
     """The sandbox `mode` gives here (bwrap looked up on `path_env` and tried once);
-    Refused when `required` finds none."""
+    Refused when `required` finds none, or no network namespace for it."""
     if mode == "off":
         return SandboxChoice(None, '[sandbox] mode = "off" in the user configuration')
     bwrap = find_bwrap(path_env)
     why = "bwrap (bubblewrap) is not installed" if bwrap is None else probe(bwrap)
-    if why is None:
-        return SandboxChoice(bwrap)
+    if why is None and bwrap is not None:
+        network_why = _network_problem(bwrap)
+        if network_why is not None and mode == "required":
+            raise Refused(f"no network namespace for the reviewers' sandbox: {network_why}; [sandbox] mode = "
+                          '"required" runs none whose network is not limited to its service. Set [sandbox] '
+                          'mode = "auto" to run them with the host\'s network')
+        return SandboxChoice(bwrap, network_why=network_why or "")
     if mode == "required":
         raise Refused(f'no kernel sandbox for the reviewers: {why}; [sandbox] mode = "required" runs none '
                       "without one. Install bubblewrap (apt-get install bubblewrap) where user namespaces "
                       'are allowed, or set [sandbox] mode = "auto"')
-    return SandboxChoice(None, why)
+    return SandboxChoice(None, why or "")
 
 
 def round_sandbox(mode: str, path_env: str | None) -> SandboxChoice:
     """`choose_sandbox` for a round (or a verification run), saying on stderr when `auto`
-    found none: the reviewers then run as they would without Spar's sandbox."""
+    found none, or no network namespace: the reviewers then run as they would without it."""
     choice = choose_sandbox(mode, path_env)
     if choice.bwrap is None and mode == "auto":
         print(f"spar: warning: no kernel sandbox for the reviewers: {choice.why}; they run without one "
               '([sandbox] mode = "auto"; "required" refuses instead)', file=sys.stderr)
+    elif choice.network_why and mode == "auto":
+        print(f"spar: warning: the reviewers' sandbox keeps the host's network: {choice.network_why}; every "
+              'reviewer reaches every host ([sandbox] mode = "auto"; "required" refuses instead)', file=sys.stderr)
     return choice
+
+
+def egress_rule(preset: Preset, cfg: ReviewerConfig, env: Mapping[str, str]) -> Rule:
+    """Where one reviewer may connect: its preset's service, and its `allow_hosts` (which,
+    like a configured base URL, may name a local server)."""
+    hosts, services = preset.egress_hosts(cfg, env)
+    return Rule(hosts=(*hosts, *cfg.allow_hosts), services=(*services, *cfg.allow_hosts))
+
+
+def user_proxy(env: Mapping[str, str]) -> Upstream:
+    """The user's own proxy (Spar's environment) for a connection the egress proxy makes."""
+    def hop(scheme: str, host: str, port: int) -> tuple[str, int, dict[str, str]] | None:
+        shown = f"[{host}]" if ":" in host else host
+        try:
+            proxy = proxy_for(urllib.parse.urlsplit(f"{scheme}://{shown}:{port}/"), env)
+        except UnusableProxy as exc:
+            raise OSError(str(exc)) from None  # refused rather than sent around the user's proxy
+        return None if proxy is None else (proxy.host, proxy.port, proxy.headers())
+    return hop
 
 
 @dataclass(frozen=True)
 class Confinement:
-    """What one attempt's programs run with: the jail (None: no sandbox) and environment."""
+    """What one attempt's programs run with: the jail (None: no sandbox) and environment;
+    with a network of its own, the egress proxy and the bridge that starts each program."""
 
     jail: Jail | None
     env: dict[str, str]
+    egress: EgressProxy | None = None
+    prefix: tuple[str, ...] = ()
 
     def argv(self, argv: list[str]) -> list[str]:
-        return argv if self.jail is None else jail_argv(self.jail, argv)
+        return argv if self.jail is None else jail_argv(self.jail, [*self.prefix, *argv])
+
+    def refusals(self) -> list[Count]:
+        return self.egress.refusals() if self.egress is not None else []
 
 
 @contextmanager
 def confined(preset: Preset, paths: RunPaths, exe: str, argv: list[str], env: Mapping[str, str],
-             bwrap: str | None) -> Iterator[Confinement]:
-    """The attempt's confinement; its scratch HOME is removed on the way out."""
+             bwrap: str | None, rule: Rule | None = None, homes: list[str] | None = None) -> Iterator[Confinement]:
+    """The attempt's confinement (with `rule`, a network of its own and the egress proxy
+    that applies it); its proxy is ended on the way out, and its scratch HOME removed
+    (`remove_scratch`) or, when `homes` is given, its path put there for the caller to remove."""
     if bwrap is None:
         yield Confinement(None, dict(env))
         return
@@ -111,10 +183,55 @@ def confined(preset: Preset, paths: RunPaths, exe: str, argv: list[str], env: Ma
         shown, links = _visible(paths, exe, argv, env, preset)
         binds += [Bind(p, p) for p in shown]
         inside = {**env, "HOME": HOME_INSIDE, "TMPDIR": TMP_INSIDE, **preset.sandbox_env(env, HOME_INSIDE)}
-        jail = Jail(bwrap, cwd=str(paths.workspace), private=(TMP_INSIDE,), binds=tuple(binds), links=tuple(links))
-        yield Confinement(jail, inside)
+        with keyring_filter_file() as seccomp:
+            jail = Jail(bwrap, cwd=str(paths.workspace), private=(TMP_INSIDE,), binds=tuple(binds),
+                        links=tuple(links), seccomp=seccomp)
+            if rule is None:
+                yield Confinement(jail, inside)
+                return
+            with _egress(rule, env) as proxy:
+                yield _with_egress(jail, inside, proxy)
     finally:
-        _remove(scratch)
+        if homes is None:
+            remove_scratch(scratch)
+        else:
+            homes.append(scratch)
+
+
+def remove_scratch(scratch: str) -> str:
+    """Remove a scratch HOME whatever the reviewer left in it; what could not go, said ('' when
+    nothing stayed)."""
+    removal = remove_tree(scratch)
+    return f"the reviewer's scratch HOME {scratch} was not removed whole: {removal.text()}" if removal.text() else ""
+
+
+@contextmanager
+def _egress(rule: Rule, env: Mapping[str, str]) -> Iterator[EgressProxy]:
+    """The attempt's egress proxy, listening on a Unix socket in a private folder."""
+    folder = tempfile.mkdtemp(prefix="spar-egress-")
+    proxy = EgressProxy(os.path.join(folder, "proxy.sock"), rule, upstream=user_proxy(env))
+    try:
+        proxy.start()
+        yield proxy
+    finally:
+        proxy.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _with_egress(jail: Jail, env: dict[str, str], proxy: EgressProxy) -> Confinement:
+    """`jail` with a network of its own: the proxy's socket and the bridge bound in, the
+    bridge started before each program, the proxy variables naming its port."""
+    python = bridge_python()
+    if python is None:
+        raise OSError("no python3 under /usr for the egress bridge")
+    socket_inside, bridge_inside = f"{EGRESS_DIR}/proxy.sock", f"{EGRESS_DIR}/bridge.py"
+    binds = (*jail.binds, Bind(proxy.socket_path, socket_inside), Bind(BRIDGE_SCRIPT, bridge_inside))
+    netted = dataclasses.replace(jail, binds=binds, unshare_net=True)
+    way_out = f"http://127.0.0.1:{EGRESS_PORT}"
+    inside = {**env, **dict.fromkeys(PROXY_VARIABLES, way_out), "NO_PROXY": "", "no_proxy": "",
+              "SPAR_EGRESS_PROXY": way_out}
+    prefix = (python, "-I", "-S", bridge_inside, socket_inside, str(EGRESS_PORT), "--")
+    return Confinement(netted, inside, proxy, prefix)
 
 
 def _home_binds(preset: Preset, env: Mapping[str, str], scratch: str) -> list[Bind]:
@@ -142,14 +259,16 @@ def _visible(paths: RunPaths, exe: str, argv: list[str], env: Mapping[str, str],
     """Everything else the reviewer sees read-only, at its own path, each once; and the
     symbolic links on the way to its programs (target, path)."""
     hidden = _never_whole(paths, env)
+    home = hidden[0] if hidden[0] != "/" else ""  # no HOME: no folder of the user's to keep out
     shown = [str(paths.workspace), str(paths.reviewer_dir), str(paths.schema_path)]
     hops: list[tuple[str, str]] = []
     for program in (exe, _interpreter(exe, env)):
         if program:
             chain = _link_chain(program)
             hops += chain
-            shown += [_install_root(p, hidden) for p in [program, *(os.path.join(os.path.dirname(path), target)
-                                                                   for target, path in chain)]]
+            for path in [program, *(os.path.normpath(os.path.join(os.path.dirname(path), target))
+                                    for target, path in chain)]:
+                shown += _install_root(path, hidden, home)
     named = [a for a in argv[1:] if os.path.isabs(a)] + preset.sandbox_paths()
     named += [env[k] for k in NETWORK_FILES if env.get(k)]
     named += [v for k, v in env.items() if os.path.isabs(v) and os.path.isfile(v) and matches(k, preset.vendor_env)]
@@ -192,16 +311,67 @@ def _too_wide(path: str, hidden: list[str]) -> bool:
     return real == "/" or any(h == real or h.startswith(real.rstrip("/") + "/") for h in hidden)
 
 
-def _install_root(program: str, hidden: list[str]) -> str:
-    """What to show of an executable: the `node_modules` it is in, the prefix of its `bin`
-    folder, else its folder; the file alone when that would show too much."""
+def _install_root(program: str, hidden: list[str], home: str) -> list[str]:
+    """What to show of an executable. Under the user's `home`: its npm package with the
+    packages it depends on, a Python virtual environment it is the `bin` of, else the file
+    alone (a native install is one binary: claude's versioned file, codex in ~/.cargo/bin),
+    never a whole ~/.local, ~/.cargo, ~/.npm-global or ~/.nvm. Elsewhere: the `node_modules`
+    it is in, the prefix of its `bin` folder, else its folder. The file alone wherever that
+    would show too much."""
     parts = Path(program).parts
+    if home and _under(os.path.realpath(program), home):
+        if "node_modules" in parts:
+            return _npm_packages(program)
+        folder = Path(program).parent
+        if folder.name == "bin" and (folder.parent / "pyvenv.cfg").is_file() and not _too_wide(str(folder.parent),
+                                                                                             hidden):
+            return [str(folder.parent)]
+        return [program]
     if "node_modules" in parts:
         root = str(Path(*parts[:parts.index("node_modules") + 1]))
     else:
         folder = Path(program).parent
         root = str(folder.parent if folder.name == "bin" else folder)
-    return program if _too_wide(root, hidden) else root
+    return [program if _too_wide(root, hidden) else root]
+
+
+def _npm_packages(program: str) -> list[str]:
+    """The npm package folder `program` is in and, as node would find them in the same
+    `node_modules`, the packages it depends on (optional ones included: codex's binary is
+    one), each once, at most MAX_PACKAGES."""
+    parts = Path(program).parts
+    last = len(parts) - 1 - parts[::-1].index("node_modules")
+    modules = Path(*parts[:last + 1])
+    name = parts[last + 1:last + 3] if last + 1 < len(parts) and parts[last + 1].startswith("@") \
+        else parts[last + 1:last + 2]
+    if not name or len(parts) <= last + len(name):
+        return [program]
+    found: list[str] = []
+    todo = ["/".join(name)]
+    while todo and len(found) < MAX_PACKAGES:
+        folder = modules / todo.pop()
+        if str(folder) in found or not folder.is_dir():
+            continue
+        found.append(str(folder))
+        todo += [d for d in _dependencies(folder / "package.json") if d and not d.startswith((".", "/"))]
+    return found or [program]
+
+
+def _dependencies(manifest: Path) -> list[str]:
+    """The names of `dependencies` and `optionalDependencies` in a package.json."""
+    try:
+        with open(manifest, "rb") as f:
+            value = json.loads(f.read(MANIFEST_BYTES))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(value, dict):
+        return []
+    names: list[str] = []
+    for key in ("dependencies", "optionalDependencies"):
+        table = value.get(key)
+        if isinstance(table, dict):
+            names += [n for n in table if isinstance(n, str) and ".." not in n.split("/")]
+    return names
 
 
 def _interpreter(exe: str, env: Mapping[str, str]) -> str | None:
@@ -227,14 +397,5 @@ def _system(path: str) -> bool:
     return any(real == d or real.startswith(d + "/") for d in SYSTEM_DIRS if not os.path.islink(d))
 
 
-def _remove(folder: str) -> None:
-    """Remove a scratch HOME whatever folder modes the reviewer left in it."""
-    for root, dirs, _files in os.walk(folder):
-        for name in dirs:
-            if not os.path.islink(os.path.join(root, name)):
-                with contextlib.suppress(OSError):
-                    os.chmod(os.path.join(root, name), 0o700)
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-__all__ = ["HOME_INSIDE", "Confinement", "SandboxChoice", "choose_sandbox", "confined", "round_sandbox"]
+__all__ = ["HOME_INSIDE", "Confinement", "SandboxChoice", "choose_sandbox", "confined", "egress_rule", "remove_scratch",
+           "round_sandbox", "user_proxy"]

@@ -109,3 +109,17 @@ def result_schema(standpoints: bool) -> dict[str, Any]:
 def schema_text(standpoints: bool) -> str:
     """The bytes of `schema.json` (as text): stable key order, two-space indent, final newline."""
     return json.dumps(result_schema(standpoints), indent=2, ensure_ascii=False) + "\n"
+
+
+def without_dialect(text: str) -> str:
+    """The schema text without its `"$schema"` key (for claude's --json-schema: with that key
+    Claude Code 2.1.197 offers the model no StructuredOutput tool at all, so the review came
+    back as free text). Text that is no JSON object is returned as it is."""
+    try:
+        schema = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(schema, dict) or "$schema" not in schema:
+        return text
+    del schema["$schema"]
+    return json.dumps(schema, ensure_ascii=False)

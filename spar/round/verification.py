@@ -363,7 +363,7 @@ def result_lines(result: VerifyResult, round_dir: Path) -> list[str]:
 
 def verify_round(round_dir: Path, config: VerifyConfig, presets: Mapping[str, Preset], *,
                  env: Mapping[str, str], passthrough: list[str] | None, backend: str, left: str,
-                 sandbox: str | None = None) -> VerifyResult:
+                 sandbox: str | None = None, egress: bool = False) -> VerifyResult:
     """Verify a recorded round (`spar run` after its reviewers, `spar verify`), with a
     progress display; the caller holds the series lock. `left`: what an interruption
     leaves behind (spar.errors.Interrupted); `sandbox`: bwrap, for the verifiers."""
@@ -373,19 +373,20 @@ def verify_round(round_dir: Path, config: VerifyConfig, presets: Mapping[str, Pr
     progress.expect(progress_names(plan))
     try:
         return verify_recorded_round(v, plan, progress=progress, env=env, passthrough=passthrough, backend=backend,
-                                     left=left, sandbox=sandbox)
+                                     left=left, sandbox=sandbox, egress=egress)
     finally:
         progress.close()
 
 
 def verify_recorded_round(v: VerifyRun, plan: Plan, *, progress: Progress | None, env: Mapping[str, str],
                           passthrough: list[str] | None, backend: str, left: str,
-                          sandbox: str | None = None) -> VerifyResult:
+                          sandbox: str | None = None, egress: bool = False) -> VerifyResult:
     """Run `plan`'s calls and write the records; `Interrupted` (saying `left`) when SIGINT
     or SIGTERM stopped the calls (then nothing is written but logs)."""
     started = now()
     calls = prepare_calls(v, plan)
-    settings = run_settings(progress=progress, env=env, env_passthrough=passthrough, sandbox=sandbox)
+    settings = run_settings(progress=progress, env=env, env_passthrough=passthrough, sandbox=sandbox,
+                            key_names=[r.api_key_env for r in v.config.reviewers], egress=egress)
     spend = work_until_signal(lambda: run_calls(v, calls, settings), backend, left)
     record = build_record(v, plan, calls, started)
     if progress is not None:

@@ -56,6 +56,7 @@ class Fake:
         self.start = time.time()
         self.stdin_data: bytes | None = None
         self.prompt_text: str | None = None
+        self.packet_file_text: str | None = None  # agy: the packet file its prompt names, as read
         self.model_arg = ""
         self.cwd = os.getcwd()
         self.sc: dict = {}
@@ -116,6 +117,8 @@ class Fake:
             "stdin_sha256": hashlib.sha256(self.stdin_data).hexdigest() if self.stdin_data is not None else None,
             "prompt_sha256": (hashlib.sha256(self.prompt_text.encode("utf-8")).hexdigest()
                               if self.prompt_text is not None else None),
+            "packet_file_sha256": (hashlib.sha256(self.packet_file_text.encode("utf-8")).hexdigest()
+                                   if self.packet_file_text is not None else None),
         }
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(line) + "\n")
@@ -335,8 +338,9 @@ def claude(fake: Fake) -> int:
               "session_id": session, "modelUsage": {}, "errors": []})
         code = 1
     elif sc.get("is_error"):
+        spent = {"usage": CLAUDE_USAGE, "total_cost_usd": sc["error_cost_usd"]} if "error_cost_usd" in sc else {}
         emit({"type": "result", "subtype": "success", "is_error": True, "result": sc["is_error"],
-              "session_id": session, "modelUsage": {}, "errors": []})
+              "session_id": session, "modelUsage": {}, "errors": [], **spent})
         code = 1
     elif sc.get("budget_exceeded"):
         # what 2.1.197 prints when --max-budget-usd is reached
@@ -572,8 +576,12 @@ def agy(fake: Fake) -> int:
     if not fake.prompt_text.strip():
         fake.fail("Error: empty prompt", 2)
     fake.model_arg = opts.get("--model", "")
-
-    fake.apply_model(fake.prompt_text)
+    # as the model would: read the packet file the prompt names (what it says is matched too)
+    named = re.search(r"The review packet is in the file (\S+), not in this prompt", fake.prompt_text)
+    if named:
+        with open(named.group(1), encoding="utf-8") as f:
+            fake.packet_file_text = f.read()
+    fake.apply_model(fake.prompt_text + "\n" + (fake.packet_file_text or ""))
     sc = fake.sc
     model = sc.get("model") or fake.model_arg or None
     events: list = []

@@ -24,6 +24,7 @@ extend      raise a stage's round cap for a series, with a cause
 waive       accept a round without a required reviewer, with the user's words
 verify      verify a recorded round's findings with reviewers of other vendors
 gate        judge a list of rounds and write the review-gate/v1 file
+hook        the review gate as a coding agent's stop hook (Claude Code, Codex, Cursor)
 export      write findings as SARIF, GitLab Code Quality or reviewdog rdjsonl
 report      write a self-contained HTML report of a series (timeline, chart, dispositions)
 cap-report  summarize the caps, rounds and extensions of a series

@@ -9,6 +9,7 @@ the document; `spar report` shows it.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -192,10 +193,12 @@ def _fix_diff(round_json: RoundRecord, earlier: str) -> LineMap | None:
 
 
 def build_gate(round_args: list[str], expect_head: str | None, *, real_args: list[str] | None = None,
-               series_folders: dict[str, list[str] | str] | None = None) -> dict[str, Any]:
+               series_folders: dict[str, list[str] | str] | None = None,
+               check_head: bool = True) -> dict[str, Any]:
     """Read and judge, one round at a time; the document without previous_gate_digest.
     `real_args` (the real path of each argument) and `series_folders` (each series'
-    round folders, or why it cannot be listed) when the caller has them already."""
+    round folders, or why it cannot be listed) when the caller has them already;
+    `check_head` False leaves the head out (the hook compares the working tree itself)."""
     reals = real_args if real_args is not None else [os.path.realpath(arg) for arg in round_args]
     fold = judgement.Judgement(_reload, _extra_lookup, _fix_diff)
     seen: set[str] = set()
@@ -209,7 +212,7 @@ def build_gate(round_args: list[str], expect_head: str | None, *, real_args: lis
         fold.add(item)  # then dropped: the judgment keeps what it needs
     folders = series_folders if series_folders is not None else series_round_folders(list(series_args))
     series = [_list_series(path, arg, folders[path], fold.listed_names(path)) for path, arg in series_args.items()]
-    return fold.finish(series, _head_check(fold.latest, expect_head))
+    return fold.finish(series, _head_check(fold.latest, expect_head) if check_head else None)
 
 
 def series_round_folders(series_dirs: list[str]) -> dict[str, list[str] | str]:
@@ -220,4 +223,44 @@ def series_round_folders(series_dirs: list[str]) -> dict[str, list[str] | str]:
             out[series] = readers.series_round_names(series)
         except _READ_ERRORS as exc:
             out[series] = _why(exc)
+    return out
+
+
+@dataclass
+class GateList:
+    """The rounds of a series every series-wide view gates (`spar gate --series`, `spar
+    report`, `spar hook`): G29's list, every round but dry runs and rounds stopped before
+    recording; those left out are named, with what to do about them."""
+
+    rounds: list[str]  # round folder paths, by name
+    dry_runs: list[str]  # names
+    left_out: list[str]  # reasons, one per stopped round
+
+
+def series_gate_list(series: Path | str) -> GateList:
+    """G29's list of `series`: what `spar gate` requires listed, so that a listed round
+    and the series agree. A folder a run stopped in (no round.json, or neither
+    finished_at nor findings.json) is left out, as G29 leaves it out, and named."""
+    series = Path(series)
+    out = GateList([], [], [])
+    for name in readers.series_round_names(series):
+        folder = series / name
+        if _other_schema(folder):
+            continue
+        try:
+            round_json = readers.read_round(folder)
+        except _READ_ERRORS:
+            out.rounds.append(str(folder))  # listed, it blocks as unreadable
+            continue
+        kept = judgement.ListingRound(name, round_json, has_findings=os.path.lexists(folder / readers.FINDINGS_FILE))
+        if round_json.get("dry_run") is True:
+            out.dry_runs.append(name)
+        elif kept.belongs_in_list:
+            out.rounds.append(str(folder))
+        else:
+            out.left_out.append(f"round {name} was stopped before its findings were recorded and is not gated; "
+                                f"{judgement.remove_advice(str(folder))}")
+    for name in readers.stopped_before_round_json(series):
+        out.left_out.append(f"round {name} was stopped before it wrote round.json and is not gated; "
+                            f"{judgement.remove_advice(str(series / name))}")
     return out

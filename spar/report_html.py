@@ -139,6 +139,8 @@ def _gate_html(gate: dict[str, Any]) -> str:
     if gate.get("not_gated"):
         lines.append(f'<p class="muted">Not gated: {_names(gate["not_gated"], "dry run")}; '
                      "<code>spar gate</code> blocks on a dry run only when it is listed.</p>")
+    for note in gate.get("stopped") or []:
+        lines.append(f'<p class="muted">Not gated: {_e(note)}</p>')
     if gate.get("error"):
         lines.append(f"<p>{_e(gate['error'])}</p>")
     reasons = gate.get("reasons") or []
@@ -146,6 +148,9 @@ def _gate_html(gate: dict[str, Any]) -> str:
         lines.append("<ul>" + "".join(f"<li>{_e(r)}</li>" for r in reasons) + "</ul>")
     if gate.get("open"):
         lines.append(f"<p>Open findings: {_e(', '.join(gate['open']))}</p>")
+    if gate.get("demoted"):
+        lines.append("<p>Kept as notes for their link:</p><ul>"
+                     + "".join(f"<li>{_e(line)}</li>" for line in gate["demoted"]) + "</ul>")
     lines.append("</div>")
     return "".join(lines)
 

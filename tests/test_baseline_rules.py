@@ -95,3 +95,28 @@ def test_the_first_run_after_init_names_spars_own_uncommitted_files(tmp_path):
     assert "notes.txt" not in warning
     rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text(encoding="utf-8"))
     assert rj["uncommitted"]["spar_files"] == [".gitignore", ".jaekit/rules/baseline.md", ".jaekit/spar.toml"]
+
+
+@pytest.mark.parametrize("link", ["BASE-SECRETS", "baseline.md#BASE-SECRETS", ".jaekit/rules/baseline.md: BASE-SECRETS",
+                                  ".jaekit/rules/baseline.md BASE-SECRETS"])
+def test_a_rule_cited_by_its_id_is_a_rule_found_however_the_path_is_spelled(tmp_path, link):
+    """The issue's four spellings of one link: each confirms the baseline rule and blocks."""
+    s = project(tmp_path)
+    recorded, gate, stderr = round_after_init(s, logs_the_token(link_kind="rule", link=link), tmp_path)
+    assert (recorded["class"], recorded["link"]) == ("defect", link)
+    assert gate["state"] == "blocked" and gate["demoted"] == []
+    assert "kept as a note" not in stderr
+
+
+def test_a_defect_demoted_for_its_link_is_said_by_run_gate_report_and_hook(tmp_path):
+    s = project(tmp_path)
+    recorded, gate, stderr = round_after_init(s, logs_the_token(link_kind="rule", link="BASE-NOPE"), tmp_path)
+    assert recorded["class"] == "note"
+    said = f'{recorded["id"]} was proposed as a defect but is kept as a note: its rule link "BASE-NOPE"'
+    assert f"spar: note: {said}" in stderr
+    assert gate["state"] == "passed" and gate["demoted"] == [f"round reviews/r1: {said} names no rule document, "
+                                                              "rule ID or contract file Spar found"]
+    shown = s.spar("gate", "--series", "reviews", "--out", str(tmp_path / "g2.json"))
+    assert f"note: round reviews/r1: {said}" in shown.stdout.decode()
+    assert s.spar("report", "reviews", "--out", str(tmp_path / "r.html")).returncode == 0
+    assert "BASE-NOPE" in (tmp_path / "r.html").read_text(encoding="utf-8")

@@ -143,7 +143,7 @@ def test_gate_blocked_by_a_missing_round_is_not_said_to_be_findings(ci):
     asks), but the script says the gate is blocked on a round it cannot read, not on findings."""
     repo, env, answer, run, bin_dir = ci
     answer([])
-    _wrap_spar_gate(bin_dir, f'shift; exec "{bin_dir / "real-spar"}" gate reviews/nope "$@"')
+    _wrap_spar_gate(bin_dir, f'shift 3; exec "{bin_dir / "real-spar"}" gate reviews/nope "$@"')
     proc = run()
     assert proc.returncode == 1, proc.stderr
     assert "GATE BLOCKED ON A ROUND IT CANNOT READ" in proc.stderr

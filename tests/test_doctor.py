@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from spar.cli import main
+from spar.config import agent_hooks
 from spar.core_query import query_core
 from spar.judge.core_caps import interpret
 from spar.round.sandboxing import HOME_INSIDE, choose_sandbox
@@ -404,6 +405,22 @@ def test_a_repository_without_commits_is_a_problem(tmp_path, monkeypatch, capsys
     check = by_check(report, "repository")[0]
     assert code == 1 and check["status"] == "problem"
     assert check["detail"] == "the repository has no commits yet" and "commit" in check["fix"]
+
+
+def test_agent_hooks_installed_and_running_or_missing(here, capsys):
+    repo, _bin_dir, config = here
+    config.write_text('[[reviewers]]\npreset = "native"\n')
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").write_text(agent_hooks.merged("claude", None, "reviews")[0])
+    (repo / ".cursor").mkdir()
+    (repo / ".cursor" / "hooks.json").write_text('{"version": 1, "hooks": {}}')
+    _code, report = doctor_json(capsys)
+    hooks = {c["subject"]: c for c in by_check(report, "hook")}
+    assert hooks["claude"]["status"] == "ok", hooks
+    assert "spar hook stop runs; now it says: spar: no finished review round covers" in hooks["claude"]["detail"]
+    assert hooks["cursor"]["status"] == "warning" and "spar init --agent cursor" in hooks["cursor"]["fix"]
+    assert "codex" not in hooks
+    assert not (repo / "reviews" / ".spar-hook.json").exists()  # the check keeps no state
 
 
 # a CLI that reads the user's private key and says what it found, and where its HOME is

@@ -158,6 +158,7 @@ def test_gate_file_field_by_field(repo, capsys):
         "stages": [{"stage": "code", "round": "r2", "path": str(series / "r2"), "required_reviewers": ["claude", "codex"],
                     "completed": ["claude"], "waived": ["codex"]}],
         "growth_findings": ["r2/claude-F2"],
+        "demoted": [],
     }
 
 

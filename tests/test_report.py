@@ -3,6 +3,7 @@ and in a real headless Chromium (skipped cleanly where none is installed)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -219,20 +220,30 @@ def test_ids_are_unique_attributes(report):
     assert "code-1/claude-F1" in ids and len(ids) == len(set(ids))
 
 
-def test_a_round_a_killed_run_left_unfinished_blocks_the_gate_as_spar_gate_does(tmp_path):
-    """`spar gate` on every round folder of the series is blocked by a folder a killed
-    `spar run` left without round.json; the report's gate says the same, not "passed"."""
+def test_a_round_a_killed_run_left_is_judged_alike_by_gate_report_and_the_series_gate(tmp_path):
+    """A folder a killed `spar run` left without round.json: `spar gate` over the listed
+    rounds, `spar gate --series` (the CI recipe) and the report's gate give one verdict, and
+    the report and --series name the stopped round with what to do about it."""
     repo, series = series_repo(tmp_path)
     make_round(series, "old", repo=repo)
     killed = series / "killed"
     killed.mkdir()
     (killed / "packet.md").write_text("# Review packet\n")
-    assert main(["gate", str(series / "old"), str(killed), "--out", str(tmp_path / "gate.json")]) == 1
+    assert main(["gate", str(series / "old"), "--out", str(tmp_path / "gate.json")]) == 0
+    assert main(["gate", "--series", str(series), "--out", str(tmp_path / "series.json")]) == 0
+    listed = json.loads((tmp_path / "series.json").read_text())
+    assert [r["path"] for r in listed["rounds"]] == [str(series / "old")]
+    assert len(listed["not_gated"]) == 1 and f"rm -rf {killed}" in listed["not_gated"][0]
+    assert f"chmod -R u+w {killed}" in listed["not_gated"][0]
     out = tmp_path / "r.html"
     assert main(["report", str(series), "--out", str(out)]) == 0
     html = out.read_text()
-    assert "Gate: blocked" in html and "Gate: passed" not in html
-    assert "killed was not finished" in html
+    assert "Gate: passed" in html and "Gate: blocked" not in html
+    assert "round killed was stopped before it wrote round.json and is not gated" in html
+    # listed by hand, it blocks (G29), and the reason ends with what to do
+    assert main(["gate", str(series / "old"), str(killed), "--out", str(tmp_path / "g2.json")]) == 1
+    reasons = json.loads((tmp_path / "g2.json").read_text())["reasons"]
+    assert reasons[0].endswith("and run the round again")
 
 
 def test_the_page_gates_what_spar_gate_gates_and_leaves_a_dry_run_out(tmp_path):

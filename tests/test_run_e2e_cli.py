@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from spar.judge.gate import remove_advice
 from tests.proctools import HANG, LIMITS, gone, sigint_as_from_a_terminal, signal_ignored, wait_for, written
 from tests.runsetup import BACKENDS, FAKES, finding, make_setup, result
 
@@ -211,7 +212,8 @@ def test_interrupt_kills_every_reviewer_and_leaves_the_round_unrecorded(tmp_path
     assert out.decode() == f"{rd}\n"
     assert err.decode().strip().splitlines()[-1] == (
         f"spar: interrupted by {signal.Signals(signum).name}: every reviewer was stopped; "
-        f"round {rd} was not recorded (its round.json has no finished_at)")
+        f"round {rd} was not recorded (its round.json has no finished_at): spar gate --series, spar report and "
+        f"spar hook leave it out; {remove_advice(str(rd))}")
     assert gone(int(grandchild.read_text())) and gone(int(sleeper_pid.read_text()))
 
     rj = load(rd / "round.json")  # still the valid review-round/v1 written before the reviewers

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from spar.cli import main as spar_main
+from spar.judge.gate import remove_advice
 from spar.records.lock import is_locked, series_lock
 from tests import roundfactory as rf
 
@@ -39,7 +40,7 @@ def test_killed_after_findings_json_is_not_finished(repo, capsys):
     code, doc = _gate(capsys, repo, series, "r1", "r2")
     assert code == 1
     assert doc["reasons"] == [f"round {series}/r2 was not finished: findings.json was written, "
-                              "but round.json was never marked recorded"]
+                              f"but round.json was never marked recorded; {remove_advice(f'{series}/r2')}"]
     assert [r["state"] for r in doc["rounds"]] == ["ok", "unfinished"]
     # its findings are not judged (its pending reviewers would otherwise read as required)
     assert doc["open"] == [] and doc["required_reviewers"] == ["claude", "codex"]
@@ -75,10 +76,11 @@ def test_leftover_temporary_file_and_folder_without_round_json(repo, capsys):
     code, doc = _gate(capsys, repo, series, "r1")
     assert code == 1
     assert doc["reasons"] == [f"round {series}/r1 was not finished: a write was interrupted, leaving "
-                              "claude/input.md.tmp, summary.md.tmp"]
+                              f"claude/input.md.tmp, summary.md.tmp; {remove_advice(f'{series}/r1')}"]
     code, doc = _gate(capsys, repo, series, "r3")
     assert code == 1 and doc["reasons"][0] == (f"round {series}/r3 was not finished: "
-                                               "it has no round.json (a run stopped before writing it)")
+                                               "it has no round.json (a run stopped before writing it); "
+                                               f"{remove_advice(f'{series}/r3')}")
     assert spar_main(["cap-report", str(series), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["unfinished"] == [
         {"name": "r1", "why": "a write was interrupted, leaving claude/input.md.tmp, summary.md.tmp"},

@@ -60,8 +60,9 @@ if [ "$export_code" -ne 0 ] && [ "$export_code" -ne 1 ]; then
     fail "spar export" "$export_code"
 fi
 
-# every round of the series (a cached series may hold earlier ones: the gate wants them all)
-"$SPAR" gate "$series"/*/ --expect-head "$head" --out "$series/gate.json"
+# every round of the series (a cached series may hold earlier ones: the gate wants them all),
+# the list spar report and spar hook gate too: one verdict over one series
+"$SPAR" gate --series "$series" --expect-head "$head" --out "$series/gate.json"
 gate_code=$?
 case "$gate_code" in
     0) echo "spar-ci: gate passed ($round)" >&2; exit 0 ;;

@@ -26,6 +26,7 @@ import anyio
 from spar import __version__, git
 from spar.argparsing import command_parser
 from spar.backend import async_backend
+from spar.config import agent_hooks
 from spar.config.load import load_config
 from spar.config.model import ENDPOINT, AppliedConfig, ReviewerConfig
 from spar.core_query import query_core
@@ -80,7 +81,7 @@ is missing (each problem says what to do); 64 usage error."""
 class Check:
     """One line of `spar doctor`'s answer."""
 
-    check: str  # git | repository | config | sandbox | reviewer | login | series | core
+    check: str  # git | repository | config | sandbox | reviewer | login | series | hook | core
     subject: str
     status: str  # ok | problem | warning | info
     detail: str
@@ -100,12 +101,13 @@ def _parser() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------- processes
 
 
-async def _run(argv: list[str], env: dict[str, str], timeout: float) -> tuple[int | None, str, str, bool]:
+async def _run(argv: list[str], env: dict[str, str], timeout: float,
+               stdin_text: str | None = None) -> tuple[int | None, str, str, bool]:
     """(exit code, stdout, stderr, timed out) of a short read-only command."""
     with tempfile.TemporaryDirectory(prefix="spar-doctor-") as tmp:
         out, err = Path(tmp) / "out", Path(tmp) / "err"
         output = OutputHandling(stdout_path=out, stderr_path=err, cap=64 * 1024)
-        async with GuardedProcess(argv, cwd=tmp, env=env, output=output) as running:
+        async with GuardedProcess(argv, cwd=tmp, env=env, output=output, stdin_text=stdin_text) as running:
             with anyio.move_on_after(timeout):
                 await running.wait()
         proc = running.result
@@ -349,6 +351,45 @@ def sandbox_check(mode: str, env: dict[str, str]) -> tuple[Check, SandboxChoice 
                  "install bubblewrap (apt-get install bubblewrap) where user namespaces are allowed"), choice
 
 
+async def agent_hook_checks(root: Path, series: str, env: dict[str, str]) -> list[Check]:
+    """For each agent whose project settings exist: Spar's stop hook is in them, and `spar
+    hook stop` runs here and answers in the agent's JSON (run with --dry-run: no state kept)."""
+    checks = []
+    for agent, relative in agent_hooks.SETTINGS.items():
+        path = root / relative
+        if not path.is_file():
+            continue
+        try:
+            listed = agent_hooks.MARK in path.read_text(encoding="utf-8", errors="replace")[:1024 * 1024]
+        except OSError as exc:
+            listed = False
+            checks.append(Check("hook", agent, "problem", f"{relative} cannot be read: {exc.strerror or exc}"))
+            continue
+        if not listed:
+            checks.append(Check("hook", agent, "warning", f"{relative} runs no spar hook: the agent may stop "
+                                "with the gate blocked", f"run `spar init --agent {agent}`"))
+            continue
+        checks.append(await _hook_runs(root, agent, series, env))
+    return checks
+
+
+async def _hook_runs(root: Path, agent: str, series: str, env: dict[str, str]) -> Check:
+    found = find_executable("spar", env.get("PATH"))
+    if found.status != "ok" or found.path is None:
+        return Check("hook", agent, "problem", "spar is not on PATH, so the agent cannot run its hook",
+                     "install Spar where the agent's PATH finds it")
+    argv = [str(found.path), "hook", "stop", "--agent", agent, "--series", series, "--dry-run"]
+    code, out, err, timed_out = await _run(argv, env, 30, stdin_text=json.dumps({"cwd": str(root)}))
+    try:
+        answer = json.loads(out)
+    except ValueError:
+        answer = None
+    if timed_out or code != 0 or not isinstance(answer, dict):
+        return Check("hook", agent, "problem", f"spar hook stop did not answer ({_one_line(err or out)})")
+    said = answer.get("stopReason") or answer.get("reason") or answer.get("followup_message") or "let the stop through"
+    return Check("hook", agent, "ok", f"spar hook stop runs; now it says: {_one_line(str(said))}")
+
+
 def series_check(series: Path, shown: str) -> Check:
     try:
         paths.check_record_path(series, kind="--series", directory=True)
@@ -444,6 +485,8 @@ async def _all_checks(args: argparse.Namespace, env: dict[str, str],
         checks.append(waiting)
     if series is not None:
         checks.append(series)
+    if root is not None:
+        checks += await agent_hook_checks(root, args.series, env)
     core, report = await core_check(args.core, env)
     checks.append(core)
     return masked_checks(checks, report, env, reviewers)

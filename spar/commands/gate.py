@@ -13,9 +13,10 @@ from pathlib import Path
 
 from spar import __version__
 from spar.argparsing import Parser, command_parser
-from spar.errors import EXIT_NOT_CLEAN, EXIT_OK
-from spar.gating import build_gate, real_paths, series_round_folders
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, quote
+from spar.gating import build_gate, real_paths, series_gate_list, series_round_folders
 from spar.records import atomic, clock, paths
+from spar.series import series_folder
 from spar.textsafe import terminal_safe
 
 EPILOG = """\
@@ -50,6 +51,13 @@ inside the check paths is counted in "growth" but adds nothing to a reason.
 "Latest" is by started_at, ties by list order. --out is refused (65, nothing
 written) inside any round folder of a listed series, as the series'
 extensions.jsonl, or when it exists and is not a review-gate/v1 file.
+An unfinished or unrecorded round's reason ends with what to do (remove
+its folder, after chmod -R u+w for an unprivileged user, and run the round
+again). --series SERIES gates every round of the series but dry runs and
+rounds a run stopped in before recording (G29 leaves them out; they are named
+in not_gated with the same advice): the list spar report and spar hook gate.
+Proposed defects kept as notes because their link was not confirmed are
+listed (demoted), never a blocked reason.
 The file has the review-gate/v1 keys (spar/docs/records.md) plus: expect_head, stages (required,
 completed and waived reviewers of the latest round of each stage and series),
 growth_findings, rounds[].base/dry_run/state, generated_at."""
@@ -61,7 +69,10 @@ KEY_ORDER = ("schema", "state", "reasons", "head", "base", "criteria_digest", "r
 
 def _parser() -> Parser:
     p = command_parser("gate", "Judge a list of rounds and write the review-gate/v1 file.", EPILOG)
-    p.add_argument("rounds", nargs="+", metavar="ROUND", help="round folders, every recorded round of their series")
+    p.add_argument("rounds", nargs="*", metavar="ROUND", help="round folders, every recorded round of their series")
+    p.add_argument("--series", metavar="DIR",
+                   help="instead of ROUND...: every round of the series but dry runs and rounds a run stopped "
+                        "before recording (named, not gated), the list spar report and spar hook gate")
     p.add_argument("--out", required=True, metavar="FILE", help="the gate file to write (review-gate/v1)")
     p.add_argument("--expect-head", metavar="REV", help="the commit the latest round must have reviewed")
     return p
@@ -70,6 +81,17 @@ def _parser() -> Parser:
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     out = Path(args.out)
+    not_gated: list[str] = []
+    if args.series is not None:
+        if args.rounds:
+            raise UsageError("give round folders or --series, not both")
+        listed = series_gate_list(series_folder(args.series, read="rounds"))
+        args.rounds, not_gated = listed.rounds, listed.left_out
+        if not args.rounds:
+            raise Refused(f"series {quote(args.series)} holds no round to gate"
+                          + "".join(f"; {note}" for note in not_gated))
+    elif not args.rounds:
+        raise UsageError("give the round folders to judge, or --series DIR")
     round_dirs = real_paths(args.rounds)
     series_dirs = sorted({os.path.dirname(r) for r in round_dirs})
     folders = series_round_folders(series_dirs)
@@ -85,9 +107,13 @@ def main(argv: list[str]) -> int:
     document["generated_at"] = clock.now()
     ordered = {key: document.pop(key) for key in KEY_ORDER}
     ordered.update(document)
+    if args.series is not None:
+        ordered["not_gated"] = not_gated
     # the gate takes no lock: two gates may write the same --out at once
     atomic.write_text(out, atomic.dumps(ordered), unique_tmp=True)
     print(f"gate {ordered['state']}: {args.out}")
     for reason in ordered["reasons"]:
         print(f"  - {terminal_safe(reason)}")
+    for note in not_gated + ordered["demoted"]:
+        print(f"  note: {terminal_safe(note)}")
     return EXIT_OK if ordered["state"] == "passed" else EXIT_NOT_CLEAN

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from spar import git
 from spar.argparsing import command_parser
+from spar.config import agent_hooks
 from spar.config.checks import check_project, check_user
 from spar.config.model import plain_http_elsewhere
 from spar.config.scaffold import (
@@ -103,6 +104,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--project", action="store_true", help="also write <repository>/.jaekit/spar.toml")
     p.add_argument("--series", default="reviews", metavar="DIR",
                    help="the series folder to ignore (default: reviews, relative to the current folder)")
+    p.add_argument("--agent", action="append", default=[], choices=tuple(agent_hooks.SETTINGS),
+                   help="add spar hook as this agent's stop hook in the repository's settings "
+                        "(.claude/settings.json, .codex/hooks.json, .cursor/hooks.json); repeatable")
     p.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
     p.add_argument("-C", dest="directory", metavar="DIR", help="work as if started in DIR")
     return p
@@ -276,6 +280,31 @@ def _refuse_links(root: Path, path: Path, what: str, lines: str) -> None:
                       f"its target yourself:\n{lines}")
 
 
+# ---------------------------------------------------------------- agent hooks
+
+
+def plan_agent_hook(root: Path, agent: str, series: str) -> Step:
+    """The agent's project settings with Spar's stop hook merged in (never a key or entry
+    of the file dropped; kept as it is when the hook is there already)."""
+    target = root / agent_hooks.SETTINGS[agent]
+    shown_lines = agent_hooks.merged(agent, None, series)[0]
+    _refuse_links(root, target, f"--agent {agent}", shown_lines)
+    existing = None
+    if os.path.lexists(target):
+        try:
+            existing = _read_existing(str(target), shown_lines)
+        except CannotEdit as err:
+            raise _refusal(str(target), err.why, err.lines) from None
+    try:
+        text, added = agent_hooks.merged(agent, existing, series)
+    except CannotEdit as err:
+        raise _refusal(str(target), err.why, err.lines) from None
+    if not added:
+        return Step(str(target), "keep", note=f"{agent} already runs spar hook")
+    action = "edit" if existing is not None else "create"
+    return Step(str(target), action, text, text, f"{agent} runs spar hook on {', '.join(added)}")
+
+
 # ---------------------------------------------------------------- ignore rules
 
 
@@ -394,6 +423,10 @@ def main(argv: list[str]) -> int:
         if root is None:
             raise Refused(f"--project: {os.path.abspath(base)} is not inside a git repository")
         steps += plan_project(Path(root))
+    for agent in dict.fromkeys(args.agent):
+        if root is None:
+            raise Refused(f"--agent {agent}: {os.path.abspath(base)} is not inside a git repository")
+        steps.append(plan_agent_hook(Path(root), agent, args.series.rstrip("/")))
     steps.append(plan_ignore(series, Path(root) if root is not None else None))
 
     out = sys.stdout

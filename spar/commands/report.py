@@ -19,7 +19,7 @@ from typing import Any
 from spar import __version__
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_OK, SparError
-from spar.gating import build_gate
+from spar.gating import build_gate, series_gate_list
 from spar.judge.verdicts import Verdict
 from spar.records import atomic, clock, paths, usage
 from spar.records.model import Finding, LedgerLine
@@ -87,10 +87,10 @@ def _epoch(stamp: object) -> float | None:
         return None
 
 
-def _gate(rounds: list[Path], dry_runs: list[str]) -> dict[str, Any]:
-    """`spar gate` over `rounds`, with the names it judged (`gated`) and the dry runs it
-    left out (`not_gated`)."""
-    named = {"gated": [p.name for p in rounds], "not_gated": dry_runs}
+def _gate(rounds: list[Path], dry_runs: list[str], left_out: list[str]) -> dict[str, Any]:
+    """`spar gate` over `rounds`, with the names it judged (`gated`), the dry runs it
+    left out (`not_gated`) and the rounds a run stopped in (`stopped`: what to do)."""
+    named = {"gated": [p.name for p in rounds], "not_gated": dry_runs, "stopped": left_out}
     if not rounds:
         why = "no round to gate yet (a dry run is not gated)" if dry_runs else "no round yet"
         return {"state": None, "error": why, "reasons": [], **named}
@@ -145,14 +145,9 @@ def gather(series: Path, detail_rounds: int = DETAIL_ROUNDS) -> dict[str, Any]:
         row["findings"] = findings.get(row["name"], [])
         row["detailed"] = row["name"] in detailed
         row["verified"] = row["name"] in verified
-    # every round folder but dry runs, as `spar gate` reads them listed: one a killed run left
-    # without round.json is part of the series too, and blocks the gate. A dry run reviews
-    # nothing and `spar gate` never requires one; listed it would block, so it is left out
-    dry_runs = [row["name"] for row in base["rounds"] if row["dry_run"]]
-    gated = [by_name[row["name"]].path for row in base["rounds"] if not row["dry_run"]]
-    gated += [series / u["name"] for u in base["unfinished"]
-              if series / u["name"] not in gated and u["name"] not in dry_runs]
-    base["gate"] = _gate(gated, dry_runs)
+    # the rounds `spar gate --series` and `spar hook` gate (G29's list): one verdict everywhere
+    listed = series_gate_list(series)
+    base["gate"] = _gate([Path(p) for p in listed.rounds], listed.dry_runs, listed.left_out)
     base["series_name"] = Path(base["series"]).name
     base["generated_at"] = clock.now()
     base["spar_version"] = __version__

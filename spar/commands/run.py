@@ -11,6 +11,7 @@ from contextlib import nullcontext
 from spar.argparsing import Parser, add_selection_options, command_parser
 from spar.config.model import STAGES
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, UsageError
+from spar.judge.findings import demoted_for_link, demotion_line
 from spar.presets import get_preset
 from spar.proc.process import reviewer_guard
 from spar.progress import make_progress
@@ -140,6 +141,9 @@ def execute(planned: PlannedRound) -> int:
         if (warning := reviewed.repo_warning()) is not None:
             print(f"spar: warning: {terminal_safe(warning)}", file=sys.stderr)
         _verified_lines(recorded)
+    for finding in recorded.findings:
+        if demoted_for_link(finding):
+            print(f"spar: note: {terminal_safe(demotion_line(finding))}", file=sys.stderr)
     for line in closing_lines(recorded.record, planned.out, recorded.findings):
         print(line, file=sys.stderr)
     return EXIT_OK if recorded.completed else EXIT_NOT_CLEAN

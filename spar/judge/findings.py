@@ -7,6 +7,7 @@ class, class_reason, claimed_link_kind, claimed_link (the reviewer's own values)
 
 from __future__ import annotations
 
+import json
 from typing import Any, cast
 
 from spar.globs import match_any
@@ -56,3 +57,17 @@ def auto_deferrals(findings: list[Finding]) -> list[str]:
     location was read (an unreadable hardening finding keeps no disposition, §4)."""
     return [f["id"] for f in findings
             if f["class"] == "hardening" and not f.get("location_unreadable", False)]
+
+
+def demoted_for_link(finding: Finding) -> bool:
+    """A proposed defect kept as a note because its link was not confirmed (rule 6)."""
+    return finding["class"] == "note" and finding["class_reason"].startswith("rule 6")
+
+
+def demotion_line(finding: Finding, where: str = "") -> str:
+    """What every view says of a finding `demoted_for_link` (`where`: its round, when shown)."""
+    kind = finding.get("claimed_link_kind", "none")
+    link = finding.get("claimed_link", "")
+    said = f"its {kind} link {json.dumps(link, ensure_ascii=False)}" if link else "it has no link"
+    return (f"{where}{finding['id']} was proposed as a defect but is kept as a note: {said} names no rule "
+            "document, rule ID or contract file Spar found")

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from spar.config.model import STAGES
 from spar.judge.dispositions import BLOCKING_CLASSES, Trace, standing
 from spar.judge.duplicate_trace import DuplicateLinks, DuplicateTracer, ExtraLookup, Reload, RoundKey
+from spar.judge.findings import demoted_for_link, demotion_line
 from spar.judge.linemap import LineMap
 from spar.records.model import Finding, LedgerLine, ReviewerStatus, RoundRecord, WaiverLine
 from spar.records.record_rules import CLASSES
@@ -218,17 +219,23 @@ def listed_round_reasons(item: ListedRound) -> list[str]:
     if state == "unreadable":
         reasons.append(f"round {item.arg} cannot be read: {item.error}")
     elif state == "unfinished":
-        reasons.append(f"round {item.arg} was not finished: {item.unfinished}")
+        reasons.append(f"round {item.arg} was not finished: {item.unfinished}; {remove_advice(item.arg)}")
     elif state == "dry_run":
         reasons.append(f"round {item.arg} is a dry run; a dry run is not a review")
     elif state == "not_recorded":
         reasons.append(
             f"round {item.arg} was not finished: it stopped before its findings were recorded "
-            "(neither finished_at nor findings.json)"
+            f"(neither finished_at nor findings.json); {remove_advice(item.arg)}"
         )
     if state != "unreadable" and item.waivers_error is not None:
         reasons.append(f"round {item.arg}: waivers.jsonl cannot be read: {item.waivers_error}")
     return reasons
+
+
+def remove_advice(folder: str) -> str:
+    """What to do about a round folder a stopped run left: the words every view ends with."""
+    return (f"when no spar run is writing it, remove the folder (rm -rf {folder}; an unprivileged user "
+            f"runs chmod -R u+w {folder} first, its copies are read-only) and run the round again")
 
 
 def unlisted_round_reasons(listed: set[RoundKey], series: list[SeriesListing]) -> list[str]:
@@ -353,6 +360,7 @@ class Judgement:
         self._reviewed: dict[RoundKey, list[_Reviewed]] = {}  # (series, stage) -> usable rounds
         self._counts = dict.fromkeys(CLASSES, 0)
         self._auto_deferred = 0
+        self.demoted: list[str] = []  # proposed defects kept as notes for their link, said in every view
         self._open: list[_Open] = []
         self._code_heads: dict[str, dict[str, str]] = {}  # series -> head its code rounds reviewed -> last start
         self._growth: _GrowthCandidate | None = None
@@ -402,6 +410,8 @@ class Judgement:
         those not disposed (or not traceable yet) by id."""
         for finding in findings:
             self._counts[finding["class"]] += 1
+            if demoted_for_link(finding):
+                self.demoted.append(demotion_line(finding, f"round {item.arg}: "))
         # an id twice (a record the readers refuse) pairs each finding with its line; each
         # line is counted once
         auto = sum(1 for line in links.values() if line and _auto_deferred(line))
@@ -465,6 +475,7 @@ class Judgement:
             "auto_deferred": self._auto_deferred,
             "growth": grown,
             "growth_findings": growth_ids,
+            "demoted": self.demoted,
         }
 
     def _open_findings(self, grown_outside: dict[FindingKey, str]) -> tuple[list[str], list[str]]:

@@ -6,6 +6,7 @@ prefixes removed and in what counts as a target.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -125,6 +126,9 @@ def check_link(link_kind: str, link: str, ctx: RoundContext) -> LinkCheck:
                        lambda _prefix, path: _link_target(link_kind, path, ctx) is not None)
     found = _link_target(link_kind, parsed.path, ctx)
     if found is None:
+        by_id = rule_by_id(link, ctx.rule_documents)
+        if by_id is not None:
+            return by_id
         return LinkCheck(False, "", f"no {link_kind} target {quote(parsed.path)}")
     name, lines = found
     if not parsed.has_line:
@@ -140,6 +144,33 @@ def check_link(link_kind: str, link: str, ctx: RoundContext) -> LinkCheck:
     if parsed.end is not None and parsed.end > lines:
         return LinkCheck(False, name, f"line {parsed.end} is past the end ({lines} lines)")
     return LinkCheck(True, name, "")
+
+
+# a rule ID as rule documents write them: capitals and digits in two or more parts joined by
+# "-" (BASE-SECRETS, API-2), with no letter, digit, "_" or "-" right before or after
+_RULE_ID = re.compile(r"(?<![A-Za-z0-9_-])[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+(?![A-Za-z0-9_-])")
+
+
+def rule_by_id(link: str, documents: list[RoundDoc]) -> LinkCheck | None:
+    """A link that names no document by the grammar, confirmed by the rule IDs it names
+    however the path around them is spelled (`BASE-SECRETS`, `baseline.md#BASE-SECRETS`,
+    `rules/baseline.md: BASE-SECRETS`): each ID found in a rule document must be in exactly
+    one, and all in the same one. None when no ID of the link is in any rule document."""
+    found: dict[str, list[RoundDoc]] = {}
+    for ident in dict.fromkeys(_RULE_ID.findall(link)):
+        word = re.compile(rf"(?<![A-Za-z0-9_-]){re.escape(ident)}(?![A-Za-z0-9_-])")
+        holding = _distinct(d for d in documents if word.search(d.text.decode("utf-8", "surrogateescape")))
+        if holding:
+            found[ident] = holding
+    if not found:
+        return None
+    several = [ident for ident, docs in found.items() if len(docs) > 1]
+    if several:
+        return LinkCheck(False, "", f"rule ID {', '.join(several)} is in several rule documents")
+    names = {docs[0].name for docs in found.values()}
+    if len(names) > 1:
+        return LinkCheck(False, "", f"rule IDs {', '.join(found)} are in different rule documents")
+    return LinkCheck(True, names.pop(), "")
 
 
 def confirm_link(link_kind: str, link: str, ctx: RoundContext) -> bool:

@@ -294,24 +294,40 @@ def unfinished_rounds(series: Path | str) -> list[dict[str, Any]]:
     `spar run` started without reaching round.json, and a round with leftover `*.tmp`
     files. Each is `{"name", "why"}`. (A round.json never marked recorded is the
     caller's to judge: it reads round.json anyway.)"""
-    series = Path(series)
     out = []
-    try:
-        children = sorted(c for c in series.iterdir() if c.is_dir())
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise RecordError(f"{series}: cannot read: {exc.strerror or exc}") from None
-    busy = None
-    for folder in children:
+    stopped = set(stopped_before_round_json(series))
+    for folder in _round_children(Path(series)):
+        if folder.name in stopped:
+            out.append({"name": folder.name, "why": "no round.json (a run stopped before writing it)"})
+            continue
         if not os.path.lexists(folder / ROUND_FILE):
-            if busy is None:
-                busy = lock.is_locked(series)  # a run in progress creates its folder before round.json
-            if not busy and any(os.path.lexists(folder / name) for name in _ROUND_START_FILES):
-                out.append({"name": folder.name, "why": "no round.json (a run stopped before writing it)"})
             continue
         leftovers = leftover_temporary_files(folder)
         if leftovers:
             out.append({"name": folder.name, "why": f"a write was interrupted, leaving {', '.join(leftovers)}"})
     return out
+
+
+def _round_children(series: Path) -> list[Path]:
+    try:
+        return sorted(c for c in series.iterdir() if c.is_dir())
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise RecordError(f"{series}: cannot read: {exc.strerror or exc}") from None
+
+
+def stopped_before_round_json(series: Path | str) -> list[str]:
+    """Folders of a series `spar run` started without reaching round.json, by name; none
+    while the series lock is held (a run in progress creates its folder before round.json)."""
+    found = []
+    busy = None
+    for folder in _round_children(Path(series)):
+        if os.path.lexists(folder / ROUND_FILE):
+            continue
+        if busy is None:
+            busy = lock.is_locked(series)
+        if not busy and any(os.path.lexists(folder / name) for name in _ROUND_START_FILES):
+            found.append(folder.name)
+    return found
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from spar.judge.gate import remove_advice
 from spar.pathtext import path_text
 from spar.progress import Progress
 from spar.records.model import Finding, ReviewerStatus, RoundRecord
@@ -59,7 +60,8 @@ class RecordedRound:
 def review_round(prepared: PreparedRound, progress: Progress) -> ReviewedRound:
     """Step 3: every reviewer at once; `Interrupted` when SIGINT or SIGTERM stopped them."""
     p = prepared.planned
-    left = f"every reviewer was stopped; round {p.out} was not recorded (its round.json has no finished_at)"
+    left = (f"every reviewer was stopped; round {p.out} was not recorded (its round.json has no finished_at): "
+            f"spar gate --series, spar report and spar hook leave it out; {remove_advice(str(p.out))}")
     watched = repository_state(p.repo, p.out.parent)  # the user's repository, compared once they end
     outcomes = run_until_signal(prepared.jobs, progress, dict(os.environ), p.config.env_passthrough, p.backend,
                                 left, p.sandbox.bwrap, p.sandbox.egress)

@@ -1,0 +1,359 @@
+"""`spar hook stop`: the review gate in a coding agent's loop (Claude Code's and Codex's
+`Stop` hook, Cursor's `stop` hook).
+
+Decides from the records alone (git and the series folder; no reviewer is started): is
+there a finished round for the change the agent is about to hand over (HEAD and the
+working tree, as `spar run --worktree` sees it), and does the gate pass over the series
+(the rounds `spar gate --series` and `spar report` gate)? It always exits 0 and answers
+in the agent's JSON on stdout: any other exit, a crash or a timeout would let the stop
+through without a verdict, so its own failure is an answer too (the person is told the
+gate could not be checked).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import stat
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from spar import git
+from spar.argparsing import Parser, command_parser
+from spar.config.model import DEFAULT_CAPS, DEFAULT_MAX_COPY_BYTES
+from spar.errors import EXIT_OK, Refused, SparError, UsageError
+from spar.gating import GateList, build_gate, series_gate_list
+from spar.judge import stop
+from spar.judge.answer import parse_answer
+from spar.judge.caps import stage_cap
+from spar.records import atomic, paths, readers
+from spar.records.model import ReviewerStatus
+
+INPUT_LIMIT = 4 * 1024 * 1024  # the hook input names a session and its last message: bounded
+NO_SENDS = 0
+OPEN_SHOWN = 30  # open findings listed to the agent; the gate file has them all
+STATE_LIMIT = 4 * 1024 * 1024
+SERIES_KEYS = {"head", "state", "reasons", "open", "could_not_run", "at_cap", "demoted", "count", "rounds"}
+DEADLINE = 40.0  # seconds: under the 60 s `spar init --agent` gives the hook, so the hook answers first
+STATE_FILE = ".spar-hook.json"  # in the series folder: the sends-back for the current change
+CAN_NOT_RUN = (ReviewerStatus.UNAVAILABLE,)
+
+EPILOG = f"""\
+Answers (stdout, exit 0 always):
+  allow   the gate passes over the series and its latest round reviewed exactly this
+          change (Claude Code, Codex: {{}}; Cursor: {{}})
+  block   send the agent back: no round for this change (with the commands to run),
+          open findings (each with its place and claim, and what settles it), or a
+          record to clear ({{"decision": "block", "reason": ...}}; Cursor:
+          {{"followup_message": ...}})
+  person  stop and tell the person: the reviewers could not run (unavailable: quota,
+          login, network, a required sandbox missing), the series is at its cap, the
+          agent was sent back --bound times for one change with no new round, or the
+          gate could not be checked ({{"continue": false, "stopReason": ...}}; Cursor
+          cannot show it: {{}} and the words on stderr)
+The count of sends-back is kept in SERIES/{STATE_FILE}."""
+
+
+def _parser() -> Parser:
+    p = command_parser("hook", "The review gate as an agent's stop hook (reads the hook input on stdin).", EPILOG)
+    p.add_argument("event", choices=("stop", "subagent-stop"),
+                   help="stop (the agent is about to stop), subagent-stop (Claude Code: a native reviewer's "
+                        "answer checked against the one answer rule)")
+    p.add_argument("--agent", choices=stop.AGENTS, help="the agent's dialect (default: told by the hook input)")
+    p.add_argument("--series", default="reviews", metavar="DIR",
+                   help="the series folder, relative to the repository's top (default: reviews)")
+    p.add_argument("--dry-run", action="store_true", help="answer, but keep no state (spar doctor's check)")
+    p.add_argument("--deadline", type=float, default=DEADLINE, metavar="SECONDS",
+                   help=f"answer \"could not be checked\" after this long (default {DEADLINE:g}; keep it under "
+                        "the agent's hook timeout, past which the agent lets the stop through)")
+    p.add_argument("--bound", type=int, default=stop.DEFAULT_BOUND, metavar="N",
+                   help=f"sends-back for one change with no new round before the person is told "
+                        f"(default {stop.DEFAULT_BOUND})")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    if args.bound < 1:
+        raise UsageError("--bound must be 1 or more")
+    if not args.deadline > 0:
+        raise UsageError("--deadline must be more than 0 seconds")
+    payload: dict[str, Any] = {}
+    remember: Callable[[], None] | None = None
+    previous = signal.signal(signal.SIGALRM, _past_deadline)
+    signal.setitimer(signal.ITIMER_REAL, args.deadline)
+    try:
+        payload = _read_input()
+        if args.event == "subagent-stop":
+            verdict = _native_answer(payload)
+        else:
+            verdict, remember = _judge(payload, args.series, args.bound)
+    except _Deadline:
+        verdict = stop.StopVerdict("person", f"spar: the review gate could not be checked within {args.deadline:g} s "
+                                   "(a hung git or file system?); run spar gate --series yourself")
+    except Exception as exc:  # whatever went wrong, the agent gets an answer: a crash would let it stop
+        text = exc.message if isinstance(exc, SparError) else f"{type(exc).__name__}: {exc}"
+        verdict = stop.StopVerdict("person", f"spar: the review gate could not be checked: {text}")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    if remember is not None and not args.dry_run:
+        try:
+            remember()
+        except (SparError, OSError) as exc:
+            text = exc.message if isinstance(exc, SparError) else str(exc)
+            verdict = stop.StopVerdict("person", f"spar: the hook could not keep its count of sends-back: {text}")
+    agent = args.agent or stop.detect_agent(payload)
+    print(stop.render(agent, verdict), flush=True)
+    if verdict.kind == "person":
+        print(verdict.text, file=sys.stderr)
+    return EXIT_OK
+
+
+class _Deadline(Exception):
+    """The hook's own time is up (raised by SIGALRM; a git it waits on is ended)."""
+
+
+def _past_deadline(signum: int, frame: object) -> None:
+    raise _Deadline
+
+
+def _read_input() -> dict[str, Any]:
+    raw = sys.stdin.buffer.read(INPUT_LIMIT + 1)
+    if len(raw) > INPUT_LIMIT:
+        raise ValueError(f"the hook input is over {INPUT_LIMIT} bytes")
+    if not raw.strip():
+        return {}
+    value = json.loads(raw)
+    if not isinstance(value, dict):
+        raise ValueError("the hook input is not a JSON object")
+    return value
+
+
+def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> tuple[stop.StopVerdict, Callable[[], None]]:
+    """The verdict, and the write of what it keeps (made after the deadline is off)."""
+    cwd = payload.get("cwd")
+    repo = git.repo_root(cwd if isinstance(cwd, str) and cwd else os.getcwd())
+    if repo is None:
+        raise Refused("the agent's folder is not inside a git repository")
+    series = Path(series_arg) if os.path.isabs(series_arg) else repo / series_arg
+    tree = _current_tree(repo)
+    remembered = _read_state(series)
+    # the series as it is on disk: the judgment kept from the last call is reused while it is the same
+    fingerprint = _fingerprint(series)
+    seen = remembered.get("series") if remembered.get("fingerprint") == fingerprint else None
+    if not isinstance(seen, dict) or set(seen) != SERIES_KEYS:
+        seen = _judge_series(series)
+    shown = os.path.relpath(series, repo) if series.is_relative_to(repo) else str(series)
+    reviewed = seen["head"]
+    facts = stop.StopFacts(
+        shown, [f"spar run --stage code --worktree --out {shown}/{_next_round(series, seen['count'])}",
+                f"spar gate --series {shown} --out {shown}/gate.json"],
+        round_for_change=isinstance(reviewed, str) and _tree_or_none(repo, reviewed) == tree,
+        state=seen["state"], reasons=seen["reasons"], open=[stop.OpenFinding(*row) for row in seen["open"]],
+        could_not_run=seen["could_not_run"], at_cap=seen["at_cap"], demoted=seen["demoted"], bound=bound)
+    key = {"tree": tree, "rounds": seen["rounds"]}
+    sends = remembered.get("sends") if remembered.get("key") == key else None
+    facts.sends = sends if isinstance(sends, int) and sends > 0 else NO_SENDS
+    verdict = stop.decide(facts)
+    state = {"key": key, "sends": facts.sends + 1 if verdict.kind == "block" else NO_SENDS,
+             "fingerprint": fingerprint, "series": seen}
+    return verdict, lambda: _remember(repo, series, state)
+
+
+def _current_tree(repo: Path) -> str:
+    """The tree of what the agent hands over: HEAD's when the working tree is clean, else
+    the working tree's as `spar run --worktree` makes it a commit."""
+    head = git.head_commit(repo)
+    changes = git.uncommitted(repo)
+    if changes.modified or changes.untracked:
+        return git.snapshot_worktree(repo, head, DEFAULT_MAX_COPY_BYTES).tree
+    return git.tree_of(repo, head)
+
+
+def _judge_series(series: Path) -> dict[str, Any]:
+    """What the hook needs of the gate over the series (G29's list), as plain JSON: the
+    latest round's head, the gate's state and reasons (its head is the hook's to check),
+    the open findings with place and claim, the reviewers that could not run, the cap."""
+    listed = series_gate_list(series) if series.is_dir() else GateList([], [], [])
+    names = sorted(os.path.basename(r) for r in listed.rounds)
+    seen: dict[str, Any] = {"head": None, "state": None, "reasons": [], "open": [], "could_not_run": [],
+                            "at_cap": "", "demoted": [], "count": len(names),
+                            "rounds": hashlib.sha256("\0".join(names).encode()).hexdigest()}
+    if not listed.rounds:
+        return seen
+    doc = build_gate(listed.rounds, None, check_head=False)
+    latest = _latest_rounds(doc)
+    seen.update(head=doc["head"], state=doc["state"], reasons=doc["reasons"],
+                open=[[f.id, f.place, f.claim] for f in _open_findings(series, doc["open"][:OPEN_SHOWN])],
+                could_not_run=_could_not_run(latest), demoted=doc["demoted"][-OPEN_SHOWN:],
+                at_cap=_at_cap(series, doc, latest) if doc["state"] != "passed" else "")
+    if len(doc["open"]) > OPEN_SHOWN:
+        seen["reasons"] = [f"{len(doc['open']) - OPEN_SHOWN} more open findings: spar gate --series {series}"]
+    return seen
+
+
+def _fingerprint(series: Path) -> str:
+    """Each round folder's own change time (a record replaced, created or removed in it, a
+    *.tmp file a killed write left) and its appended records' (ledger, waivers): any write
+    to the series changes it."""
+    digest = hashlib.sha256()
+    try:
+        with os.scandir(series) as entries:
+            folders = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+    except FileNotFoundError:
+        return ""
+    digest.update(repr(_stat(series / readers.EXTENSIONS_FILE)).encode())
+    for name in folders:
+        folder = series / name
+        stats = (_stat(folder), _stat(folder / readers.LEDGER_FILE), _stat(folder / readers.WAIVERS_FILE))
+        digest.update(f"{name}\0{stats}\0".encode())
+    return digest.hexdigest()
+
+
+def _stat(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _tree_or_none(repo: Path, commit: str) -> str | None:
+    """The commit's tree; None when this repository does not have it (another repository's round)."""
+    try:
+        return git.tree_of(repo, commit)
+    except git.GitError:
+        return None
+
+
+def _next_round(series: Path, count: int) -> str:
+    n = count + 1
+    while (series / f"code-{n}").exists():
+        n += 1
+    return f"code-{n}"
+
+
+def _latest_rounds(doc: dict[str, Any]) -> list[Path]:
+    """The folders of the gated rounds that reviewed the gate's head (the latest round and
+    its reruns)."""
+    return [Path(entry["path"]) for entry in doc["rounds"] if entry.get("head") == doc["head"]]
+
+
+def _open_findings(series: Path, open_ids: list[str]) -> list[stop.OpenFinding]:
+    by_round: dict[str, dict[str, Any]] = {}
+    out = []
+    for ident in open_ids:
+        name, _, fid = ident.partition("/")
+        if name not in by_round:
+            try:
+                by_round[name] = {f["id"]: f for f in readers.read_findings(series / name)}
+            except (SparError, OSError):
+                by_round[name] = {}
+        found = by_round[name].get(fid, {})
+        out.append(stop.OpenFinding(ident, str(found.get("location", "?")), str(found.get("claim", "?"))))
+    return out
+
+
+def _could_not_run(folders: list[Path]) -> list[str]:
+    """Reviewers of the latest round (and its reruns) that never completed because they
+    could not run; none when one of its reruns completed them."""
+    last: dict[str, str] = {}
+    for folder in folders:
+        for entry in readers.read_round(folder)["reviewers"]:
+            status, reason = entry["status"], entry.get("reason", "")
+            if status == ReviewerStatus.COMPLETED:
+                last[entry["name"]] = ""
+            elif status in CAN_NOT_RUN or "sandbox" in reason or "could not start" in reason:
+                last.setdefault(entry["name"], f"{entry['name']}: {status}: {reason}")
+    return [line for line in last.values() if line]
+
+
+def _at_cap(series: Path, doc: dict[str, Any], latest: list[Path]) -> str:
+    """Why the code stage can take no new round, or "": its counted rounds (the gate's
+    rounds[]) against the caps the latest round applied plus the series' extensions."""
+    caps = dict(DEFAULT_CAPS)
+    applied = (readers.read_round(latest[-1]).get("config") or {}).get("caps") if latest else None
+    if isinstance(applied, dict) and all(isinstance(applied.get(k), int) for k in DEFAULT_CAPS):
+        caps = {k: applied[k] for k in DEFAULT_CAPS}
+    cap, _, _ = stage_cap("code", caps, readers.read_extensions(series))
+    counted = [r for r in doc["rounds"] if r.get("stage") == "code" and r.get("counted") is True
+               and not r.get("dry_run")]
+    return f"{len(counted)} of {cap} code rounds used" if len(counted) >= cap else ""
+
+
+def _read_state(series: Path) -> dict[str, Any]:
+    """What the last call kept (the sends-back, the series' judgment); {} when unreadable."""
+    try:
+        state = json.loads((series / STATE_FILE).read_bytes()[:STATE_LIMIT])
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def _remember(repo: Path, series: Path, state: dict[str, Any]) -> None:
+    if not series.is_dir():
+        paths.check_record_path(series, kind="--series", directory=True)
+        series.mkdir(parents=True, exist_ok=True)
+    link = paths.link_below(repo, series / STATE_FILE)
+    if link is not None:
+        raise Refused(f"{link} is a symbolic link inside the repository; the hook writes no file through it")
+    atomic.write_text(series / STATE_FILE, atomic.dumps(state), unique_tmp=True)
+
+
+NATIVE_MARK = b"# Spar review prompt for reviewer "  # the first line of a native reviewer's prompt.md
+TRANSCRIPT_LIMIT = 8 * 1024 * 1024
+
+
+def _native_answer(payload: dict[str, Any]) -> stop.StopVerdict:
+    """A subagent that was given a native reviewer's prompt is sent back while its answer
+    breaks the one answer rule; any other subagent, and a good answer, stop."""
+    transcript = payload.get("agent_transcript_path") or payload.get("transcript_path")
+    text = _bounded_read(transcript) if isinstance(transcript, str) and transcript else b""
+    if NATIVE_MARK not in text:
+        return stop.StopVerdict("allow", "")
+    message = payload.get("last_assistant_message")
+    if not isinstance(message, str):
+        message = _last_assistant_text(text)
+    if message is None:
+        return stop.StopVerdict("allow", "")
+    _, problem = parse_answer(message, "the answer")
+    if problem is None:
+        return stop.StopVerdict("allow", "")
+    return stop.StopVerdict("block", f"spar: your answer as Spar's reviewer breaks the one answer rule: {problem}. "
+                            "Answer again with only the one JSON object the packet's \"How to report\" section "
+                            "describes: nothing before or after it, no code fence.")
+
+
+def _bounded_read(path: str) -> bytes:
+    """A regular file's first TRANSCRIPT_LIMIT bytes (a FIFO never blocks: not read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read(TRANSCRIPT_LIMIT)
+    finally:
+        os.close(fd)
+
+
+def _last_assistant_text(transcript: bytes) -> str | None:
+    """The text of the transcript's last assistant message (Claude Code's JSONL)."""
+    found = None
+    for line in transcript.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        message = entry.get("message") if isinstance(entry, dict) and entry.get("type") == "assistant" else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            texts = [part["text"] for part in content
+                     if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)]
+            if texts:
+                found = "".join(texts)
+    return found

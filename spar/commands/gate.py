@@ -54,8 +54,9 @@ extensions.jsonl, or when it exists and is not a review-gate/v1 file.
 An unfinished or unrecorded round's reason ends with what to do (remove
 its folder, after chmod -R u+w for an unprivileged user, and run the round
 again). --series SERIES gates every round of the series but dry runs and
-rounds a run stopped in before recording (G29 leaves them out; they are named
-in not_gated with the same advice): the list spar report and spar hook gate.
+rounds a run stopped in before recording (never required, as for a listed
+round's series; they are named in not_gated with the same advice): the list
+spar report and spar hook gate.
 Proposed defects kept as notes because their link was not confirmed are
 listed (demoted), never a blocked reason.
 The file has the review-gate/v1 keys (spar/docs/records.md) plus: expect_head, stages (required,

@@ -137,6 +137,17 @@ def choose_commits(args: RunArgs, repo: Path, max_copy_bytes: int | None = None)
                         nested=nested, too_large=too_large)
 
 
+def empty_change(args: RunArgs, commits: RoundCommits) -> str:
+    """Why a code round of no changed file is refused: reviewers would be paid to read
+    nothing, and the round would take one of the cap's slots."""
+    head = "the working tree" if args.worktree else f"head {commits.head[:12]}"
+    hint = "name an earlier --base"
+    if args.head is None and not args.worktree:
+        hint += ", or review uncommitted work with --worktree"
+    return (f"nothing to review: {head} changes no file from base {commits.base[:12]}; {hint} "
+            "(no reviewer started, no round counted)")
+
+
 def nested_warning(nested: tuple[str, ...]) -> str:
     """The round warning (and stderr line) naming --worktree's nested repositories."""
     return (f"--worktree: {len(nested)} folder(s) of the working tree hold a git repository of their own and "
@@ -394,6 +405,8 @@ def plan_round(args: RunArgs, *, cwd: str, env: Mapping[str, str],
              for copy, commit in (("head", commits.head), ("base", commits.base))}
     plans["head"].leave_out(commits.too_large)
     packet = packet_input(args, repo, config, commits, documents, plans, out.parent)
+    if args.stage == "code" and not packet.changed:
+        raise Refused(empty_change(args, commits))
     kind, change_diff = choose_packet(repo, config, packet)
     changed, inline = None, frozenset[str]()
     if args.stage == "code":

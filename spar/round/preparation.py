@@ -19,6 +19,7 @@ from spar.config.load import load_config
 from spar.config.model import CAP_KEYS, AppliedConfig
 from spar.config.scaffold import is_setup_file
 from spar.config.select import apply_selection
+from spar.config.sources import named_skipped
 from spar.errors import Refused, WriteFailed, quote
 from spar.judge import caps
 from spar.judge.context import RoundDoc
@@ -80,12 +81,10 @@ def work_tree_of(cwd: str) -> Path:
 def run_config(args: RunArgs, repo: Path, env: Mapping[str, str]) -> AppliedConfig:
     """The configuration with this run's selection applied; refused when a standpoint names no reviewer."""
     cfg = load_config(repo, env=env)
-    named = env.get("SPAR_CONFIG")
-    for skipped in cfg.skipped:
-        if named and skipped["path"] == named:
-            # G16 skips a missing SPAR_CONFIG; a file the user named by hand deserves a word
-            print(f"spar: warning: SPAR_CONFIG {named} was skipped ({skipped['why']}); "
-                  "using the next configuration source", file=sys.stderr)
+    skipped = named_skipped(env, cfg.skipped)
+    if skipped is not None:  # G16 skips a missing SPAR_CONFIG; a file the user named by hand deserves a word
+        print(f"spar: warning: SPAR_CONFIG {env['SPAR_CONFIG']} was skipped ({skipped['why']}); "
+              "using the next configuration source", file=sys.stderr)
     configured = [r.name for r in cfg.reviewers]
     cfg = apply_selection(cfg, args)
     # standpoints may name a configured reviewer left out of this run (contract)

@@ -36,6 +36,13 @@ or 143 (SIGTERM) while reviewers run: every reviewer's process group is
 killed, the lock is released and the round folder stays unrecorded (its
 round.json has no finished_at; a rerun of the same input is not counted).
 
+--out names the round folder, SERIES/ROUND. Inside the repository under review
+the first round creates the series folder (one new folder, in a folder that
+exists: `reviews/r1`); elsewhere the series folder must exist (mkdir it to start
+a series there), so a mistyped path never starts a new series with its caps,
+memory and repeats over. A code round needs a change: base and head with no
+changed file between them are refused before any reviewer starts.
+
 A round reviews commits: without --head, changes not committed are named on
 standard error and in the round (round.json `uncommitted`, summary.md), not
 reviewed. --worktree reviews them: the head is a commit Spar makes of the

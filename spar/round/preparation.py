@@ -26,7 +26,7 @@ from spar.judge.context import RoundDoc
 from spar.records import atomic, readers
 from spar.records.clock import now
 from spar.records.model import InputBytes, PacketKind, RoundRecord, UncommittedCounts
-from spar.records.paths import check_run_out
+from spar.records.paths import check_run_out, check_series_folder_exists
 from spar.round import history
 from spar.round.args import RunArgs, check_standpoints
 from spar.round.documents import read_round_documents
@@ -397,6 +397,7 @@ def plan_round(args: RunArgs, *, cwd: str, env: Mapping[str, str],
                                      rules=args.rules, subject=args.subject, cwd=cwd)
     out = Path(os.path.abspath(os.path.join(cwd, args.out)))
     check_run_out(out)
+    check_series_folder_exists(out, repo)
     presets = {c.preset: preset_of(c.preset) for c in config.reviewers}
     # decided before anything is written: "required" refuses an uncounted round
     sandbox = SandboxChoice(None, "dry run") if args.dry_run else round_sandbox(config.sandbox, env.get("PATH"))

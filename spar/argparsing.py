@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import shutil
+import sys
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from spar.errors import UsageError
@@ -16,6 +19,38 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:  # argparse would print usage and exit 2
         raise UsageError(f"{self.prog.removeprefix('spar ')}: {message}")
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        """argparse's, but a misspelt option is named first: argparse reports a missing
+        required option (`--stage`) before an unknown one (`--stag`), which hides the typo."""
+        try:
+            return super().parse_args(args, namespace)
+        except UsageError:
+            unknown = self.unknown_options(sys.argv[1:] if args is None else list(args))
+            if not unknown:
+                raise
+            self.error(f"unrecognized arguments: {' '.join(unknown)}{self.suggestion(unknown[0])}")
+
+    def unknown_options(self, args: list[str]) -> list[str]:
+        """The arguments argparse takes for options it does not know (required ones not asked for)."""
+        required = [action for action in self._actions if action.required]
+        for action in required:
+            action.required = False
+        try:
+            _namespace, extras = super().parse_known_args(args)
+        except UsageError:
+            return []
+        finally:
+            for action in required:
+                action.required = True
+        return [arg for arg in extras if arg.startswith("-") and arg != "-"]
+
+    def suggestion(self, option: str) -> str:
+        """" (did you mean --stage?)" for the closest known option, or ""."""
+        name = option.split("=", 1)[0]
+        close = difflib.get_close_matches(name, [o for o in self._option_string_actions if o.startswith("--")], n=1)
+        return f" (did you mean {close[0]}?)" if close else ""
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):

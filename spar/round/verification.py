@@ -294,6 +294,10 @@ def bound_notes(record: VerificationsRecord, spend: Spend) -> list[str]:
 def verdict_line(record: VerificationsRecord) -> str:
     """One line: how many calls and verdicts, and where they are."""
     verdicts = [c["verdict"] for c in record["calls"]]
+    if not verdicts:  # the notes before it say why when findings were left unverified
+        said = "no call made" if record["unverified"] else \
+            "nothing to verify (no finding proposed or classed defect or hardening)"
+        return f"verification of round {record['round']}: {said}"
     counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("confirmed", "refuted", "unsure"))
     return f"verification of round {record['round']}: {len(verdicts)} call(s): {counts}"
 

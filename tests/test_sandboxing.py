@@ -173,3 +173,17 @@ def test_required_refuses_the_round_before_it_is_counted_and_doctor_says_why(tmp
     rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())
     assert rj["sandbox"]["kind"] is None and "No permissions" in rj["sandbox"]["why"]
 
+
+
+@pytest.mark.slow
+def test_a_round_of_native_reviewers_records_no_sandbox(tmp_path):
+    """A `native` reviewer is the host agent answering outside Spar: a round of only those
+    ran nothing in a sandbox, so round.json says none was used (and why), whatever bwrap
+    could do here."""
+    s = make_setup(tmp_path)
+    s.configure([{"name": "native", "preset": "native"}])
+    proc = s.run()
+    assert proc.returncode == 1, proc.stderr.decode()  # awaiting_record: the host agent answers later
+    rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())
+    assert rj["sandbox"] == {"kind": None, "why": "no reviewer of this round runs a program (native: the host agent "
+                                                  "answers)"}

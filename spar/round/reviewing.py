@@ -23,6 +23,7 @@ from spar.round.recording import apply_outcome, record_coverage, reviewer_of, wr
 from spar.round.repeat_check import check_repeats, result_line
 from spar.round.repowatch import RepoChange, repository_change, repository_state
 from spar.round.runner import ReviewerOutcome
+from spar.round.sandboxing import SandboxChoice
 from spar.round.verification import VerifyResult, result_lines, verifiable_problem, verify_round
 from spar.workspace.build import describe_changes, workspace_state
 
@@ -39,7 +40,7 @@ class ReviewedRound:
         """What stderr says of a change to the user's repository while the reviewers ran."""
         if self.repo_change is None:
             return None
-        return self.repo_change.message(self.prepared.planned.sandbox.bwrap is not None)
+        return self.repo_change.message(reviewers_sandbox(self.prepared).bwrap is not None)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,15 @@ class RecordedRound:
     def completed(self) -> bool:
         """Every reviewer completed."""
         return all(e["status"] == ReviewerStatus.COMPLETED for e in self.record["reviewers"])
+
+
+def reviewers_sandbox(prepared: PreparedRound) -> SandboxChoice:
+    """The sandbox this round's reviewers ran in: none when no reviewer runs a program (a
+    `native` reviewer is the host agent, answering outside Spar), whatever the round chose
+    for its verifiers."""
+    if any(job.preset.runs_process for job in prepared.jobs):
+        return prepared.planned.sandbox
+    return SandboxChoice(None, "no reviewer of this round runs a program (native: the host agent answers)")
 
 
 def review_round(prepared: PreparedRound, progress: Progress) -> ReviewedRound:
@@ -76,9 +86,10 @@ def record_round(reviewed: ReviewedRound, progress: Progress) -> RecordedRound:
     note = describe_changes(prepared.workspace_before, workspace_state(p.out / "workspace"))
     if note:
         record["warnings"].append(note)
-    record["sandbox"] = p.sandbox.record()
+    sandbox = reviewers_sandbox(prepared)
+    record["sandbox"] = sandbox.record()
     if reviewed.repo_change is not None:
-        record["repository_changed"] = reviewed.repo_change.record(p.sandbox.bwrap is not None)
+        record["repository_changed"] = reviewed.repo_change.record(sandbox.bwrap is not None)
     documents = [d for kind in ("criteria", "rules", "subject") for d in p.documents[kind]]
     ctx = context_from_git(p.repo, p.commits.base, p.commits.head, documents, list(p.config.check_paths),
                            record["links"]["criteria_ids"])

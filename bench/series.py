@@ -63,6 +63,7 @@ def template_round(info: RepoInfo, tmp: Path) -> Path:
     (tmp / "spar.toml").write_text("\n".join(lines))
     (tmp / "xdg").mkdir(exist_ok=True)
     out = tmp / "template-series" / "template"
+    out.parent.mkdir()  # a series outside a repository is made by its user
     env = clean_env(SPAR_CONFIG=str(tmp / "spar.toml"), XDG_CONFIG_HOME=str(tmp / "xdg"))
     run_measured(spar_argv("run", "--stage", "code", "--base", info.base, "--head", info.head,
                            "--check-path", "tests/**", "--out", str(out)), cwd=info.path, env=env)

@@ -12,6 +12,7 @@ from spar.commands.doctor import endpoint_check
 from spar.commands.init import endpoint_offers
 from spar.config.model import ReviewerConfig
 from spar.endpoint.discover import from_environment, local_servers
+from spar.errors import ConfigError
 from tests.endpointfake import FakeEndpoint, Reply
 
 pytestmark = pytest.mark.anyio
@@ -98,3 +99,38 @@ def test_repeat_checks_pick_verifiers_by_vendor_as_verification_does():
     earlier = {"id": "F1", "reviewer": "ep", "proposed_class": "defect", "claim": "divide raises on zero"}
     [call], left = plan_repeat_checks([Candidate(finding, "r1/F1", earlier, "rejected")], authors, verifiers, None)
     assert (call.verifier.name, left) == ("local", [])
+
+
+def _pasted(tmp_path, text: str):
+    """init's printed entries pasted, as printed, at the end of a user configuration, loaded."""
+    from spar.config.load import load_config
+
+    path = tmp_path / "spar.toml"
+    path.write_text('timeout_seconds = 600\n\n[[reviewers]]\npreset = "claude"\n' + text, encoding="utf-8")
+    return path, load_config(None, env={"SPAR_CONFIG": str(path), "HOME": str(tmp_path)})
+
+
+def test_an_entry_init_prints_loads_as_pasted_or_says_what_to_add(tmp_path):
+    """An endpoint that lists its models: the entry loads as printed. One that lists none:
+    the printed entry holds the model line as a placeholder to fill, and loading it unfilled
+    names that line's key and exactly what to write; filled as told, it loads."""
+    from spar.endpoint.discover import Found
+
+    listed = endpoint_offers([Found("ollama", "http://127.0.0.1:11434/v1", "", ["qwen3-coder:30b"])], "spar.toml")
+    _path, cfg = _pasted(tmp_path, listed)
+    ollama = cfg.reviewers[1]
+    assert (ollama.name, ollama.preset, ollama.model) == ("ollama", "openai-compatible", "qwen3-coder:30b")
+
+    bare = endpoint_offers([Found("vllm", "http://127.0.0.1:8000/v1")], "spar.toml")
+    with pytest.raises(ConfigError) as raised:
+        _pasted(tmp_path, bare)
+    path = tmp_path / "spar.toml"
+    entry_line = path.read_text().splitlines().index("[[reviewers]]", 4) + 1
+    assert raised.value.message == (
+        f'{path}:{entry_line}: reviewer "vllm": preset "openai-compatible" needs model: add model = "NAME" with '
+        "the name of a model the endpoint serves (its GET /models lists them; spar doctor checks it), or "
+        'allowed_models = ["NAME", ...], from which --model picks')
+    filled = bare.replace('# model = "NAME"', 'model = "qwen2.5-coder"')
+    assert filled != bare
+    _path, cfg = _pasted(tmp_path, filled)
+    assert cfg.reviewers[1].model == "qwen2.5-coder"

@@ -425,7 +425,8 @@ def endpoint_offers(found: list[Found], config_path: str) -> str:
     in the environment, or a local server, is the user's choice)."""
     if not found:
         return ""
-    lines = ["", f"OpenAI-compatible endpoints found; to review with one, add its entry to {config_path}:"]
+    # every line below is TOML (comments included): the block pastes as printed
+    lines = ["", f"# OpenAI-compatible endpoints found; to review with one, add its entry to {config_path}:"]
     for f in found:
         where = "from OPENAI_API_KEY/OPENAI_BASE_URL" if f.name == "openai" else "answering on this machine"
         lines += ["", f"# {f.name}: {f.base_url} ({where})", "[[reviewers]]", f"name = {_toml(f.name)}",
@@ -433,8 +434,8 @@ def endpoint_offers(found: list[Found], config_path: str) -> str:
         if f.models:
             listed = ", ".join(_toml(m[:200]) for m in f.models[:10])
             lines.append(f"allowed_models = [{listed}]  # listed by GET /models; the first is the default")
-        else:
-            lines.append('model = ""  # the model to review with')
+        else:  # no model listed: the entry names none, and loading it says exactly what to add
+            lines.append('# model = "NAME"  # required: a model this endpoint serves; uncomment and put its name')
         if f.api_key_env:
             lines.append(f"api_key_env = {_toml(f.api_key_env)}  # the variable's name; the key stays there")
     return "\n".join(lines) + "\n"

@@ -18,11 +18,6 @@ from tests.endpointfake import FakeEndpoint, Reply
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def _cfg(base_url: str, **kw) -> ReviewerConfig:
     return ReviewerConfig(name="ep", preset="openai-compatible", base_url=base_url, model=kw.pop("model", "fake-model"),
                           **kw)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import shutil
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
-from spar.errors import UsageError
+from spar.errors import UsageError, quote
 
 
 class Parser(argparse.ArgumentParser):
@@ -81,3 +83,16 @@ def add_selection_options(p: argparse.ArgumentParser) -> None:
                    help="effort for one claude/codex reviewer; repeatable")
     p.add_argument("--check-path", dest="check_paths", action="append", default=[], metavar="GLOB",
                    help="where checks (tests) live, added to the configured ones; repeatable")
+
+
+def start_folder(command: str, directory: str | None) -> Path:
+    """`-C DIR`: the folder a command works as if started in (the current one without -C);
+    an empty, missing or non-folder DIR is a usage error (Path("") would be the current folder)."""
+    if directory is None:
+        return Path.cwd()
+    if not directory:
+        raise UsageError(f"{command}: -C needs a folder (it is empty)")
+    if not os.path.isdir(directory):
+        why = "is not a folder" if os.path.lexists(directory) else "does not exist"
+        raise UsageError(f"{command}: -C {quote(directory)} {why}")
+    return Path(directory)

@@ -23,14 +23,14 @@ from typing import Any
 import anyio
 
 from spar import __version__, git
-from spar.argparsing import command_parser
+from spar.argparsing import command_parser, start_folder
 from spar.backend import async_backend
 from spar.config.load import load_config
 from spar.config.model import ENDPOINT, AppliedConfig, ReviewerConfig
 from spar.config.sources import named_skipped
 from spar.core_query import query_core
 from spar.endpoint.client import Endpoint, NetworkError, list_models
-from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, quote
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError
 from spar.judge.core_caps import GATE_FEATURE
 from spar.presets import get_preset
 from spar.proc.environment import reviewer_env
@@ -422,9 +422,7 @@ async def _all_checks(args: argparse.Namespace, env: dict[str, str],
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    base = Path(args.directory) if args.directory is not None else Path.cwd()
-    if not base.is_dir():
-        raise UsageError(f"doctor: -C {quote(args.directory)}: not a folder")
+    base = start_folder("doctor", args.directory)
     if not args.series:
         raise UsageError("doctor: --series needs a folder")
     env = dict(os.environ)

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from spar import git
-from spar.argparsing import command_parser
+from spar.argparsing import command_parser, start_folder
 from spar.config.checks import check_project, check_user
 from spar.config.scaffold import (
     BASELINE_RULES,
@@ -373,9 +373,7 @@ def _write(step: Step) -> None:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    base = Path(args.directory) if args.directory is not None else Path.cwd()
-    if not base.is_dir():
-        raise UsageError(f"init: -C {args.directory!r}: not a folder")
+    base = start_folder("init", args.directory)
     env = os.environ
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
     if not args.series:

@@ -209,3 +209,19 @@ def test_a_series_outside_the_repository_must_exist(setup, spar_here):
         assert (typo / "deep" / "r1" / "round.json").is_file()
     finally:
         shutil.rmtree(typo)
+
+
+def test_a_repositorys_first_commit_is_reviewed_against_the_empty_tree(setup, spar_here, tmp_path):
+    """A root commit has no parent to take as its base (and G27 takes no tree for --base):
+    without --base its base is the empty tree, so every file it adds is its change."""
+    from tests.gitrepo import make_repo
+
+    repo = make_repo(tmp_path, {".gitignore": "reviews/\n", "calc.py": "def add(a, b):\n    return a + b\n"},
+                     name="first")
+    proc = spar_here("run", "--stage", "code", "--out", "reviews/r1", "--dry-run", cwd=repo)
+    assert proc.returncode == 0, proc.stderr.decode()
+    record = json.loads((repo / "reviews" / "r1" / "round.json").read_text())
+    assert record["base"] == "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+    assert "calc.py" in (repo / "reviews" / "r1" / "packet.md").read_text()
+    assert sorted(p.name for p in (repo / "reviews" / "r1" / "workspace" / "head").iterdir()) == [".gitignore", "calc.py"]
+    assert list((repo / "reviews" / "r1" / "workspace" / "base").iterdir()) == []

@@ -69,7 +69,8 @@ def build_parser() -> Parser:
     p = command_parser("run", DESCRIPTION)
     p.add_argument("--stage", required=True, choices=STAGES, help="plan, plan-delta or code")
     p.add_argument("--out", required=True, metavar="SERIES/ROUND", help="round folder to create (must not exist)")
-    p.add_argument("--base", metavar="REV", help="default: merge-base with the default branch, else HEAD~1")
+    p.add_argument("--base", metavar="REV", help="default: merge-base with the default branch, else HEAD~1"
+                   " (the empty tree for a first commit)")
     p.add_argument("--head", metavar="REV", help="default: HEAD")
     p.add_argument("--worktree", action="store_true",
                    help="review the working tree as it is (a commit Spar makes on HEAD), not HEAD")

@@ -18,8 +18,9 @@ from spar.records.lock import series_lock
 from spar.round.args import DECISION, DECISION_QUOTE, RunArgs, run_args_from, split_decision_options
 from spar.round.dryrun import dry_run_lines
 from spar.round.preparation import PlannedRound, PreparedRound, cap_decision, plan_round, prepare_round
-from spar.round.reviewing import RecordedRound, record_round, review_round, verify_findings
+from spar.round.reviewing import RecordedRound, record_round, review_round
 from spar.round.summary import closing_lines, uncommitted_text
+from spar.round.verifying import verify_findings
 from spar.textsafe import terminal_safe
 
 DESCRIPTION = """\

@@ -82,7 +82,7 @@ def test_repeat_checks_pick_verifiers_by_vendor_as_verification_does():
     one may be asked about the other's repeat (a preset alone would call them one vendor)."""
     from spar.config.model import VerifyConfig
     from spar.judge.repeat_plan import Candidate, plan_repeat_checks
-    from spar.round.verification import vendors
+    from spar.verify.verification import vendors
 
     a = _cfg("https://api.openai.com/v1")
     b = ReviewerConfig(name="local", preset="openai-compatible", base_url="http://127.0.0.1:11434/v1",

@@ -19,7 +19,7 @@ from spar.judge.context import RoundContext
 from spar.judge.verify_plan import EVIDENCE_LIMIT
 from spar.presets import get_preset
 from spar.round.runner import run_settings
-from spar.round.verification import VerifyRun, bound_notes, build_record, plan_calls, prepare_calls, run_calls
+from spar.verify.verification import VerifyRun, bound_notes, build_record, plan_calls, prepare_calls, run_calls
 from tests.proctools import HANG, LIMITS, gone, written
 from tests.runsetup import FAKE_ENV
 

@@ -66,7 +66,7 @@ def test_the_line_says_nothing_was_to_verify_rather_than_counting_no_calls() -> 
     """stderr's line after a verification: calls and verdicts when there were calls; with
     none, that nothing was to be verified, or (the notes before it saying why) that no call
     was made; never "0 call(s)"."""
-    from spar.round.verification import verdict_line
+    from spar.verify.verification import verdict_line
 
     assert verdict_line(_record([_call(1, "claude-F1"), _call(2, "claude-F2", verdict="unsure")])) == (
         "verification of round r1: 2 call(s): 1 confirmed, 0 refuted, 1 unsure")

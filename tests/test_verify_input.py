@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from spar.judge.context import RoundContext
-from spar.round.file_window import LINE_LIMIT, SCAN_LIMIT
-from spar.round.verify_input import CONTEXT_LINES, DIFF_WINDOW, verifier_input
+from spar.verify.file_window import LINE_LIMIT, SCAN_LIMIT
+from spar.verify.verify_input import CONTEXT_LINES, DIFF_WINDOW, verifier_input
 from tests.proctools import HANG
 
 CODE = "".join(f"line_{n} = {n}\n" for n in range(1, 101))
@@ -103,7 +103,7 @@ MEASURE = textwrap.dedent("""
     import resource, sys
     from pathlib import Path
     from spar.judge.context import RoundContext
-    from spar.round.verify_input import verifier_input
+    from spar.verify.verify_input import verifier_input
     ctx = RoundContext(head_files={"big.txt": "100644"}, base_files={"big.txt": "100644"}, documents=[],
                        check_paths=[], criteria_ids=set())
     finding = {"id": "opus-F1", "reviewer": "opus", "class": "defect", "location": sys.argv[2], "claim": "c",

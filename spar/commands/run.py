@@ -20,8 +20,8 @@ from spar.round.dryrun import dry_run_lines
 from spar.round.preparation import PlannedRound, PreparedRound, cap_decision, plan_round, prepare_round
 from spar.round.reviewing import RecordedRound, record_round, review_round
 from spar.round.summary import closing_lines, uncommitted_text
-from spar.round.verifying import verify_findings
 from spar.textsafe import terminal_safe
+from spar.verify.verifying import verify_findings
 
 DESCRIPTION = """\
 Run one review round: every configured reviewer at once on one packet, then

@@ -55,8 +55,8 @@ from spar.round.interrupt import work_until_signal
 from spar.round.recording import context_for_round
 from spar.round.runner import ReviewerJob, ReviewerOutcome, RunSettings, run_reviewer, run_settings
 from spar.round.summary_file import write_summary
-from spar.round.verify_input import VERIFY_SCHEMA, verifier_input
 from spar.series import repository_of
+from spar.verify.verify_input import VERIFY_SCHEMA, verifier_input
 
 VERIFY_DIR = "verify"
 T = TypeVar("T")

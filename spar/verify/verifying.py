@@ -10,9 +10,9 @@ from pathlib import Path
 
 from spar.records.repeat_checks import RepeatChecksRecord
 from spar.round.interface import Preset
-from spar.round.repeat_check import check_repeats, result_line
 from spar.round.reviewing import RecordedRound
-from spar.round.verification import VerifyResult, result_lines, verifiable_problem, verify_round
+from spar.verify.repeat_check import check_repeats, result_line
+from spar.verify.verification import VerifyResult, result_lines, verifiable_problem, verify_round
 
 
 @dataclass(frozen=True)

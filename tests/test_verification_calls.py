@@ -1,4 +1,4 @@
-"""Verification calls in-process (spar/round/verification.py over the reviewers' runner):
+"""Verification calls in-process (spar/verify/verification.py over the reviewers' runner):
 verifiers run at once, one call at a time each; a hanging call ends at its verifier's
 limit and the next call of that verifier still runs; max_cost_usd stops the calls not
 started. Fake CLIs as verifiers, both anyio backends."""

@@ -1,4 +1,4 @@
-"""What a verifier receives (spar/round/verify_input.py): the finding quoted as data, the
+"""What a verifier receives (spar/verify/verify_input.py): the finding quoted as data, the
 code around its location from the workspace copies, the diff of the lines around it, the
 task; what it says when the location names no file; and the bounds every read of the
 copies keeps (a long file of short lines, a 30 MB file, a one-line minified file, a FIFO)."""

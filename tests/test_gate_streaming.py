@@ -158,7 +158,7 @@ def test_a_duplicate_of_a_finding_disposed_in_a_round_at_hand_is_not_walked(repo
     whose chain is known to end disposed: the judgment settles each from the links at hand
     instead of walking, so a chain running back through every round is never walked; both
     judge as the walk would (RECENT 0: nothing at hand, every duplicate walked)."""
-    series, names = long_series(repo, 6, open_last=False)
+    series, names = long_series(repo, 4, open_last=False)
     walked = calls_to(monkeypatch, duplicate_trace, "trace", lambda start, *_: start)
     document = _gate(capsys, repo, series, names)
     # r0002's defects name r0001's rejected ones; each later round's name the round before's duplicates
@@ -172,7 +172,7 @@ def test_a_duplicate_of_a_finding_disposed_in_a_round_at_hand_is_not_walked(repo
 def test_a_chain_ending_open_is_walked_and_judged_as_without_links_at_hand(repo, capsys, monkeypatch):
     """A chain whose end has no standing disposition is never settled from the links at
     hand: each of its duplicates is open, named with its first link and the chain's end."""
-    series, names = long_series(repo, 6, open_last=False)
+    series, names = long_series(repo, 4, open_last=False)
     first = series / names[0] / "ledger.jsonl"
     first.write_text("".join(line + "\n" for line in first.read_text().splitlines()
                              if json.loads(line)["disposition"] != "rejected"))

@@ -122,6 +122,7 @@ class Runner:
     def spar(self, count: int, sleep: float, cached: bool, backend: str = "asyncio") -> tuple[float, float]:
         self.n += 1
         out = self.tmp / f"s{self.n}" / "r1"
+        out.parent.mkdir()  # a series outside a repository is made by its user
         env = _env(self.tmp, _config(self.tmp, self.info, count, sleep), cached, backend)
         wall, cpu = _tree([PYTHON, "-m", "spar", "run", "--stage", "code", "--base", self.info.base,
                            "--head", self.info.head, "--out", str(out)], self.tmp, cwd=self.info.path, env=env)

@@ -110,6 +110,7 @@ def one_round(info: RepoInfo, tmp: Path, env: dict, i: int,
     """(wall, (peak RSS MiB of spar, of its largest child), phases) of one `spar run`."""
     side = "previous" if previous else "current"
     out = tmp / f"series-{i}-{side}" / "round"
+    out.parent.mkdir()  # a series outside a repository is made by its user
     rss_file = tmp / f"rss-{i}-{side}"
     args = ["run", "--stage", "code", "--base", info.base, "--head", info.head, "--out", str(out)]
     launched = time.time()

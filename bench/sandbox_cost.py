@@ -51,6 +51,7 @@ def measure(repeat: int) -> dict:
             for mode in ("off", "required") if i % 2 else ("required", "off"):
                 n += 1
                 out = tmp / f"s{n}" / "r1"
+                out.parent.mkdir()  # a series outside a repository is made by its user
                 env = with_bytecode(clean_env(SPAR_CONFIG=str(_config(tmp, info, mode)),
                                               XDG_CONFIG_HOME=str(tmp / "xdg")), True)
                 wall, spent = _tree([PYTHON, "-m", "spar", "run", "--stage", "code", "--base", info.base,

@@ -6,7 +6,7 @@ against two baselines measured in the same run: the interpreter starting spar
 of the series (the floor for reading what the commands must read).
 A smaller series shows how the time grows with the number of rounds.
 
-    python bench/scale.py [--quick] [--repeat N] [--rounds N]
+    python bench/scale.py [--quick] [--repeat N] [--rounds N] [--chains]
 """
 
 from __future__ import annotations
@@ -60,11 +60,11 @@ def commands(series: Path, folders: list[Path], gate_out: Path) -> dict[str, lis
     }
 
 
-def measure(rounds: int, repeat: int) -> dict[str, tuple[Series, Series, Series]]:
+def measure(rounds: int, repeat: int, chains: bool = False) -> dict[str, tuple[Series, Series, Series]]:
     tmp = work_dir("scale")
     try:
         series = tmp / "series"
-        folders = build_series(series, rounds)
+        folders = build_series(series, rounds, chains=chains)
         gate_out = tmp / "gate.json"
         cmds = commands(series, folders, gate_out)
         res = {name: (Series(), Series(), Series()) for name in cmds}
@@ -85,10 +85,10 @@ def measure(rounds: int, repeat: int) -> dict[str, tuple[Series, Series, Series]
         remove_tree(tmp)
 
 
-def run(quick: bool, repeat: int | None, rounds: int) -> tuple[str, dict]:
+def run(quick: bool, repeat: int | None, rounds: int, chains: bool = False) -> tuple[str, dict]:
     repeat = repeat or (3 if quick else 7)
     sizes = [rounds // 4, rounds]
-    by_size = {n: measure(n, repeat) for n in sizes}
+    by_size = {n: measure(n, repeat, chains) for n in sizes}
     rows = []
     for name in by_size[rounds]:
         row = [name]
@@ -111,7 +111,9 @@ def run(quick: bool, repeat: int | None, rounds: int) -> tuple[str, dict]:
     header = ["command"]
     for n in sizes:
         header += [f"{n} rounds: wall", "CPU", "peak RSS"]
-    text = table(f"Scale: series of {rounds} rounds x 50 findings, median of {repeat}", header, rows,
+    shape = "duplicate chains through every round" if chains else "duplicates of the round before in every other round"
+    figures["chains"] = chains
+    text = table(f"Scale: series of {rounds} rounds x 50 findings ({shape}), median of {repeat}", header, rows,
                  [machine_line(),
                   "peak RSS = os.wait4 ru_maxrss of the command (MiB); CPU = user + system; bytecode cached",
                   f"target: spar gate ≤ 2x reading every record ({figures['ratio_wall']:.2f}x: "
@@ -126,9 +128,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--repeat", type=int)
     p.add_argument("--rounds", type=int, default=1000)
+    p.add_argument("--chains", action="store_true",
+                   help="every round's unfixed defects duplicates of the round before's (chains back to round 1)")
     a = p.parse_args(argv)
     t = time.perf_counter()
-    print(run(a.quick, a.repeat, a.rounds)[0])
+    print(run(a.quick, a.repeat, a.rounds, a.chains)[0])
     print(f"(took {time.perf_counter() - t:.0f} s)")
     return 0
 

@@ -63,6 +63,7 @@ def template_round(info: RepoInfo, tmp: Path) -> Path:
     (tmp / "spar.toml").write_text("\n".join(lines))
     (tmp / "xdg").mkdir(exist_ok=True)
     out = tmp / "template-series" / "template"
+    out.parent.mkdir()  # a series outside a repository is made by its user
     env = clean_env(SPAR_CONFIG=str(tmp / "spar.toml"), XDG_CONFIG_HOME=str(tmp / "xdg"))
     run_measured(spar_argv("run", "--stage", "code", "--base", info.base, "--head", info.head,
                            "--check-path", "tests/**", "--out", str(out)), cwd=info.path, env=env)
@@ -97,8 +98,10 @@ def _ledger_lines(name: str, prev: str | None, findings: list[dict], at: str, he
     return lines
 
 
-def build_series(dest: Path, rounds: int = 200, info: RepoInfo | None = None) -> list[Path]:
-    """Write `dest` (must not exist) as a series of `rounds` rounds; returns the round folders in order."""
+def build_series(dest: Path, rounds: int = 200, info: RepoInfo | None = None, *, chains: bool = False) -> list[Path]:
+    """Write `dest` (must not exist) as a series of `rounds` rounds; returns the round folders in order.
+    `chains`: every round's defects that are not fixed are duplicates of the round before's (from
+    round 2 on), so each chain runs back to round 1; else every other round's are (chains of two)."""
     info = info or small_repo()
     tmp = work_dir("template")
     try:
@@ -136,7 +139,7 @@ def build_series(dest: Path, rounds: int = 200, info: RepoInfo | None = None) ->
                 extensions.append(line)
             if n < rounds:  # the latest round keeps its blocking findings open
                 with open(folder / "ledger.jsonl", "a") as fh:
-                    for line in _ledger_lines(name, prev, findings, finished, info.head, n % 2 == 0):
+                    for line in _ledger_lines(name, prev, findings, finished, info.head, chains or n % 2 == 0):
                         fh.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
             folders.append(folder)
             prev = name
@@ -152,8 +155,9 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("dest")
     p.add_argument("--rounds", type=int, default=200)
+    p.add_argument("--chains", action="store_true", help="duplicate chains through every round")
     a = p.parse_args(argv)
-    folders = build_series(Path(a.dest), a.rounds)
+    folders = build_series(Path(a.dest), a.rounds, chains=a.chains)
     print(f"{len(folders)} rounds in {a.dest}")
     return 0
 

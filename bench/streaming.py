@@ -97,6 +97,7 @@ def monitor(argv: list[str], env: dict, tmp: Path) -> tuple[float, int, float]:
 
 def spar_round(env: dict, tmp: Path, repo: str, base: str, head: str, i: int) -> tuple[float, float]:
     out = tmp / f"series-{i}" / "round"
+    out.parent.mkdir()  # a series outside a repository is made by its user
     s = run_measured(spar_argv("run", "--stage", "code", "--base", base, "--head", head, "--out", str(out)),
                      cwd=repo, env=env)
     remove_tree(out.parent)

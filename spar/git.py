@@ -419,8 +419,16 @@ def default_base(repo: Path | str, head: str) -> str:
     parent = proc.stdout.decode("ascii", "replace").strip()
     if proc.returncode == 0 and parent:
         return parent
-    raise Refused(f"cannot choose a base for {head[:12]}: it has no parent and no default "
-                  "branch diverges from it (give --base)")
+    if run(repo, "rev-parse", "--verify", "--quiet", f"{head}^{{commit}}", ok=(0, 1, 128)).returncode == 0:
+        # a root commit: its change is every file it holds, reviewed against the empty tree
+        return empty_tree(repo)
+    raise Refused(f"cannot choose a base for {head[:12]}: it is not a commit")
+
+
+def empty_tree(repo: Path | str) -> str:
+    """The empty tree's ID in `repo`'s object format: the base of a root commit (git knows
+    this tree without storing it)."""
+    return _EMPTY_TREE[_object_store(repo)[1]]
 
 
 # a full commit ID names one tree forever: `spar run` lists each commit twice (the

@@ -16,15 +16,13 @@ WHITESPACE = frozenset(
 )
 
 
+_CHARACTERS = "".join(sorted(WHITESPACE))
+
+
 def trim(text: str) -> str:
     """Remove leading and trailing Unicode whitespace."""
-    start, end = 0, len(text)
-    while start < end and text[start] in WHITESPACE:
-        start += 1
-    while end > start and text[end - 1] in WHITESPACE:
-        end -= 1
-    return text[start:end]
+    return text.strip(_CHARACTERS)
 
 
 def is_blank(text: str) -> bool:
-    return trim(text) == ""
+    return not text.strip(_CHARACTERS)

@@ -347,3 +347,26 @@ def test_the_reviewer_guard_is_owned_by_commands_alone():
     makers = [str(path.relative_to(SPAR.parent)) for path in SPAR.rglob("*.py")
               if "ReviewerGuard" in _names_used(path)]
     assert makers == ["spar/proc/process.py"]
+
+
+def fixtures_defined(path: Path, name: str) -> list[int]:
+    """Lines where the test module at `path` defines a function called `name` (a fixture of that name)."""
+    return [node.lineno for node in ast.walk(parsed(path))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name]
+
+
+def test_no_test_module_redefines_the_shared_anyio_backend():
+    """tests/conftest.py's `anyio_backend` runs every async test on both backends (trio in the
+    full suite); a module's own would quietly run its tests on one."""
+    tests = Path(__file__).resolve().parent
+    redefined = {path.name: fixtures_defined(path, "anyio_backend") for path in sorted(tests.rglob("*.py"))
+                 if path.name != "conftest.py"}
+    assert {name: lines for name, lines in redefined.items() if lines} == {}
+    assert fixtures_defined(tests / "conftest.py", "anyio_backend")
+
+
+def test_the_fixture_rule_sees_a_redefinition(tmp_path):
+    """Control: a module defining its own anyio_backend is found."""
+    bad = tmp_path / "test_bad.py"
+    bad.write_text("import pytest\n\n\n@pytest.fixture\ndef anyio_backend():\n    return 'asyncio'\n")
+    assert fixtures_defined(bad, "anyio_backend") == [5]

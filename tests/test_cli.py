@@ -169,3 +169,19 @@ def test_a_signal_while_working_raises_interrupted_saying_what_it_left():
         return "done"
 
     assert work_until_signal(quick, "asyncio", "unused") == "done"
+
+
+@pytest.mark.parametrize("command", ["init", "doctor", "config"])
+def test_a_start_folder_that_is_empty_missing_or_a_file_is_a_usage_error(command, tmp_path, monkeypatch, capsys):
+    """`-C DIR` names the folder to work from: an empty one was read as the current folder
+    (init wrote there and exited 0); a missing one or a file is named as such. Nothing is written."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SPAR_CONFIG", str(tmp_path / "user.toml"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "file").write_text("")
+    for value, says in (("", "-C needs a folder (it is empty)"), (str(tmp_path / "nonexistent"), "does not exist"),
+                        (str(tmp_path / "file"), "is not a folder")):
+        assert cli.main([command, "-C", value]) == 64
+        err = capsys.readouterr().err
+        assert err.startswith(f"spar: {command}: -C ") and says in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]

@@ -133,3 +133,20 @@ def test_reading_a_path_that_became_a_fifo_does_not_block(tmp_path):
     assert isinstance(outcome[0], ConfigError)
     assert (outcome[0].file, outcome[0].line) == (str(fifo), None)
     assert "it is a FIFO" in outcome[0].detail
+
+
+def test_the_skipped_spar_config_is_found_however_it_was_spelled(tmp_path, monkeypatch):
+    """`spar run` warns and `spar doctor` reports a problem when the file SPAR_CONFIG names
+    was skipped; G16 records the skipped path absolute, so a relative SPAR_CONFIG must
+    be found too (it went unnoticed before)."""
+    from spar.config.sources import find_user_source, named_skipped
+
+    monkeypatch.chdir(tmp_path)
+    for named in ("typo.toml", str(tmp_path / "typo.toml"), "./sub/../typo.toml"):
+        env = {"SPAR_CONFIG": named}
+        _found, skipped = find_user_source(env, tmp_path / "home")
+        assert named_skipped(env, skipped) == {"path": str(tmp_path / "typo.toml"), "why": "does not exist"}
+    assert named_skipped({}, skipped) is None
+    (tmp_path / "typo.toml").write_text("")
+    _found, skipped = find_user_source({"SPAR_CONFIG": "typo.toml"}, tmp_path / "home")
+    assert named_skipped({"SPAR_CONFIG": "typo.toml"}, skipped) is None

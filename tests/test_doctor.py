@@ -453,3 +453,28 @@ def test_doctor_runs_each_cli_in_the_jail_and_scratch_home_a_round_gives_it(here
     (reviewer,) = by_check(report, "reviewer")
     assert reviewer["detail"].endswith(f"home={HOME_INSIDE} key=nothing (FileNotFoundError)"), reviewer
     assert [c["status"] for c in by_check(report, "login")] == ["ok"] and code == 0
+
+
+@pytest.mark.parametrize("relative", [False, True], ids=["absolute", "relative"])
+def test_a_spar_config_naming_no_file_is_a_problem(here, capsys, monkeypatch, tmp_path, relative):
+    """A mistyped SPAR_CONFIG is passed over for the next source (G16), which a round would
+    read too: doctor says so as a problem and exits 1, never "ok config"."""
+    repo, bin_dir, _config = here
+    program(bin_dir, "claude", CLAUDE.replace("LOGGED", "True"))
+    xdg = tmp_path / "xdg"
+    (xdg / "jaekit").mkdir(parents=True)
+    (xdg / "jaekit" / "spar.toml").write_text('[[reviewers]]\npreset = "claude"\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    monkeypatch.setenv("SPAR_CONFIG", "spar.tmol" if relative else str(tmp_path / "spar.tmol"))
+    monkeypatch.chdir(repo)
+    code, report = doctor_json(capsys)
+    [config] = by_check(report, "config")
+    assert code == 1 and report["ready"] is False
+    assert config["status"] == "problem", config
+    assert "SPAR_CONFIG spar.tmol names no configuration file (does not exist)" in config["detail"] if relative else \
+        f"SPAR_CONFIG {tmp_path / 'spar.tmol'} names no configuration file (does not exist)" in config["detail"]
+    assert str(xdg / "jaekit" / "spar.toml") in config["detail"] and "correct SPAR_CONFIG" in config["fix"]
+    # the same configuration through SPAR_CONFIG itself is ok
+    monkeypatch.setenv("SPAR_CONFIG", str(xdg / "jaekit" / "spar.toml"))
+    code, report = doctor_json(capsys)
+    assert code == 0 and by_check(report, "config")[0]["status"] == "ok"

@@ -38,7 +38,8 @@ def test_the_readme_examples_are_valid_configurations():
 
 @pytest.mark.parametrize(("lines", "message"), [
     ('model = "m"\n', "needs base_url"),
-    ('base_url = "http://127.0.0.1:1/v1"\n', "needs model (or allowed_models"),
+    ('base_url = "http://127.0.0.1:1/v1"\n', 'needs model: add model = "NAME" with the name of a model'),
+    ('base_url = "http://127.0.0.1:1/v1"\nmodel = ""\n', 'model must not be empty: add model = "NAME"'),
     ('base_url = "ftp://x/v1"\nmodel = "m"\n', "must be an http:// or https:// URL"),
     ('base_url = "https://user:sk-secret@x/v1"\nmodel = "m"\n', "holds a user or password"),
     ('base_url = "https://x/v1?key=1"\nmodel = "m"\n', "query or fragment"),

@@ -55,11 +55,6 @@ OFFLINE = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOCAL_POLICY_TEMPLAT
            "http_proxy": CLOSED_PROXY, "NO_PROXY": "", "no_proxy": ""}
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 @pytest.fixture(scope="session")
 def litellm_bin() -> Path:
     """The `litellm` program of a venv holding exactly the pinned files."""

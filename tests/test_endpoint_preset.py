@@ -18,11 +18,6 @@ from tests.reviewerround import STRICT_SCHEMA, Round, bwrap_or_skip
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"  # the runner is tested on both backends elsewhere; here the server's words count
-
-
 CASES = json.loads((Path(__file__).parent / "data" / "endpoint-errors.json").read_text())["cases"]
 GOOD = json.dumps({"x": "fine"})
 USAGE = {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150,

@@ -17,15 +17,11 @@ from spar.commands.init import endpoint_offers
 from spar.config.model import ReviewerConfig
 from spar.endpoint.client import Endpoint, NetworkError, list_models
 from spar.endpoint.discover import PROBE_TIMEOUT, from_environment, local_servers
+from spar.errors import ConfigError
 from tests.endpointfake import FakeEndpoint, Reply
 from tests.loopserver import LoopbackServer
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 def _cfg(base_url: str, **kw) -> ReviewerConfig:
@@ -92,7 +88,7 @@ def test_repeat_checks_pick_verifiers_by_vendor_as_verification_does():
     one may be asked about the other's repeat (a preset alone would call them one vendor)."""
     from spar.config.model import VerifyConfig
     from spar.judge.repeat_plan import Candidate, plan_repeat_checks
-    from spar.round.verification import vendors
+    from spar.verify.verification import vendors
 
     a = _cfg("https://api.openai.com/v1")
     b = ReviewerConfig(name="local", preset="openai-compatible", base_url="http://127.0.0.1:11434/v1",
@@ -183,3 +179,38 @@ async def test_doctor_warns_that_an_allowed_plain_http_key_travels_unencrypted(m
     assert check.status == "warning" and "the key travels unencrypted" in check.detail
     safe = await endpoint_check(_cfg("https://gateway.example/v1", api_key_env="K"), {"K": "sk-tls"})
     assert safe.status == "ok"
+
+
+def _pasted(tmp_path, text: str):
+    """init's printed entries pasted, as printed, at the end of a user configuration, loaded."""
+    from spar.config.load import load_config
+
+    path = tmp_path / "spar.toml"
+    path.write_text('timeout_seconds = 600\n\n[[reviewers]]\npreset = "claude"\n' + text, encoding="utf-8")
+    return path, load_config(None, env={"SPAR_CONFIG": str(path), "HOME": str(tmp_path)})
+
+
+def test_an_entry_init_prints_loads_as_pasted_or_says_what_to_add(tmp_path):
+    """An endpoint that lists its models: the entry loads as printed. One that lists none:
+    the printed entry holds the model line as a placeholder to fill, and loading it unfilled
+    names that line's key and exactly what to write; filled as told, it loads."""
+    from spar.endpoint.discover import Found
+
+    listed = endpoint_offers([Found("ollama", "http://127.0.0.1:11434/v1", "", ["qwen3-coder:30b"])], "spar.toml")
+    _path, cfg = _pasted(tmp_path, listed)
+    ollama = cfg.reviewers[1]
+    assert (ollama.name, ollama.preset, ollama.model) == ("ollama", "openai-compatible", "qwen3-coder:30b")
+
+    bare = endpoint_offers([Found("vllm", "http://127.0.0.1:8000/v1")], "spar.toml")
+    with pytest.raises(ConfigError) as raised:
+        _pasted(tmp_path, bare)
+    path = tmp_path / "spar.toml"
+    entry_line = path.read_text().splitlines().index("[[reviewers]]", 4) + 1
+    assert raised.value.message == (
+        f'{path}:{entry_line}: reviewer "vllm": preset "openai-compatible" needs model: add model = "NAME" with '
+        "the name of a model the endpoint serves (its GET /models lists them; spar doctor checks it), or "
+        'allowed_models = ["NAME", ...], from which --model picks')
+    filled = bare.replace('# model = "NAME"', 'model = "qwen2.5-coder"')
+    assert filled != bare
+    _path, cfg = _pasted(tmp_path, filled)
+    assert cfg.reviewers[1].model == "qwen2.5-coder"

@@ -154,19 +154,35 @@ def test_a_duplicate_of_a_round_no_longer_held_is_read_again(repo, capsys, monke
 
 
 def test_a_duplicate_of_a_finding_disposed_in_a_round_at_hand_is_not_walked(repo, capsys, monkeypatch):
-    """Most duplicates name a finding of the round before, disposed there: the judgment
-    settles each from the links at hand instead of walking a chain; a duplicate of a
-    duplicate is still walked, and both judge as the walk would (RECENT 0: nothing at hand)."""
-    series, names = long_series(repo, 3, open_last=False)
+    """Most duplicates name a finding of the round before, disposed there or a duplicate
+    whose chain is known to end disposed: the judgment settles each from the links at hand
+    instead of walking, so a chain running back through every round is never walked; both
+    judge as the walk would (RECENT 0: nothing at hand, every duplicate walked)."""
+    series, names = long_series(repo, 4, open_last=False)
     walked = calls_to(monkeypatch, duplicate_trace, "trace", lambda start, *_: start)
     document = _gate(capsys, repo, series, names)
-    # r0002's defects name r0001's rejected ones; r0003's name r0002's duplicates
-    assert {name for name, _fid in walked} == {names[2]}
+    # r0002's defects name r0001's rejected ones; each later round's name the round before's duplicates
+    assert walked == []
     assert document["state"] == "passed", document["reasons"]
     monkeypatch.setattr(duplicate_trace.DuplicateTracer, "RECENT", 0)
-    walked.clear()
     assert _gate(capsys, repo, series, names) == document
-    assert {name for name, _fid in walked} == {names[1], names[2]}
+    assert {name for name, _fid in walked} == set(names[1:])
+
+
+def test_a_chain_ending_open_is_walked_and_judged_as_without_links_at_hand(repo, capsys, monkeypatch):
+    """A chain whose end has no standing disposition is never settled from the links at
+    hand: each of its duplicates is open, named with its first link and the chain's end."""
+    series, names = long_series(repo, 4, open_last=False)
+    first = series / names[0] / "ledger.jsonl"
+    first.write_text("".join(line + "\n" for line in first.read_text().splitlines()
+                             if json.loads(line)["disposition"] != "rejected"))
+    document = _gate(capsys, repo, series, names)
+    assert document["state"] == "blocked"
+    assert f"{names[-1]}/claude-F4" in document["open"]
+    assert (f"round {series / names[-1]}: finding claude-F4 (defect) is a duplicate of {names[-2]}/claude-F4, "
+            f"traced to {names[0]}/claude-F4, which has no standing disposition") in document["reasons"]
+    monkeypatch.setattr(duplicate_trace.DuplicateTracer, "RECENT", 0)
+    assert _gate(capsys, repo, series, names) == document
 
 
 DUPLICATE_SCENARIOS = [s for s in SCENARIOS if "duplicate" in s["name"]]

@@ -134,11 +134,16 @@ def test_default_base_prefers_origin_head(tmp_path):
     assert git.default_base(repo, head) == fork
 
 
-def test_default_base_single_commit_refused(tmp_path):
-    repo = make_repo(tmp_path, {"a": "1"}, branch="trunk")
+def test_a_root_commit_is_reviewed_against_the_empty_tree(tmp_path):
+    """A repository's first commit has no parent: its base is the empty tree, so its change
+    is every file it adds (diffs, the file list and tree listings all take it)."""
+    repo = make_repo(tmp_path, {"a": "1\n", "b/c.py": "x = 1\n"}, branch="trunk")
     head = git.head_commit(repo)
-    with pytest.raises(Refused, match="give --base"):
-        git.default_base(repo, head)
+    base = git.default_base(repo, head)
+    assert base == "4b825dc642cb6eb9a060e54bf8d69288fbee4904" == git.empty_tree(repo)
+    assert [(f.path, f.added, f.removed) for f in git.changed_files(repo, base, head)] == [("a", 1, 0), ("b/c.py", 1, 0)]
+    assert git.ls_tree(repo, base) == []
+    assert b"+x = 1" in git.diff(repo, base, head)
 
 
 # --- tree listing and blobs -----------------------------------------------------

@@ -190,3 +190,38 @@ def test_a_repository_without_commits_says_so(setup, spar_here, tmp_path):
     # a --head the user named is still judged as one
     proc = spar_here("run", "--stage", "code", "--out", "reviews/r1", "--head", "HEAD", cwd=repo)
     assert proc.returncode == 65 and '--head "HEAD" is not a commit' in proc.stderr.decode()
+
+
+def test_a_series_outside_the_repository_must_exist(setup, spar_here):
+    """A mistyped --out outside the repository creates no folder and starts no series (its
+    caps, memory and repeats would start over silently); a series folder the user made is
+    taken, and inside the repository its first round creates it (`reviews/r1`)."""
+    typo = setup.tmp / "typo"
+    before = snapshot(setup.repo)
+    proc = spar_here("run", "--stage", "code", "--out", str(typo / "deep" / "r1"))
+    check_refused(setup, proc, 65, f'the series folder "{typo / "deep"}" does not exist', before)
+    assert f'(mkdir "{typo / "deep"}")' in proc.stderr.decode()
+    assert not typo.exists()
+    (typo / "deep").mkdir(parents=True)
+    try:
+        proc = spar_here("run", "--stage", "code", "--out", str(typo / "deep" / "r1"), "--dry-run")
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert (typo / "deep" / "r1" / "round.json").is_file()
+    finally:
+        shutil.rmtree(typo)
+
+
+def test_a_repositorys_first_commit_is_reviewed_against_the_empty_tree(setup, spar_here, tmp_path):
+    """A root commit has no parent to take as its base (and G27 takes no tree for --base):
+    without --base its base is the empty tree, so every file it adds is its change."""
+    from tests.gitrepo import make_repo
+
+    repo = make_repo(tmp_path, {".gitignore": "reviews/\n", "calc.py": "def add(a, b):\n    return a + b\n"},
+                     name="first")
+    proc = spar_here("run", "--stage", "code", "--out", "reviews/r1", "--dry-run", cwd=repo)
+    assert proc.returncode == 0, proc.stderr.decode()
+    record = json.loads((repo / "reviews" / "r1" / "round.json").read_text())
+    assert record["base"] == "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+    assert "calc.py" in (repo / "reviews" / "r1" / "packet.md").read_text()
+    assert sorted(p.name for p in (repo / "reviews" / "r1" / "workspace" / "head").iterdir()) == [".gitignore", "calc.py"]
+    assert list((repo / "reviews" / "r1" / "workspace" / "base").iterdir()) == []

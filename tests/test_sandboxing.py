@@ -287,3 +287,17 @@ def test_doctor_says_the_network_is_limited_where_it_is(tmp_path):
         pytest.skip("bwrap cannot make a jail with a network namespace here")
     check, _ = sandbox_check("auto", {"PATH": os.environ.get("PATH", "")})
     assert check.status == "ok" and "network of its own" in check.detail and "allow_hosts" in check.detail
+
+
+@pytest.mark.slow
+def test_a_round_of_native_reviewers_records_no_sandbox(tmp_path):
+    """A `native` reviewer is the host agent answering outside Spar: a round of only those
+    ran nothing in a sandbox, so round.json says none was used (and why), whatever bwrap
+    could do here."""
+    s = make_setup(tmp_path)
+    s.configure([{"name": "native", "preset": "native"}])
+    proc = s.run()
+    assert proc.returncode == 1, proc.stderr.decode()  # awaiting_record: the host agent answers later
+    rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())
+    assert rj["sandbox"] == {"kind": None, "why": "no reviewer of this round runs a program (native: the host agent "
+                                                  "answers)"}

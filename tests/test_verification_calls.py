@@ -1,4 +1,4 @@
-"""Verification calls in-process (spar/round/verification.py over the reviewers' runner):
+"""Verification calls in-process (spar/verify/verification.py over the reviewers' runner):
 verifiers run at once, one call at a time each; a hanging call ends at its verifier's
 limit and the next call of that verifier still runs; max_cost_usd stops the calls not
 started. Fake CLIs as verifiers, both anyio backends."""
@@ -19,7 +19,7 @@ from spar.judge.context import RoundContext
 from spar.judge.verify_plan import EVIDENCE_LIMIT
 from spar.presets import get_preset
 from spar.round.runner import run_settings
-from spar.round.verification import VerifyRun, bound_notes, build_record, plan_calls, prepare_calls, run_calls
+from spar.verify.verification import VerifyRun, bound_notes, build_record, plan_calls, prepare_calls, run_calls
 from tests.proctools import HANG, LIMITS, gone, written
 from tests.runsetup import FAKE_ENV
 

@@ -60,3 +60,17 @@ def test_a_record_spar_could_not_have_written_is_named(tmp_path: Path, record: o
     findings: Any = [{"id": "claude-F1"}, {"id": "claude-F2"}]
     with pytest.raises(RecordError, match="verifications.json: .*" + problem.replace("(", r"\(")):
         read_verifications(_write(tmp_path, record), findings)
+
+
+def test_the_line_says_nothing_was_to_verify_rather_than_counting_no_calls() -> None:
+    """stderr's line after a verification: calls and verdicts when there were calls; with
+    none, that nothing was to be verified, or (the notes before it saying why) that no call
+    was made; never "0 call(s)"."""
+    from spar.verify.verification import verdict_line
+
+    assert verdict_line(_record([_call(1, "claude-F1"), _call(2, "claude-F2", verdict="unsure")])) == (
+        "verification of round r1: 2 call(s): 1 confirmed, 0 refuted, 1 unsure")
+    assert verdict_line(_record([])) == (
+        "verification of round r1: nothing to verify (no finding proposed or classed defect or hardening)")
+    left = _record([], [{"finding": "claude-F1", "why": "no_other_vendor"}])
+    assert verdict_line(left) == "verification of round r1: no call made"

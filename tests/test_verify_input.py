@@ -1,4 +1,4 @@
-"""What a verifier receives (spar/round/verify_input.py): the finding quoted as data, the
+"""What a verifier receives (spar/verify/verify_input.py): the finding quoted as data, the
 code around its location from the workspace copies, the diff of the lines around it, the
 task; what it says when the location names no file; and the bounds every read of the
 copies keeps (a long file of short lines, a 30 MB file, a one-line minified file, a FIFO)."""
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from spar.judge.context import RoundContext
-from spar.round.file_window import LINE_LIMIT, SCAN_LIMIT
-from spar.round.verify_input import CONTEXT_LINES, DIFF_WINDOW, verifier_input
+from spar.verify.file_window import LINE_LIMIT, SCAN_LIMIT
+from spar.verify.verify_input import CONTEXT_LINES, DIFF_WINDOW, verifier_input
 from tests.proctools import HANG
 
 CODE = "".join(f"line_{n} = {n}\n" for n in range(1, 101))
@@ -103,7 +103,7 @@ MEASURE = textwrap.dedent("""
     import resource, sys
     from pathlib import Path
     from spar.judge.context import RoundContext
-    from spar.round.verify_input import verifier_input
+    from spar.verify.verify_input import verifier_input
     ctx = RoundContext(head_files={"big.txt": "100644"}, base_files={"big.txt": "100644"}, documents=[],
                        check_paths=[], criteria_ids=set())
     finding = {"id": "opus-F1", "reviewer": "opus", "class": "defect", "location": sys.argv[2], "claim": "c",

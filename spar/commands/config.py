@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from spar import git
-from spar.argparsing import add_selection_options, command_parser
+from spar.argparsing import add_selection_options, command_parser, start_folder
 from spar.config.load import load_config
 from spar.config.model import AppliedConfig
 from spar.config.select import apply_selection
-from spar.errors import EXIT_OK, Refused, UsageError
+from spar.errors import EXIT_OK, Refused
 
 DESCRIPTION = """\
 Print the applied configuration: the user configuration (first found of
@@ -59,10 +59,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _repository(directory: str | None) -> Path | None:
-
-    start = Path(directory) if directory is not None else Path.cwd()
-    if directory is not None and not start.is_dir():
-        raise UsageError(f"config: -C {directory!r}: not a folder")
+    start = start_folder("config", directory)
     try:
         return git.repo_root(start)
     except git.GitError as err:

@@ -24,14 +24,15 @@ from typing import Any
 import anyio
 
 from spar import __version__, git
-from spar.argparsing import command_parser
+from spar.argparsing import command_parser, start_folder
 from spar.backend import async_backend
 from spar.config import agent_hooks
 from spar.config.load import load_config
 from spar.config.model import ENDPOINT, AppliedConfig, ReviewerConfig
+from spar.config.sources import named_skipped
 from spar.core_query import query_core
 from spar.endpoint.client import Endpoint, NetworkError, list_models
-from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, quote
+from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError
 from spar.judge.core_caps import GATE_FEATURE
 from spar.presets import get_preset
 from spar.presets.codex import PRESET as CODEX
@@ -313,15 +314,23 @@ def repository_check(base: Path) -> tuple[Check, Path | None]:
     return Check("repository", str(root), "ok", "git repository"), Path(root)
 
 
-def config_check(root: Path | None) -> tuple[list[Check], AppliedConfig | None]:
-    """The check, and the configuration when it can be read."""
+def config_check(root: Path | None, env: dict[str, str]) -> tuple[list[Check], AppliedConfig | None]:
+    """The check, and the configuration when it can be read. A SPAR_CONFIG naming no file
+    is a problem: the next source is read instead, which a round would use as well, so
+    a mistyped path would run other reviewers while doctor said ok."""
     try:
-        cfg = load_config(root)
+        cfg = load_config(root, env=env)
     except Refused as err:
         return [Check("config", "configuration", "problem", err.message,
                       "fix that line (`spar config` shows it)")], None
     files = "; ".join(f"{f['role']} {f['path']}" for f in cfg.files) or "no file: the defaults"
     names = ", ".join(r.name for r in cfg.reviewers)
+    skipped = named_skipped(env, cfg.skipped)
+    if skipped is not None:
+        return [Check("config", "configuration", "problem",
+                      f"SPAR_CONFIG {env['SPAR_CONFIG']} names no configuration file ({skipped['why']}), so the "
+                      f"next source is read: {files}; reviewers {names}",
+                      "correct SPAR_CONFIG, or unset it to use the next source")], cfg
     return [Check("config", "configuration", "ok", f"{files}; reviewers {names}; "
                   f"timeout {cfg.timeout_seconds}s")], cfg
 
@@ -460,7 +469,7 @@ async def _all_checks(args: argparse.Namespace, env: dict[str, str],
     checks = [await git_check(env)]
     repo, root, series = git_checks
     checks.append(repo)
-    config, cfg = config_check(root)
+    config, cfg = config_check(root, env)
     checks += config
     reviewers = list(cfg.reviewers) if cfg is not None else []
     passthrough = cfg.env_passthrough if cfg is not None else None
@@ -503,9 +512,7 @@ def masked_checks(checks: list[Check], report: dict[str, Any], env: dict[str, st
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    base = Path(args.directory) if args.directory is not None else Path.cwd()
-    if not base.is_dir():
-        raise UsageError(f"doctor: -C {quote(args.directory)}: not a folder")
+    base = start_folder("doctor", args.directory)
     if not args.series:
         raise UsageError("doctor: --series needs a folder")
     env = dict(os.environ)

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from spar import git
-from spar.argparsing import command_parser
+from spar.argparsing import command_parser, start_folder
 from spar.config import agent_hooks
 from spar.config.checks import check_project, check_user
 from spar.config.model import plain_http_elsewhere
@@ -403,9 +403,7 @@ def _write(step: Step) -> None:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    base = Path(args.directory) if args.directory is not None else Path.cwd()
-    if not base.is_dir():
-        raise UsageError(f"init: -C {args.directory!r}: not a folder")
+    base = start_folder("init", args.directory)
     env = os.environ
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
     if not args.series:
@@ -459,7 +457,8 @@ def endpoint_offers(found: list[Found], config_path: str) -> str:
     in the environment, or a local server, is the user's choice)."""
     if not found:
         return ""
-    lines = ["", f"OpenAI-compatible endpoints found; to review with one, add its entry to {config_path}:"]
+    # every line below is TOML (comments included): the block pastes as printed
+    lines = ["", f"# OpenAI-compatible endpoints found; to review with one, add its entry to {config_path}:"]
     for f in found:
         where = "from OPENAI_API_KEY/OPENAI_BASE_URL" if f.name == "openai" else "answering on this machine"
         lines += ["", f"# {f.name}: {f.base_url} ({where})", "[[reviewers]]", f"name = {_toml(f.name)}",
@@ -467,8 +466,8 @@ def endpoint_offers(found: list[Found], config_path: str) -> str:
         if f.models:
             listed = ", ".join(_toml(m[:200]) for m in f.models[:10])
             lines.append(f"allowed_models = [{listed}]  # listed by GET /models; the first is the default")
-        else:
-            lines.append('model = ""  # the model to review with')
+        else:  # no model listed: the entry names none, and loading it says exactly what to add
+            lines.append('# model = "NAME"  # required: a model this endpoint serves; uncomment and put its name')
         if f.api_key_env:
             lines.append(f"api_key_env = {_toml(f.api_key_env)}  # the variable's name; the key stays there")
             if plain_http_elsewhere(f.base_url):  # refused without it: say so before the user meets it

@@ -19,9 +19,10 @@ from spar.records.lock import series_lock
 from spar.round.args import DECISION, DECISION_QUOTE, RunArgs, run_args_from, split_decision_options
 from spar.round.dryrun import dry_run_lines
 from spar.round.preparation import PlannedRound, PreparedRound, cap_decision, plan_round, prepare_round
-from spar.round.reviewing import RecordedRound, record_round, review_round, verify_findings
+from spar.round.reviewing import RecordedRound, record_round, review_round
 from spar.round.summary import closing_lines, uncommitted_text
 from spar.textsafe import terminal_safe
+from spar.verify.verifying import verify_findings
 
 DESCRIPTION = """\
 Run one review round: every configured reviewer at once on one packet, then
@@ -36,6 +37,13 @@ Exit codes: 0 recorded and every reviewer completed (or a dry run written);
 or 143 (SIGTERM) while reviewers run: every reviewer's process group is
 killed, the lock is released and the round folder stays unrecorded (its
 round.json has no finished_at; a rerun of the same input is not counted).
+
+--out names the round folder, SERIES/ROUND. Inside the repository under review
+the first round creates the series folder (one new folder, in a folder that
+exists: `reviews/r1`); elsewhere the series folder must exist (mkdir it to start
+a series there), so a mistyped path never starts a new series with its caps,
+memory and repeats over. A code round needs a change: base and head with no
+changed file between them are refused before any reviewer starts.
 
 A round reviews commits: without --head, changes not committed are named on
 standard error and in the round (round.json `uncommitted`, summary.md), not
@@ -63,7 +71,8 @@ def build_parser() -> Parser:
     p = command_parser("run", DESCRIPTION)
     p.add_argument("--stage", required=True, choices=STAGES, help="plan, plan-delta or code")
     p.add_argument("--out", required=True, metavar="SERIES/ROUND", help="round folder to create (must not exist)")
-    p.add_argument("--base", metavar="REV", help="default: merge-base with the default branch, else HEAD~1")
+    p.add_argument("--base", metavar="REV", help="default: merge-base with the default branch, else HEAD~1"
+                   " (the empty tree for a first commit)")
     p.add_argument("--head", metavar="REV", help="default: HEAD")
     p.add_argument("--worktree", action="store_true",
                    help="review the working tree as it is (a commit Spar makes on HEAD), not HEAD")

@@ -21,11 +21,11 @@ from spar.proc.process import reviewer_guard
 from spar.records import lock, readers
 from spar.records.model import ReviewerStatus
 from spar.records.readers import REPEAT_CHECKS_FILE
-from spar.round.repeat_check import check_repeats, result_line
 from spar.round.sandboxing import round_sandbox
-from spar.round.verification import result_lines, verifiable_problem, verify_round
 from spar.series import round_folder
 from spar.textsafe import terminal_safe
+from spar.verify.repeat_check import check_repeats, result_line
+from spar.verify.verification import result_lines, verifiable_problem, verify_round
 
 SUMMARY = "Verify a recorded round's findings with reviewers of other vendors."
 

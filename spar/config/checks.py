@@ -338,6 +338,8 @@ def _set_reviewer_key(err: KeyedError, r: ReviewerConfig, key: str, value: objec
         r.name = value
     elif key == "model":
         model = _string(err, key, value)
+        if model == "" and r.preset == ENDPOINT:
+            raise err(key, f"model must not be empty: {ENDPOINT_MODEL}")
         if model == "":
             raise err(key, "model must not be empty (leave the key out for the CLI's default model)")
         r.model, r.model_written = model, True
@@ -383,6 +385,9 @@ def _set_endpoint_key(err: KeyedError, r: ReviewerConfig, key: str, value: objec
         r.vendor = vendor
 
 
+# what an openai-compatible entry without a model must add (it has no default model)
+ENDPOINT_MODEL = ('add model = "NAME" with the name of a model the endpoint serves (its GET /models lists them; '
+                  'spar doctor checks it), or allowed_models = ["NAME", ...], from which --model picks')
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -411,7 +416,7 @@ def _check_key_pairs(doc: LocatedDoc, base: KeyPath, label: str, entry: dict[str
     if entry["preset"] == ENDPOINT:
         for key in ("base_url", "model"):
             if key not in entry and not (key == "model" and "allowed_models" in entry):
-                also = " (or allowed_models, from which --model picks)" if key == "model" else ""
+                also = f": {ENDPOINT_MODEL}" if key == "model" else ""
                 raise ConfigError(doc.file, doc.line(base), f"{label}: preset \"{ENDPOINT}\" needs {key}{also}")
     if (entry["preset"] == ENDPOINT and entry.get("api_key_env") and isinstance(entry.get("base_url"), str)
             and plain_http_elsewhere(entry["base_url"]) and entry.get("allow_plain_http") is not True):

@@ -102,6 +102,16 @@ def find_user_source(env: Mapping[str, str], home: Path) -> tuple[Source | None,
     return None, skipped
 
 
+def named_skipped(env: Mapping[str, str], skipped: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The skipped entry of the file `$SPAR_CONFIG` names, or None: G16 passes over a
+    missing one to the next source, but a file the user named by hand was meant to be read."""
+    named = env.get("SPAR_CONFIG", "")
+    if not named:
+        return None
+    path = os.path.abspath(named)
+    return next((entry for entry in skipped if entry["path"] == path), None)
+
+
 def read_source(source: Source) -> Loaded:
     """Read and decode one file; the sha256 is of its bytes.
 

@@ -67,25 +67,36 @@ class DuplicateTracer:
         """Where `start`'s chain ends, every listed round handed in."""
         return self._trace(series, start, final=True)
 
-    def duplicate_of_disposed(self, series: str, round_name: str, line: LedgerLine) -> bool:
-        """True when the finding a duplicate line names is at hand and disposed (not as a
-        duplicate): what a trace would find at its second step, without walking (most
-        duplicates name a finding of the round before). False: walk the chain."""
+    def duplicate_of_disposed(self, series: str, start: Key, line: LedgerLine) -> bool:
+        """True when the finding `start`'s duplicate line names is at hand and disposed (not
+        as a duplicate), or is a duplicate whose chain is known to end disposed: what a walk
+        would find at its second step, settled without walking (most duplicates name a
+        finding of the round before) and remembered as the walk would remember it, so a
+        chain running back through every round is never walked. False: walk the chain."""
         of = line.get("of")
         if not isinstance(of, str):
             return False
         try:
-            target, target_id = parse_of(of, round_name)
+            target = parse_of(of, start[0])
         except Refused:
             return False  # the walk says why
-        where = (series, target)
+        where = (series, target[0])
         links = self._recent.get(where)
-        if links is None or link_problem(round_name, target, self._position(series)):
+        if links is None or link_problem(start[0], target[0], self._position(series)):
             return False
-        standing_line = links.get(target_id)
-        if not standing_line or standing_line.get("disposition") == "duplicate":
+        standing_line = links.get(target[1])
+        if not standing_line:
             return False
+        end = target
+        if standing_line.get("disposition") == "duplicate":
+            known = self._resolved.get(where, {}).get(target[1])
+            if known is None or known.state != "disposed":
+                return False
+            end = known.end
         self._remember(where, links)  # as the walk's lookup would
+        if self._finishing or (series, start[0]) in self._recent:  # what `_trace` keeps of a walk's start
+            self._resolved.setdefault((series, start[0]), {})[start[1]] = Trace(
+                "disposed", [*dict.fromkeys([start, target, end])])
         return True
 
     def _remember(self, key: RoundKey, links: DuplicateLinks) -> None:

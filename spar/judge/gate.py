@@ -422,7 +422,7 @@ class Judgement:
             if line:
                 disposition = line.get("disposition")
                 if (cls not in BLOCKING_CLASSES or disposition != "duplicate"
-                        or self._tracer.duplicate_of_disposed(item.series, item.name, line)):
+                        or self._tracer.duplicate_of_disposed(item.series, (item.name, fid), line)):
                     continue  # not blocking, or disposed: what a trace would find at its first or second step
             elif cls not in BLOCKING_CLASSES:
                 continue

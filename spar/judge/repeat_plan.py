@@ -1,6 +1,6 @@
 """Putting a round's repeats to verifiers of another vendor, the pure half: which repeat
 goes to which verifier, what an answer says, and what `spar triage --repeats` makes of
-the record (no I/O; spar/round/repeat_check.py runs the calls).
+the record (no I/O; spar/verify/repeat_check.py runs the calls).
 
 A repeat is asked about when `--repeats` could settle it otherwise: the earlier finding
 has a standing disposition and the claims let it (settle.claim_problem). Each goes to a

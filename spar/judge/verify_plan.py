@@ -1,5 +1,5 @@
 """Cross-vendor verification, the pure half: which findings are put to which verifier,
-and what a verifier's answer says (no I/O; spar/round/verification.py runs the calls).
+and what a verifier's answer says (no I/O; spar/verify/verification.py runs the calls).
 
 Planning: every finding its reviewer proposed as defect or hardening, or that Spar
 classed so, is checked once, on its own: a verdict covers only the claim the verifier

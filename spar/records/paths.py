@@ -151,6 +151,23 @@ def check_run_out(path: Path | str, *, repository: bool = True) -> None:
         check_series_folder(series, kind="--out")
 
 
+def check_series_folder_exists(out: Path, repo: Path) -> None:
+    """run --out's series folder (the round folder's parent) exists, or is one new folder
+    inside the repository under review: its first round starts it there (`reviews/r1`).
+    Anywhere else a new series is the user's to create: a mistyped path would otherwise
+    create folders and start a new series silently, its caps, memory and repeats over."""
+    series = out.parent
+    if series.is_dir():
+        return
+    shown = quote(str(out))
+    if not _inside(Path(os.path.realpath(series)), Path(os.path.realpath(repo))):
+        raise Refused(f"--out {shown}: the series folder {quote(str(series))} does not exist; spar run starts "
+                      f"a new series outside the repository only in a folder you made (mkdir {quote(str(series))})")
+    if not series.parent.is_dir():
+        raise Refused(f"--out {shown}: the folder {quote(str(series.parent))} does not exist; spar run creates "
+                      f"the series folder {quote(series.name)} alone, inside a folder that exists")
+
+
 def _inside(child: Path, parent: Path) -> bool:
     return child == parent or parent in child.parents
 

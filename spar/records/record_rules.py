@@ -307,30 +307,38 @@ def ledger_line_problem(line: Mapping[str, Any], findings: Mapping[str, Mapping[
     `findings` by id; None judges the line alone (no class rules)."""
     fid = line.get("finding")
     disposition = line.get("disposition")
-    if not _str(fid) or not fid:
+    if not isinstance(fid, str) or not fid:
         return "finding is missing or not a string"
-    if not _str(disposition) or disposition not in RULES:  # a list would not even hash
+    if not isinstance(disposition, str) or disposition not in RULES:  # a list would not even hash
         return f"disposition is not one of {', '.join(RULES)}"
-    if not isinstance(line.get("auto"), bool):
+    auto = line.get("auto")
+    if not isinstance(auto, bool):
         return "auto is not true or false"
-    if not _str(line.get("at")):
+    if not isinstance(line.get("at"), str):
         return "at is missing or not a time"
     finding = None
     if findings is not None:
         finding = findings.get(fid)
         if finding is None:
             return f"finding {fid} is not in findings.json"
-    options = [key for key in OPTION_FLAGS if key in line]
-    if line["auto"]:
-        return _auto_line_problem(fid, disposition, options, finding)
-    return _triage_line_problem(line, disposition, options, finding)
+    if auto:
+        return _auto_line_problem(line, fid, disposition, finding)
+    return _triage_line_problem(line, disposition, finding)
 
 
-def _auto_line_problem(fid: str, disposition: str, options: list[str],
+_OPTION_KEYS = frozenset(OPTION_FLAGS)
+
+
+def _options(line: Mapping[str, Any]) -> list[str]:
+    """The option keys a line carries, in the order messages list them."""
+    return [key for key in OPTION_FLAGS if key in line]
+
+
+def _auto_line_problem(line: Mapping[str, Any], fid: str, disposition: str,
                        finding: Mapping[str, Any] | None) -> str | None:
     """A line written by automatic deferral: a bare deferral of a finding that allows it."""
-    if disposition != "deferred" or options:
-        given = ", ".join(options) or "no options"
+    if disposition != "deferred" or not _OPTION_KEYS.isdisjoint(line):
+        given = ", ".join(_options(line)) or "no options"
         return f"an automatic line must be a bare deferral, not {disposition} with {given}"
     if finding is not None and not auto_deferrable(finding):
         unreadable = ", location unreadable" if finding.get("location_unreadable") else ""
@@ -339,7 +347,7 @@ def _auto_line_problem(fid: str, disposition: str, options: list[str],
     return None
 
 
-def _triage_line_problem(line: Mapping[str, Any], disposition: str, options: list[str],
+def _triage_line_problem(line: Mapping[str, Any], disposition: str,
                          finding: Mapping[str, Any] | None) -> str | None:
     """A line written by `spar triage`: the disposition's classes, and exactly the options it needs."""
     classes, needs = RULES[disposition]
@@ -349,8 +357,9 @@ def _triage_line_problem(line: Mapping[str, Any], disposition: str, options: lis
         value = line.get(key)
         if not isinstance(value, str) or is_blank(value):
             return f"{disposition} without {key} (triage needs {OPTION_FLAGS[key]})"
-    extra = [key for key in options if key not in needs]
-    if extra:
+    # every option it needs is there: any other is one too many
+    if len(_OPTION_KEYS.intersection(line)) > len(needs):
+        extra = [key for key in _options(line) if key not in needs]
         return f"{disposition} with {', '.join(extra)}, which triage never records for it"
     if "commit" in needs and not _COMMIT.fullmatch(line["commit"]):
         return "commit is not a full commit ID"

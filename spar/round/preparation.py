@@ -19,13 +19,14 @@ from spar.config.load import load_config
 from spar.config.model import CAP_KEYS, AppliedConfig
 from spar.config.scaffold import is_setup_file
 from spar.config.select import apply_selection
+from spar.config.sources import named_skipped
 from spar.errors import Refused, WriteFailed, quote
 from spar.judge import caps
 from spar.judge.context import RoundDoc
 from spar.records import atomic, readers
 from spar.records.clock import now
 from spar.records.model import InputBytes, PacketKind, RoundRecord, UncommittedCounts
-from spar.records.paths import check_run_out
+from spar.records.paths import check_run_out, check_series_folder_exists
 from spar.round import history
 from spar.round.args import RunArgs, check_standpoints
 from spar.round.documents import read_round_documents
@@ -80,12 +81,10 @@ def work_tree_of(cwd: str) -> Path:
 def run_config(args: RunArgs, repo: Path, env: Mapping[str, str]) -> AppliedConfig:
     """The configuration with this run's selection applied; refused when a standpoint names no reviewer."""
     cfg = load_config(repo, env=env)
-    named = env.get("SPAR_CONFIG")
-    for skipped in cfg.skipped:
-        if named and skipped["path"] == named:
-            # G16 skips a missing SPAR_CONFIG; a file the user named by hand deserves a word
-            print(f"spar: warning: SPAR_CONFIG {named} was skipped ({skipped['why']}); "
-                  "using the next configuration source", file=sys.stderr)
+    skipped = named_skipped(env, cfg.skipped)
+    if skipped is not None:  # G16 skips a missing SPAR_CONFIG; a file the user named by hand deserves a word
+        print(f"spar: warning: SPAR_CONFIG {env['SPAR_CONFIG']} was skipped ({skipped['why']}); "
+              "using the next configuration source", file=sys.stderr)
     configured = [r.name for r in cfg.reviewers]
     cfg = apply_selection(cfg, args)
     # standpoints may name a configured reviewer left out of this run (contract)
@@ -135,6 +134,17 @@ def choose_commits(args: RunArgs, repo: Path, max_copy_bytes: int | None = None)
     return RoundCommits(base=base, head=head, expect_head=expect, source="worktree" if args.worktree else "commit",
                         head_tree=tree, parent=parent, uncommitted=uncommitted,
                         nested=nested, too_large=too_large)
+
+
+def empty_change(args: RunArgs, commits: RoundCommits) -> str:
+    """Why a code round of no changed file is refused: reviewers would be paid to read
+    nothing, and the round would take one of the cap's slots."""
+    head = "the working tree" if args.worktree else f"head {commits.head[:12]}"
+    hint = "name an earlier --base"
+    if args.head is None and not args.worktree:
+        hint += ", or review uncommitted work with --worktree"
+    return (f"nothing to review: {head} changes no file from base {commits.base[:12]}; {hint} "
+            "(no reviewer started, no round counted)")
 
 
 def nested_warning(nested: tuple[str, ...]) -> str:
@@ -386,6 +396,7 @@ def plan_round(args: RunArgs, *, cwd: str, env: Mapping[str, str],
                                      rules=args.rules, subject=args.subject, cwd=cwd)
     out = Path(os.path.abspath(os.path.join(cwd, args.out)))
     check_run_out(out)
+    check_series_folder_exists(out, repo)
     presets = {c.preset: preset_of(c.preset) for c in config.reviewers}
     # decided before anything is written: "required" refuses an uncounted round
     sandbox = SandboxChoice(None, "dry run") if args.dry_run else round_sandbox(config.sandbox, env.get("PATH"))
@@ -393,6 +404,8 @@ def plan_round(args: RunArgs, *, cwd: str, env: Mapping[str, str],
              for copy, commit in (("head", commits.head), ("base", commits.base))}
     plans["head"].leave_out(commits.too_large)
     packet = packet_input(args, repo, config, commits, documents, plans, out.parent)
+    if args.stage == "code" and not packet.changed:
+        raise Refused(empty_change(args, commits))
     kind, change_diff = choose_packet(repo, config, packet)
     changed, inline = None, frozenset[str]()
     if args.stage == "code":

@@ -1,30 +1,25 @@
 """`spar run`'s steps after the round folder: the reviewers run (`review_round` ->
 `ReviewedRound`), their outcomes validated, classified and recorded (`record_round` ->
-`RecordedRound`), and with a [verify] table the findings verified (`verify_findings`).
-SIGINT or SIGTERM stops a step with `Interrupted` (spar.errors), saying what it left."""
+`RecordedRound`); step 5, verifying them, is `verifying.py`'s. SIGINT or SIGTERM stops
+a step with `Interrupted` (spar.errors), saying what it left."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from spar.judge.gate import remove_advice
 from spar.pathtext import path_text
 from spar.progress import Progress
 from spar.records.model import Finding, ReviewerStatus, RoundRecord
-from spar.records.repeat_checks import RepeatChecksRecord
 from spar.round import history
 from spar.round.context import context_from_git
-from spar.round.interface import Preset
 from spar.round.interrupt import run_until_signal
 from spar.round.preparation import PreparedRound
 from spar.round.recording import apply_outcome, record_coverage, reviewer_of, write_round_outputs
-from spar.round.repeat_check import check_repeats, result_line
 from spar.round.repowatch import RepoChange, repository_change, repository_state
 from spar.round.runner import ReviewerOutcome
-from spar.round.verification import VerifyResult, result_lines, verifiable_problem, verify_round
+from spar.round.sandboxing import SandboxChoice
 from spar.workspace.build import describe_changes, workspace_state
 
 
@@ -40,7 +35,7 @@ class ReviewedRound:
         """What stderr says of a change to the user's repository while the reviewers ran."""
         if self.repo_change is None:
             return None
-        return self.repo_change.message(self.prepared.planned.sandbox.bwrap is not None)
+        return self.repo_change.message(reviewers_sandbox(self.prepared).bwrap is not None)
 
 
 @dataclass(frozen=True)
@@ -55,6 +50,15 @@ class RecordedRound:
     def completed(self) -> bool:
         """Every reviewer completed."""
         return all(e["status"] == ReviewerStatus.COMPLETED for e in self.record["reviewers"])
+
+
+def reviewers_sandbox(prepared: PreparedRound) -> SandboxChoice:
+    """The sandbox this round's reviewers ran in: none when no reviewer runs a program (a
+    `native` reviewer is the host agent, answering outside Spar), whatever the round chose
+    for its verifiers."""
+    if any(job.preset.runs_process for job in prepared.jobs):
+        return prepared.planned.sandbox
+    return SandboxChoice(None, "no reviewer of this round runs a program (native: the host agent answers)")
 
 
 def review_round(prepared: PreparedRound, progress: Progress) -> ReviewedRound:
@@ -78,9 +82,10 @@ def record_round(reviewed: ReviewedRound, progress: Progress) -> RecordedRound:
     note = describe_changes(prepared.workspace_before, workspace_state(p.out / "workspace"))
     if note:
         record["warnings"].append(note)
-    record["sandbox"] = p.sandbox.record()
+    sandbox = reviewers_sandbox(prepared)
+    record["sandbox"] = sandbox.record()
     if reviewed.repo_change is not None:
-        record["repository_changed"] = reviewed.repo_change.record(p.sandbox.bwrap is not None)
+        record["repository_changed"] = reviewed.repo_change.record(sandbox.bwrap is not None)
     documents = [d for kind in ("criteria", "rules", "subject") for d in p.documents[kind]]
     ctx = context_from_git(p.repo, p.commits.base, p.commits.head, documents, list(p.config.check_paths),
                            record["links"]["criteria_ids"])
@@ -98,42 +103,3 @@ def record_round(reviewed: ReviewedRound, progress: Progress) -> RecordedRound:
     history.annotate(p.out, record, findings, ctx)
     write_round_outputs(p.out, record, findings)
     return RecordedRound(prepared, record, findings)
-
-
-@dataclass(frozen=True)
-class VerifiedRound:
-    """Step 5's result: the verification written, and the repeats put to verifiers."""
-
-    verification: VerifyResult
-    repeat_checks: RepeatChecksRecord
-
-    def lines(self, out: Path) -> list[str]:
-        """What stderr says of them."""
-        lines = result_lines(self.verification, out)
-        if self.repeat_checks["calls"] or self.repeat_checks["unchecked"]:
-            lines.append(result_line(self.repeat_checks, out))
-        return lines
-
-
-def verify_findings(recorded: RecordedRound, preset_of: Callable[[str], Preset]) -> VerifiedRound | str | None:
-    """Step 5, with a [verify] table: the round's findings put to verifiers of other vendors,
-    then its repeats (None without one; why not, when the round cannot be verified now);
-    `Interrupted` when SIGINT or SIGTERM stopped them (the round stays recorded)."""
-    p = recorded.prepared.planned
-    cfg = p.config.verify
-    if cfg is None:
-        return None
-    problem = verifiable_problem(recorded.record)
-    if problem:
-        return problem
-    presets = {c.preset: preset_of(c.preset) for c in cfg.reviewers}
-    verification = verify_round(p.out, cfg, presets, env=os.environ, passthrough=p.config.env_passthrough,
-                                backend=p.backend, sandbox=p.sandbox.bwrap, egress=p.sandbox.egress,
-                                left=f"every verifier was stopped; round {p.out} is recorded, its verification "
-                                     "is not (run `spar verify` on it)")
-    checks = check_repeats(p.out, cfg, presets, env=os.environ, passthrough=p.config.env_passthrough,
-                           backend=p.backend, sandbox=p.sandbox.bwrap, egress=p.sandbox.egress,
-                           spend=verification.spend,
-                           left=f"every verifier of the repeats was stopped; round {p.out} is recorded and "
-                                "verified, its repeats are not (run `spar verify` on it)")
-    return VerifiedRound(verification, checks)

@@ -22,8 +22,8 @@ from spar.judge.context import RoundContext
 from spar.judge.locate import locate
 from spar.judge.verify_plan import EVIDENCE_LIMIT
 from spar.records.model import VERDICTS, Finding
-from spar.round.file_window import LINE_LIMIT, SCAN_LIMIT, Window, read_window
 from spar.round.packet import code_span, fence
+from spar.verify.file_window import LINE_LIMIT, SCAN_LIMIT, Window, read_window
 
 TEXT_LIMIT = 4000  # characters of one quoted field of the finding
 CONTEXT_LINES = 15  # lines shown before and after the finding's lines

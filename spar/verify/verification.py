@@ -55,8 +55,8 @@ from spar.round.interrupt import work_until_signal
 from spar.round.recording import context_for_round
 from spar.round.runner import ReviewerJob, ReviewerOutcome, RunSettings, run_reviewer, run_settings
 from spar.round.summary_file import write_summary
-from spar.round.verify_input import VERIFY_SCHEMA, verifier_input
 from spar.series import repository_of
+from spar.verify.verify_input import VERIFY_SCHEMA, verifier_input
 
 VERIFY_DIR = "verify"
 T = TypeVar("T")
@@ -294,6 +294,10 @@ def bound_notes(record: VerificationsRecord, spend: Spend) -> list[str]:
 def verdict_line(record: VerificationsRecord) -> str:
     """One line: how many calls and verdicts, and where they are."""
     verdicts = [c["verdict"] for c in record["calls"]]
+    if not verdicts:  # the notes before it say why when findings were left unverified
+        said = "no call made" if record["unverified"] else \
+            "nothing to verify (no finding proposed or classed defect or hardening)"
+        return f"verification of round {record['round']}: {said}"
     counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("confirmed", "refuted", "unsure"))
     return f"verification of round {record['round']}: {len(verdicts)} call(s): {counts}"
 

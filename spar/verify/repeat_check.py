@@ -33,7 +33,7 @@ from spar.round.interrupt import work_until_signal
 from spar.round.packet import code_span, fence
 from spar.round.runner import ReviewerJob, ReviewerOutcome, RunSettings, run_reviewer, run_settings
 from spar.round.summary_file import write_summary
-from spar.round.verification import Spend, per_verifier, vendors
+from spar.verify.verification import Spend, per_verifier, vendors
 
 FOLDER = Path("verify") / "repeats"
 TEXT_LIMIT = 4000  # characters of one quoted field

@@ -261,6 +261,10 @@ def series_gate_list(series: Path | str) -> GateList:
             out.left_out.append(f"round {name} was stopped before its findings were recorded and is not gated; "
                                 f"{judgement.remove_advice(str(folder))}")
     for name in readers.stopped_before_round_json(series):
+        if os.path.lexists(series / name / readers.FINDINGS_FILE):
+            out.rounds.append(str(series / name))  # findings recorded, round.json gone: damage, which blocks
+            continue
         out.left_out.append(f"round {name} was stopped before it wrote round.json and is not gated; "
                             f"{judgement.remove_advice(str(series / name))}")
+    out.rounds.sort(key=lambda folder: Path(folder).name)  # by name, as series_round_names lists them
     return out

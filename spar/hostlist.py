@@ -63,10 +63,10 @@ def url_entry(url: str) -> str | None:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def listed(host: str, port: int, entries: Iterable[str]) -> bool:
+def host_listed(host: str, port: int, entries: Iterable[str]) -> bool:
     """`host:port` is one of `entries`."""
     host = normal_host(host)
     return any(_matches(e, host, port) for e in entries)
 
 
-__all__ = ["DEFAULT_PORTS", "entry_problem", "listed", "normal_host", "url_entry"]
+__all__ = ["DEFAULT_PORTS", "entry_problem", "host_listed", "normal_host", "url_entry"]

@@ -51,10 +51,10 @@ SHAPES = (
     Shape("401-claude", "claude", anthropic_error(401, "authentication_error", "invalid x-api-key"), "unavailable",
           ("authentication: ", "api_retry 1/10: error authentication_failed, HTTP status 401"), 1, ended_by_spar=True),
     Shape("403-claude", "claude", anthropic_error(403, "permission_error", "Your API key does not have permission to "
-                                                  "use the specified resource."), "unavailable",
-          ("authentication: ", "Failed to authenticate. API Error: 403"), 1),
-    Shape("credit-400-claude", "claude", anthropic_error(400, "invalid_request_error", _CREDIT), "unavailable",
-          ("quota or rate limit: ", "Credit balance is too low"), 2),
+                                                  "use the specified resource."), "failed",
+          ("Failed to authenticate. API Error: 403",), 1),  # no refusal phrase of the contract: by its exit
+    Shape("credit-400-claude", "claude", anthropic_error(400, "invalid_request_error", _CREDIT), "failed",
+          ("Credit balance is too low",), 1),  # likewise: no fallback
     Shape("hang-claude", "claude", Hang(), "timeout", (f"no answer within {LIMIT}s", "process group killed"), 1,
           ended_by_spar=True),
     Shape("cut-claude", "claude", Cut(text("partial answer"), after=3), "failed",

@@ -14,9 +14,9 @@ import pytest
 from spar.config.load import load_config
 from spar.config.model import ReviewerConfig
 from spar.errors import ConfigError
-from spar.hostlist import entry_problem, listed, url_entry
+from spar.hostlist import entry_problem, host_listed, url_entry
 from spar.presets import get_preset
-from spar.proc.egress import EgressProxy, Limits, Rule, address_problem, decide
+from spar.proc.egress import EgressProxy, Limits, Rule, address_problem, refusal_reason
 from spar.round.sandboxing import egress_rule
 from tests.echoserver import Echo
 from tests.proxyfake import FakeProxy
@@ -38,33 +38,33 @@ def test_public_addresses_pass(address):
 
 def test_a_host_off_the_list_is_refused_whatever_it_resolves_to():
     rule = Rule(hosts=("api.anthropic.com",))
-    assert decide("evil.example", 443, ["93.184.215.14"], rule) == "not on the reviewer's list of hosts"
-    assert decide("api.anthropic.com", 443, ["160.79.104.10"], rule) is None
-    assert decide("API.Anthropic.COM.", 443, ["160.79.104.10"], rule) is None  # case and final dot
-    assert decide("api.anthropic.com", 22, ["160.79.104.10"], rule) is not None  # not a listed port
+    assert refusal_reason("evil.example", 443, ["93.184.215.14"], rule) == "not on the reviewer's list of hosts"
+    assert refusal_reason("api.anthropic.com", 443, ["160.79.104.10"], rule) is None
+    assert refusal_reason("API.Anthropic.COM.", 443, ["160.79.104.10"], rule) is None  # case and final dot
+    assert refusal_reason("api.anthropic.com", 22, ["160.79.104.10"], rule) is not None  # not a listed port
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "169.254.169.254", "10.0.0.5", "::1"])
 def test_a_listed_name_leading_to_a_local_address_is_refused(address):
     rule = Rule(hosts=("api.anthropic.com",))
-    why = decide("api.anthropic.com", 443, ["160.79.104.10", address], rule)
+    why = refusal_reason("api.anthropic.com", 443, ["160.79.104.10", address], rule)
     assert why is not None and address in why
 
 
 def test_the_configured_service_may_be_local():
     rule = Rule(hosts=("127.0.0.1:8080", "models.lan:443"), services=("127.0.0.1:8080", "models.lan:443"))
-    assert decide("127.0.0.1", 8080, ["127.0.0.1"], rule) is None
-    assert decide("models.lan", 443, ["10.0.0.7"], rule) is None
-    assert decide("127.0.0.1", 8081, ["127.0.0.1"], rule) is not None  # another port of the same host
-    assert decide("169.254.169.254", 80, ["169.254.169.254"], rule) is not None
+    assert refusal_reason("127.0.0.1", 8080, ["127.0.0.1"], rule) is None
+    assert refusal_reason("models.lan", 443, ["10.0.0.7"], rule) is None
+    assert refusal_reason("127.0.0.1", 8081, ["127.0.0.1"], rule) is not None  # another port of the same host
+    assert refusal_reason("169.254.169.254", 80, ["169.254.169.254"], rule) is not None
 
 
 def test_list_entries():
-    assert listed("a.b.example.com", 443, ["*.example.com"])
-    assert not listed("example.com", 443, ["*.example.com"])
-    assert not listed("badexample.com", 443, ["*.example.com"])
-    assert listed("h", 80, ["h"]) and not listed("h", 8080, ["h"]) and listed("h", 8080, ["h:8080"])
-    assert listed("::1", 8080, ["[::1]:8080"])
+    assert host_listed("a.b.example.com", 443, ["*.example.com"])
+    assert not host_listed("example.com", 443, ["*.example.com"])
+    assert not host_listed("badexample.com", 443, ["*.example.com"])
+    assert host_listed("h", 80, ["h"]) and not host_listed("h", 8080, ["h"]) and host_listed("h", 8080, ["h:8080"])
+    assert host_listed("::1", 8080, ["[::1]:8080"])
     assert url_entry("http://127.0.0.1:9/v1") == "127.0.0.1:9" and url_entry("https://API.x.com/") == "api.x.com:443"
     assert url_entry("http://[::1]:5/") == "[::1]:5" and url_entry("ftp://x/") is None
     for bad in ("https://x.com", "x.com/path", "x.com:http", "x.com:70000", "*x.com", "", "a b"):

@@ -51,6 +51,7 @@ def setup(tmp_path):
 def test_disk_fills_while_the_reviewer_runs(setup, tmp_path, keep):
     disk = tmp_path / "disk"
     with small_disk(disk, "2m"):
+        (disk / "series").mkdir()  # spar run asks for the series folder outside the repository
         round_dir = disk / "series" / "r1"
         env = with_env(setup, FAULT_FILL=str(disk / "filler"), FAULT_KEEP=str(keep))
         proc = run_round(setup, round_dir, env=env)
@@ -72,6 +73,7 @@ def test_reviewer_log_on_full_disk_is_not_called_a_start_failure(setup, tmp_path
     disk = tmp_path / "disk"
     with small_disk(disk, "2m"):
         env = with_env(setup, FAULT_FILL=str(disk / "filler"), FAULT_KEEP="0")
+        (disk / "series").mkdir()
         proc = run_round(setup, disk / "series" / "r1", env=env)
     assert proc.returncode == 70, proc.stderr
     assert "could not start" not in proc.stderr, proc.stderr
@@ -85,6 +87,7 @@ def test_disk_too_small_for_the_round(tmp_path, size):
     setup = fault_setup(tmp_path, ("alpha",), timeout=30, extra_files=big)
     disk = tmp_path / "disk"
     with small_disk(disk, size):
+        (disk / "series").mkdir()
         round_dir = disk / "series" / "r1"
         proc = run_round(setup, round_dir)
         assert proc.returncode in (65, 70), proc.stderr

@@ -52,6 +52,7 @@ CASES = [("startup", 1), ("startup", 2), ("round_folder", 1), ("before_reviewers
 def setup(tmp_path_factory):
     s = fault_setup(tmp_path_factory.mktemp("kill"), REVIEWERS, extra_files=MANY_FILES)
     # one finished round, copied into each test's series as its earlier round
+    (s.repo / "reviews").mkdir()  # spar run makes the series folder alone, inside a folder that exists
     first = run_round(s, s.repo / "reviews" / "template" / "r1", env=with_env(s, FAULT_SLEEP="0"))
     assert first.returncode == 0, first.stderr
     return s

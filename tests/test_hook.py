@@ -125,7 +125,7 @@ def test_a_stopped_round_is_left_out_as_spar_gate_series_leaves_it(repo, monkeyp
 def test_demoted_defects_are_named_in_the_answer():
     facts = stop.StopFacts("reviews", ["spar run"], round_for_change=True, state="blocked", reasons=["x"],
                            demoted=["code-1/claude-F2 (link \"baseline.md#BASE-SECRETS\")"])
-    assert "baseline.md#BASE-SECRETS" in stop.decide(facts).text
+    assert "baseline.md#BASE-SECRETS" in stop.verdict_for(facts).text
 
 
 # ---------------------------------------------------------------- spar init --agent
@@ -226,7 +226,7 @@ def test_a_hung_git_is_answered_at_the_deadline_not_by_the_agents_timeout(repo, 
 def test_an_unexpected_error_is_an_answer_too(repo, monkeypatch, capsys):
     def broken(facts):
         raise RuntimeError("a bug")
-    monkeypatch.setattr(stop, "decide", broken)
+    monkeypatch.setattr(stop, "verdict_for", broken)
     answer, _ = _hook(monkeypatch, capsys, _claude(repo))
     assert answer == {"continue": False, "stopReason": "spar: the review gate could not be checked: RuntimeError: a bug"}
 

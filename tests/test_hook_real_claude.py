@@ -118,10 +118,13 @@ def bash(command: str):
 
 def test_the_hook_sends_the_agent_to_review_then_to_fix_then_lets_it_stop(tmp_path, real_clis):  # noqa: F811
     s = _agent(tmp_path, real_clis, [])
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=s.repo, env=s.env, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    # the fix is committed: the next round names the series' base, as the hook's send-back says
+    second = f"spar run --stage code --worktree --base {base} --out reviews/code-2"
     with ModelServer(_script([bash(CHANGE), text("Done."),
                               bash("spar run --stage code --worktree --out reviews/code-1"), text("Done."),
-                              bash(FIX), bash(COMMIT_AND_TRIAGE),
-                              bash("spar run --stage code --worktree --out reviews/code-2"),
+                              bash(FIX), bash(COMMIT_AND_TRIAGE), bash(second),
                               text("Done.")])) as server:
         result, stderr = _claude(s, server)
     said = _said_to_model(server)
@@ -130,6 +133,7 @@ def test_the_hook_sends_the_agent_to_review_then_to_fix_then_lets_it_stop(tmp_pa
     assert "code-1/alpha-F1 at head/calc.py:6: divide(1, 0) raises ZeroDivisionError" in said[4]
     assert result["is_error"] is False and result.get("terminal_reason") != "stop_hook_prevented", result
     assert "spar triage reviews/code-1 alpha-F1 --to fixed --commit HEAD" in said[4]
+    assert second in said[4]
     gate = subprocess.run([sys.executable, "-m", "spar", "gate", "--series", "reviews", "--out", "reviews/gate.json"],
                           cwd=s.repo, env=s.env, capture_output=True)
     assert gate.returncode == 0, gate.stdout.decode()  # one verdict: the hook let it stop, the gate passes

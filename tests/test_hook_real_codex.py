@@ -27,7 +27,7 @@ STOP_OUTPUT = {"continue": bool, "decision": str, "reason": str, "stopReason": s
 
 @pytest.mark.parametrize("kind", ["allow", "block", "person"])
 def test_each_answer_fits_codexs_stop_output_schema(kind):
-    answer = json.loads(stop.render("codex", stop.StopVerdict(kind, "spar: words\nmore")))
+    answer = json.loads(stop.hook_output("codex", stop.StopVerdict(kind, "spar: words\nmore")))
     assert set(answer) <= set(STOP_OUTPUT)
     assert all(isinstance(value, STOP_OUTPUT[key]) for key, value in answer.items())
     assert answer.get("decision", "block") == "block"

@@ -14,7 +14,7 @@ SPAR = Path(__file__).resolve().parent.parent / "spar"
 
 # names every module of a family defines as that family's one entry point, meaning the same
 # thing in each: a command's `main(argv) -> int` (and the program's), an export format's `build`
-ENTRY_POINTS = {"main": ("spar/commands/", "spar/cli.py"), "build": ("spar/export/",)}
+ENTRY_POINTS = {"main": ("spar/commands/", "spar/cli.py", "spar/proc/egress_bridge.py"), "build": ("spar/export/",)}
 NAME_READERS = {"getattr", "setattr", "hasattr", "delattr"}
 
 

@@ -37,7 +37,7 @@ INPUT_LIMIT = 4 * 1024 * 1024  # the hook input names a session and its last mes
 NO_SENDS = 0
 OPEN_SHOWN = 30  # open findings listed to the agent; the gate file has them all
 STATE_LIMIT = 4 * 1024 * 1024
-SERIES_KEYS = {"head", "state", "reasons", "open", "could_not_run", "at_cap", "demoted", "count", "rounds"}
+SERIES_KEYS = {"head", "base", "state", "reasons", "open", "could_not_run", "at_cap", "demoted", "count", "rounds"}
 DEADLINE = 40.0  # seconds: under the 60 s `spar init --agent` gives the hook, so the hook answers first
 STATE_FILE = ".spar-hook.json"  # in the series folder: the sends-back for the current change
 CAN_NOT_RUN = (ReviewerStatus.UNAVAILABLE,)
@@ -108,7 +108,7 @@ def main(argv: list[str]) -> int:
             text = exc.message if isinstance(exc, SparError) else str(exc)
             verdict = stop.StopVerdict("person", f"spar: the hook could not keep its count of sends-back: {text}")
     agent = args.agent or stop.detect_agent(payload)
-    print(stop.render(agent, verdict), flush=True)
+    print(stop.hook_output(agent, verdict), flush=True)
     if verdict.kind == "person":
         print(verdict.text, file=sys.stderr)
     return EXIT_OK
@@ -150,8 +150,10 @@ def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> tuple[stop.S
         seen = _judge_series(series)
     shown = os.path.relpath(series, repo) if series.is_relative_to(repo) else str(series)
     reviewed = seen["head"]
+    # the next round reviews the whole change from the series' base, committed parts included
+    base = f" --base {seen['base']}" if isinstance(seen["base"], str) and seen["base"] else ""
     facts = stop.StopFacts(
-        shown, [f"spar run --stage code --worktree --out {shown}/{_next_round(series, seen['count'])}",
+        shown, [f"spar run --stage code --worktree{base} --out {shown}/{_next_round(series, seen['count'])}",
                 f"spar gate --series {shown} --out {shown}/gate.json"],
         round_for_change=isinstance(reviewed, str) and _tree_or_none(repo, reviewed) == tree,
         state=seen["state"], reasons=seen["reasons"], open=[stop.OpenFinding(*row) for row in seen["open"]],
@@ -159,7 +161,7 @@ def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> tuple[stop.S
     key = {"tree": tree, "rounds": seen["rounds"]}
     sends = remembered.get("sends") if remembered.get("key") == key else None
     facts.sends = sends if isinstance(sends, int) and sends > 0 else NO_SENDS
-    verdict = stop.decide(facts)
+    verdict = stop.verdict_for(facts)
     state = {"key": key, "sends": facts.sends + 1 if verdict.kind == "block" else NO_SENDS,
              "fingerprint": fingerprint, "series": seen}
     return verdict, lambda: _remember(repo, series, state)
@@ -181,14 +183,14 @@ def _judge_series(series: Path) -> dict[str, Any]:
     the open findings with place and claim, the reviewers that could not run, the cap."""
     listed = series_gate_list(series) if series.is_dir() else GateList([], [], [])
     names = sorted(os.path.basename(r) for r in listed.rounds)
-    seen: dict[str, Any] = {"head": None, "state": None, "reasons": [], "open": [], "could_not_run": [],
+    seen: dict[str, Any] = {"head": None, "base": None, "state": None, "reasons": [], "open": [], "could_not_run": [],
                             "at_cap": "", "demoted": [], "count": len(names),
                             "rounds": hashlib.sha256("\0".join(names).encode()).hexdigest()}
     if not listed.rounds:
         return seen
     doc = build_gate(listed.rounds, None, check_head=False)
     latest = _latest_rounds(doc)
-    seen.update(head=doc["head"], state=doc["state"], reasons=doc["reasons"],
+    seen.update(head=doc["head"], base=doc.get("base"), state=doc["state"], reasons=doc["reasons"],
                 open=[[f.id, f.place, f.claim] for f in _open_findings(series, doc["open"][:OPEN_SHOWN])],
                 could_not_run=_could_not_run(latest), demoted=doc["demoted"][-OPEN_SHOWN:],
                 at_cap=_at_cap(series, doc, latest) if doc["state"] != "passed" else "")

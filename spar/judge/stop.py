@@ -4,7 +4,7 @@ Four answers: `allow` (the gate passes for the change handed over), `block` (sen
 agent back: no round for this change, open findings, a record to clear), `person` (stop
 and tell the person: the reviewers could not run, the series is at its cap, the loop is
 at its bound, or the gate could not be checked). Each agent's own wording of them is
-`render`.
+`hook_output`.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class StopVerdict:
     text: str
 
 
-def decide(facts: StopFacts) -> StopVerdict:
+def verdict_for(facts: StopFacts) -> StopVerdict:
     """The answer; never `block` once the loop is at its bound or the agent cannot fix it."""
     if facts.round_for_change and facts.state == "passed":
         return StopVerdict("allow", _with_demoted("spar: the review gate passed for this change.", facts))
@@ -101,7 +101,7 @@ def detect_agent(payload: dict[str, object]) -> str:
     return "claude"
 
 
-def render(agent: str, verdict: StopVerdict) -> str:
+def hook_output(agent: str, verdict: StopVerdict) -> str:
     """The JSON line the agent reads on stdout (exit 0 always: any other exit, a crash or a
     timeout lets the stop through)."""
     if agent == "cursor":

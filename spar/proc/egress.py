@@ -6,7 +6,7 @@ small bridge (`egress_bridge.py`, run by the system's python3 before the program
 each connection from a loopback port inside to it. It serves `CONNECT host:port` (TLS end to
 end) and plain HTTP requests in absolute form (`GET http://host:port/path`).
 
-Every request is decided by `decide`: the host must be on the jail's list (`Rule`); the
+Every request is decided by `refusal_reason`: the host must be on the jail's list (`Rule`); the
 proxy resolves the name itself (nothing inside can) and refuses a name that leads to a
 loopback, private, link-local, unspecified, multicast or otherwise non-public address,
 unless the host is one the user configured as the program's service (a local model
@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple, cast
 
-from spar.hostlist import listed, normal_host
+from spar.hostlist import host_listed, normal_host
 
 BRIDGE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "egress_bridge.py")
 SYSTEM_PYTHON = ("/usr/bin/python3", "/bin/python3")  # the bridge's interpreter: under the jail's /usr
@@ -103,11 +103,11 @@ def address_problem(address: str) -> str | None:
     return None if ip.is_global else "not a public address"
 
 
-def decide(host: str, port: int, addresses: list[str], rule: Rule) -> str | None:
+def refusal_reason(host: str, port: int, addresses: list[str], rule: Rule) -> str | None:
     """None when `host:port`, resolved to `addresses`, may be reached under `rule`; else why not."""
-    if not listed(host, port, rule.hosts):
+    if not host_listed(host, port, rule.hosts):
         return "not on the reviewer's list of hosts"
-    if listed(host, port, rule.services):
+    if host_listed(host, port, rule.services):
         return None  # the user's own service, a local server included
     if not addresses:
         return "no address"
@@ -318,18 +318,18 @@ class EgressProxy:
             raise _Refusal(403, f"{request.host}:{request.port} is refused by Spar's egress rule: {why}")
 
     def _verdict(self, request: _Request) -> str | None:
-        """`decide` for the request; its name resolved here unless the list alone settles it
+        """`refusal_reason` for the request; its name resolved here unless the list alone settles it
         or the user's proxy takes it (that proxy resolves names, as it does outside a jail)."""
         host, port = request.host, request.port
-        if not listed(host, port, self.rule.hosts) or listed(host, port, self.rule.services):
-            return decide(host, port, [], self.rule)
+        if not host_listed(host, port, self.rule.hosts) or host_listed(host, port, self.rule.services):
+            return refusal_reason(host, port, [], self.rule)
         if not _is_address(host) and self._hop(request) is not None:
             return None
         try:
             request.addresses = [host] if _is_address(host) else self.resolver(host, port)
         except OSError:
             raise _Refusal(502, f"{host} cannot be resolved") from None
-        return decide(host, port, request.addresses, self.rule)
+        return refusal_reason(host, port, request.addresses, self.rule)
 
     def _hop(self, request: _Request) -> tuple[str, int, dict[str, str]] | None:
         # as the program would outside a jail: the user's no_proxy and loopback hosts go direct
@@ -466,4 +466,4 @@ def _absolute(request: _Request) -> bytes:
 
 
 __all__ = ["BRIDGE_SCRIPT", "Count", "EgressProxy", "Limits", "Rule", "Upstream", "address_problem", "bridge_python",
-           "decide", "resolve"]
+           "refusal_reason", "resolve"]

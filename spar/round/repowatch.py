@@ -48,7 +48,7 @@ _WORKTREES = b"worktrees"  # other work trees' own folders: this one's is walked
 
 
 @dataclass(frozen=True)
-class Seen:
+class FileLook:
     """One file as the watch saw it."""
 
     mode: int  # st_mode (type and permissions); 0 when there is no file
@@ -57,7 +57,7 @@ class Seen:
     hashed: int  # bytes the digest covers
     stamp: tuple[int, int, int]  # mtime, ctime (ns) and inode: stand for what was not hashed
 
-    def same(self, other: Seen) -> bool:
+    def same(self, other: FileLook) -> bool:
         if (self.mode, self.size) != (other.mode, other.size):
             return False
         both = self.digest is not None and other.digest is not None and self.hashed == other.hashed
@@ -66,7 +66,7 @@ class Seen:
         return (both and self.hashed == self.size) or self.stamp == other.stamp
 
 
-_MISSING = Seen(0, 0, None, 0, (0, 0, 0))
+_MISSING = FileLook(0, 0, None, 0, (0, 0, 0))
 
 
 class _Budget:
@@ -85,8 +85,8 @@ class RepoState:
     head: bytes  # `git rev-parse` of the git folders, HEAD's ref name and commit
     index: str  # sha256 of the index's entries with their flags (`git ls-files --stage -v`)
     refs: dict[bytes, bytes] = field(default_factory=dict)  # ref name -> its object (and symbolic target)
-    git_files: dict[str, Seen] = field(default_factory=dict)  # text form (`.git/config`) -> the file
-    files: dict[bytes, Seen] = field(default_factory=dict)  # work tree path -> the file
+    git_files: dict[str, FileLook] = field(default_factory=dict)  # text form (`.git/config`) -> the file
+    files: dict[bytes, FileLook] = field(default_factory=dict)  # work tree path -> the file
 
 
 def repository_state(repo: Path, series: Path) -> RepoState | None:
@@ -133,12 +133,12 @@ def _refs(listing: bytes) -> dict[bytes, bytes]:
     return out
 
 
-def _git_files(top: bytes, folders: list[bytes], budget: _Budget) -> dict[str, Seen]:
+def _git_files(top: bytes, folders: list[bytes], budget: _Budget) -> dict[str, FileLook]:
     """The git folder's files (the common one, the work tree's own when it is elsewhere) and
     the hooks folder's (git runs only its direct entries), by their text form: relative to
     the work tree when below it, absolute otherwise."""
     git_dir, common, hooks = (os.path.realpath(f) for f in folders)
-    found: dict[bytes, Seen] = {}
+    found: dict[bytes, FileLook] = {}
     _walk(common, common, found, budget)
     if git_dir != common:  # a linked work tree's own folder (common/worktrees/NAME)
         _walk(git_dir, git_dir, found, budget)
@@ -158,7 +158,7 @@ def _shown(top: bytes, path: bytes) -> bytes:
     return path if rel == b".." or rel.startswith(b"../") else rel
 
 
-def _walk(root: bytes, folder: bytes, found: dict[bytes, Seen], budget: _Budget) -> None:
+def _walk(root: bytes, folder: bytes, found: dict[bytes, FileLook], budget: _Budget) -> None:
     """Every file below `folder` (links not followed), but objects, reflogs, other work
     trees' folders, and at the top of a git folder (`root`, or a submodule's below it) the
     refs and the index."""
@@ -178,7 +178,7 @@ def _walk(root: bytes, folder: bytes, found: dict[bytes, Seen], budget: _Budget)
             found[path] = _seen(path, budget)
 
 
-def _seen(path: bytes, budget: _Budget) -> Seen:
+def _seen(path: bytes, budget: _Budget) -> FileLook:
     """The file at `path` now: a regular file hashed (within the budget), a link by its
     target, anything else by its type and stat alone."""
     try:
@@ -194,7 +194,7 @@ def _seen(path: bytes, budget: _Budget) -> Seen:
             pass
     elif stat.S_ISREG(st.st_mode):
         digest, hashed = _hash(path, st, budget)
-    return Seen(st.st_mode, st.st_size, digest, hashed, (st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    return FileLook(st.st_mode, st.st_size, digest, hashed, (st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
 
 
 def _hash(path: bytes, st: os.stat_result, budget: _Budget) -> tuple[bytes | None, int]:
@@ -268,7 +268,7 @@ def repository_change(before: RepoState | None, after: RepoState | None) -> Repo
     return change if change.head or change.index or change.refs or change.git_files or change.paths else None
 
 
-def _differ(before: Mapping[K, Seen], after: Mapping[K, Seen]) -> list[K]:
+def _differ(before: Mapping[K, FileLook], after: Mapping[K, FileLook]) -> list[K]:
     return [n for n in before.keys() | after.keys() if not before.get(n, _MISSING).same(after.get(n, _MISSING))]
 
 

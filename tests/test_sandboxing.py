@@ -224,6 +224,23 @@ def test_as_root_the_program_runs_as_a_uid_of_its_own_where_a_nested_sandbox_sta
     assert sorted(os.listdir(login.parent)) == ["auth.json"]  # no temporary file left
 
 
+@pytest.mark.slow
+def test_as_root_a_file_others_may_not_read_is_shown_through_a_copy_the_jail_can_read(tmp_path):
+    bwrap = _root_jail_or_skip()
+    paths = _paths(tmp_path)
+    data = tmp_path / "private" / "key.json"
+    data.parent.mkdir(mode=0o700)
+    data.write_text('{"key": "k"}')
+    data.chmod(0o600)
+    argv = ["/bin/cat", str(data)]
+    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    with confined(get_preset("command"), paths, "/bin/cat", argv, env, bwrap) as jail:
+        assert jail.jail is not None and all(b.source != str(data) for b in jail.jail.binds)
+        proc = subprocess.run(jail.argv(argv), env=jail.env, capture_output=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, b'{"key": "k"}'), proc.stderr.decode()
+    assert data.read_text() == '{"key": "k"}' and stat.S_IMODE(data.stat().st_mode) == 0o600
+
+
 def test_a_login_changed_meanwhile_is_kept_and_the_reviewers_refresh_said(tmp_path, capsys):
     _root_jail_or_skip()
     login, env = _codex_home(tmp_path)

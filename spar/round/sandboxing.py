@@ -71,6 +71,7 @@ MAX_PACKAGES = 500  # npm packages shown for one executable
 MANIFEST_BYTES = 1024 * 1024  # of a package.json read
 EGRESS_DIR = "/run/spar-egress"  # inside: the proxy's socket and the bridge
 EGRESS_PORT = 3128  # inside: the bridge's loopback port
+SHOWN_COPIES = ".spar-shown"  # in the scratch HOME: copies of files the jail's user could not read
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
@@ -189,10 +190,10 @@ def confined(preset: Preset, paths: RunPaths, exe: str, argv: list[str], env: Ma
     try:
         binds = [Bind(scratch, HOME_INSIDE, writable=True)]
         binds += _home_binds(preset, env, scratch, logins if user is not None else None)
+        shown, links = _visible(paths, exe, argv, env, preset)
+        binds += _shown_binds(shown, scratch if user is not None else None)
         if user is not None:
             _give(scratch, user)
-        shown, links = _visible(paths, exe, argv, env, preset)
-        binds += [Bind(p, p) for p in shown]
         inside = {**env, "HOME": HOME_INSIDE, "TMPDIR": TMP_INSIDE, **preset.sandbox_env(env, HOME_INSIDE)}
         with keyring_filter_file() as seccomp:
             jail = Jail(bwrap, cwd=str(paths.workspace), private=(TMP_INSIDE,), binds=tuple(binds),
@@ -296,8 +297,8 @@ class LoginCopy:
 
 
 def _copy_login(source: str, target: str) -> LoginCopy | None:
-    """A copy of the login file `source` at `target` (0600), or None when it cannot be read
-    or is larger than COPY_LIMIT."""
+    """A copy of the file `source` at `target` (0600), or None when it cannot be read or is
+    larger than COPY_LIMIT."""
     real = os.path.realpath(source)
     try:
         with open(real, "rb") as f:
@@ -310,6 +311,26 @@ def _copy_login(source: str, target: str) -> LoginCopy | None:
     except OSError:
         return None
     return LoginCopy(real, target, before)
+
+
+def _shown_binds(shown: list[str], scratch: str | None) -> list[Bind]:
+    """Read-only binds of `shown`, each at its own path; with `scratch` (the jail's user is
+    not Spar's), a file others may not read is shown through a copy in `scratch`'s SHOWN_COPIES
+    (made the jail user's with the rest), so that it stays readable inside."""
+    binds = []
+    for number, path in enumerate(shown):
+        source = path
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
+        if scratch is not None and st is not None and stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IROTH:
+            copy = os.path.join(scratch, SHOWN_COPIES, str(number))
+            os.makedirs(os.path.dirname(copy), mode=0o700, exist_ok=True)
+            if _copy_login(path, copy) is not None:
+                source = copy
+        binds.append(Bind(source, path))
+    return binds
 
 
 def _give(scratch: str, user: int) -> None:

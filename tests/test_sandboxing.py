@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -255,6 +256,29 @@ def test_a_login_changed_meanwhile_is_kept_and_the_reviewers_refresh_said(tmp_pa
     assert login.read_text() == '{"token": "refreshed by another program"}'
     err = capsys.readouterr().err
     assert f"spar: warning: the reviewer refreshed its login, but {login} changed meanwhile: kept" in err
+
+
+@pytest.mark.parametrize("link", ["file", "folder"])
+def test_a_login_copy_the_reviewer_made_a_link_is_never_followed_back(tmp_path, link):
+    """The copy is the jail's user's: a link it leaves there (to a file of root's, which
+    Spar, root, could read) is not a refreshed login."""
+    _root_jail_or_skip()
+    login, env = _codex_home(tmp_path)
+    secret = tmp_path / "secret" / "auth.json"
+    secret.parent.mkdir(mode=0o700)
+    secret.write_text('{"host": "secret"}')
+    secret.chmod(0o600)
+    with confined(get_preset("codex"), _paths(tmp_path), "/usr/bin/true", ["/usr/bin/true"], env,
+                  "/usr/bin/bwrap") as jail:
+        assert jail.jail is not None
+        (home,) = [b.source for b in jail.jail.binds if b.target == HOME_INSIDE]
+        if link == "file":
+            os.unlink(os.path.join(home, ".codex", "auth.json"))
+            os.symlink(secret, os.path.join(home, ".codex", "auth.json"))
+        else:
+            shutil.rmtree(os.path.join(home, ".codex"))
+            os.symlink(secret.parent, os.path.join(home, ".codex"))
+    assert login.read_text() == '{"token": "old"}'
 
 
 @pytest.mark.parametrize("codex_home", ["missing", None], ids=["CODEX_HOME-without-folder", "no-CODEX_HOME"])

@@ -258,18 +258,16 @@ class LoginCopy:
     read the file itself; `before` is what was copied."""
 
     source: str  # the user's file (the file a link leads to)
-    copy: str
+    home: str  # the scratch HOME
+    copy: str  # in `home`
     before: bytes
 
     def write_back(self) -> str:
         """Put a copy the CLI changed in the user's file's place (a new file of the same
         mode and owner, renamed over it); what stopped it ('' when written, or unchanged)."""
-        try:
-            with open(self.copy, "rb") as f:
-                after = f.read(COPY_LIMIT + 1)
-        except OSError:
-            return ""  # removed inside: the user's file stays as it is
-        if after == self.before or not after or len(after) > COPY_LIMIT:
+        after = _read_unfollowed(self.home, os.path.relpath(self.copy, self.home))
+        # removed inside, or no longer a file: the user's file stays as it is
+        if after is None or after == self.before or not after or len(after) > COPY_LIMIT:
             return ""
         try:
             st = os.stat(self.source)
@@ -296,9 +294,31 @@ class LoginCopy:
         return ""
 
 
-def _copy_login(source: str, target: str) -> LoginCopy | None:
-    """A copy of the file `source` at `target` (0600), or None when it cannot be read or is
-    larger than COPY_LIMIT."""
+def _read_unfollowed(home: str, relative: str) -> bytes | None:
+    """The first COPY_LIMIT + 1 bytes of the regular file at `relative` under `home`, no
+    symbolic link followed on the way (the jail's user could have made one to a file of
+    root's); None when there is none."""
+    parts = relative.split(os.sep)
+    fds: list[int] = []
+    try:
+        fds.append(os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW))
+        for part in parts[:-1]:
+            fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fds[-1]))
+        fds.append(os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fds[-1]))
+        if not stat.S_ISREG(os.fstat(fds[-1]).st_mode):
+            return None
+        with os.fdopen(os.dup(fds[-1]), "rb") as f:
+            return f.read(COPY_LIMIT + 1)
+    except OSError:
+        return None
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _copy_login(source: str, home: str, target: str) -> LoginCopy | None:
+    """A copy of the file `source` at `target` (0600) in the scratch `home`, or None when it
+    cannot be read or is larger than COPY_LIMIT."""
     real = os.path.realpath(source)
     try:
         with open(real, "rb") as f:
@@ -310,7 +330,7 @@ def _copy_login(source: str, target: str) -> LoginCopy | None:
             f.write(before)
     except OSError:
         return None
-    return LoginCopy(real, target, before)
+    return LoginCopy(real, home, target, before)
 
 
 def _shown_binds(shown: list[str], scratch: str | None) -> list[Bind]:
@@ -327,7 +347,7 @@ def _shown_binds(shown: list[str], scratch: str | None) -> list[Bind]:
         if scratch is not None and st is not None and stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IROTH:
             copy = os.path.join(scratch, SHOWN_COPIES, str(number))
             os.makedirs(os.path.dirname(copy), mode=0o700, exist_ok=True)
-            if _copy_login(path, copy) is not None:
+            if _copy_login(path, scratch, copy) is not None:
                 source = copy
         binds.append(Bind(source, path))
     return binds
@@ -358,7 +378,7 @@ def _home_binds(preset: Preset, env: Mapping[str, str], scratch: str,
         if not stat.S_ISREG(st.st_mode):
             continue
         if item.live and logins is not None:
-            if (login := _copy_login(item.source, target)) is not None:
+            if (login := _copy_login(item.source, scratch, target)) is not None:
                 logins.append(login)
         elif item.live:
             Path(target).touch(mode=0o600)

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ from spar.commands.doctor import sandbox_check
 from spar.config.load import load_config
 from spar.errors import ConfigError, Refused
 from spar.presets import get_preset
-from spar.proc.sandbox import Jail, jail_argv, probe
+from spar.proc.sandbox import JAIL_UID, Jail, jail_argv, jail_user, probe
 from spar.round.interface import RunPaths
 from spar.round.sandboxing import HOME_INSIDE, choose_sandbox, confined
 from tests.reviewerround import bwrap_or_skip
@@ -127,7 +130,8 @@ def test_a_jail_shows_the_workspace_the_cli_and_its_login_and_nothing_of_the_hom
     shown = _shown(argv)
     assert shown[str(paths.workspace)] == "--ro-bind" and shown[str(paths.reviewer_dir)] == "--ro-bind"
     assert shown[str(npm)] == "--ro-bind"  # the bin folder's prefix: the package beside it
-    assert shown[f"{HOME_INSIDE}/.claude/.credentials.json"] == "--bind"  # the login, refreshed in place
+    # the login, refreshed in place; as root a copy the jail's uid can read, written back after
+    assert shown.get(f"{HOME_INSIDE}/.claude/.credentials.json") == (None if jail_user() is not None else "--bind")
     assert shown[str(tmp_path / "ca.pem")] == "--ro-bind"
     assert not any(t == str(home) or t.startswith(str(home) + "/") for t in shown)
     assert not any(str(paths.round_dir).startswith(t + "/") for t in shown)  # no parent of the round
@@ -163,7 +167,118 @@ def test_codex_gets_a_home_of_its_own_outside_the_temp_folder(tmp_path):
     with confined(get_preset("codex"), paths, "/usr/bin/true", ["/usr/bin/true"], env, "/usr/bin/bwrap") as jail:
         assert jail.env["CODEX_HOME"] == f"{HOME_INSIDE}/.codex" and not HOME_INSIDE.startswith("/tmp")
         shown = _shown(jail.argv(["/usr/bin/true"]))
-    assert shown[f"{HOME_INSIDE}/.codex/auth.json"] == "--bind" and str(codex_home) not in shown
+    assert shown.get(f"{HOME_INSIDE}/.codex/auth.json") == (None if jail_user() is not None else "--bind")
+    assert str(codex_home) not in shown
+
+
+def _root_jail_or_skip() -> str:
+    bwrap = bwrap_or_skip()
+    if jail_user() is None:
+        pytest.skip("needs root and setpriv (util-linux): the jail changes uid only when Spar runs as root")
+    return bwrap
+
+
+# run inside the jail: who it is, its capabilities, then codex's own sandbox as codex 0.171.0
+# starts it (a user namespace mapping its own uid, its PID, IPC and network namespaces), reading
+# $1: without a /proc of its own, as codex retries when mounting one is refused (bwrap run by
+# root covers /proc/sys, and the kernel then mounts no new /proc under it); then the login
+# refreshed as codex writes it (a new file renamed over the old)
+NESTED = r"""id -u; id -g; id -G
+grep -E '^(CapInh|CapPrm|CapEff|CapAmb|NoNewPrivs):' /proc/self/status
+bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-net --ro-bind / / --dev /dev --cap-drop ALL \
+  -- cat "$1" 2>&1
+cat "$CODEX_HOME/auth.json"; echo
+printf '{"token": "refreshed"}' > "$CODEX_HOME/auth.json.tmp" && mv "$CODEX_HOME/auth.json.tmp" "$CODEX_HOME/auth.json"
+"""
+
+
+def _codex_home(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir(mode=0o700)
+    login = codex_home / "auth.json"
+    login.write_text('{"token": "old"}')
+    login.chmod(0o600)
+    return login, {"HOME": str(tmp_path / "home"), "CODEX_HOME": str(codex_home), "PATH": "/usr/bin:/bin"}
+
+
+@pytest.mark.slow
+def test_as_root_the_program_runs_as_a_uid_of_its_own_where_a_nested_sandbox_starts(tmp_path):
+    """Started by root, the program is JAIL_UID with no capability (the kernel refuses it the
+    sysctls), so codex's own bwrap can map its uid; the user's root-only login is read through
+    a copy, and the login codex refreshes inside is written back over the user's file."""
+    bwrap = _root_jail_or_skip()
+    paths = _paths(tmp_path)
+    (paths.workspace / "calc.py").write_text("def divide(a, b):\n")
+    login, env = _codex_home(tmp_path)
+    argv = ["/bin/sh", "-c", NESTED, "sh", str(paths.workspace / "calc.py")]
+    with confined(get_preset("codex"), paths, "/bin/sh", argv, env, bwrap) as jail:
+        proc = subprocess.run(jail.argv(argv), env=jail.env, capture_output=True, timeout=120)
+    out = proc.stdout.decode().splitlines()
+    assert proc.returncode == 0, (out, proc.stderr.decode())
+    assert out[:3] == [str(JAIL_UID)] * 3  # uid, gid, and no other group
+    caps = dict(line.split(":\t") for line in out[3:8])
+    assert caps == {"CapInh": "0" * 16, "CapPrm": "0" * 16, "CapEff": "0" * 16, "CapAmb": "0" * 16, "NoNewPrivs": "1"}
+    assert out[8:] == ["def divide(a, b):", '{"token": "old"}']
+    assert login.read_text() == '{"token": "refreshed"}'
+    st = login.stat()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (0, 0, 0o600)
+    assert sorted(os.listdir(login.parent)) == ["auth.json"]  # no temporary file left
+
+
+@pytest.mark.slow
+def test_as_root_a_file_others_may_not_read_is_shown_through_a_copy_the_jail_can_read(tmp_path):
+    bwrap = _root_jail_or_skip()
+    paths = _paths(tmp_path)
+    data = tmp_path / "private" / "key.json"
+    data.parent.mkdir(mode=0o700)
+    data.write_text('{"key": "k"}')
+    data.chmod(0o600)
+    argv = ["/bin/cat", str(data)]
+    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    with confined(get_preset("command"), paths, "/bin/cat", argv, env, bwrap) as jail:
+        assert jail.jail is not None and all(b.source != str(data) for b in jail.jail.binds)
+        proc = subprocess.run(jail.argv(argv), env=jail.env, capture_output=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, b'{"key": "k"}'), proc.stderr.decode()
+    assert data.read_text() == '{"key": "k"}' and stat.S_IMODE(data.stat().st_mode) == 0o600
+
+
+def test_a_login_changed_meanwhile_is_kept_and_the_reviewers_refresh_said(tmp_path, capsys):
+    _root_jail_or_skip()
+    login, env = _codex_home(tmp_path)
+    with confined(get_preset("codex"), _paths(tmp_path), "/usr/bin/true", ["/usr/bin/true"], env,
+                  "/usr/bin/bwrap") as jail:
+        assert jail.jail is not None and jail.jail.user == JAIL_UID
+        (home,) = [b.source for b in jail.jail.binds if b.target == HOME_INSIDE]
+        copy = Path(home, ".codex", "auth.json")
+        assert copy.read_text() == '{"token": "old"}' and copy.stat().st_uid == JAIL_UID
+        copy.write_text('{"token": "refreshed inside"}')
+        login.write_text('{"token": "refreshed by another program"}')
+    assert login.read_text() == '{"token": "refreshed by another program"}'
+    err = capsys.readouterr().err
+    assert f"spar: warning: the reviewer refreshed its login, but {login} changed meanwhile: kept" in err
+
+
+@pytest.mark.parametrize("link", ["file", "folder"])
+def test_a_login_copy_the_reviewer_made_a_link_is_never_followed_back(tmp_path, link):
+    """The copy is the jail's user's: a link it leaves there (to a file of root's, which
+    Spar, root, could read) is not a refreshed login."""
+    _root_jail_or_skip()
+    login, env = _codex_home(tmp_path)
+    secret = tmp_path / "secret" / "auth.json"
+    secret.parent.mkdir(mode=0o700)
+    secret.write_text('{"host": "secret"}')
+    secret.chmod(0o600)
+    with confined(get_preset("codex"), _paths(tmp_path), "/usr/bin/true", ["/usr/bin/true"], env,
+                  "/usr/bin/bwrap") as jail:
+        assert jail.jail is not None
+        (home,) = [b.source for b in jail.jail.binds if b.target == HOME_INSIDE]
+        if link == "file":
+            os.unlink(os.path.join(home, ".codex", "auth.json"))
+            os.symlink(secret, os.path.join(home, ".codex", "auth.json"))
+        else:
+            shutil.rmtree(os.path.join(home, ".codex"))
+            os.symlink(secret.parent, os.path.join(home, ".codex"))
+    assert login.read_text() == '{"token": "old"}'
 
 
 @pytest.mark.parametrize("codex_home", ["missing", None], ids=["CODEX_HOME-without-folder", "no-CODEX_HOME"])

@@ -25,6 +25,14 @@ program's argv, and gets the argv that runs the program inside it. What every ja
 - a minimal `/dev` with a private `devpts` (no terminal of the user's), a new session (no
   controlling terminal), every capability dropped (root inside can mount nothing), and its
   end with its parent's;
+- when `Jail.user` names a uid (`jail_user`: Spar runs as root and setpriv is installed),
+  the program runs as that uid and gid, with no supplementary group: bwrap (root) makes the
+  jail keeping only CAP_SETUID and CAP_SETGID, and `setpriv` changes uid before anything
+  else runs, which ends those too (bwrap sets no_new_privs: no exec gains any back). The
+  kernel then refuses the sysctls itself, and a nested sandbox can map its own uid into a
+  user namespace (codex's: as root without capabilities the kernel refuses to map uid 0).
+  The folders bwrap makes on the way to a bind are then searchable (0755) and the private
+  folders writable by all (1777) inside, as `/tmp` is;
 - the network as it is, unless the `Jail` asks for a network namespace of its own
   (`unshare_net`: only its own loopback; `spar.proc.egress` is then the way out).
 
@@ -59,6 +67,11 @@ ETC_NAMES = ("resolv.conf", "hosts", "nsswitch.conf", "host.conf", "gai.conf", "
 NAMESPACES = ("--unshare-pid", "--unshare-ipc")
 PROC_COVERS = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 PROBE_SECONDS = 10.0
+# the uid and gid a jail started by root runs its program as: one that names no user and
+# owns no file or process of the host's (a host process of the same uid could read the
+# program's memory and environment), the same in every jail (each in a PID namespace of its own)
+JAIL_UID = 2_147_483_646
+_KEPT_CAPS = ("--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID")  # for setpriv only
 _PROBE_OUTPUT = 4096  # bytes of bwrap's complaint kept
 
 
@@ -85,6 +98,7 @@ class Jail:
     links: tuple[tuple[str, str], ...] = ()
     seccomp: str | None = None
     unshare_net: bool = False  # a network namespace of its own (only its loopback)
+    user: int | None = None  # the uid and gid the program runs as (bwrap started by root)
 
 
 # the kernel's keyring calls per architecture (AUDIT_ARCH_*): add_key, request_key, keyctl
@@ -149,20 +163,65 @@ def proc_args() -> list[str]:
     return args
 
 
-def _base_args(bwrap: str) -> list[str]:
-    return [bwrap, *NAMESPACES, "--new-session", "--die-with-parent", "--cap-drop", "ALL",
-            *proc_args(), "--dev", "/dev", *system_args()]
+def find_setpriv() -> str | None:
+    """util-linux's setpriv under /usr (so that it is inside every jail), or None."""
+    for folder in ("/usr/bin", "/usr/sbin"):
+        path = os.path.join(folder, "setpriv")
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def jail_user() -> int | None:
+    """The uid a jail's program runs as: `JAIL_UID` where Spar runs as root and setpriv is
+    there to change to it, else None (the program keeps Spar's uid)."""
+    return JAIL_UID if os.geteuid() == 0 and find_setpriv() is not None else None
+
+
+def _base_args(bwrap: str, user: int | None) -> list[str]:
+    caps = ["--cap-drop", "ALL", *(_KEPT_CAPS if user is not None else ())]
+    return [bwrap, *NAMESPACES, "--new-session", "--die-with-parent", *caps, *proc_args(), "--dev", "/dev"]
+
+
+def _folder_args(jail: Jail) -> list[str]:
+    """The private folders, and for a jail with a `user`, every folder on the way to what it
+    shows made first, searchable (bwrap makes them 0700, its owner's alone), never a system
+    folder (some are links) nor a link's path; in order of depth, so that a folder under a
+    private one is made in it."""
+    if jail.user is None:
+        return [arg for folder in jail.private for arg in ("--tmpfs", folder)]
+    targets = [b.target for b in jail.binds] + list(jail.private) + [p for _, p in jail.links] + [jail.cwd]
+    targets += [os.path.join("/etc", name) for name in ETC_NAMES]
+    links = {p for _, p in jail.links}
+    folders: set[str] = set(jail.private)
+    for target in targets:
+        parent = os.path.dirname(os.path.normpath(target))
+        while parent not in ("/", ""):
+            folders.add(parent)
+            parent = os.path.dirname(parent)
+    args: list[str] = []
+    for folder in sorted(folders, key=lambda f: (f.count("/"), f)):
+        if folder in jail.private:
+            args += ["--perms", "1777", "--tmpfs", folder]
+        elif folder not in links and not any(folder == d or folder.startswith(d + "/") for d in SYSTEM_DIRS):
+            # writable where root's would be: in a private folder
+            private = any(folder.startswith(p.rstrip("/") + "/") for p in jail.private)
+            args += ["--perms", "1777" if private else "0755", "--dir", folder]
+    return args
 
 
 def jail_argv(jail: Jail, argv: list[str]) -> list[str]:
     """The argv that runs `argv` inside `jail`."""
-    args = _base_args(jail.bwrap) + (["--unshare-net"] if jail.unshare_net else [])
-    for folder in jail.private:
-        args += ["--tmpfs", folder]
+    args = _base_args(jail.bwrap, jail.user) + (["--unshare-net"] if jail.unshare_net else [])
+    args += _folder_args(jail) + system_args()
     for bind in jail.binds:
         args += ["--bind" if bind.writable else "--ro-bind", bind.source, bind.target]
     for target, path in jail.links:
         args += ["--symlink", target, path]
+    if jail.user is not None:
+        setpriv = find_setpriv() or "/usr/bin/setpriv"
+        argv = [setpriv, f"--reuid={jail.user}", f"--regid={jail.user}", "--clear-groups", "--inh-caps=-all",
+                "--", *argv]
     args += ["--chdir", jail.cwd, "--", *argv]
     if jail.seccomp is None:
         return args
@@ -215,7 +274,10 @@ def probe(bwrap: str, *, net: bool = False) -> str | None:
         planted = os.path.join(folder, "planted")
         with open(planted, "w", encoding="utf-8") as f:
             f.write("the host's\n")
-        jail = Jail(bwrap, cwd="/", private=("/tmp",), seccomp=seccomp, unshare_net=net)
+        # readable by any uid: a jail's user must find it absent, not merely out of reach
+        os.chmod(folder, 0o755)
+        os.chmod(planted, 0o644)
+        jail = Jail(bwrap, cwd="/", private=("/tmp",), seccomp=seccomp, unshare_net=net, user=jail_user())
         ran = _run_probe(bwrap, jail_argv(jail, [_shell(), "-c", _PROBE_SCRIPT, "sh", planted, word]))
     if isinstance(ran, str):
         return ran
@@ -249,5 +311,5 @@ def _run_probe(bwrap: str, argv: list[str]) -> tuple[int, bytes, bytes] | str:
         return proc.returncode, out.read(_PROBE_OUTPUT), err.read(_PROBE_OUTPUT)
 
 
-__all__ = ["NAMESPACES", "PROC_COVERS", "Bind", "Jail", "find_bwrap", "jail_argv", "keyring_filter",
-           "keyring_filter_file", "probe", "proc_args", "system_args"]
+__all__ = ["JAIL_UID", "NAMESPACES", "PROC_COVERS", "Bind", "Jail", "find_bwrap", "find_setpriv", "jail_argv",
+           "jail_user", "keyring_filter", "keyring_filter_file", "probe", "proc_args", "system_args"]

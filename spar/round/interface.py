@@ -257,7 +257,8 @@ def recorded_argv(argv: list[str], spec: InputSpec) -> list[str]:
 class HomeFile(NamedTuple):
     """A file of the user's that a preset's CLI needs in its sandbox (spar/round/sandboxing.py),
     shown at `inside`, relative to the sandbox's HOME: a copy (changes are dropped), or with
-    `live` the file itself, writable (a login the CLI refreshes must stay refreshed)."""
+    `live` the file itself, writable (a login the CLI refreshes must stay refreshed; where the
+    sandbox's user may not read it, a copy written back when changed)."""
 
     source: str  # absolute, on the real file system
     inside: str

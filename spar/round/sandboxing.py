@@ -10,7 +10,13 @@ jail holds (system folders, /proc, /dev, `spar.proc.sandbox`), a reviewer sees
 - a private writable `/tmp` (`TMPDIR`) and a scratch `HOME` at `HOME_INSIDE` (outside
   /tmp: codex refuses a home under its temp folder), a new folder per attempt, removed
   after it, holding copies of its CLI's configuration (`Preset.home_files`), the login
-  files themselves bound writable (a refreshed login stays refreshed);
+  files themselves bound writable (a refreshed login stays refreshed). Where Spar runs as
+  root the reviewer runs as another uid (`spar.proc.sandbox.jail_user`), which cannot read
+  the user's login files (root's, 0600): it gets copies of its own, and after the attempt a
+  copy the CLI changed (a refreshed login) is written back over the user's file, atomically,
+  keeping its mode and owner, unless that file changed meanwhile (another program refreshed
+  it too): then the user's is kept and a warning says so. The scratch HOME and the egress
+  proxy's socket are that uid's;
 - read-only: the round's `workspace` at its own path (where it starts), its own folder
   (its input files) and the schema; its executable with the install it belongs to and its
   script interpreter's: under the user's home only the CLI's own (its npm package and the
@@ -33,6 +39,7 @@ proxy is chained on the host side (its password never enters the jail).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -51,7 +58,7 @@ from spar.endpoint.proxy import UnusableProxy, proxy_for
 from spar.errors import Refused
 from spar.proc.egress import BRIDGE_SCRIPT, Count, EgressProxy, Rule, Upstream, bridge_python
 from spar.proc.environment import NETWORK_FILES, matches
-from spar.proc.sandbox import SYSTEM_DIRS, Bind, Jail, find_bwrap, jail_argv, keyring_filter_file, probe
+from spar.proc.sandbox import SYSTEM_DIRS, Bind, Jail, find_bwrap, jail_argv, jail_user, keyring_filter_file, probe
 from spar.proc.tree_removal import remove_tree
 from spar.round.interface import Preset, RunPaths
 
@@ -64,6 +71,7 @@ MAX_PACKAGES = 500  # npm packages shown for one executable
 MANIFEST_BYTES = 1024 * 1024  # of a package.json read
 EGRESS_DIR = "/run/spar-egress"  # inside: the proxy's socket and the bridge
 EGRESS_PORT = 3128  # inside: the bridge's loopback port
+SHOWN_COPIES = ".spar-shown"  # in the scratch HOME: copies of files the jail's user could not read
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
@@ -177,21 +185,28 @@ def confined(preset: Preset, paths: RunPaths, exe: str, argv: list[str], env: Ma
         yield Confinement(None, dict(env))
         return
     scratch = tempfile.mkdtemp(prefix="spar-home-")
+    user = jail_user()
+    logins: list[LoginCopy] = []
     try:
         binds = [Bind(scratch, HOME_INSIDE, writable=True)]
-        binds += _home_binds(preset, env, scratch)
+        binds += _home_binds(preset, env, scratch, logins if user is not None else None)
         shown, links = _visible(paths, exe, argv, env, preset)
-        binds += [Bind(p, p) for p in shown]
+        binds += _shown_binds(shown, scratch if user is not None else None)
+        if user is not None:
+            _give(scratch, user)
         inside = {**env, "HOME": HOME_INSIDE, "TMPDIR": TMP_INSIDE, **preset.sandbox_env(env, HOME_INSIDE)}
         with keyring_filter_file() as seccomp:
             jail = Jail(bwrap, cwd=str(paths.workspace), private=(TMP_INSIDE,), binds=tuple(binds),
-                        links=tuple(links), seccomp=seccomp)
+                        links=tuple(links), seccomp=seccomp, user=user)
             if rule is None:
                 yield Confinement(jail, inside)
                 return
-            with _egress(rule, env) as proxy:
+            with _egress(rule, env, user) as proxy:
                 yield _with_egress(jail, inside, proxy)
     finally:
+        for login in logins:
+            if said := login.write_back():
+                print(f"spar: warning: {said}", file=sys.stderr)
         if homes is None:
             remove_scratch(scratch)
         else:
@@ -206,12 +221,15 @@ def remove_scratch(scratch: str) -> str:
 
 
 @contextmanager
-def _egress(rule: Rule, env: Mapping[str, str]) -> Iterator[EgressProxy]:
-    """The attempt's egress proxy, listening on a Unix socket in a private folder."""
+def _egress(rule: Rule, env: Mapping[str, str], user: int | None) -> Iterator[EgressProxy]:
+    """The attempt's egress proxy, listening on a Unix socket in a private folder (the
+    socket `user`'s, when the jail runs as one)."""
     folder = tempfile.mkdtemp(prefix="spar-egress-")
     proxy = EgressProxy(os.path.join(folder, "proxy.sock"), rule, upstream=user_proxy(env))
     try:
         proxy.start()
+        if user is not None:
+            os.chown(proxy.socket_path, user, user)
         yield proxy
     finally:
         proxy.close()
@@ -234,8 +252,119 @@ def _with_egress(jail: Jail, env: dict[str, str], proxy: EgressProxy) -> Confine
     return Confinement(netted, inside, proxy, prefix)
 
 
-def _home_binds(preset: Preset, env: Mapping[str, str], scratch: str) -> list[Bind]:
-    """Copies of the CLI's configuration into the scratch HOME; its login files, bound."""
+@dataclass(frozen=True)
+class LoginCopy:
+    """A copy of a login file of the user's in a scratch HOME, for a jail whose user cannot
+    read the file itself; `before` is what was copied."""
+
+    source: str  # the user's file (the file a link leads to)
+    home: str  # the scratch HOME
+    copy: str  # in `home`
+    before: bytes
+
+    def write_back(self) -> str:
+        """Put a copy the CLI changed in the user's file's place (a new file of the same
+        mode and owner, renamed over it); what stopped it ('' when written, or unchanged)."""
+        after = _read_unfollowed(self.home, os.path.relpath(self.copy, self.home))
+        # removed inside, or no longer a file: the user's file stays as it is
+        if after is None or after == self.before or not after or len(after) > COPY_LIMIT:
+            return ""
+        try:
+            st = os.stat(self.source)
+            with open(self.source, "rb") as f:
+                now = f.read(COPY_LIMIT + 1)
+            if now != self.before:
+                return (f"the reviewer refreshed its login, but {self.source} changed meanwhile: kept as it is "
+                        "(the reviewer's refreshed copy is dropped)")
+            fd, temp = tempfile.mkstemp(dir=os.path.dirname(self.source), prefix=".spar-login-")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode))
+                    os.fchown(f.fileno(), st.st_uid, st.st_gid)
+                    f.write(after)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(temp, self.source)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+                raise
+        except OSError as exc:
+            return f"the reviewer refreshed its login, but it could not be written to {self.source}: {exc}"
+        return ""
+
+
+def _read_unfollowed(home: str, relative: str) -> bytes | None:
+    """The first COPY_LIMIT + 1 bytes of the regular file at `relative` under `home`, no
+    symbolic link followed on the way (the jail's user could have made one to a file of
+    root's); None when there is none."""
+    parts = relative.split(os.sep)
+    fds: list[int] = []
+    try:
+        fds.append(os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW))
+        for part in parts[:-1]:
+            fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fds[-1]))
+        fds.append(os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fds[-1]))
+        if not stat.S_ISREG(os.fstat(fds[-1]).st_mode):
+            return None
+        with os.fdopen(os.dup(fds[-1]), "rb") as f:
+            return f.read(COPY_LIMIT + 1)
+    except OSError:
+        return None
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _copy_login(source: str, home: str, target: str) -> LoginCopy | None:
+    """A copy of the file `source` at `target` (0600) in the scratch `home`, or None when it
+    cannot be read or is larger than COPY_LIMIT."""
+    real = os.path.realpath(source)
+    try:
+        with open(real, "rb") as f:
+            before = f.read(COPY_LIMIT + 1)
+        if len(before) > COPY_LIMIT:
+            return None
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(before)
+    except OSError:
+        return None
+    return LoginCopy(real, home, target, before)
+
+
+def _shown_binds(shown: list[str], scratch: str | None) -> list[Bind]:
+    """Read-only binds of `shown`, each at its own path; with `scratch` (the jail's user is
+    not Spar's), a file others may not read is shown through a copy in `scratch`'s SHOWN_COPIES
+    (made the jail user's with the rest), so that it stays readable inside."""
+    binds = []
+    for number, path in enumerate(shown):
+        source = path
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
+        if scratch is not None and st is not None and stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IROTH:
+            copy = os.path.join(scratch, SHOWN_COPIES, str(number))
+            os.makedirs(os.path.dirname(copy), mode=0o700, exist_ok=True)
+            if _copy_login(path, scratch, copy) is not None:
+                source = copy
+        binds.append(Bind(source, path))
+    return binds
+
+
+def _give(scratch: str, user: int) -> None:
+    """The scratch HOME and all Spar put in it made `user`'s (uid and gid)."""
+    for folder, _dirs, files in os.walk(scratch):
+        os.chown(folder, user, user, follow_symlinks=False)
+        for name in files:
+            os.chown(os.path.join(folder, name), user, user, follow_symlinks=False)
+
+
+def _home_binds(preset: Preset, env: Mapping[str, str], scratch: str,
+                logins: list[LoginCopy] | None = None) -> list[Bind]:
+    """Copies of the CLI's configuration into the scratch HOME; its login files, bound (or,
+    with `logins`, copied, each copy put there)."""
     binds = []
     for item in preset.home_files(env):
         target = os.path.join(scratch, item.inside)
@@ -248,7 +377,10 @@ def _home_binds(preset: Preset, env: Mapping[str, str], scratch: str) -> list[Bi
             continue
         if not stat.S_ISREG(st.st_mode):
             continue
-        if item.live:
+        if item.live and logins is not None:
+            if (login := _copy_login(item.source, scratch, target)) is not None:
+                logins.append(login)
+        elif item.live:
             Path(target).touch(mode=0o600)
             binds.append(Bind(item.source, os.path.join(HOME_INSIDE, item.inside), writable=True))
         elif st.st_size <= COPY_LIMIT:

@@ -45,6 +45,16 @@ def test_no_round_sends_the_agent_back_with_the_commands(repo, monkeypatch, caps
     assert "spar gate --series reviews --out reviews/gate.json" in answer["reason"]
 
 
+def test_the_next_round_reviews_the_whole_change_from_the_series_base(repo, monkeypatch, capsys):
+    """Once the agent commits its fix, the working tree equals HEAD: the next round names the
+    base the series' rounds reviewed from, so the committed change is still the change."""
+    folder = make_round(repo / "reviews", "code-1", repo=repo,
+                        findings=[finding("claude", 3, claim="logs the whole signed token")])
+    base = json.loads((folder / "round.json").read_text())["base"]
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo))
+    assert f"spar run --stage code --worktree --base {base} --out reviews/code-2" in answer["reason"]
+
+
 def test_each_agent_gets_its_dialect(repo, monkeypatch, capsys):
     cursor, _ = _hook(monkeypatch, capsys, {"cwd": str(repo), "hook_event_name": "stop", "cursor_version": "3.7",
                                             "status": "completed", "loop_count": 0})

@@ -58,9 +58,11 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_bytes(path: Path | str, data: bytes, *, unique_tmp: bool = False) -> None:
+def write_bytes(path: Path | str, data: bytes, *, unique_tmp: bool = False, mode: int | None = None,
+                owner: tuple[int, int] | None = None) -> None:
     """Replace `path` whole. Writers under the series lock use `NAME.tmp` (a name
-    reviewers cannot take, G21); `unique_tmp` is for writers that take no lock."""
+    reviewers cannot take, G21); `unique_tmp` is for writers that take no lock. `mode` and
+    `owner` (uid, gid) are the new file's, for a file that must keep its own (a login)."""
     path = Path(path)
     try:
         fd, tmp = _open_tmp(path, unique_tmp)
@@ -68,8 +70,12 @@ def write_bytes(path: Path | str, data: bytes, *, unique_tmp: bool = False) -> N
         raise _failed(path, exc) from exc
     try:
         try:
-            if unique_tmp:
+            if mode is not None:
+                os.fchmod(fd, mode)
+            elif unique_tmp:
                 os.fchmod(fd, 0o644)  # mkstemp makes it private; the gate file is for everybody
+            if owner is not None:
+                os.fchown(fd, *owner)
             _write_all(fd, data)
             os.fsync(fd)
         finally:

@@ -39,7 +39,6 @@ proxy is chained on the host side (its password never enters the jail).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -55,11 +54,12 @@ from pathlib import Path
 
 from spar.config.model import ReviewerConfig
 from spar.endpoint.proxy import UnusableProxy, proxy_for
-from spar.errors import Refused
+from spar.errors import Refused, WriteFailed
 from spar.proc.egress import BRIDGE_SCRIPT, Count, EgressProxy, Rule, Upstream, bridge_python
 from spar.proc.environment import NETWORK_FILES, matches
 from spar.proc.sandbox import SYSTEM_DIRS, Bind, Jail, find_bwrap, jail_argv, jail_user, keyring_filter_file, probe
 from spar.proc.tree_removal import remove_tree
+from spar.records import atomic
 from spar.round.interface import Preset, RunPaths
 
 HOME_INSIDE = "/home/reviewer"
@@ -276,21 +276,12 @@ class LoginCopy:
             if now != self.before:
                 return (f"the reviewer refreshed its login, but {self.source} changed meanwhile: kept as it is "
                         "(the reviewer's refreshed copy is dropped)")
-            fd, temp = tempfile.mkstemp(dir=os.path.dirname(self.source), prefix=".spar-login-")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode))
-                    os.fchown(f.fileno(), st.st_uid, st.st_gid)
-                    f.write(after)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(temp, self.source)
-            except OSError:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
-                raise
+            atomic.write_bytes(self.source, after, unique_tmp=True, mode=stat.S_IMODE(st.st_mode),
+                               owner=(st.st_uid, st.st_gid))
         except OSError as exc:
             return f"the reviewer refreshed its login, but it could not be written to {self.source}: {exc}"
+        except WriteFailed as exc:
+            return f"the reviewer refreshed its login, but {exc.message}"
         return ""
 
 

@@ -33,13 +33,7 @@ ATTACKER = r'''
 import json, os, socket, sys, urllib.parse
 P = json.loads(PARAMS)
 proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
-report = {}
-
-def attempt(name, fn):
-    try:
-        report[name] = fn()
-    except Exception as exc:
-        report[name] = "failed: " + type(exc).__name__
+''' + hostile.ATTEMPTS + r'''
 
 def direct():
     socket.create_connection(("127.0.0.1", P["host_port"]), timeout=30).close()

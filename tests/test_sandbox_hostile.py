@@ -39,17 +39,21 @@ KEY = "sk-ant-hostile-0123456789"  # claude's credential: masked wherever it sho
 # a write to the repository's path lands in the jail's own throwaway folders (the files checked below)
 ATTACKS = ("ssh", "aws", "other_round_write", "tty_write", "signal_spar")
 
-HOSTILE = r'''
-import json, os, signal, subprocess, sys
-P = json.loads(PARAMS)
-MARKER = P["marker"][::-1]  # spelled backwards here: this code itself is in the fakes' environment
-report = {}
+# how a payload run in a jail notes each attack's outcome (its result, or the exception's name)
+ATTEMPTS = '''report = {}
 
 def attempt(name, fn):
     try:
         report[name] = fn()
     except Exception as exc:
         report[name] = "failed: " + type(exc).__name__
+'''
+
+HOSTILE = r'''
+import json, os, signal, subprocess, sys
+P = json.loads(PARAMS)
+MARKER = P["marker"][::-1]  # spelled backwards here: this code itself is in the fakes' environment
+''' + ATTEMPTS + r'''
 
 def read(path):
     with open(path, "rb") as f:

@@ -98,11 +98,16 @@ class SandboxChoice:
         return {"kind": "bwrap", "network": "allowlist"}
 
 
-def _network_problem(bwrap: str) -> str | None:
-    """Why bwrap's jails cannot have a network of their own here, or None."""
+def _probes(bwrap: str) -> tuple[str | None, str | None]:
+    """Why no jail holds here, and why its jails cannot have a network of their own (None
+    for each that holds): one probe with a network namespace, which covers both when it
+    holds; the plain one only when that fails."""
     if bridge_python() is None:
-        return "no python3 under /usr to run the egress bridge inside the jail"
-    return probe(bwrap, net=True)
+        return probe(bwrap), "no python3 under /usr to run the egress bridge inside the jail"
+    netted = probe(bwrap, net=True)
+    if netted is None:
+        return None, None
+    return probe(bwrap), netted
 
 
 def choose_sandbox(mode: str, path_env: str | None) -> SandboxChoice:
@@ -111,9 +116,8 @@ def choose_sandbox(mode: str, path_env: str | None) -> SandboxChoice:
     if mode == "off":
         return SandboxChoice(None, '[sandbox] mode = "off" in the user configuration')
     bwrap = find_bwrap(path_env)
-    why = "bwrap (bubblewrap) is not installed" if bwrap is None else probe(bwrap)
+    why, network_why = ("bwrap (bubblewrap) is not installed", None) if bwrap is None else _probes(bwrap)
     if why is None and bwrap is not None:
-        network_why = _network_problem(bwrap)
         if network_why is not None and mode == "required":
             raise Refused(f"no network namespace for the reviewers' sandbox: {network_why}; [sandbox] mode = "
                           '"required" runs none whose network is not limited to its service. Set [sandbox] '

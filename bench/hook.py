@@ -1,18 +1,24 @@
-"""`spar hook stop` on a long series: the first stop after a round (the series judged, as
-`spar gate --series` judges it) and every later one (the judgment kept in SERIES/.spar-hook.json
-while no record changes), against `spar gate --series` itself.
+"""`spar hook stop` on a long series, against `spar gate --series` over the same series:
+
+- nothing kept: the first stop ever (no SERIES/.spar-hook.json, no SERIES/.spar-hook-rounds.json),
+  so every record is read, as `spar gate --series` reads them;
+- after a new round: the stop after `spar run` added the latest round, the other rounds kept
+  by the stop before (made here by moving the latest round out, stopping once, moving it back);
+- later stop: nothing changed since the last stop (the judgment kept in SERIES/.spar-hook.json).
 
     python bench/series.py /tmp/long --rounds 1000
-    python bench/hook.py /tmp/long [--repeat 3]
+    python bench/hook.py /tmp/long [--repeat 5]
 
 The series' own repository (its round.json `repository`) is the agent's folder: the rounds
-reviewed its HEAD, so the hook judges the change they reviewed.
+reviewed its HEAD, so the hook judges the change they reviewed. The series is left as it was
+found, but for the hook's two files.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -20,35 +26,55 @@ from pathlib import Path
 
 from harness import clean_env, run_measured, spar_argv
 
+STATE, KEPT = ".spar-hook.json", ".spar-hook-rounds.json"
+
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("series", type=Path)
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=5)
     args = p.parse_args(argv)
     series = args.series.resolve()
     repo = json.loads(next(series.glob("*/round.json")).read_text())["repository"]
+    latest = max(path.parent for path in series.glob("*/round.json"))
+    aside = series.parent / f".{series.name}-latest-aside"
     env = clean_env()
-    state = series / ".spar-hook.json"
+    names = ("nothing kept", "after a new round", "later stop", "spar gate --series")
+    figures: dict[str, list[tuple[float, float, float]]] = {name: [] for name in names}
     with tempfile.NamedTemporaryFile("w", suffix=".json") as payload:
         payload.write(json.dumps({"cwd": repo, "hook_event_name": "Stop"}))
         payload.flush()
         hook = spar_argv("hook", "stop", "--agent", "claude", "--series", str(series))
-        figures: dict[str, list[tuple[float, float]]] = {"first stop": [], "later stop": [], "spar gate --series": []}
+
+        def stop(name: str | None) -> None:
+            s = run_measured(hook, cwd=repo, env=env, stdin_path=payload.name)
+            if name is not None:
+                figures[name].append((s.wall, s.user + s.sys, s.maxrss_mb))
+
         for _ in range(args.repeat):
-            state.unlink(missing_ok=True)
-            for name in ("first stop", "later stop"):
-                s = run_measured(hook, cwd=repo, env=env, stdin_path=payload.name)
-                figures[name].append((s.wall, s.user + s.sys))
+            for kept in (STATE, KEPT):
+                (series / kept).unlink(missing_ok=True)
+            stop("nothing kept")
+            os.rename(latest, aside)
+            try:
+                stop(None)  # keeps every round but the latest
+            finally:
+                os.rename(aside, latest)
+            stop("after a new round")
+            stop("later stop")
             with tempfile.TemporaryDirectory() as out:
                 s = run_measured(spar_argv("gate", "--series", str(series), "--out", f"{out}/gate.json"),
                                  cwd=repo, env=env, check=False)
-                figures["spar gate --series"].append((s.wall, s.user + s.sys))
+                figures["spar gate --series"].append((s.wall, s.user + s.sys, s.maxrss_mb))
     rounds = sum(1 for _ in series.glob("*/round.json"))
-    print(f"{rounds} rounds; median of {args.repeat} (wall s, CPU s):")
+    base = statistics.median(w for w, _, _ in figures["spar gate --series"])
+    print(f"{rounds} rounds; median of {args.repeat} (wall, CPU, peak RSS; ratio to spar gate --series' wall):")
     for name, samples in figures.items():
-        print(f"  {name}: {statistics.median(w for w, _ in samples):.2f} s wall, "
-              f"{statistics.median(c for _, c in samples):.2f} s CPU")
+        wall = statistics.median(w for w, _, _ in samples)
+        print(f"  {name}: {wall:.2f} s wall, {statistics.median(c for _, c, _ in samples):.2f} s CPU, "
+              f"{statistics.median(m for _, _, m in samples):.0f} MiB ({wall / base:.2f}x)")
+    kept = series / KEPT
+    print(f"  {KEPT}: {kept.stat().st_size / 1e6:.1f} MB" if kept.exists() else f"  no {KEPT}")
     return 0
 
 

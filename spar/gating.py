@@ -9,6 +9,7 @@ the document; `spar report` shows it.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -26,11 +27,15 @@ from spar.series import repository_of
 _READ_ERRORS = (RecordError, OSError, ValueError, TypeError, KeyError)
 
 
-def _read_listed(arg: str, real: str) -> judgement.ListedRound:
-    """One listed round as read from disk (`real`: its real path)."""
-    shown = os.path.normpath(arg)
-    item = judgement.ListedRound(arg=shown, path=real, series_arg=_series_arg_of(arg),
+def listed_round(arg: str, real: str) -> judgement.ListedRound:
+    """A listed round by its names alone, nothing read yet (`real`: its real path)."""
+    return judgement.ListedRound(arg=os.path.normpath(arg), path=real, series_arg=_series_arg_of(arg),
                                  series=os.path.dirname(real), name=os.path.basename(real))
+
+
+def read_listed(arg: str, real: str) -> judgement.ListedRound:
+    """One listed round as read from disk (`real`: its real path)."""
+    item = listed_round(arg, real)
     try:
         # one listing says which records exist and which *.tmp files are there
         listing = readers.list_round(real)
@@ -192,13 +197,20 @@ def _fix_diff(round_json: RoundRecord, earlier: str) -> LineMap | None:
         return None
 
 
+# how a listed round is read: (argument, real path) -> the round as read
+ReadListed = Callable[[str, str], judgement.ListedRound]
+# a round.json already read and known to be a review-round/v1 record, or None: read it
+KnownRound = Callable[[Path], RoundRecord | None]
+
+
 def build_gate(round_args: list[str], expect_head: str | None, *, real_args: list[str] | None = None,
                series_folders: dict[str, list[str] | str] | None = None,
-               check_head: bool = True) -> dict[str, Any]:
+               check_head: bool = True, read: ReadListed | None = None) -> dict[str, Any]:
     """Read and judge, one round at a time; the document without previous_gate_digest.
     `real_args` (the real path of each argument) and `series_folders` (each series'
     round folders, or why it cannot be listed) when the caller has them already;
-    `check_head` False leaves the head out (the hook compares the working tree itself)."""
+    `check_head` False leaves the head out (the hook compares the working tree itself);
+    `read` another way to read a listed round (the hook's kept rounds)."""
     reals = real_args if real_args is not None else [os.path.realpath(arg) for arg in round_args]
     fold = judgement.Judgement(_reload, _extra_lookup, _fix_diff)
     seen: set[str] = set()
@@ -207,7 +219,7 @@ def build_gate(round_args: list[str], expect_head: str | None, *, real_args: lis
         if real in seen:  # the same round twice adds nothing
             continue
         seen.add(real)
-        item = _read_listed(arg, real)
+        item = (read or read_listed)(arg, real)
         series_args.setdefault(item.series, item.series_arg)
         fold.add(item)  # then dropped: the judgment keeps what it needs
     folders = series_folders if series_folders is not None else series_round_folders(list(series_args))
@@ -237,21 +249,24 @@ class GateList:
     left_out: list[str]  # reasons, one per stopped round
 
 
-def series_gate_list(series: Path | str) -> GateList:
+def series_gate_list(series: Path | str, known: KnownRound | None = None) -> GateList:
     """G29's list of `series`: what `spar gate` requires listed, so that a listed round
     and the series agree. A folder a run stopped in (no round.json, or neither
-    finished_at nor findings.json) is left out, as G29 leaves it out, and named."""
+    finished_at nor findings.json) is left out, as G29 leaves it out, and named.
+    `known`: round.json records already read (the hook's kept rounds)."""
     series = Path(series)
     out = GateList([], [], [])
     for name in readers.series_round_names(series):
         folder = series / name
-        if _other_schema(folder):
-            continue
-        try:
-            round_json = readers.read_round(folder)
-        except _READ_ERRORS:
-            out.rounds.append(str(folder))  # listed, it blocks as unreadable
-            continue
+        round_json = known(folder) if known is not None else None
+        if round_json is None:
+            if _other_schema(folder):
+                continue
+            try:
+                round_json = readers.read_round(folder)
+            except _READ_ERRORS:
+                out.rounds.append(str(folder))  # listed, it blocks as unreadable
+                continue
         kept = judgement.ListingRound(name, round_json, has_findings=os.path.lexists(folder / readers.FINDINGS_FILE))
         if round_json.get("dry_run") is True:
             out.dry_runs.append(name)

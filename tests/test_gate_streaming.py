@@ -85,7 +85,7 @@ def test_rounds_are_read_and_judged_one_at_a_time(repo, capsys, monkeypatch):
     next only then: no list of every round's records is ever built."""
     series, names = long_series(repo, 6)
     events: list[tuple[str, str]] = []
-    read, add = gating._read_listed, judgement.Judgement.add
+    read, add = gating.read_listed, judgement.Judgement.add
 
     def spy_read(arg, real):
         events.append(("read", os.path.basename(real)))
@@ -95,7 +95,7 @@ def test_rounds_are_read_and_judged_one_at_a_time(repo, capsys, monkeypatch):
         events.append(("judge", item.name))
         return add(self, item)
 
-    monkeypatch.setattr(gating, "_read_listed", spy_read)
+    monkeypatch.setattr(gating, "read_listed", spy_read)
     monkeypatch.setattr(judgement.Judgement, "add", spy_add)
     document = _gate(capsys, repo, series, names)
     assert events == [(step, name) for name in names for step in ("read", "judge")]

@@ -65,6 +65,22 @@ def test_each_agent_gets_its_dialect(repo, monkeypatch, capsys):
     assert "followup_message" in told
 
 
+def test_cursor_is_never_sent_back_after_the_person_aborted_or_an_error(repo, monkeypatch, capsys, tmp_path):
+    """Cursor runs its stop hook when the loop was aborted or ended on an error too; its
+    input names the workspace (workspace_roots), not a cwd."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # a user-level hook does not run in the project
+    cursor = {"hook_event_name": "stop", "cursor_version": "3.7", "workspace_roots": [str(repo)], "loop_count": 0}
+    sent, _ = _hook(monkeypatch, capsys, {**cursor, "status": "completed"})
+    assert "spar run" in sent["followup_message"]
+    assert _hook(monkeypatch, capsys, {**cursor, "status": "aborted"}) == ({}, "")
+    answer, err = _hook(monkeypatch, capsys, {**cursor, "status": "error"})
+    assert answer == {} and "ended on an error" in err and "spar gate --series" in err
+    # neither counted as a send-back
+    assert json.loads((repo / "reviews" / ".spar-hook.json").read_text())["sends"] == 1
+
+
 def test_open_defects_are_listed_with_place_claim_and_what_settles_them(repo, monkeypatch, capsys):
     make_round(repo / "reviews", "code-1", repo=repo,
                findings=[finding("claude", 3, claim="logs the whole signed token")])

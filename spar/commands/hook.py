@@ -26,7 +26,8 @@ from spar import git
 from spar.argparsing import Parser, command_parser
 from spar.config.model import DEFAULT_CAPS, DEFAULT_MAX_COPY_BYTES
 from spar.errors import EXIT_OK, Refused, SparError, UsageError
-from spar.gating import GateList, build_gate, series_gate_list
+from spar.gate_cache import RoundCache
+from spar.gating import GateList, build_gate, real_paths, series_gate_list
 from spar.judge import stop
 from spar.judge.answer import parse_answer
 from spar.judge.caps import stage_cap
@@ -88,8 +89,11 @@ def main(argv: list[str]) -> int:
     signal.setitimer(signal.ITIMER_REAL, args.deadline)
     try:
         payload = _read_input()
+        ended = _ended_otherwise(payload)
         if args.event == "subagent-stop":
             verdict = _native_answer(payload)
+        elif ended is not None:
+            verdict = ended
         else:
             verdict, remember = _judge(payload, args.series, args.bound)
     except _Deadline:
@@ -134,10 +138,34 @@ def _read_input() -> dict[str, Any]:
     return value
 
 
+def _ended_otherwise(payload: dict[str, Any]) -> stop.StopVerdict | None:
+    """Cursor runs its stop hook also when the person aborted the loop or it ended on an
+    error (its `status`): the agent is not handing work over, so it is never sent back; the
+    words go to stderr. None for an agent that is about to hand its work over."""
+    status = payload.get("status")
+    if status == "aborted":
+        return stop.StopVerdict("allow", "")
+    if status == "error":
+        return stop.StopVerdict("person", "spar: the agent's loop ended on an error; the review gate was not "
+                                "checked: run spar gate --series yourself before calling the work done")
+    return None
+
+
+def _agent_folder(payload: dict[str, Any]) -> str:
+    """Where the agent works: Claude Code and Codex name it `cwd`, Cursor its first
+    `workspace_roots`; a project's hook runs there anyway."""
+    cwd = payload.get("cwd")
+    roots = payload.get("workspace_roots")
+    if isinstance(cwd, str) and cwd:
+        return cwd
+    if isinstance(roots, list) and roots and isinstance(roots[0], str) and roots[0]:
+        return roots[0]
+    return os.getcwd()
+
+
 def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> tuple[stop.StopVerdict, Callable[[], None]]:
     """The verdict, and the write of what it keeps (made after the deadline is off)."""
-    cwd = payload.get("cwd")
-    repo = git.repo_root(cwd if isinstance(cwd, str) and cwd else os.getcwd())
+    repo = git.repo_root(_agent_folder(payload))
     if repo is None:
         raise Refused("the agent's folder is not inside a git repository")
     series = Path(series_arg) if os.path.isabs(series_arg) else repo / series_arg
@@ -146,8 +174,9 @@ def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> tuple[stop.S
     # the series as it is on disk: the judgment kept from the last call is reused while it is the same
     fingerprint = _fingerprint(series)
     seen = remembered.get("series") if remembered.get("fingerprint") == fingerprint else None
+    cache = None
     if not isinstance(seen, dict) or set(seen) != SERIES_KEYS:
-        seen = _judge_series(series)
+        seen, cache = _judge_kept(series)
     shown = os.path.relpath(series, repo) if series.is_relative_to(repo) else str(series)
     reviewed = seen["head"]
     # the next round reviews the whole change from the series' base, committed parts included
@@ -164,7 +193,7 @@ def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> tuple[stop.S
     verdict = stop.verdict_for(facts)
     state = {"key": key, "sends": facts.sends + 1 if verdict.kind == "block" else NO_SENDS,
              "fingerprint": fingerprint, "series": seen}
-    return verdict, lambda: _remember(repo, series, state)
+    return verdict, lambda: _remember(repo, series, state, cache)
 
 
 def _current_tree(repo: Path) -> str:
@@ -177,22 +206,35 @@ def _current_tree(repo: Path) -> str:
     return git.tree_of(repo, head)
 
 
-def _judge_series(series: Path) -> dict[str, Any]:
+def _judge_kept(series: Path) -> tuple[dict[str, Any], RoundCache]:
+    """The series judged with the rounds kept by the last call that judged it; judged
+    from the records alone when what was kept does not hold up (a damaged file)."""
+    cache = RoundCache.load(series)
+    try:
+        return _judge_series(series, cache), cache
+    except _Deadline:
+        raise
+    except Exception:  # whatever the kept file held, the records decide
+        cache = RoundCache(series, {})
+        return _judge_series(series, cache), cache
+
+
+def _judge_series(series: Path, cache: RoundCache) -> dict[str, Any]:
     """What the hook needs of the gate over the series (G29's list), as plain JSON: the
     latest round's head, the gate's state and reasons (its head is the hook's to check),
     the open findings with place and claim, the reviewers that could not run, the cap."""
-    listed = series_gate_list(series) if series.is_dir() else GateList([], [], [])
+    listed = series_gate_list(series, cache.known_round) if series.is_dir() else GateList([], [], [])
     names = sorted(os.path.basename(r) for r in listed.rounds)
     seen: dict[str, Any] = {"head": None, "base": None, "state": None, "reasons": [], "open": [], "could_not_run": [],
                             "at_cap": "", "demoted": [], "count": len(names),
                             "rounds": hashlib.sha256("\0".join(names).encode()).hexdigest()}
     if not listed.rounds:
         return seen
-    doc = build_gate(listed.rounds, None, check_head=False)
+    doc = build_gate(listed.rounds, None, check_head=False, read=cache.read_listed, real_args=real_paths(listed.rounds))
     latest = _latest_rounds(doc)
     seen.update(head=doc["head"], base=doc.get("base"), state=doc["state"], reasons=doc["reasons"],
                 open=[[f.id, f.place, f.claim] for f in _open_findings(series, doc["open"][:OPEN_SHOWN])],
-                could_not_run=_could_not_run(latest), demoted=doc["demoted"][-OPEN_SHOWN:],
+                could_not_run=_could_not_run(latest, cache), demoted=doc["demoted"][-OPEN_SHOWN:],
                 at_cap=_at_cap(series, doc, latest) if doc["state"] != "passed" else "")
     if len(doc["open"]) > OPEN_SHOWN:
         seen["reasons"] = [f"{len(doc['open']) - OPEN_SHOWN} more open findings: spar gate --series {series}"]
@@ -261,12 +303,12 @@ def _open_findings(series: Path, open_ids: list[str]) -> list[stop.OpenFinding]:
     return out
 
 
-def _could_not_run(folders: list[Path]) -> list[str]:
+def _could_not_run(folders: list[Path], cache: RoundCache) -> list[str]:
     """Reviewers of the latest round (and its reruns) that never completed because they
     could not run; none when one of its reruns completed them."""
     last: dict[str, str] = {}
     for folder in folders:
-        for entry in readers.read_round(folder)["reviewers"]:
+        for entry in (cache.known_round(folder) or readers.read_round(folder))["reviewers"]:
             status, reason = entry["status"], entry.get("reason", "")
             if status == ReviewerStatus.COMPLETED:
                 last[entry["name"]] = ""
@@ -297,7 +339,7 @@ def _read_state(series: Path) -> dict[str, Any]:
     return state if isinstance(state, dict) else {}
 
 
-def _remember(repo: Path, series: Path, state: dict[str, Any]) -> None:
+def _remember(repo: Path, series: Path, state: dict[str, Any], cache: RoundCache | None) -> None:
     if not series.is_dir():
         paths.check_record_path(series, kind="--series", directory=True)
         series.mkdir(parents=True, exist_ok=True)
@@ -305,6 +347,12 @@ def _remember(repo: Path, series: Path, state: dict[str, Any]) -> None:
     if link is not None:
         raise Refused(f"{link} is a symbolic link inside the repository; the hook writes no file through it")
     atomic.write_text(series / STATE_FILE, atomic.dumps(state), unique_tmp=True)
+    if cache is not None and cache.stale:
+        try:
+            cache.write(repo)
+        except (SparError, OSError) as exc:  # only the next stop's speed depends on it
+            text = exc.message if isinstance(exc, SparError) else str(exc)
+            print(f"spar: the hook could not keep the rounds it read: {text}", file=sys.stderr)
 
 
 NATIVE_MARK = b"# Spar review prompt for reviewer "  # the first line of a native reviewer's prompt.md

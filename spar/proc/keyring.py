@@ -21,12 +21,20 @@ from collections.abc import Callable
 from typing import Any
 
 KEYCTL_JOIN_SESSION_KEYRING = 1
-# keyctl's system call number per architecture (glibc has no wrapper of its own)
-SYS_KEYCTL = {"x86_64": 250, "amd64": 250, "aarch64": 219, "arm64": 219, "riscv64": 219, "i386": 288,
-              "i686": 288, "armv7l": 311, "armv6l": 311, "ppc64le": 271, "ppc64": 271, "s390x": 280}
+# the kernel's keyring calls per machine (platform.machine()): its seccomp architecture
+# (AUDIT_ARCH_*) and the numbers of add_key, request_key and keyctl (glibc wraps none);
+# the one table, read here and by the jail's seccomp filter (spar.proc.sandbox)
+_X86_64, _I386, _ARM64 = (0xC000003E, (248, 249, 250)), (0x40000003, (286, 287, 288)), (0xC00000B7, (217, 218, 219))
+_ARM = (0x40000028, (309, 310, 311))
+KEYRING_CALLS: dict[str, tuple[int, tuple[int, int, int]]] = {
+    "x86_64": _X86_64, "amd64": _X86_64, "i386": _I386, "i686": _I386, "aarch64": _ARM64, "arm64": _ARM64,
+    "armv7l": _ARM, "armv6l": _ARM, "riscv64": (0xC00000F3, (217, 218, 219)),
+    "ppc64le": (0xC0000015, (269, 270, 271)), "ppc64": (0x80000015, (269, 270, 271)),
+    "s390x": (0x80000016, (278, 279, 280))}
 
 
-_NUMBER = SYS_KEYCTL.get(platform.machine())  # known before the guard forks
+_CALLS = KEYRING_CALLS.get(platform.machine())
+_NUMBER = _CALLS[1][2] if _CALLS is not None else None  # keyctl, known before the guard forks
 
 
 @functools.cache

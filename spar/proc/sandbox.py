@@ -57,6 +57,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from spar.proc.keyring import KEYRING_CALLS
+
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # certificates, never the private keys beside them (root inside would read them)
 ETC_NAMES = ("resolv.conf", "hosts", "nsswitch.conf", "host.conf", "gai.conf", "passwd", "group", "localtime",
@@ -101,10 +103,9 @@ class Jail:
     user: int | None = None  # the uid and gid the program runs as (bwrap started by root)
 
 
-# the kernel's keyring calls per architecture (AUDIT_ARCH_*): add_key, request_key, keyctl
-KEYRING_CALLS = {0xC000003E: (248, 249, 250), 0x40000003: (286, 287, 288), 0xC00000B7: (217, 218, 219),
-                 0x40000028: (309, 310, 311), 0xC00000F3: (217, 218, 219), 0xC0000015: (269, 270, 271),
-                 0x80000016: (278, 279, 280)}
+# every architecture's keyring calls, not only this machine's: a 64-bit kernel runs 32-bit
+# programs too (AUDIT_ARCH_* -> add_key, request_key, keyctl)
+_KEYRING_BY_ARCH = dict(KEYRING_CALLS.values())
 _X32_BIT = 0x40000000  # x86_64's x32 calls: the same numbers with this bit
 _LD_ABS, _JEQ, _AND, _RET = 0x20, 0x15, 0x54, 0x06
 _ALLOW, _EPERM = 0x7FFF0000, 0x00050000 | 1
@@ -116,7 +117,7 @@ def keyring_filter() -> bytes:
     calls fail with EPERM and every other call is allowed."""
     code: list[tuple[int, int, int, int]] = []
     jumps: list[int] = []  # the instructions that jump to the EPERM at the end
-    for arch, calls in KEYRING_CALLS.items():
+    for arch, calls in _KEYRING_BY_ARCH.items():
         block = [(_LD_ABS, 0, 0, 0)]  # seccomp_data.nr
         if arch == 0xC000003E:
             block.append((_AND, 0, 0, ~_X32_BIT & 0xFFFFFFFF))

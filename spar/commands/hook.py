@@ -40,7 +40,7 @@ STATE_LIMIT = 4 * 1024 * 1024
 SERIES_KEYS = {"head", "base", "state", "reasons", "open", "could_not_run", "at_cap", "demoted", "count", "rounds"}
 DEADLINE = 40.0  # seconds: under the 60 s `spar init --agent` gives the hook, so the hook answers first
 STATE_FILE = ".spar-hook.json"  # in the series folder: the sends-back for the current change
-CAN_NOT_RUN = (ReviewerStatus.UNAVAILABLE,)
+CAN_NOT_RUN = (ReviewerStatus.UNAVAILABLE,)  # rounds written before `not_run`: the status alone tells
 
 EPILOG = f"""\
 Answers (stdout, exit 0 always):
@@ -263,14 +263,16 @@ def _open_findings(series: Path, open_ids: list[str]) -> list[stop.OpenFinding]:
 
 def _could_not_run(folders: list[Path]) -> list[str]:
     """Reviewers of the latest round (and its reruns) that never completed because they
-    could not run; none when one of its reruns completed them."""
+    could not run (their entry's `not_run`, set by the runner); none when one of its reruns
+    completed them."""
     last: dict[str, str] = {}
     for folder in folders:
         for entry in readers.read_round(folder)["reviewers"]:
             status, reason = entry["status"], entry.get("reason", "")
+            not_run = entry.get("not_run", status if status in CAN_NOT_RUN else None)
             if status == ReviewerStatus.COMPLETED:
                 last[entry["name"]] = ""
-            elif status in CAN_NOT_RUN or "sandbox" in reason or "could not start" in reason:
+            elif not_run:
                 last.setdefault(entry["name"], f"{entry['name']}: {status}: {reason}")
     return [line for line in last.values() if line]
 

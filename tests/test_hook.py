@@ -17,6 +17,7 @@ from spar.judge import stop
 from tests.roundfactory import finding, make_round, reviewer, series_repo
 from tests.runsetup import make_setup
 from tests.test_runner import UNSTARTABLE
+from tests.test_sandboxing import FAILING_BWRAP
 
 
 def _hook(monkeypatch, capsys, payload: dict | str, *args: str) -> tuple[dict, str]:
@@ -156,6 +157,43 @@ def test_an_old_round_without_not_run_goes_by_its_status_alone(repo, monkeypatch
                           reviewer("codex")])
     answer, _ = _hook(monkeypatch, capsys, _claude(repo))
     assert answer["decision"] == "block", answer
+
+
+def _sandbox_mode(tmp_path: Path, monkeypatch, mode: str) -> None:
+    """The user configuration sets `[sandbox] mode`; the only bwrap on PATH makes no sandbox."""
+    config = tmp_path / "user.toml"
+    config.write_text(f'[sandbox]\nmode = "{mode}"\n', encoding="utf-8")
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "bwrap").write_text(FAILING_BWRAP)
+    (shim / "bwrap").chmod(0o755)
+    monkeypatch.setenv("SPAR_CONFIG", str(config))
+    monkeypatch.setenv("PATH", os.pathsep.join([str(shim), os.environ["PATH"]]))
+
+
+def test_a_required_sandbox_missing_stops_and_tells_the_person_at_the_first_stop(repo, monkeypatch, capsys,
+                                                                                tmp_path):
+    """`spar run` would refuse before writing any round: sending the agent back to run it
+    would loop until the bound. The person is told why, and what to do, at once."""
+    _sandbox_mode(tmp_path, monkeypatch, "required")
+    answer, err = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer["continue"] is False, answer
+    told = answer["stopReason"]
+    assert "no kernel sandbox for the reviewers" in told and "No permissions to create a new namespace" in told
+    assert 'mode = "auto"' in told and "spar run --stage code --worktree --out reviews/code-1" in told
+    assert told in err
+    assert json.loads((repo / "reviews" / ".spar-hook.json").read_text())["sends"] == 0
+
+
+def test_without_a_required_sandbox_no_round_still_sends_the_agent_back(repo, monkeypatch, capsys, tmp_path):
+    """`auto` runs the round without a sandbox, and a configuration that does not load is the
+    agent's to see when it runs the round: both are sent back with the commands."""
+    _sandbox_mode(tmp_path, monkeypatch, "auto")
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer["decision"] == "block" and "spar run --stage code --worktree" in answer["reason"]
+    (tmp_path / "user.toml").write_text('[sandbox]\nmode = "required"\nkind = "bwrap"\n', encoding="utf-8")
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer["decision"] == "block" and "spar run --stage code --worktree" in answer["reason"]
 
 
 def test_the_series_at_its_cap_stops_and_tells_the_person(repo, monkeypatch, capsys):

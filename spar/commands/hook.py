@@ -24,6 +24,7 @@ from typing import Any
 
 from spar import git
 from spar.argparsing import Parser, command_parser
+from spar.config.load import load_config
 from spar.config.model import DEFAULT_CAPS, DEFAULT_MAX_COPY_BYTES
 from spar.errors import EXIT_OK, Refused, SparError, UsageError
 from spar.gating import GateList, build_gate, series_gate_list
@@ -32,6 +33,7 @@ from spar.judge.answer import parse_answer
 from spar.judge.caps import stage_cap
 from spar.records import atomic, paths, readers
 from spar.records.model import ReviewerStatus
+from spar.round.sandboxing import choose_sandbox
 
 INPUT_LIMIT = 4 * 1024 * 1024  # the hook input names a session and its last message: bounded
 NO_SENDS = 0
@@ -158,6 +160,8 @@ def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> tuple[stop.S
         round_for_change=isinstance(reviewed, str) and _tree_or_none(repo, reviewed) == tree,
         state=seen["state"], reasons=seen["reasons"], open=[stop.OpenFinding(*row) for row in seen["open"]],
         could_not_run=seen["could_not_run"], at_cap=seen["at_cap"], demoted=seen["demoted"], bound=bound)
+    if not facts.round_for_change:
+        facts.run_refused = _run_refusal(repo)
     key = {"tree": tree, "rounds": seen["rounds"]}
     sends = remembered.get("sends") if remembered.get("key") == key else None
     facts.sends = sends if isinstance(sends, int) and sends > 0 else NO_SENDS
@@ -275,6 +279,26 @@ def _could_not_run(folders: list[Path]) -> list[str]:
             elif not_run:
                 last.setdefault(entry["name"], f"{entry['name']}: {status}: {reason}")
     return [line for line in last.values() if line]
+
+
+def _run_refusal(repo: Path) -> str:
+    """Why `spar run` would refuse the round here before writing any, for a reason only the
+    person can change: `[sandbox] mode = "required"` and no sandbox (the same choice `spar
+    run` makes). "" when it would not refuse for that, or when the configuration does not
+    load: the agent then sees the error when it runs the round."""
+    try:
+        mode = load_config(repo, env=os.environ).sandbox
+    except (SparError, OSError):
+        return ""
+    if mode != "required":  # only "required" refuses: auto and off start no probe here
+        return ""
+    try:
+        choose_sandbox(mode, os.environ.get("PATH"))
+    except Refused as exc:
+        return exc.message
+    except OSError:
+        return ""
+    return ""
 
 
 def _at_cap(series: Path, doc: dict[str, Any], latest: list[Path]) -> str:

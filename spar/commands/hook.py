@@ -52,11 +52,13 @@ Answers (stdout, exit 0 always):
           open findings (each with its place and claim, and what settles it), or a
           record to clear ({{"decision": "block", "reason": ...}}; Cursor:
           {{"followup_message": ...}})
-  person  stop and tell the person: the reviewers could not run (unavailable: quota,
-          login, network, a required sandbox missing), the series is at its cap, the
-          agent was sent back --bound times for one change with no new round, or the
-          gate could not be checked ({{"continue": false, "stopReason": ...}}; Cursor
-          cannot show it: {{}} and the words on stderr)
+  person  stop and tell the person: the reviewers never got to review (their
+          not_run in round.json: quota, login, network, a program missing or that
+          cannot start, no sandbox, a host the egress allowlist refused), spar run
+          would refuse the round (a required sandbox missing), the series is at its
+          cap, the agent was sent back --bound times for one change with no new
+          round, or the gate could not be checked ({{"continue": false,
+          "stopReason": ...}}; Cursor cannot show it: {{}} and the words on stderr)
 The count of sends-back is kept in SERIES/{STATE_FILE}."""
 
 

@@ -34,7 +34,7 @@ LIMIT = 512 * 1024 * 1024  # bytes of a kept file read back; a bigger one is ign
 ROUND_KEYS = ("schema", "stage", "head", "base", "packet_sha256", "counted", "dry_run", "started_at",
               "finished_at", "recorded_at", "criteria_digest", "repository", "head_source", "head_tree",
               "head_parent", "reviewers")
-REVIEWER_KEYS = ("name", "status", "reason")
+REVIEWER_KEYS = ("name", "status", "reason", "not_run")  # not_run: read by the hook itself
 FINDING_KEYS = ("id", "class", "class_reason", "claimed_link", "claimed_link_kind", "group", "in_check_paths",
                 "introduced_by_change", "location", "path", "repeat_of")
 LEDGER_KEYS = ("finding", "disposition", "auto", "of")

@@ -23,6 +23,7 @@ from spar.round.sandboxing import choose_sandbox
 from tests import test_sandbox_hostile as hostile
 from tests.echoserver import Echo
 from tests.runsetup import ROOT, make_setup, result
+from tests.test_hook import _claude, _hook
 from tests.test_sandbox_hostile import RUNUSER, _python_for
 
 user = hostile.user  # the fixture: each test as root and as `nobody`
@@ -121,7 +122,7 @@ def _report(s, name: str) -> dict:
     return json.loads(line.split(" ", 1)[1])
 
 
-def test_the_jail_reaches_only_its_list_through_the_proxy(user):
+def test_the_jail_reaches_only_its_list_through_the_proxy(user, monkeypatch, capsys):
     if not choose_sandbox("auto", os.environ.get("PATH")).egress:
         pytest.skip("bwrap cannot make a jail with a network namespace here (.ci/run installs bubblewrap)")
     abstract = f"spar-egress-test-{os.getpid()}-{user}"
@@ -148,6 +149,12 @@ def test_the_jail_reaches_only_its_list_through_the_proxy(user):
         assert blocked["attempts"][-1]["reason"].startswith(
             "blocked by Spar's egress allowlist: it tried to reach exfiltrate.invalid:443"), blocked
         assert "exfiltrate.invalid:443" in stderr
+        # only the person can allow a host: the stop hook tells the person, never sends the agent back
+        assert blocked["not_run"] == blocked["attempts"][-1]["not_run"] == "egress" and house["not_run"] is None
+        if user == "root":  # the hook runs as root here: git refuses `nobody`'s repository to it
+            answer, _ = _hook(monkeypatch, capsys, _claude(s.repo))
+            assert answer["continue"] is False and "- blocked: failed: blocked by Spar's egress allowlist" in \
+                answer["stopReason"], answer
     finally:
         for server in (host, allowed, unix):
             server.close()

@@ -135,6 +135,7 @@ async def test_quota_moves_to_the_fallback_model_at_once_and_never_retries(tmp_p
                                fallback_model="cheap-model")
     assert [a["status"] for a in outcome.attempts] == ["unavailable", "completed"]
     assert outcome.attempts[0]["reason"].startswith("quota or rate limit: quota exhausted: HTTP")
+    assert [a["not_run"] for a in outcome.attempts] == ["quota", None]
     assert [req["model"] for req in fake.requests] == ["fake-model", "cheap-model"]  # one try each
 
 
@@ -151,6 +152,7 @@ async def test_server_trouble_that_outlasts_the_limit_is_unavailable(tmp_path):
     # a wait the time limit cannot hold ends the tries at once
     outcome, fake = await _run(tmp_path, [_reply("unavailable", {"retry-after": "30"})], timeout_seconds=20)
     assert outcome.status == S.UNAVAILABLE and outcome.reason.startswith("server: HTTP 503")
+    assert outcome.not_run == "service"
     assert len(fake.requests) == 1
 
 
@@ -165,6 +167,7 @@ async def test_a_rate_limit_that_lasts_is_a_refusal_after_the_retries(tmp_path):
 async def test_authentication_is_unavailable_at_once(tmp_path, name):
     outcome, fake = await _run(tmp_path, [_reply(name)], fallback_model="other")
     assert outcome.status == S.UNAVAILABLE and outcome.reason.startswith("authentication: HTTP 40")
+    assert outcome.not_run == "authentication"
     assert len(outcome.attempts) == 1 and len(fake.requests) == 1
 
 
@@ -182,6 +185,7 @@ async def test_no_connection_is_unavailable_network_at_once(tmp_path):
     job = r.job("ep", "openai-compatible", base_url=url, model="m")
     [outcome] = await r.run([job])
     assert outcome.status == S.UNAVAILABLE and outcome.reason.startswith("network: cannot connect to 127.0.0.1")
+    assert outcome.not_run == "network"
 
 
 def test_no_name_is_a_network_error_at_once(monkeypatch):

@@ -15,6 +15,9 @@ import pytest
 from spar.cli import main
 from spar.judge import stop
 from tests.roundfactory import finding, make_round, reviewer, series_repo
+from tests.runsetup import make_setup
+from tests.test_runner import UNSTARTABLE
+from tests.test_sandboxing import FAILING_BWRAP
 
 
 def _hook(monkeypatch, capsys, payload: dict | str, *args: str) -> tuple[dict, str]:
@@ -108,6 +111,108 @@ def test_reviewers_that_could_not_run_stop_and_tell_the_person(repo, monkeypatch
     assert answer["continue"] is False and "decision" not in answer
     assert "claude: unavailable: quota: usage limit reached" in answer["stopReason"]
     assert "codex: unavailable: authentication" in answer["stopReason"] and "could not run" in err
+
+
+def _round_with(tmp_path: Path, argv: list[str]):
+    """A real `spar run` of one `command` reviewer, `house`, running `argv`: the setup and its entry."""
+    s = make_setup(tmp_path)
+    s.configure([{"name": "house", "preset": "command", "argv": argv}])
+    proc = s.run()
+    assert proc.returncode == 1, proc.stderr.decode()  # recorded, with a reviewer that did not complete
+    (entry,) = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())["reviewers"]
+    return s, entry
+
+
+@pytest.mark.slow
+def test_a_reviewer_spar_could_not_start_stops_and_tells_the_person(tmp_path, monkeypatch, capsys):
+    """The runner records why the reviewer never got to review (the guard could not start its
+    program), and the hook reads that, not the words of the reason: the person is told at once."""
+    program = tmp_path / "unstartable"
+    program.write_text(UNSTARTABLE)
+    program.chmod(0o755)
+    s, entry = _round_with(tmp_path, [str(program), "{prompt}"])
+    assert (entry["status"], entry["not_run"], entry["attempts"][0]["exit_code"]) == ("failed", "not_started", 127)
+    answer, err = _hook(monkeypatch, capsys, _claude(s.repo))
+    assert answer["continue"] is False, answer
+    assert "the reviewers could not run" in answer["stopReason"] and "- house: failed: exit code 127" in err
+
+
+@pytest.mark.slow
+def test_a_reviewer_whose_own_error_names_a_sandbox_sends_the_agent_back(tmp_path, monkeypatch, capsys):
+    """A reviewer that ran and failed in its own words ("sandbox", "could not start") is not one
+    that could not run: the agent is sent back to run the round again."""
+    own_error = "import sys; sys.stderr.write('sandbox: could not start the frobnicator\\n'); sys.exit(3)"
+    s, entry = _round_with(tmp_path, ["python3", "-c", own_error])
+    assert entry["status"] == "failed" and entry.get("not_run") is None
+    assert "sandbox: could not start the frobnicator" in entry["reason"]
+    answer, _ = _hook(monkeypatch, capsys, _claude(s.repo))
+    assert answer["decision"] == "block", answer
+    assert "spar run --stage code --worktree" in answer["reason"]
+
+
+@pytest.mark.parametrize(("not_run", "reason"), [
+    ("sandbox", "cannot prepare the sandbox: No space left on device"),
+    ("egress", "blocked by Spar's egress allowlist: it tried to reach api.example.com:443, which its sandbox "
+               "refused (add a host it needs to allow_hosts)"),
+    ("version_check", "version check failed: `claude --version` exited with code 1"),
+])
+def test_each_way_a_reviewer_never_got_to_review_stops_and_tells_the_person(repo, monkeypatch, capsys, not_run,
+                                                                            reason):
+    make_round(repo / "reviews", "code-1", repo=repo,
+               reviewers=[{**reviewer("claude", status="failed", reason=reason), "not_run": not_run},
+                          reviewer("codex")])
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer["continue"] is False and f"- claude: failed: {reason}" in answer["stopReason"]
+    # judged again from the rounds the hook kept (the judgment itself forgotten): the same answer
+    (repo / "reviews" / ".spar-hook.json").unlink()
+    assert _hook(monkeypatch, capsys, _claude(repo))[0] == answer
+
+
+def test_an_old_round_without_not_run_goes_by_its_status_alone(repo, monkeypatch, capsys):
+    """Rounds written before `not_run`: `unavailable` tells the person (the test above), a
+    failure is sent back whatever its words say."""
+    make_round(repo / "reviews", "code-1", repo=repo,
+               reviewers=[reviewer("claude", status="failed", reason="cannot prepare the sandbox: gone"),
+                          reviewer("codex")])
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer["decision"] == "block", answer
+
+
+def _sandbox_mode(tmp_path: Path, monkeypatch, mode: str) -> None:
+    """The user configuration sets `[sandbox] mode`; the only bwrap on PATH makes no sandbox."""
+    config = tmp_path / "user.toml"
+    config.write_text(f'[sandbox]\nmode = "{mode}"\n', encoding="utf-8")
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "bwrap").write_text(FAILING_BWRAP)
+    (shim / "bwrap").chmod(0o755)
+    monkeypatch.setenv("SPAR_CONFIG", str(config))
+    monkeypatch.setenv("PATH", os.pathsep.join([str(shim), os.environ["PATH"]]))
+
+
+def test_a_required_sandbox_missing_stops_and_tells_the_person_at_the_first_stop(repo, monkeypatch, capsys,
+                                                                                tmp_path):
+    """`spar run` would refuse before writing any round: sending the agent back to run it
+    would loop until the bound. The person is told why, and what to do, at once."""
+    _sandbox_mode(tmp_path, monkeypatch, "required")
+    answer, err = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer["continue"] is False, answer
+    told = answer["stopReason"]
+    assert "no kernel sandbox for the reviewers" in told and "No permissions to create a new namespace" in told
+    assert 'mode = "auto"' in told and "spar run --stage code --worktree --out reviews/code-1" in told
+    assert told in err
+    assert json.loads((repo / "reviews" / ".spar-hook.json").read_text())["sends"] == 0
+
+
+def test_without_a_required_sandbox_no_round_still_sends_the_agent_back(repo, monkeypatch, capsys, tmp_path):
+    """`auto` runs the round without a sandbox, and a configuration that does not load is the
+    agent's to see when it runs the round: both are sent back with the commands."""
+    _sandbox_mode(tmp_path, monkeypatch, "auto")
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer["decision"] == "block" and "spar run --stage code --worktree" in answer["reason"]
+    (tmp_path / "user.toml").write_text('[sandbox]\nmode = "required"\nkind = "bwrap"\n', encoding="utf-8")
+    answer, _ = _hook(monkeypatch, capsys, _claude(repo))
+    assert answer["decision"] == "block" and "spar run --stage code --worktree" in answer["reason"]
 
 
 def test_the_series_at_its_cap_stops_and_tells_the_person(repo, monkeypatch, capsys):

@@ -46,6 +46,7 @@ async def test_offline_codex_is_given_up_as_network_quoting_codex(tmp_path):
 
     assert offline.status == ReviewerStatus.UNAVAILABLE, offline.reason
     assert offline.reason.startswith("network: codex could not reach its service"), offline.reason
+    assert offline.not_run == "network"
     assert offline.reason.endswith(f"its last message: {quote(OFFLINE_LAST)}")
     assert "for 1 s (unreachable_seconds)" in offline.reason
     assert len(offline.attempts) == 1 and offline.attempts[0]["exit_code"] is None
@@ -72,6 +73,7 @@ async def test_never_ending_auth_failure_is_given_up_as_authentication(tmp_path)
 
     assert outcome.status == ReviewerStatus.UNAVAILABLE, outcome.reason
     assert outcome.reason.startswith("authentication: codex could not authenticate"), outcome.reason
+    assert outcome.not_run == "authentication"
     assert outcome.reason.endswith(quote(AUTH_NOTICE))
     assert len(outcome.attempts) == 1
     assert gone(int(pid_file.read_text()))

@@ -24,6 +24,7 @@ async def test_codex_not_logged_in_is_unavailable_before_its_run(tmp_path):
     assert outcome.status == "unavailable"
     assert outcome.reason == 'authentication: not logged in: `codex login status` says "Not logged in"'
     assert len(outcome.attempts) == 1  # a fallback model cannot fix a login
+    assert outcome.not_run == "authentication"
     assert [r["argv"] for r in rnd.records()] == [["--version"]]  # `codex exec` never ran
 
 

@@ -125,6 +125,19 @@ def test_a_failed_reviewer_can_be_recorded_by_hand(repo, capsys, tmp_path):
     assert [f["id"] for f in readers.read_findings(r)] == ["claude-F1", "codex-F1"]
 
 
+def test_a_reviewer_recorded_by_hand_got_to_review(repo, capsys, tmp_path):
+    """A result recorded over a reviewer that never got to review clears its `not_run`: the
+    round stays one Spar could have written, and the stop hook no longer tells the person."""
+    unavailable = {**rf.reviewer("codex", status="unavailable", reason="quota or rate limit: out"), "not_run": "quota"}
+    r = _round(repo, reviewers=[rf.reviewer("claude"), unavailable])
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps(_result(repo, [_item(1, proposed_class="note")])))
+    code, out = _record(capsys, r, "--reviewer", "codex", "--result", str(result))
+    assert code == 0, out.err
+    codex = readers.read_round(r)["reviewers"][1]
+    assert (codex["status"], codex["not_run"]) == ("completed", None)
+
+
 def _transcript(repo, round_dir, result, extra_tools=()):
     ws = str(round_dir / "workspace")
     lines = [

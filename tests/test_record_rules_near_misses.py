@@ -121,3 +121,45 @@ def test_jsonl_never_joins_a_string_cut_by_a_newline():
     data = b'{"a":"x\ny"}\n{"b":1},{"c":2}\n'
     with pytest.raises(RecordError, match=r"f\.jsonl:1: not JSON"):
         jsonl.parse_records(data, "f.jsonl")
+
+
+def _reviewer(status: str, not_run, **attempt) -> dict:
+    entry = {"name": "claude", "preset": "claude", "status": status, "not_run": not_run,
+             "attempts": [{"status": status, "not_run": not_run, **attempt}]}
+    if status == "completed":
+        entry["verdict"] = "no_blocking_findings"
+    return {"reviewers": [entry]}
+
+
+# why a reviewer never got to review, as the runner writes it (and rounds written before: absent)
+NOT_RUN_WRITTEN = [("failed", "not_started"), ("failed", "sandbox"), ("failed", "egress"), ("timeout", "egress"),
+                   ("unavailable", "quota"), ("unavailable", "not_installed"), ("failed", "version_check"),
+                   ("timeout", "version_check"), ("failed", None), ("completed", None), ("awaiting_record", None)]
+NOT_RUN_NEAR_MISSES = [
+    ("a reviewer that completed", "completed", "quota", "with status 'completed'"),
+    ("one that has yet to run", "pending", "sandbox", "with status 'pending'"),
+    ("a kind Spar never writes", "failed", "sandboxed", "not_run 'sandboxed' is not one Spar writes"),
+    ("not a string", "failed", 3, "not_run 3 is not one Spar writes"),
+    ("unavailable without a kind", "unavailable", None, "status unavailable with not_run null"),
+]
+
+
+@pytest.mark.parametrize(("status", "not_run"), NOT_RUN_WRITTEN)
+def test_not_run_as_the_runner_writes_it_passes(status, not_run):
+    assert record_rules.round_problem(_reviewer(status, not_run)) is None
+    older = _reviewer(status, not_run)
+    del older["reviewers"][0]["not_run"], older["reviewers"][0]["attempts"][0]["not_run"]
+    assert record_rules.round_problem(older) is None
+
+
+@pytest.mark.parametrize(("what", "status", "not_run", "problem"), NOT_RUN_NEAR_MISSES,
+                         ids=[m[0] for m in NOT_RUN_NEAR_MISSES])
+def test_not_run_near_misses_take_the_rules(what, status, not_run, problem):
+    """The stop hook tells the person from `not_run`: a value beside a status that says the
+    reviewer ran (or has yet to) would stop an agent that could go on."""
+    told = record_rules.round_problem(_reviewer(status, not_run))
+    assert told is not None and told.startswith("reviewer claude: ") and problem in told, told
+    only_attempt = _reviewer(status, not_run)
+    del only_attempt["reviewers"][0]["not_run"]
+    told = record_rules.round_problem(only_attempt)
+    assert told is not None and told.startswith("reviewer claude, attempt 1: ") and problem in told, told

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from spar.proc.executable import find_executable
 from spar.progress import Progress
 from tests.proctools import LIMITS, gone, written
-from tests.reviewerround import PACKET, Round
+from tests.reviewerround import PACKET, Round, bwrap_or_skip
 
 ROWS = json.loads((Path(__file__).parent / "data" / "runner_scenarios.json").read_text(encoding="utf-8"))
 
@@ -69,7 +70,8 @@ def _check(expect: dict, o, reviewer_dir: Path) -> None:
         assert len(o.attempts) >= 1
     for a in o.attempts:
         assert set(a) - {"observed_model", "cli_version"} == {"model", "started_at", "finished_at", "exit_code",
-                                                              "status", "reason", "resets", "argv", "usage"}
+                                                              "status", "reason", "resets", "not_run", "argv",
+                                                              "usage"}
         assert a.get("cli_version", "x") != ""  # every fake's version check prints its version
         assert set(a["usage"]) == {"duration_seconds", "input_tokens", "cached_input_tokens", "output_tokens",
                                    "cost_usd"}
@@ -77,8 +79,11 @@ def _check(expect: dict, o, reviewer_dir: Path) -> None:
         assert a["started_at"] <= a["finished_at"]
         assert a["started_at"].endswith("Z")
     last = o.attempts[-1] if o.attempts else None
+    # why a reviewer never got to review, from where the runner recorded it, never from its words
+    assert o.not_run == expect["not_run"]
     if last is not None:
-        assert (last["status"], last["reason"], last["resets"]) == (o.status, o.reason, o.resets)
+        assert (last["status"], last["reason"], last["resets"], last["not_run"]) == (o.status, o.reason, o.resets,
+                                                                                    o.not_run)
         assert last.get("observed_model") == o.observed_model
     for key, field in (("attempt_statuses", "status"), ("attempt_models", "model"), ("attempt_resets", "resets"),
                        ("attempt_exit_codes", "exit_code")):
@@ -268,3 +273,39 @@ async def test_attempts_record_the_cli_version(tmp_path):
     outs = await rnd.run([rnd.job("c", "claude"), rnd.job("x", "codex"), rnd.job("a", "agy")])
     assert [o.attempts[0].get("cli_version") for o in outs] == [
         "2.1.197 (Claude Code)", "codex-cli 0.171.0", "1.2.11"]
+
+
+UNSTARTABLE = "#!/nonexistent/interpreter\n"  # a regular executable file no exec(2) can start
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_reviewer_spar_could_not_start_says_so_in_not_run_never_in_words(tmp_path):
+    """The guard's own word that it could not start the program (not the exit code 127, not
+    the text of stderr) makes `not_run`, for the run and for the version check; a reviewer
+    that exits 127 by itself saying the same words got to run."""
+    rnd = Round(tmp_path)
+    program = tmp_path / "unstartable"
+    program.write_text(UNSTARTABLE)
+    program.chmod(0o755)
+    own_words = "import sys; sys.stderr.write('spar: cannot start the sandbox\\n'); sys.exit(127)"
+    jobs = [rnd.job("cmd", "command", argv=[str(program), "{prompt}"]),
+            rnd.job("cli", "claude", binary=str(program)),
+            rnd.job("own-127", "command", argv=["python3", "-c", own_words])]
+    cmd, cli, own = await rnd.run(jobs)
+    assert (cmd.status, cmd.attempts[0]["exit_code"], cmd.not_run) == ("failed", 127, "not_started"), cmd
+    assert cmd.attempts[0]["not_run"] == "not_started"
+    assert cli.status == "failed" and cli.reason.startswith("version check failed"), cli.reason
+    assert cli.not_run == "not_started"
+    assert (own.status, own.attempts[0]["exit_code"], own.not_run) == ("failed", 127, None), own
+    assert "spar: cannot start the sandbox" in own.reason
+
+
+@pytest.mark.anyio
+async def test_a_jail_that_cannot_be_prepared_is_not_run_for_the_sandbox(tmp_path, monkeypatch):
+    rnd = Round(tmp_path)
+    job = rnd.job("cmd", "command", argv=["python3", "-c", "print('{}')"])
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))  # no folder for its scratch HOME
+    (outcome,) = await rnd.run([job], sandbox=bwrap_or_skip())
+    assert outcome.status == "failed" and outcome.reason.startswith("cannot prepare the sandbox: "), outcome.reason
+    assert outcome.not_run == outcome.attempts[0]["not_run"] == "sandbox"

@@ -24,6 +24,7 @@ from typing import Any
 
 from spar import git
 from spar.argparsing import Parser, command_parser
+from spar.config.load import load_config
 from spar.config.model import DEFAULT_CAPS, DEFAULT_MAX_COPY_BYTES
 from spar.errors import EXIT_OK, Refused, SparError, UsageError
 from spar.gate_cache import RoundCache
@@ -33,6 +34,7 @@ from spar.judge.answer import parse_answer
 from spar.judge.caps import stage_cap
 from spar.records import atomic, paths, readers
 from spar.records.model import ReviewerStatus
+from spar.round.sandboxing import choose_sandbox
 
 INPUT_LIMIT = 4 * 1024 * 1024  # the hook input names a session and its last message: bounded
 NO_SENDS = 0
@@ -41,7 +43,7 @@ STATE_LIMIT = 4 * 1024 * 1024
 SERIES_KEYS = {"head", "base", "state", "reasons", "open", "could_not_run", "at_cap", "demoted", "count", "rounds"}
 DEADLINE = 40.0  # seconds: under the 60 s `spar init --agent` gives the hook, so the hook answers first
 STATE_FILE = ".spar-hook.json"  # in the series folder: the sends-back for the current change
-CAN_NOT_RUN = (ReviewerStatus.UNAVAILABLE,)
+CAN_NOT_RUN = (ReviewerStatus.UNAVAILABLE,)  # rounds written before `not_run`: the status alone tells
 
 EPILOG = f"""\
 Answers (stdout, exit 0 always):
@@ -51,11 +53,13 @@ Answers (stdout, exit 0 always):
           open findings (each with its place and claim, and what settles it), or a
           record to clear ({{"decision": "block", "reason": ...}}; Cursor:
           {{"followup_message": ...}})
-  person  stop and tell the person: the reviewers could not run (unavailable: quota,
-          login, network, a required sandbox missing), the series is at its cap, the
-          agent was sent back --bound times for one change with no new round, or the
-          gate could not be checked ({{"continue": false, "stopReason": ...}}; Cursor
-          cannot show it: {{}} and the words on stderr)
+  person  stop and tell the person: the reviewers never got to review (their
+          not_run in round.json: quota, login, network, a program missing or that
+          cannot start, no sandbox, a host the egress allowlist refused), spar run
+          would refuse the round (a required sandbox missing), the series is at its
+          cap, the agent was sent back --bound times for one change with no new
+          round, or the gate could not be checked ({{"continue": false,
+          "stopReason": ...}}; Cursor cannot show it: {{}} and the words on stderr)
 The count of sends-back is kept in SERIES/{STATE_FILE}."""
 
 
@@ -187,6 +191,8 @@ def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> tuple[stop.S
         round_for_change=isinstance(reviewed, str) and _tree_or_none(repo, reviewed) == tree,
         state=seen["state"], reasons=seen["reasons"], open=[stop.OpenFinding(*row) for row in seen["open"]],
         could_not_run=seen["could_not_run"], at_cap=seen["at_cap"], demoted=seen["demoted"], bound=bound)
+    if not facts.round_for_change:
+        facts.run_refused = _run_refusal(repo)
     key = {"tree": tree, "rounds": seen["rounds"]}
     sends = remembered.get("sends") if remembered.get("key") == key else None
     facts.sends = sends if isinstance(sends, int) and sends > 0 else NO_SENDS
@@ -305,16 +311,38 @@ def _open_findings(series: Path, open_ids: list[str]) -> list[stop.OpenFinding]:
 
 def _could_not_run(folders: list[Path], cache: RoundCache) -> list[str]:
     """Reviewers of the latest round (and its reruns) that never completed because they
-    could not run; none when one of its reruns completed them."""
+    could not run (their entry's `not_run`, set by the runner); none when one of its reruns
+    completed them."""
     last: dict[str, str] = {}
     for folder in folders:
         for entry in (cache.known_round(folder) or readers.read_round(folder))["reviewers"]:
             status, reason = entry["status"], entry.get("reason", "")
+            not_run = entry.get("not_run", status if status in CAN_NOT_RUN else None)
             if status == ReviewerStatus.COMPLETED:
                 last[entry["name"]] = ""
-            elif status in CAN_NOT_RUN or "sandbox" in reason or "could not start" in reason:
+            elif not_run:
                 last.setdefault(entry["name"], f"{entry['name']}: {status}: {reason}")
     return [line for line in last.values() if line]
+
+
+def _run_refusal(repo: Path) -> str:
+    """Why `spar run` would refuse the round here before writing any, for a reason only the
+    person can change: `[sandbox] mode = "required"` and no sandbox (the same choice `spar
+    run` makes). "" when it would not refuse for that, or when the configuration does not
+    load: the agent then sees the error when it runs the round."""
+    try:
+        mode = load_config(repo, env=os.environ).sandbox
+    except (SparError, OSError):
+        return ""
+    if mode != "required":  # only "required" refuses: auto and off start no probe here
+        return ""
+    try:
+        choose_sandbox(mode, os.environ.get("PATH"))
+    except Refused as exc:
+        return exc.message
+    except OSError:
+        return ""
+    return ""
 
 
 def _at_cap(series: Path, doc: dict[str, Any], latest: list[Path]) -> str:

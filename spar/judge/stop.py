@@ -35,6 +35,7 @@ class StopFacts:
     open: list[OpenFinding] = field(default_factory=list)
     could_not_run: list[str] = field(default_factory=list)  # "NAME: status: reason" of the latest round
     at_cap: str = ""  # why no new round can run, when the series is at its cap
+    run_refused: str = ""  # no round for the change, and why `spar run` would refuse one (only the person can fix)
     demoted: list[str] = field(default_factory=list)  # proposed defects kept as notes for their link
     sends: int = 0  # sends-back for this change so far, this one not counted
     bound: int = DEFAULT_BOUND
@@ -55,6 +56,10 @@ def verdict_for(facts: StopFacts) -> StopVerdict:
                            + "".join(f"- {line}\n" for line in facts.could_not_run)
                            + "Fix that (login, quota, sandbox), or waive the reviewer with spar waive, "
                            "then run the round again.")
+    if not facts.round_for_change and facts.run_refused:
+        return StopVerdict("person", f"spar: no review round covers this change, and spar run refuses one here: "
+                           f"{facts.run_refused}\nFix that, then review the change:\n"
+                           + "".join(f"  {line}\n" for line in facts.commands))
     if facts.at_cap:
         return StopVerdict("person", f"spar: the review series {facts.series} is at its cap: {facts.at_cap}\n"
                            "Raise it with spar extend, or decide yourself.")

@@ -21,6 +21,7 @@ from spar.jsonvalue import object_at
 from spar.judge.answer import parse_answer
 from spar.judge.endpoint import prompt_cut, usage_counts
 from spar.presets.input import instructed_packet
+from spar.records.model import NotRun
 from spar.records.usage import TOKEN_KEYS, add_counts, amount, reported
 from spar.round.interface import (
     Answer,
@@ -39,6 +40,7 @@ NO_TOOLS_NOTE = ("You have no tools and cannot open files: review the change fro
                  "in this packet; a file whose diff is not shown was not given to you.")
 # what each error kind of the client makes of the attempt (the runner turns these into statuses)
 UNAVAILABLE_KINDS = {"server": "server", "authentication": "authentication", "network": "network"}
+NOT_RUN = {"server": NotRun.SERVICE, "authentication": NotRun.AUTHENTICATION, "network": NotRun.NETWORK}
 
 
 class EndpointMonitor(Monitor):
@@ -95,7 +97,8 @@ class EndpointMonitor(Monitor):
         tries = self.error.get("tries")
         after = f" (after {tries} tries)" if isinstance(tries, int) and tries > 1 else ""
         if kind in UNAVAILABLE_KINDS:
-            return Answer(False, unavailable=f"{UNAVAILABLE_KINDS[kind]}: {detail}{after}")
+            return Answer(False, unavailable=f"{UNAVAILABLE_KINDS[kind]}: {detail}{after}",
+                          unavailable_kind=NOT_RUN[kind])
         if kind == "too_long":
             return Answer(False, failure=f"the prompt is too long for the model: {detail}")
         if kind in ("quota", "rate_limit"):

@@ -18,7 +18,8 @@ reviewer's stdin, stdout, stderr and a *status pipe*); the guard forks a
   inherits: the user's own is out of its reach;
 - writes its pid to the status pipe, starts the reviewer as its child and,
   when it finishes, writes the reviewer's exit code (negative: the signal that
-  ended it) and exits (the messages: `spar.proc.guard_protocol`);
+  ended it) and exits (the messages: `spar.proc.guard_protocol`); a reviewer it
+  cannot start is said to be so (the errno) before its exit code, 127;
 - whenever it finishes, first ends every descendant (SIGTERM, GRACE seconds,
   SIGKILL) and reaps it: when the reviewer exits (what it left running is
   ended), and on SIGTERM, SIGINT or SIGHUP (spar's timeout or interrupt).
@@ -110,6 +111,7 @@ def keep(command: list[str], cwd: str, env: dict[str, str]) -> int:
         # to fd 2, the reviewer's stderr: sys.stderr is whatever the forked spar had there
         with contextlib.suppress(OSError):
             os.write(2, f"spar: cannot start {command[0]}: {exc.strerror or exc}\n".encode(errors="replace"))
+        _status(Kind.NOT_STARTED, exc.errno or 0)  # Spar's own word for it: a program may exit 127 too
         return EXIT_NOT_STARTED
     codes: dict[int, int] = {}
 

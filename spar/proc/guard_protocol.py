@@ -55,6 +55,7 @@ class Kind(enum.Enum):
     """The kinds of status line a keeper writes, with the letter that starts the line."""
 
     STARTED = "P"  # the keeper's pid: it leads the reviewer's process group
+    NOT_STARTED = "N"  # the errno of the keeper's failed start of the program (EXITED 127 follows)
     EXITED = "X"  # the reviewer's exit code (negative: the signal that ended it), the keeper's last word
 
 

@@ -71,6 +71,7 @@ class ProcessResult:
     stderr_tail: str = ""
     log_error: str | None = None  # a log file could not be written: the record is incomplete
     masked: int = 0  # strings of `OutputHandling.masks` replaced in stdout and stderr
+    not_started: bool = False  # the guard could not start the program (its exit code is then 127)
 
     @property
     def last_stderr_line(self) -> str:
@@ -433,6 +434,7 @@ class _Reviewer:
         self._status = status_fd
         self._reader = StatusReader()
         self._exit_code: int | None = None  # the last exit code the keeper wrote
+        self.not_started = False  # the keeper said it could not start the program
         self.pid = 0
         self.returncode: int | None = None
 
@@ -454,6 +456,8 @@ class _Reviewer:
                     self.pid = status.value
                 elif status.kind is Kind.EXITED:
                     self._exit_code = status.value
+                elif status.kind is Kind.NOT_STARTED:
+                    self.not_started = True
 
     async def started(self) -> None:
         await self._read_status(until_pid=True)
@@ -700,6 +704,7 @@ class GuardedProcess:
             stderr_tail=err.tail_text(),
             log_error=out.log_error or err.log_error,
             masked=sum(s.masker.count for s in (out, err) if s.masker is not None),
+            not_started=self._proc.not_started,
         )
 
 

@@ -43,6 +43,28 @@ RECORDED = (
 UNFINISHED = (ReviewerStatus.PENDING, ReviewerStatus.AWAITING_RECORD)
 
 
+class NotRun(StrEnum):
+    """Why a reviewer never got to review: `not_run` of an attempt and of a reviewer entry, set
+    by the runner where it records the outcome (null when the reviewer ran, whatever it
+    answered; absent in rounds written before it was kept). Nothing the agent changes in
+    its own work makes such a reviewer run: the person has to act."""
+
+    NOT_INSTALLED = "not_installed"  # its executable is not there
+    NOT_STARTED = "not_started"  # its executable is there but could not be started (or its command line built)
+    SANDBOX = "sandbox"  # its jail could not be prepared
+    VERSION_CHECK = "version_check"  # its version check failed or did not answer
+    EGRESS = "egress"  # Spar's egress allowlist refused a host it reached for
+    QUOTA = "quota"  # quota or rate limit
+    AUTHENTICATION = "authentication"  # not logged in, or its credentials refused
+    NETWORK = "network"  # it could not reach its service
+    SERVICE = "service"  # its service kept failing past the retries (openai-compatible)
+
+
+# the statuses a reviewer that never got to review may have (the others say it ran, or has yet to)
+NOT_RUN_STATUSES = (ReviewerStatus.FAILED, ReviewerStatus.UNAVAILABLE, ReviewerStatus.TIMEOUT,
+                    ReviewerStatus.TOOL_VIOLATION)
+
+
 class Usage(TypedDict):
     duration_seconds: float | None
     input_tokens: int | None
@@ -82,6 +104,7 @@ class Attempt(TypedDict):
     coverage: NotRequired[Coverage]  # code-stage rounds recorded by `spar run` (which changed files its reviewers saw)
     masked_secrets: NotRequired[int]  # credentials masked in its output; absent when none
     egress_refused: NotRequired[list[EgressRefusal]]  # connections its sandbox's proxy refused; absent when none
+    not_run: NotRequired[str | None]  # a NotRun value: why it never got to review; absent in older rounds
 
 
 class AngleChecked(TypedDict):
@@ -112,6 +135,7 @@ class ReviewerEntry(TypedDict):
     status: str  # a ReviewerStatus value
     reason: str
     resets: str | None
+    not_run: NotRequired[str | None]  # its last attempt's: a NotRun value, or null; absent in older rounds
     model: str
     effort: str
     timeout_seconds: int

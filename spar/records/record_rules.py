@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from spar.config.model import STAGES
-from spar.records.model import RECORDED, UNFINISHED, VERDICTS, ReviewerStatus
+from spar.records.model import NOT_RUN_STATUSES, RECORDED, UNFINISHED, VERDICTS, NotRun, ReviewerStatus
 from spar.records.usage import TOKEN_KEYS, USAGE_KEYS, amount, count
 from spar.whitespace import is_blank, trim
 
@@ -136,6 +136,9 @@ def _reviewer_problem(number: int, entry: Any, names: set[str]) -> str | None:
         return f"reviewer {name} has no preset"
     if status == ReviewerStatus.COMPLETED and entry.get("verdict") not in COMPLETED_VERDICTS:
         return f"reviewer {name} completed without a verdict Spar records ({entry.get('verdict')!r})"
+    problem = not_run_problem(entry)
+    if problem:
+        return f"reviewer {name}: {problem}"
     if not isinstance(entry.get("attempts", []), list):
         return f"reviewer {name}: attempts is not a list"
     for attempt_number, attempt in enumerate(entry.get("attempts", []), start=1):
@@ -159,12 +162,31 @@ def _end_problem(round_json: Mapping[str, Any], reviewers: list[Any]) -> str | N
     return None
 
 
+def not_run_problem(record: Mapping[str, Any]) -> str | None:
+    """`not_run` of a reviewer entry or an attempt, when present (older rounds lack it): null,
+    or a NotRun value beside a status that says the reviewer did not get to review; an
+    `unavailable` one always says why (the stop hook tells the person from it)."""
+    if "not_run" not in record:
+        return None
+    value, status = record["not_run"], record.get("status")
+    if value is None:
+        return "status unavailable with not_run null" if status == ReviewerStatus.UNAVAILABLE else None
+    if not _str(value) or value not in set(NotRun):
+        return f"not_run {value!r} is not one Spar writes"
+    if status not in NOT_RUN_STATUSES:
+        return f"not_run {value!r} with status {status!r}, which says it got to review or has yet to"
+    return None
+
+
 def attempt_problem(attempt: Any) -> str | None:
     """An attempt's `argv` and `usage` (what ran, and what it cost) as spar.round writes them, when present
-    (older rounds have neither). A usage value Spar could not have written would be left
-    out of every total, so it is named instead."""
+    (older rounds have neither), and its `not_run`. A usage value Spar could not have written
+    would be left out of every total, so it is named instead."""
     if not isinstance(attempt, dict):
         return "not an object"
+    problem = not_run_problem(attempt)
+    if problem:
+        return problem
     if "argv" in attempt:
         argv = attempt["argv"]
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):

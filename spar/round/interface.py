@@ -24,6 +24,7 @@ from spar.judge.refusal import RefusalScan
 from spar.judge.unreachable import StallKind, notice_kind
 from spar.proc.masking import mask_value
 from spar.proc.process import StreamInfo as StreamInfo  # the process layer's; a Monitor's finish takes it
+from spar.records.model import NotRun
 
 
 @dataclass
@@ -87,6 +88,7 @@ class Answer:
     # not completed because the service could not be used (unreachable, its key refused, its
     # servers in trouble past the retries): `unavailable` with this reason; "" otherwise
     unavailable: str = ""
+    unavailable_kind: NotRun = NotRun.SERVICE  # what kind of trouble, when `unavailable` is set
 
 
 NAMED_WORDS = 100_000  # tool-call words kept per attempt for coverage

@@ -55,6 +55,7 @@ def reviewer_entry(cfg: ReviewerConfig, standpoint: str | None) -> ReviewerEntry
         "status": ReviewerStatus.PENDING,
         "reason": "",
         "resets": None,
+        "not_run": None,
         "model": cfg.model,
         "effort": cfg.effort,
         "timeout_seconds": cfg.timeout_seconds,
@@ -99,6 +100,13 @@ def _clear_completed(entry: ReviewerEntry) -> None:
     entry["standpoint_report"] = None
 
 
+def _answered(entry: ReviewerEntry) -> None:
+    """A result is recorded for the reviewer (`spar run`'s, or `spar record` over an earlier
+    outcome): it got to review, whatever it answered."""
+    _clear_completed(entry)
+    entry["not_run"] = None
+
+
 def record_reviewer_result(round_json: RoundRecord, name: str, result: object, ctx: RoundContext) -> list[Finding]:
     """Validate and classify one reviewer's result object.
 
@@ -109,7 +117,7 @@ def record_reviewer_result(round_json: RoundRecord, name: str, result: object, c
     """
     entry = reviewer_of(round_json, name)
     standpoints_active = bool(round_json.get("standpoints"))
-    _clear_completed(entry)
+    _answered(entry)
     try:
         accepted = validate_result(
             result,
@@ -148,7 +156,7 @@ def _max_findings(entry: ReviewerEntry) -> int:
 def record_invalid(round_json: RoundRecord, name: str, reason: str) -> None:
     """An answer that is not one JSON object: invalid_output with the reason given."""
     entry = reviewer_of(round_json, name)
-    _clear_completed(entry)
+    _answered(entry)
     entry["status"] = ReviewerStatus.INVALID_OUTPUT
     entry["reason"] = reason
 
@@ -157,6 +165,7 @@ def apply_outcome(round_json: RoundRecord, outcome: ReviewerOutcome, ctx: RoundC
     """Record one runner outcome (`spar run`): the run's facts, then the result's checks."""
     entry = reviewer_of(round_json, outcome.name)
     entry["resets"] = outcome.resets
+    entry["not_run"] = outcome.not_run
     entry["observed_model"] = outcome.observed_model
     entry["attempts"] = [a.copy() for a in outcome.attempts]
     # how many credentials the round's output held, masked (never which)

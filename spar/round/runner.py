@@ -27,7 +27,7 @@ from spar.proc.executable import ExecutableLookup, find_executable
 from spar.proc.masking import mask_text, mask_value, secrets_of
 from spar.proc.process import KILL_GRACE, OUTPUT_CAP, GuardedProcess, OutputHandling, ProcessResult
 from spar.records.clock import now
-from spar.records.model import Attempt
+from spar.records.model import Attempt, NotRun
 from spar.records.model import ReviewerStatus as S
 from spar.records.usage import attempt_usage
 from spar.round.interface import InputSpec, Monitor, Preset, RunPaths, recorded_argv
@@ -73,6 +73,7 @@ class ReviewerOutcome:
     # completed, but the final answer is not one JSON object: the caller records invalid_output
     output_error: str | None = None
     warnings: list[str] = field(default_factory=list)  # round warnings from every attempt
+    not_run: NotRun | None = None  # the last attempt's: why the reviewer never got to review
     # per attempt, the words of its read and search calls that may name files (coverage);
     # None: Spar cannot see the reviewer's calls (command, native)
     named_words: list[list[str]] | None = None
@@ -89,6 +90,7 @@ class _Attempt:
     observed_model: str | None = None
     result: dict[str, Any] | None = None
     output_error: str | None = None
+    not_run: NotRun | None = None  # why it never got to review (None: it ran)
     quota: bool = False  # refused for quota or rate limit (fallback may follow)
     transient: str | None = None  # failed, and its own words say for a moment (one retry may follow)
     deadline: float | None = None  # the end of its time limit (anyio clock), once it ran
@@ -197,6 +199,7 @@ async def run_reviewer(job: ReviewerJob, st: RunSettings) -> ReviewerOutcome:
         model=last.record["model"],
         output_error=last.output_error,
         warnings=list(dict.fromkeys(w for a in attempts for w in a.warnings)),
+        not_run=last.not_run,
         named_words=[a.named_words for a in attempts] if preset.observes_reads else None,
     )
     if last.status == S.COMPLETED:
@@ -243,7 +246,7 @@ class _Facts:
     masked: int = 0  # how many of them its output held (version check and run)
 
     def done(self, status: S, reason: str = "", *, resets: str | None = None, observed_model: str | None = None,
-             **kw: Any) -> _Attempt:
+             not_run: NotRun | None = None, **kw: Any) -> _Attempt:
         named = self.monitor.named_words if self.monitor is not None else []
         # what the reviewer printed, decoded (its answer, messages, model): masked again before
         # anything records or shows it, as a decoding may bring out what the stream's masks missed
@@ -256,7 +259,7 @@ class _Facts:
             record["observed_model"] = observed_model  # G12: absent from the attempt when unknown
         usage = self.monitor.usage if self.monitor is not None else None
         record.update(started_at=self.started_at, finished_at=now(), exit_code=self.exit_code, status=status,
-                      reason=reason, resets=resets, argv=recorded_argv(self.argv, self.input),
+                      reason=reason, resets=resets, not_run=not_run, argv=recorded_argv(self.argv, self.input),
                       usage=attempt_usage(anyio.current_time() - self.clock_start, usage))
         if cli_version is not None:
             record["cli_version"] = cli_version  # absent when no version check answered
@@ -264,7 +267,7 @@ class _Facts:
             record["masked_secrets"] = self.masked  # how many, never which
         return _Attempt(record=cast(Attempt, record), status=status, reason=reason, resets=resets,
                         observed_model=observed_model, warnings=warnings, named_words=named,
-                        deadline=self.deadline, **kw)
+                        deadline=self.deadline, not_run=not_run, **kw)
 
 
 async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st: RunSettings,
@@ -282,9 +285,12 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
     try:
         lookup, facts.argv = command_line(job, model, env.get("PATH"))
     except OSError as exc:
-        return facts.done(S.FAILED, f"cannot build the command line: {exc.strerror or exc}")
+        return facts.done(S.FAILED, f"cannot build the command line: {exc.strerror or exc}",
+                          not_run=NotRun.NOT_STARTED)
     if lookup.status != "ok" or lookup.path is None:
-        return facts.done(S(lookup.status), lookup.reason)
+        missing = lookup.status == S.UNAVAILABLE
+        return facts.done(S(lookup.status), lookup.reason, not_run=NotRun.NOT_INSTALLED if missing else
+                          NotRun.NOT_STARTED)
     if deadline is None:
         deadline = anyio.current_time() + cfg.timeout_seconds  # the attempt's cancel scopes end here
     facts.deadline = deadline
@@ -295,7 +301,7 @@ async def _attempt(job: ReviewerJob, preset: Preset, model: str, number: int, st
             ended = await _check_and_run(job, lookup.path, _log_suffix(number), deadline, jail, st, facts, env)
             attempt = _refusals_told(ended, jail, preset)
     except OSError as exc:
-        attempt = facts.done(S.FAILED, f"cannot prepare the sandbox: {exc.strerror or exc}")
+        attempt = facts.done(S.FAILED, f"cannot prepare the sandbox: {exc.strerror or exc}", not_run=NotRun.SANDBOX)
     finally:
         with anyio.CancelScope(shield=True):  # removed however the attempt ended
             left = [await anyio.to_thread.run_sync(remove_scratch, home) for home in homes]
@@ -310,12 +316,13 @@ async def _check_and_run(job: ReviewerJob, exe: str, suffix: str, deadline: floa
     if preset.version_args is not None:
         checked = await _version_check(exe, preset.version_args, run_paths(job), deadline, jail, st, facts)
         if isinstance(checked, tuple):
-            return facts.done(*checked)
+            status, reason, not_run = checked
+            return facts.done(status, reason, not_run=not_run)
         facts.cli_version = checked
     if preset.login_args is not None and not preset.works_without_login(env):
         refused = await _login_check(exe, preset, run_paths(job), deadline, jail, st, facts)
         if refused is not None:
-            return facts.done(S.UNAVAILABLE, refused)
+            return facts.done(S.UNAVAILABLE, refused, not_run=NotRun.AUTHENTICATION)
     return await _run_and_judge(job, preset, exe, suffix, deadline, jail, st, facts)
 
 
@@ -334,6 +341,7 @@ def _refusals_told(ended: _Attempt, jail: Confinement, preset: Preset) -> _Attem
         ended.reason = (f"blocked by Spar's egress allowlist: it tried to reach {named}, which its sandbox "
                         "refused (add a host it needs to allow_hosts)" + (f"; {ended.reason}" if ended.reason else ""))
         ended.record["reason"] = ended.reason
+        ended.not_run = ended.record["not_run"] = NotRun.EGRESS  # the person must allow the host
         ended.transient = None  # a refusal does not pass by itself
     return ended
 
@@ -371,13 +379,14 @@ async def _run_and_judge(job: ReviewerJob, preset: Preset, exe: str, suffix: str
                 async with liveness.watching():  # stops waiting when the CLI cannot reach its service
                     await proc.wait()
     except OSError as exc:
-        return facts.done(S.FAILED, f"could not start {quote(exe)}: {exc.strerror or exc}")
+        return facts.done(S.FAILED, f"could not start {quote(exe)}: {exc.strerror or exc}",
+                          not_run=NotRun.NOT_STARTED)
     facts.exit_code = proc.result.exit_code
     facts.masked += proc.result.masked
     facts.warnings.extend(monitor.warnings)
     if liveness.gave_up is not None:  # its process group is ended like a timed-out one's
         return facts.done(S.UNAVAILABLE, liveness.reason(preset.name), observed_model=monitor.observed_model,
-                          quota=liveness.gave_up.kind == "quota")
+                          quota=liveness.gave_up.kind == "quota", not_run=NotRun(liveness.gave_up.kind))
     return _judge(cfg, proc.result, monitor, stderr_refusals, facts)
 
 
@@ -411,9 +420,14 @@ def _judge(cfg: ReviewerConfig, proc: ProcessResult, monitor: Monitor, stderr_re
     refusal = stderr_refusals.then(monitor.refusals).then(late).result()
     if refusal is not None:
         return facts.done(S.UNAVAILABLE, reason_for(refusal), resets=refusal.resets, observed_model=observed,
-                          quota=refusal.kind == "quota")
+                          quota=refusal.kind == "quota",
+                          not_run=NotRun.QUOTA if refusal.kind == "quota" else NotRun.AUTHENTICATION)
     if answer.unavailable:
-        return facts.done(S.UNAVAILABLE, answer.unavailable, observed_model=observed)
+        return facts.done(S.UNAVAILABLE, answer.unavailable, observed_model=observed,
+                          not_run=answer.unavailable_kind)
+    if proc.not_started:  # the guard could not start its program: no transient failure
+        return facts.done(S.FAILED, failure_reason(proc, answer.failure), observed_model=observed,
+                          not_run=NotRun.NOT_STARTED)
     return facts.done(S.FAILED, failure_reason(proc, answer.failure), observed_model=observed,
                       transient=transient_failure([*answer.error_texts, answer.failure]))
 
@@ -450,9 +464,9 @@ def failure_reason(proc: ProcessResult, failure: str) -> str:
 
 
 async def _version_check(exe: str, version_args: tuple[str, ...], paths: RunPaths, deadline: float,
-                         jail: Confinement, st: RunSettings, facts: _Facts) -> tuple[S, str] | str:
+                         jail: Confinement, st: RunSettings, facts: _Facts) -> tuple[S, str, NotRun] | str:
     """The first line `<exe> --version` printed when it answers with exit 0 ("" when it
-    printed nothing); else (status, reason)."""
+    printed nothing); else (status, reason, why the reviewer never got to review)."""
     args = [exe, *version_args]
     shown = " ".join(args)
     own_limit = anyio.current_time() + st.version_timeout
@@ -463,18 +477,22 @@ async def _version_check(exe: str, version_args: tuple[str, ...], paths: RunPath
             with anyio.move_on_at(min(deadline, own_limit)):
                 await running.wait()
     except OSError as exc:
-        return S.FAILED, f"version check failed: could not start {quote(exe)}: {exc.strerror or exc}"
+        return (S.FAILED, f"version check failed: could not start {quote(exe)}: {exc.strerror or exc}",
+                NotRun.NOT_STARTED)
     proc = running.result
     facts.masked += proc.masked
     if proc.timed_out:
         if deadline <= own_limit:
             # the attempt's own limit ran out first: that is the reviewer's timeout (G19)
-            return S.TIMEOUT, f"no answer within the time limit (timeout_seconds) during the version check `{shown}`"
-        return S.FAILED, f"version check failed: `{shown}` gave no answer within {st.version_timeout:g}s"
+            return (S.TIMEOUT, f"no answer within the time limit (timeout_seconds) during the version check `{shown}`",
+                    NotRun.VERSION_CHECK)
+        return (S.FAILED, f"version check failed: `{shown}` gave no answer within {st.version_timeout:g}s",
+                NotRun.VERSION_CHECK)
     if proc.exit_code != 0:
         detail = proc.last_stderr_line or proc.last_stdout_line
         code = "killed" if proc.exit_code is None else f"exited with code {proc.exit_code}"
-        return S.FAILED, f"version check failed: `{shown}` {code}" + (f": {detail[:300]}" if detail else "")
+        return (S.FAILED, f"version check failed: `{shown}` {code}" + (f": {detail[:300]}" if detail else ""),
+                NotRun.NOT_STARTED if proc.not_started else NotRun.VERSION_CHECK)
     answer = [line.strip() for line in (proc.stdout_tail + "\n" + proc.stderr_tail).splitlines() if line.strip()]
     return answer[0][:200] if answer else ""
 

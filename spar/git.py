@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
@@ -265,8 +266,9 @@ def snapshot_worktree(repo: Path | str, parent: str, max_bytes: int | None = Non
     streaming = ["-c", f"core.bigFileThreshold={max_bytes}"] if max_bytes is not None else []
     with tempfile.TemporaryDirectory(prefix="spar-index-") as tmp:
         # every command of the index: one that looks at a file again would run the filter
-        index = {"GIT_INDEX_FILE": os.path.join(tmp, "index"), **_without_local_filters(repo)}
-        run(repo, "read-tree", parent, env=index)
+        filters = _without_local_filters(repo)
+        index = {"GIT_INDEX_FILE": os.path.join(tmp, "index"), **filters}
+        _parent_index(repo, parent, index, seed=filters.get("GIT_CONFIG_COUNT") == "0")
         large = _large_untracked(repo, index, max_bytes) if max_bytes is not None else {}
         pathspecs = ":/\0" + "".join(literal_pathspec(path_text(p), exclude=True) + "\0" for p in large)
         run(repo, *streaming, "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul",
@@ -283,6 +285,33 @@ def snapshot_worktree(repo: Path | str, parent: str, max_bytes: int | None = Non
     known = _gitlinks(run(repo, "ls-tree", "-r", "-z", "--full-tree", parent).stdout)
     return Snapshot(commit=commit, tree=tree, nested=tuple(sorted(set(nested) - set(known))),
                     too_large=tuple(large.items()))
+
+
+def _parent_index(repo: Path | str, parent: str, index: dict[str, str], *, seed: bool) -> None:
+    """The index file of `index` made `parent`'s tree. `seed`: from a copy of the user's own
+    index (`read-tree --reset` keeps an entry's stat data where its content is the tree's,
+    and drops a conflict's), so `git add` reads again only the files changed since git last
+    looked at them, not every file; their assume-unchanged and skip-worktree marks are
+    cleared, so no file is taken as it was without a look. Not with a filter of the
+    repository's own (the user's entries hold what it made of the files), a sparse checkout
+    or an index git cannot read: then every file is read."""
+    own = _decode(run(repo, "rev-parse", "--path-format=absolute", "--git-path", "index").stdout).strip()
+    sparse = run(repo, "config", "--type=bool", "--get-regexp", r"^(core\.sparsecheckout|index\.sparse)$",
+                 ok=(0, 1)).stdout.split()
+    if seed and b"true" not in sparse and os.path.isfile(own) and not os.path.islink(own):
+        try:
+            shutil.copy2(own, index["GIT_INDEX_FILE"])  # its time too: git's check of racily clean entries
+            run(repo, "-c", "core.splitIndex=false", "-c", "core.untrackedCache=false", "read-tree", "--reset", parent,
+                env=index)
+            marked = [raw[2:] for raw in run(repo, "ls-files", "-v", "-z", env=index).stdout.split(b"\0")
+                      if raw[:1].islower() or raw[:1] == b"S"]
+            for unmark in ("--no-assume-unchanged", "--no-skip-worktree") if marked else ():
+                # one mark per call: update-index clears only the first it is given
+                run(repo, "update-index", unmark, "-z", "--stdin", input=b"\0".join(marked) + b"\0", env=index)
+            return
+        except (GitError, OSError):
+            pass  # the index is read from the tree alone
+    run(repo, "read-tree", parent, env=index)
 
 
 def _without_local_filters(repo: Path | str) -> dict[str, str]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from spar import git
 from spar.errors import Refused, quote
-from tests.gitrepo import commit, make_repo
+from tests.gitrepo import commit, git_env, make_repo
 from tests.gitrepo import git as run_git
 from tests.proctools import LIMITS, wait_for
 
@@ -354,6 +355,68 @@ def test_snapshot_worktree_leaves_index_and_refs(two_commits):
     assert git.tree_of(repo, made.commit) == made.tree
     assert git.snapshot_worktree(repo, head) == made
     assert git.uncommitted(repo) == git.Uncommitted(modified=0, untracked=2)
+
+
+def _tree_read_whole(repo: Path, parent: str, tmp: Path) -> str:
+    """The working tree's tree as git gives it from the parent's tree alone (every file read)."""
+    env = {**git_env(), "GIT_INDEX_FILE": str(tmp / "whole-index")}
+    for args in (["read-tree", parent], ["add", "--all"]):
+        subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True)
+    return subprocess.run(["git", "-C", str(repo), "write-tree"], env=env, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_the_snapshot_starts_from_the_users_index_yet_reads_every_change(two_commits, tmp_path):
+    """The snapshot's index starts from the user's (its stat data: `git add` reads only the
+    files changed since), and its tree is the one every file read gives: staged changes,
+    deletions, untracked files, and files marked assume-unchanged or skip-worktree that were
+    changed on disk all count."""
+    repo, _, head = two_commits
+    (repo / "c.txt").write_text("c\n")
+    (repo / "d.txt").write_text("d\n")
+    run_git(repo, "add", "c.txt", "d.txt")
+    head = commit(repo, {"e.txt": "e\n"}, message="more")
+    (repo / "a.txt").write_text("staged\n")
+    run_git(repo, "add", "a.txt")
+    (repo / "a.txt").write_text("on disk, after staging\n")
+    (repo / "dir" / "b.txt").unlink()
+    (repo / "new.txt").write_text("untracked\n")
+    run_git(repo, "update-index", "--assume-unchanged", "c.txt")
+    (repo / "c.txt").write_text("changed behind an assume-unchanged mark\n")
+    run_git(repo, "update-index", "--skip-worktree", "d.txt")
+    (repo / "d.txt").write_text("changed behind a skip-worktree mark\n")
+    made = git.snapshot_worktree(repo, head)
+    assert made.tree == _tree_read_whole(repo, head, tmp_path)
+    shown = run_git(repo, "show", f"{made.commit}:c.txt") + run_git(repo, "show", f"{made.commit}:d.txt")
+    assert "assume-unchanged" in shown and "skip-worktree" in shown
+    # the seeded index holds the user's stat data for a file unchanged since git last looked
+    index = {"GIT_INDEX_FILE": str(tmp_path / "seeded")}
+    git._parent_index(repo, head, index, seed=True)
+    debug = git.run(repo, "ls-files", "--debug", "e.txt", env=index).stdout.decode()
+    assert "mtime: 0:0" not in debug and "size: 2" in debug
+    git._parent_index(repo, head, index, seed=False)
+    assert "mtime: 0:0" in git.run(repo, "ls-files", "--debug", "e.txt", env=index).stdout.decode()
+    # a sparse checkout's index is not a seed (its marks say which files are meant to be away)
+    run_git(repo, "config", "core.sparseCheckout", "true")
+    git._parent_index(repo, head, index, seed=True)
+    assert "mtime: 0:0" in git.run(repo, "ls-files", "--debug", "e.txt", env=index).stdout.decode()
+
+
+def test_a_conflicted_index_or_a_filter_of_the_repository_reads_every_file(two_commits, tmp_path):
+    repo, base, head = two_commits
+    branch = run_git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    run_git(repo, "checkout", "-q", "-b", "other", base)
+    commit(repo, {"a.txt": "other\n"}, message="other")
+    merged = subprocess.run(["git", "-C", str(repo), "merge", "-q", branch], env=git_env(), capture_output=True)
+    assert merged.returncode == 1 and run_git(repo, "status", "--porcelain").startswith("UU")  # a conflict
+    parent = run_git(repo, "rev-parse", "HEAD").strip()
+    assert git.snapshot_worktree(repo, parent).tree == _tree_read_whole(repo, parent, tmp_path)
+    # a clean filter of the repository's own: its entries are not trusted, every file is read raw
+    run_git(repo, "merge", "--abort")
+    (repo / ".gitattributes").write_text("*.txt filter=lie\n")
+    run_git(repo, "config", "filter.lie.clean", "sed s/other/LIE/")
+    made = git.snapshot_worktree(repo, parent)
+    assert run_git(repo, "show", f"{made.commit}:a.txt") == "other\n"
 
 
 def test_uncommitted_names_the_paths_the_caller_marks(two_commits):

@@ -124,6 +124,21 @@ def _round_with(tmp_path: Path, argv: list[str]):
 
 
 @pytest.mark.slow
+def test_the_change_is_snapshot_with_the_users_cap_per_file_as_spar_run_makes_it(tmp_path, monkeypatch, capsys):
+    """An untracked file over the user's max_copy_bytes is a note in the round's commit; the
+    hook makes the working tree's commit with the same cap, so the round covers the change."""
+    s = make_setup(tmp_path)
+    s.configure([s.example_reviewer()])
+    s.config.write_text("max_copy_bytes = 100\n" + s.config.read_text(), encoding="utf-8")
+    (s.repo / "notes.txt").write_text("a line of notes\n" * 20)  # 320 bytes, untracked
+    proc = s.run("--worktree")
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    monkeypatch.setenv("SPAR_CONFIG", str(s.config))
+    answer, _ = _hook(monkeypatch, capsys, _claude(s.repo))
+    assert "no finished review round covers this change" not in json.dumps(answer), answer
+
+
+@pytest.mark.slow
 def test_a_reviewer_spar_could_not_start_stops_and_tells_the_person(tmp_path, monkeypatch, capsys):
     """The runner records why the reviewer never got to review (the guard could not start its
     program), and the hook reads that, not the words of the reason: the person is told at once."""

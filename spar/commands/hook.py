@@ -25,7 +25,7 @@ from typing import Any
 from spar import git
 from spar.argparsing import Parser, command_parser
 from spar.config.load import load_config
-from spar.config.model import DEFAULT_CAPS, DEFAULT_MAX_COPY_BYTES
+from spar.config.model import DEFAULT_CAPS, DEFAULT_MAX_COPY_BYTES, AppliedConfig
 from spar.errors import EXIT_OK, Refused, SparError, UsageError
 from spar.gate_cache import RoundCache
 from spar.gating import GateList, build_gate, real_paths, series_gate_list
@@ -173,7 +173,8 @@ def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> tuple[stop.S
     if repo is None:
         raise Refused("the agent's folder is not inside a git repository")
     series = Path(series_arg) if os.path.isabs(series_arg) else repo / series_arg
-    tree = _current_tree(repo)
+    config = _quiet_config(repo)
+    tree = _current_tree(repo, config.max_copy_bytes if config is not None else DEFAULT_MAX_COPY_BYTES)
     remembered = _read_state(series)
     # the series as it is on disk: the judgment kept from the last call is reused while it is the same
     fingerprint = _fingerprint(series)
@@ -191,8 +192,8 @@ def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> tuple[stop.S
         round_for_change=isinstance(reviewed, str) and _tree_or_none(repo, reviewed) == tree,
         state=seen["state"], reasons=seen["reasons"], open=[stop.OpenFinding(*row) for row in seen["open"]],
         could_not_run=seen["could_not_run"], at_cap=seen["at_cap"], demoted=seen["demoted"], bound=bound)
-    if not facts.round_for_change:
-        facts.run_refused = _run_refusal(repo)
+    if not facts.round_for_change and config is not None:
+        facts.run_refused = _run_refusal(config.sandbox)
     key = {"tree": tree, "rounds": seen["rounds"]}
     sends = remembered.get("sends") if remembered.get("key") == key else None
     facts.sends = sends if isinstance(sends, int) and sends > 0 else NO_SENDS
@@ -202,13 +203,23 @@ def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> tuple[stop.S
     return verdict, lambda: _remember(repo, series, state, cache)
 
 
-def _current_tree(repo: Path) -> str:
+def _quiet_config(repo: Path) -> AppliedConfig | None:
+    """The configuration `spar run` would apply here; None when it does not load (the agent
+    sees why when it runs the round)."""
+    try:
+        return load_config(repo, env=os.environ)
+    except (SparError, OSError):
+        return None
+
+
+def _current_tree(repo: Path, max_copy_bytes: int) -> str:
     """The tree of what the agent hands over: HEAD's when the working tree is clean, else
-    the working tree's as `spar run --worktree` makes it a commit."""
+    the working tree's as `spar run --worktree` makes it a commit (with the same cap per
+    file: a file over it is a note in both)."""
     head = git.head_commit(repo)
     changes = git.uncommitted(repo)
     if changes.modified or changes.untracked:
-        return git.snapshot_worktree(repo, head, DEFAULT_MAX_COPY_BYTES).tree
+        return git.snapshot_worktree(repo, head, max_copy_bytes).tree
     return git.tree_of(repo, head)
 
 
@@ -325,15 +336,10 @@ def _could_not_run(folders: list[Path], cache: RoundCache) -> list[str]:
     return [line for line in last.values() if line]
 
 
-def _run_refusal(repo: Path) -> str:
+def _run_refusal(mode: str) -> str:
     """Why `spar run` would refuse the round here before writing any, for a reason only the
     person can change: `[sandbox] mode = "required"` and no sandbox (the same choice `spar
-    run` makes). "" when it would not refuse for that, or when the configuration does not
-    load: the agent then sees the error when it runs the round."""
-    try:
-        mode = load_config(repo, env=os.environ).sandbox
-    except (SparError, OSError):
-        return ""
+    run` makes). "" when it would not refuse for that."""
     if mode != "required":  # only "required" refuses: auto and off start no probe here
         return ""
     try:

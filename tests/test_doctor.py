@@ -228,6 +228,19 @@ def test_missing_cli_not_logged_in_and_failing_version_each_make_it_1(here, caps
     assert [(c["subject"], c["status"]) for c in login] == [("claude (claude)", "problem")]
 
 
+def test_a_command_whose_script_cannot_start_is_a_problem(here, capsys):
+    """A `command` reviewer has no version check, but a script whose #! interpreter is missing
+    would fail every round: doctor says so before one."""
+    _repo, bin_dir, config = here
+    (bin_dir / "house").write_text("#!/nonexistent/python3\nprint('review')\n")
+    (bin_dir / "house").chmod(0o755)
+    config.write_text('[[reviewers]]\nname = "house"\npreset = "command"\nargv = ["house", "{prompt}"]\n')
+    code, report = doctor_json(capsys)
+    (check,) = by_check(report, "reviewer")
+    assert code == 1 and check["status"] == "problem"
+    assert '#! line names "/nonexistent/python3"' in check["detail"] and "fix argv of house" in check["fix"]
+
+
 def test_agy_login_is_not_checked_and_an_unreadable_answer_is_unknown(here, capsys):
     _repo, bin_dir, config = here
     program(bin_dir, "agy", "print('1.1.27')")

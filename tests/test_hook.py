@@ -16,7 +16,7 @@ from spar.cli import main
 from spar.judge import stop
 from tests.roundfactory import finding, make_round, reviewer, series_repo
 from tests.runsetup import make_setup
-from tests.test_runner import UNSTARTABLE
+from tests.test_runner import unstartable
 from tests.test_sandboxing import FAILING_BWRAP
 
 
@@ -142,10 +142,7 @@ def test_the_change_is_snapshot_with_the_users_cap_per_file_as_spar_run_makes_it
 def test_a_reviewer_spar_could_not_start_stops_and_tells_the_person(tmp_path, monkeypatch, capsys):
     """The runner records why the reviewer never got to review (the guard could not start its
     program), and the hook reads that, not the words of the reason: the person is told at once."""
-    program = tmp_path / "unstartable"
-    program.write_text(UNSTARTABLE)
-    program.chmod(0o755)
-    s, entry = _round_with(tmp_path, [str(program), "{prompt}"])
+    s, entry = _round_with(tmp_path, [str(unstartable(tmp_path)), "{prompt}"])
     assert (entry["status"], entry["not_run"], entry["attempts"][0]["exit_code"]) == ("failed", "not_started", 127)
     answer, err = _hook(monkeypatch, capsys, _claude(s.repo))
     assert answer["continue"] is False, answer

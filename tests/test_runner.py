@@ -278,6 +278,45 @@ async def test_attempts_record_the_cli_version(tmp_path):
 UNSTARTABLE = "#!/nonexistent/interpreter\n"  # a regular executable file no exec(2) can start
 
 
+def unstartable(folder: Path) -> Path:
+    """A script whose interpreter is a script whose interpreter is missing: the lookup looks
+    one #! line deep and passes it, and only exec(2) finds it cannot start."""
+    inner = folder / "inner-interpreter"
+    inner.write_text(UNSTARTABLE)
+    inner.chmod(0o755)
+    program = folder / "unstartable"
+    program.write_text(f"#!{inner}\n")
+    program.chmod(0o755)
+    return program
+
+
+def test_a_script_whose_interpreter_cannot_start_is_found_before_a_round(tmp_path):
+    """The lookup reads a script's #! line: an interpreter that is no executable file, or a
+    program `env` cannot find on the reviewer's PATH, is `failed` with why (doctor says so too)."""
+    (tmp_path / "bin").mkdir()
+    missing = tmp_path / "missing"
+    missing.write_text(UNSTARTABLE)
+    missing.chmod(0o755)
+    found = find_executable(str(missing), None)
+    assert found.status == "failed" and '#! line names "/nonexistent/interpreter"' in found.reason
+    through_env = tmp_path / "through-env"
+    through_env.write_text("#!/usr/bin/env -S spar-no-such-tool --flag\n")
+    through_env.chmod(0o755)
+    found = find_executable(str(through_env), str(tmp_path / "bin"))
+    assert found.status == "failed" and '"spar-no-such-tool" through env' in found.reason
+    (tmp_path / "bin" / "spar-no-such-tool").write_text("#!/bin/sh\n")
+    (tmp_path / "bin" / "spar-no-such-tool").chmod(0o755)
+    assert find_executable(str(through_env), str(tmp_path / "bin")).status == "ok"
+    # a script that names itself through env is looked at one level deep, never in a loop
+    (tmp_path / "bin" / "loop").write_text("#!/usr/bin/env loop\n")
+    (tmp_path / "bin" / "loop").chmod(0o755)
+    assert find_executable("loop", str(tmp_path / "bin")).status == "ok"
+    for fine in ("#!/bin/sh -e\n", "#!/usr/bin/env VAR=1 sh\n", "no line at all\n", "#!\n"):
+        (tmp_path / "fine").write_text(fine)
+        (tmp_path / "fine").chmod(0o755)
+        assert find_executable(str(tmp_path / "fine"), None).status == "ok", fine
+
+
 @pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_reviewer_spar_could_not_start_says_so_in_not_run_never_in_words(tmp_path):
@@ -285,9 +324,7 @@ async def test_a_reviewer_spar_could_not_start_says_so_in_not_run_never_in_words
     the text of stderr) makes `not_run`, for the run and for the version check; a reviewer
     that exits 127 by itself saying the same words got to run."""
     rnd = Round(tmp_path)
-    program = tmp_path / "unstartable"
-    program.write_text(UNSTARTABLE)
-    program.chmod(0o755)
+    program = unstartable(tmp_path)
     own_words = "import sys; sys.stderr.write('spar: cannot start the sandbox\\n'); sys.exit(127)"
     jobs = [rnd.job("cmd", "command", argv=[str(program), "{prompt}"]),
             rnd.job("cli", "claude", binary=str(program)),

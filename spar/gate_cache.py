@@ -28,7 +28,7 @@ from spar.records.model import RoundRecord
 
 CACHE_FILE = ".spar-hook-rounds.json"
 SCHEMA = "spar-hook-rounds/v1"
-LIMIT = 512 * 1024 * 1024  # bytes of a kept file read back; a bigger one is ignored
+LIMIT = 256 * 1024 * 1024  # bytes of a kept file read back; a bigger one is ignored
 
 # what the judgment reads, and nothing more (tests/test_gate_cache.py checks it reads no other key)
 ROUND_KEYS = ("schema", "stage", "head", "base", "packet_sha256", "counted", "dry_run", "started_at",
@@ -76,7 +76,9 @@ class RoundCache:
                 if (not stat.S_ISREG(st.st_mode) or st.st_size > LIMIT
                         or fh.readline() != _header(os.path.realpath(series)) + b"\n"):
                     return cls(series, {})
-                for line in fh:  # a line at a time: the file is never held twice
+                left = LIMIT  # a file that grows meanwhile is read no further than the bound
+                while left > 0 and (line := fh.readline(left)):  # a line at a time: never held twice
+                    left -= len(line)
                     _take(kept, line.rstrip(b"\n"))
         except OSError:
             return cls(series, {})

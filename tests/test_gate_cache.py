@@ -239,3 +239,14 @@ def test_the_kept_file_is_never_written_through_a_link(repo, monkeypatch, capsys
     answer, err = _hook(monkeypatch, capsys, repo)
     assert answer == {} and "symbolic link" in err
     assert outside.read_text() == "mine\n"
+
+
+def test_a_kept_file_over_the_bound_is_not_read(repo, monkeypatch, capsys):
+    series = repo / "reviews"
+    rf.make_round(series, "code-1", repo=repo, findings=[_finding("claude", 1)])
+    blocked, _ = _hook(monkeypatch, capsys, repo)
+    (series / ".spar-hook.json").unlink()
+    monkeypatch.setattr(gate_cache, "LIMIT", (series / CACHE_FILE).stat().st_size - 1)
+    reads = _reads(monkeypatch)
+    assert _hook(monkeypatch, capsys, repo)[0] == blocked
+    assert reads == ["code-1"]  # judged from the records, the kept file left unread

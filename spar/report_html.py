@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from spar.judge.classify import rule_words
+from spar.judge.next_steps import next_steps
 from spar.judge.verdicts import NO_VERDICT_RANK, RANKS
 from spar.records import usage as usage_text
 from spar.records.model import ReviewerStatus
@@ -151,6 +152,9 @@ def _gate_html(gate: dict[str, Any]) -> str:
     if gate.get("demoted"):
         lines.append("<p>Kept as notes for their link:</p><ul>"
                      + "".join(f"<li>{_e(line)}</li>" for line in gate["demoted"]) + "</ul>")
+    steps = next_steps(gate)
+    if steps:
+        lines.append("<p>What to do:</p><ul>" + "".join(f"<li>{_e(step)}</li>" for step in steps) + "</ul>")
     lines.append("</div>")
     return "".join(lines)
 

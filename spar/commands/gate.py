@@ -15,6 +15,7 @@ from spar import __version__
 from spar.argparsing import Parser, command_parser
 from spar.errors import EXIT_NOT_CLEAN, EXIT_OK, Refused, UsageError, quote
 from spar.gating import build_gate, real_paths, series_gate_list, series_round_folders
+from spar.judge.next_steps import next_steps
 from spar.records import atomic, clock, paths
 from spar.series import series_folder
 from spar.textsafe import terminal_safe
@@ -117,4 +118,6 @@ def main(argv: list[str]) -> int:
         print(f"  - {terminal_safe(reason)}")
     for note in not_gated + ordered["demoted"]:
         print(f"  note: {terminal_safe(note)}")
+    for step in next_steps(ordered):
+        print(f"  next: {terminal_safe(step)}")
     return EXIT_OK if ordered["state"] == "passed" else EXIT_NOT_CLEAN

@@ -65,6 +65,7 @@ def read_listed(arg: str, real: str) -> judgement.ListedRound:
     except _READ_ERRORS as exc:
         item.round, item.findings, item.ledger, item.unfinished = None, None, None, None
         item.error = _why(exc)
+        item.missing = item.error == readers.NO_ROUND_FOLDER
         return item
     try:
         # none in the listing: no waiver was given when the gate looked

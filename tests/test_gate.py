@@ -245,7 +245,8 @@ def test_relative_round_paths_name_the_series_as_given(repo, capsys, monkeypatch
     capsys.readouterr()
     doc = json.loads(out.read_text())
     assert code == 1
-    assert doc["reasons"] == [f"{series.name}: round r2 of the series is not in the gate list"]
+    assert doc["reasons"] == [f"{series.name}: round r2 of the series is not in the gate list: list it too, "
+                              f"or gate the whole series (spar gate --series {series.name})"]
     assert doc["rounds"][0]["path"] == str(series / "r1")
 
 
@@ -264,7 +265,8 @@ def test_trace_is_cycle_safe_on_a_long_loop():
 def test_judge_with_nothing_readable():
     item = judgement.ListedRound(arg="s/r1", path="/s/r1", series_arg="s", series="/s", name="r1", error="gone")
     doc = judgement.judge([item], [judgement.SeriesListing(path="/s", arg="s")], None)
-    assert doc["state"] == "blocked" and doc["reasons"] == ["round s/r1 cannot be read: gone"]
+    assert doc["state"] == "blocked"
+    assert doc["reasons"] == [f"round s/r1 cannot be read: gone; restore its records, or {judgement.remove_advice('s/r1')}"]
     assert doc["head"] is None and doc["required_reviewers"] == []
 
 
@@ -339,7 +341,8 @@ def test_repository_moved_since_the_round(tmp_path, capsys, monkeypatch):
     assert spar_main(["gate", str(series / "r1"), "--out", str(out), "--expect-head", "HEAD~1"]) == 1
     assert json.loads(out.read_text())["reasons"] == [
         f"round {series / 'r1'} reviewed head {git(moved, 'rev-parse', 'HEAD').strip()}, but --expect-head "
-        f"\"HEAD~1\" is {git(moved, 'rev-parse', 'HEAD~1').strip()}"]
+        f"\"HEAD~1\" is {git(moved, 'rev-parse', 'HEAD~1').strip()}; review it with a new round (spar run), or "
+        "name the head the rounds reviewed with --expect-head"]
     # a repository without the round's head commit is not taken for the moved one
     other = make_repo(tmp_path, {"x.txt": "x\n"}, name="other")
     monkeypatch.chdir(other)

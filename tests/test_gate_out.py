@@ -78,7 +78,8 @@ def test_previous_gate_digest_chains(repo, series, capsys):
     assert _gate(capsys, series, out)[0] == 1
     third = json.loads(out.read_bytes())
     assert third["previous_gate_digest"] == hashlib.sha256(second).hexdigest()
-    assert third["reasons"] == [f"{series}: round r3 of the series is not in the gate list"]
+    assert third["reasons"] == [f"{series}: round r3 of the series is not in the gate list: list it too, or gate "
+                                f"the whole series (spar gate --series {series})"]
     assert not (out.parent / (out.name + ".tmp")).exists()
 
 

@@ -101,7 +101,8 @@ def test_worktree_reviews_an_untracked_file_and_leaves_index_files_and_refs(tmp_
     [stale] = gate_head_reasons(s, tmp_path / "gate1.json")
     # named as what it is: the commit Spar made of the working tree is no commit of the user's
     assert stale == (f"round reviews/r1 reviewed the working tree snapshot of {s.head} (spar run --worktree), "
-                     f"but HEAD of {s.repo} is {s.head}, whose files differ from it")
+                     f"but HEAD of {s.repo} is {s.head}, whose files differ from it; review it with a new round "
+                     "(spar run), or name the head the rounds reviewed with --expect-head")
     assert rj["head"] not in stale
     git(s.repo, "add", "--all")
     git(s.repo, "commit", "-q", "-m", "what was reviewed")

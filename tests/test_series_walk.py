@@ -132,7 +132,8 @@ def test_whole_series(tmp_path):
     assert proc.returncode == 0, gate["reasons"]
     proc, gate = _gate(s, "reviews/r1", "reviews/r2", "reviews/d1", out="reviews/gate-dry.json")
     assert proc.returncode == 1
-    assert gate["reasons"] == ["round reviews/d1 is a dry run; a dry run is not a review"]
+    assert gate["reasons"] == ["round reviews/d1 is a dry run; a dry run is not a review: leave it out of the "
+                               "list (spar gate --series leaves dry runs out)"]
 
     # a series round left out of the list blocks
     proc, gate = _gate(s, "reviews/r2", out="reviews/gate-partial.json")

@@ -48,7 +48,8 @@ def test_killed_after_findings_json_is_not_finished(repo, capsys):
     # (a defect here) are never silently dropped by leaving it out of the list
     code, doc = _gate(capsys, repo, series, "r1")
     assert code == 1
-    assert doc["reasons"] == [f"{series}: round r2 of the series is not in the gate list"]
+    assert doc["reasons"] == [f"{series}: round r2 of the series is not in the gate list: list it too, or gate "
+                              f"the whole series (spar gate --series {series})"]
     # deleting the unfinished round folder clears it
     shutil.rmtree(series / "r2")
     code, doc = _gate(capsys, repo, series, "r1")

@@ -37,6 +37,7 @@ class ListedRound:
     ledger: list[LedgerLine] | None = None
     waivers: list[WaiverLine] | None = None
     error: str | None = None  # round records unreadable
+    missing: bool = False  # no folder at the path given (a mistyped path, not damage)
     waivers_error: str | None = None
     # why a run, record or triage left this round unfinished (killed part-way), when it did
     unfinished: str | None = None
@@ -217,11 +218,13 @@ def listed_round_reasons(item: ListedRound) -> list[str]:
     reasons: list[str] = []
     state = item.state
     if state == "unreadable":
-        reasons.append(f"round {item.arg} cannot be read: {item.error}")
+        advice = "" if item.missing else f"; restore its records, or {remove_advice(item.arg)}"
+        reasons.append(f"round {item.arg} cannot be read: {item.error}{advice}")
     elif state == "unfinished":
         reasons.append(f"round {item.arg} was not finished: {item.unfinished}; {remove_advice(item.arg)}")
     elif state == "dry_run":
-        reasons.append(f"round {item.arg} is a dry run; a dry run is not a review")
+        reasons.append(f"round {item.arg} is a dry run; a dry run is not a review: leave it out of the list "
+                       "(spar gate --series leaves dry runs out)")
     elif state == "not_recorded":
         reasons.append(
             f"round {item.arg} was not finished: it stopped before its findings were recorded "
@@ -254,8 +257,12 @@ def unlisted_round_reasons(listed: set[RoundKey], series: list[SeriesListing]) -
                     "so the gate cannot tell whether it belongs in the list"
                 )
             else:
-                reasons.append(f"{listing.arg}: round {found.name} of the series is not in the gate list")
+                reasons.append(f"{listing.arg}: round {found.name} of the series is not in the gate list: "
+                               f"list it too, or gate the whole series (spar gate --series {listing.arg})")
     return reasons
+
+
+_REVIEW_IT = "review it with a new round (spar run), or name the head the rounds reviewed with --expect-head"
 
 
 def head_reasons(latest: ListedRound | None, head: HeadCheck | None) -> list[str]:
@@ -272,8 +279,9 @@ def head_reasons(latest: ListedRound | None, head: HeadCheck | None) -> list[str
         if worktree:  # its head is a commit Spar made, which the user never saw: name what it stands for
             return [f"round {latest.arg} reviewed the working tree snapshot of "
                     f"{latest.record.get('head_parent', '?')} (spar run --worktree), but {head.source} is "
-                    f"{head.expected}, whose files differ from it"]
-        return [f"round {latest.arg} reviewed head {latest.record['head']}, but {head.source} is {head.expected}"]
+                    f"{head.expected}, whose files differ from it; {_REVIEW_IT}"]
+        return [f"round {latest.arg} reviewed head {latest.record['head']}, but {head.source} is {head.expected}; "
+                f"{_REVIEW_IT}"]
     return []
 
 

@@ -11,15 +11,29 @@ What is matched, for each credential (`secrets_of`: MIN_SECRET characters or mor
 
 - the value itself, reversed, in hex (lower and upper case), and the part of its base64
   (standard and URL-safe) that does not depend on what surrounds it, at the three
-  alignments a value can have inside a longer base64 text;
+  alignments a value can have inside a longer base64 text, and likewise of its base32
+  (RFC 4648's alphabet and its "extended hex" one, upper and lower case) at the five;
+  a value holding spaces also as a query string writes it (`+` for each);
 - each of these through what hides text from a plain search: JSON escapes (`\\u0073`, with
   up to 16 backslashes, each maybe itself escaped as `\\u005c`, as nested JSON strings write
   them, and `\\/`), zero-width characters (U+200B-U+200D, U+2060, U+FEFF, U+00AD; raw or escaped) and ANSI
   escape sequences (CSI and two-byte ones; raw or `\\u001b`-escaped) anywhere between its
-  characters. The whole span is replaced, so the hiding goes with it.
+  characters;
+- and, read through those, URL encoding (`%73`, any byte, either case of each digit, so
+  every byte encoded, only some as `quote` does, or a mix) and line breaks inside base64,
+  base32 or hex (MIME's 76 columns, PEM's 64, any width of 16 or more: `\\n` or `\\r\\n`,
+  raw or JSON-escaped with up to 16 backslashes). A line break counts only after 16
+  characters of those alphabets (and at the start of what a chunk held back): so text's
+  own line breaks cost nothing, and a value wrapped at fewer than 16 columns is not matched.
 
-Not matched: other encodings (URL encoding, base64 with line breaks, base32, a value
-split over several JSON strings or printed in pieces with other text between them).
+The whole span is replaced, so the hiding goes with it.
+
+Not matched: other encodings (base85, gzip, a cipher), and a value printed in pieces with
+other text between them, such as split over several JSON strings (`["sk-ant-", "api03…"]`)
+or over several events of a stream. No rule can close that soundly: the pieces may be cut
+anywhere and joined by anything (`", "`, `" + "`, `","b":"`, a number, another event), so
+dropping a few separators would only move the hole, and matching a value's characters
+with any text between them would mask ordinary text.
 
 A string cut between two chunks is still found: the end of a chunk that could be the
 start of one is held back until the next chunk (or the end) decides. Memory stays
@@ -65,37 +79,69 @@ def secrets_of(values: Iterable[str]) -> tuple[bytes, ...]:
     return tuple(sorted(kept, key=lambda s: (-len(s), s)))
 
 
+def _cores(encoded: list[bytes], bits: int, size: int) -> list[bytes]:
+    """The characters of each of `encoded` (a `size`-byte value behind 0, 1, ... zero bytes,
+    `bits` bits a character) that encode only the value's bits."""
+    return [text[-(-8 * skew // bits):8 * (skew + size) // bits] for skew, text in enumerate(encoded)]
+
+
 def _base64_cores(secret: bytes) -> set[bytes]:
     """The base64 characters that encode only `secret`'s bits, at each of the 3 alignments."""
-    cores = set()
-    for skew in range(3):
-        encoded = base64.b64encode(b"\0" * skew + secret)
-        core = encoded[-(-8 * skew // 6):8 * (skew + len(secret)) // 6]
-        cores |= {core, core.translate(bytes.maketrans(b"+/", b"-_"))}
+    cores = _cores([base64.b64encode(b"\0" * skew + secret) for skew in range(3)], 6, len(secret))
+    return {*cores, *(core.translate(_URL_SAFE) for core in cores)}
+
+
+def _base32_cores(secret: bytes) -> set[bytes]:
+    """The base32 characters (RFC 4648 and its "extended hex" alphabet, upper and lower case)
+    that encode only `secret`'s bits, at each of the 5 alignments."""
+    cores: set[bytes] = set()
+    for encode in (base64.b32encode, base64.b32hexencode):
+        found = _cores([encode(b"\0" * skew + secret) for skew in range(5)], 5, len(secret))
+        cores.update(found, (core.lower() for core in found))
     return cores
+
+
+_URL_SAFE = bytes.maketrans(b"+/", b"-_")
 
 
 def forms(secret: bytes) -> set[bytes]:
     """Every form of `secret` that is masked (each also through escapes and hiding)."""
-    return {secret, secret[::-1], secret.hex().encode(), secret.hex().upper().encode(), *_base64_cores(secret)}
+    found = {secret, secret[::-1], secret.hex().encode(), secret.hex().upper().encode(),
+             *_base64_cores(secret), *_base32_cores(secret)}
+    if b" " in secret:  # as a query string writes it (quote_plus); the rest is percent-decoded
+        found.add(secret.replace(b" ", b"+"))
+    return found
 
 
 @dataclass(frozen=True)
 class _Forms:
-    pattern: re.Pattern[bytes]  # every form, longest first: the longest wins
+    every: tuple[bytes, ...]  # every form, longest first
+    pattern: re.Pattern[bytes]  # any of them: the longest wins
     prefixes: frozenset[bytes]  # every proper start of a form
     longest: int
     token: re.Pattern[bytes]  # a hiding sequence that matters to these forms (_token_pattern)
+
+    def found(self, text: bytes) -> bool:
+        """Whether `text` holds a form: a search for each alone, as bytes.find skips along the
+        text far faster than the regex engine tries its many branches at each byte."""
+        return any(form in text for form in self.every)
+
+    def finditer(self, text: bytes) -> Iterable[re.Match[bytes]]:
+        """Every form in `text` (the longest where several start)."""
+        return self.pattern.finditer(text) if self.found(text) else ()
+
+    def view(self, data: bytes) -> _Layers:
+        return _Layers(data, self.token)
 
 
 @functools.lru_cache(maxsize=64)
 def _compiled(secrets: tuple[bytes, ...]) -> _Forms:
     plain = {f for s in secrets for f in forms(s)}
     token = _token_pattern(frozenset(chr(min(b, 0x80)) for f in plain for b in f))
-    # a credential that itself holds what looks like an escape (a password with "\/") is
-    # matched as it reads once decoded, as the text around it is
-    every = sorted(plain | {_View(f, token).text for f in plain}, key=lambda f: (-len(f), f))
-    return _Forms(re.compile(b"|".join(re.escape(f) for f in every)),
+    # a credential that itself holds what looks like an escape (a password with "\/" or
+    # "%40") is matched as it reads once decoded, as the text around it is
+    every = sorted(plain | {_Layers(f, token).text for f in plain}, key=lambda f: (-len(f), f))
+    return _Forms(tuple(every), re.compile(b"|".join(re.escape(f) for f in every)),
                   frozenset(f[:k] for f in every for k in range(1, len(f))), max(len(f) for f in every), token)
 
 
@@ -114,27 +160,28 @@ def _token_pattern(alphabet: frozenset[str]) -> re.Pattern[bytes]:
 
 
 class _View:
-    """`data` with escapes decoded and hiding dropped (`text`), and the way back to `data`."""
+    """`data` with some spans replaced (`text`), and the way back to `data`."""
 
-    def __init__(self, data: bytes, token: re.Pattern[bytes]) -> None:
+    def __init__(self, data: bytes, spans: Iterable[tuple[int, int, bytes]]) -> None:
+        """`spans`: (start, end, what the bytes between stand for), in order; one that
+        starts inside the one before is passed over."""
         self.data = data
         parts: list[bytes] = []
         self._starts: list[int] = []  # per piece of `text` that maps to one piece of data: its start in text
         self._pieces: list[tuple[int, int, bool]] = []  # (start in data, length in data, literal)
         raw = size = 0
-        for m in token.finditer(data):
-            decoded = _decoded(m)
-            if decoded is None:
-                continue  # not one (a surrogate escape): left as it stands
-            if m.start() > raw:
-                self._add(size, raw, m.start() - raw, True)
-                parts.append(data[raw:m.start()])
-                size += m.start() - raw
+        for begin, end, decoded in spans:
+            if begin < raw:
+                continue
+            if begin > raw:
+                self._add(size, raw, begin - raw, True)
+                parts.append(data[raw:begin])
+                size += begin - raw
             if decoded:
-                self._add(size, m.start(), m.end() - m.start(), False)
+                self._add(size, begin, end - begin, False)
                 parts.append(decoded)
                 size += len(decoded)
-            raw = m.end()
+            raw = end
         if not self._pieces:
             self.text = data  # nothing hidden: the common case, no mapping needed
             return
@@ -163,6 +210,14 @@ class _View:
         return raw + (pos - self._starts[i]) if literal else raw + length
 
 
+def _hidden(data: bytes, token: re.Pattern[bytes]) -> Iterable[tuple[int, int, bytes]]:
+    """The escapes and hiding sequences in `data` (`_View`'s spans)."""
+    for m in token.finditer(data):
+        decoded = _decoded(m)
+        if decoded is not None:  # else not one (a surrogate escape): left as it stands
+            yield m.start(), m.end(), decoded
+
+
 def _decoded(m: re.Match[bytes]) -> bytes | None:
     """What one hiding sequence stands for: b"" when it hides, None when it is no sequence."""
     code = m.group("hex")
@@ -174,6 +229,55 @@ def _decoded(m: re.Match[bytes]) -> bytes | None:
     if 0xD800 <= ord(char) <= 0xDFFF:
         return None
     return char.encode("utf-8")
+
+
+# The second layer, read on the first one's text (so through JSON escapes and hiding): URL
+# encoding (%XX, either case, any byte) and a line break inside a run of base64 (or base32,
+# hex) characters, raw or as JSON writes it (\n, \r\n, nested: \\n). A line break counts
+# only after 16 such characters (a wrapped line is longer; text seldom is, so the common
+# line break costs nothing), or at the start of the data (what a chunk held back).
+_RUN = rb"[A-Za-z0-9+/_\\-]"  # of base64 (both alphabets), base32, hex; "\" for an escaped "/"
+_JSON_BREAK = rb"\\{1,16}(?:r\\{1,16})?n"
+# one flat alternation, each branch starting with a plain byte: the regex engine skips
+# other bytes fast (a group around the line breaks would make it try every byte)
+_WRAPPED = re.compile(
+    rb"%(?P<hex>[0-9a-fA-F]{2})|\n(?<=" + _RUN + rb"{16}\n)(?=" + _RUN + rb")|\r(?<=" + _RUN + rb"{16}\r)\n(?="
+    + _RUN + rb")|\\(?<=" + _RUN + rb"{16}\\)\\{0,15}(?:r\\{1,16})?n(?=" + _RUN + rb")")
+_LEADING_BREAK = re.compile(_RUN + rb"{0,15}?(\r?\n|" + _JSON_BREAK + rb")(?=" + _RUN + rb")")
+# the start of such a sequence at the very end of the text, held back until the next chunk
+_OPEN_WRAP = re.compile(rb"(?:%[0-9a-fA-F]?|(?<=" + _RUN + rb")(?:\r?\n?|\\{1,16}(?:n|r(?:\\{1,16}n?)?)?))\Z")
+
+
+def _unwrapped(text: bytes) -> Iterable[tuple[int, int, bytes]]:
+    """The URL escapes and the line breaks inside base64 in `text` (`_View`'s spans)."""
+    lead = _LEADING_BREAK.match(text)
+    if lead:
+        yield lead.start(1), lead.end(1), b""
+    for m in _WRAPPED.finditer(text):
+        code = m.group("hex")
+        yield m.start(), m.end(), bytes([int(code, 16)]) if code else b""
+
+
+class _Layers:
+    """`data` as the forms are matched in: escapes and hiding decoded (`_hidden`), then URL
+    escapes and line breaks in base64 (`_unwrapped`); `cut`: where a sequence that the end
+    of `data` may cut begins (len(data): none)."""
+
+    def __init__(self, data: bytes, token: re.Pattern[bytes]) -> None:
+        self._first = _View(data, _hidden(data, token))
+        first = self._first.text
+        m = _OPEN_WRAP.search(first, max(0, len(first) - 40))
+        self._second = _View(first[:m.start()] if m else first, _unwrapped(first[:m.start()] if m else first))
+        self.text = self._second.text
+        self.cut = self._first.start(m.start()) if m else len(data)
+
+    def start(self, pos: int) -> int:
+        """Where in data the byte at `pos` of text starts."""
+        return self._first.start(self._second.start(pos))
+
+    def end(self, pos: int) -> int:
+        """Where in data the text up to `pos` (exclusive, > 0) ends."""
+        return self._first.end(self._second.end(pos))
 
 
 HOLD_LIMIT = 64 * 1024  # at most this much is held back (a start hidden among more is let go)
@@ -190,10 +294,10 @@ class Masker:
     def feed(self, chunk: bytes) -> bytes:
         data = self._held + chunk
         cut = _open_start(data)  # a sequence cut at the end is matched once it is whole
-        view = _View(data[:cut], self._forms.token)
+        view = self._forms.view(data[:cut])
         out = bytearray()
         start = after = 0  # in data, and in view.text: after the last mask
-        for m in self._forms.pattern.finditer(view.text):
+        for m in self._forms.finditer(view.text):
             begin = view.start(m.start())
             if begin < start:
                 continue  # its first character was decoded from the sequence the last mask took
@@ -201,7 +305,7 @@ class Masker:
             out += MASK
             self.count += 1
             start, after = view.end(m.end()), m.end()
-        hold = max(start, min(view.start(self._held_from(view.text, after)), cut), len(data) - HOLD_LIMIT)
+        hold = max(start, min(view.start(self._held_from(view.text, after)), view.cut), len(data) - HOLD_LIMIT)
         out += data[start:hold]
         self._held = data[hold:]
         return bytes(out)
@@ -231,8 +335,9 @@ def mask_text(text: str, secrets: tuple[bytes, ...]) -> tuple[str, int]:
         return text, 0
     data = text.encode("utf-8", "surrogatepass")
     compiled = _compiled(secrets)
-    if compiled.pattern.search(data) is None and compiled.token.search(data) is None:
-        return text, 0  # the common case, at the cost of two searches
+    if not compiled.found(data) and compiled.token.search(data) is None and _WRAPPED.search(data) is None \
+            and _LEADING_BREAK.match(data) is None:
+        return text, 0  # the common case, at the cost of a few searches
     masker = Masker(secrets)
     data = masker.feed(data) + masker.flush()
     if not masker.count:

@@ -1,0 +1,138 @@
+"""Masking cost: how fast `spar.proc.masking.Masker` masks a reviewer's output as it streams.
+
+The input is ~20 MB of JSON-lines output as a claude reviewer prints it (stream-json:
+assistant text from README.md's paragraphs, Read tool calls and their results holding
+spar's own source files, line-numbered and JSON-escaped), seeded, with 3 credentials of 40
+characters printed 8 times each in clear (`--blobs 0.3`: 30% of the files read
+are MIME base64 instead, a line break to look at every 77 bytes). It is fed in 64 KiB chunks (the size the process
+layer reads) to this tree's masker and to the one of a git revision (`--against`, main by
+default: its spar/proc/masking.py loaded alone), alternating; median of 5 (`--repeat`).
+
+    python bench/masking_cost.py [--quick] [--repeat N] [--against REV] [--mb N] [--blobs SHARE] [--credentials N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import importlib.util
+import json
+import random
+import statistics
+import string
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parent.parent
+CHUNK = 64 * 1024
+
+
+def _secrets(rng: random.Random, count: int) -> list[str]:
+    alphabet = string.ascii_letters + string.digits
+    prefixes = ["sk-ant-api03-", "sk-proj-", "ghp_"] + ["tok-"] * (count - 3)
+    return [p + "".join(rng.choice(alphabet) for _ in range(40 - len(p))) for p in prefixes[:count]]
+
+
+def _events(rng: random.Random, sources: list[str], prose: list[str], blobs: float) -> list[str]:
+    """One turn: assistant text, a Read call and its result (a source file, numbered; or,
+    for a share `blobs` of them, a file of MIME base64, every line break one to look at)."""
+    text = "\n\n".join(rng.sample(prose, 3))
+    path = rng.choice(sources)
+    lines = Path(ROOT / path).read_text(encoding="utf-8").splitlines()[:rng.randint(40, 200)]
+    if rng.random() < blobs:
+        lines = base64.encodebytes(rng.randbytes(60 * len(lines))).decode().splitlines()
+    numbered = "\n".join(f"{i + 1:>6}\u2192{line}" for i, line in enumerate(lines))
+    tool = f"toolu_{rng.getrandbits(64):016x}"
+    return [
+        json.dumps({"type": "assistant", "message": {"content": [{"type": "text", "text": text}]}},
+                   separators=(",", ":")),
+        json.dumps({"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": tool, "name": "Read", "input": {"file_path": f"/w/{path}"}}]}},
+            separators=(",", ":")),
+        json.dumps({"type": "user", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": tool, "content": numbered}]}}, separators=(",", ":")),
+    ]
+
+
+def build_input(megabytes: float, blobs: float = 0.0, credentials: int = 3, seed: int = 7) -> tuple[bytes, list[str]]:
+    """The output, and the credentials (the first 3 printed 8 times each; others only known)."""
+    rng = random.Random(seed)
+    sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "spar").rglob("*.py"))
+    prose = [p.strip() for p in (ROOT / "README.md").read_text(encoding="utf-8").split("\n\n") if len(p) > 80]
+    secrets = _secrets(rng, credentials)
+    lines: list[str] = []
+    size = 0
+    while size < megabytes * 1e6:
+        for line in _events(rng, sources, prose, blobs):
+            lines.append(line)
+            size += len(line) + 1
+    for secret in secrets[:3] * 8:  # each credential in clear in 8 assistant texts
+        at = rng.randrange(len(lines)) // 3 * 3
+        lines.insert(at, json.dumps({"type": "assistant", "message": {
+            "content": [{"type": "text", "text": f"the key is {secret}, as printed"}]}}))
+    return ("\n".join(lines) + "\n").encode(), secrets
+
+
+def load_masking(rev: str) -> ModuleType:
+    """spar/proc/masking.py as it is at git revision `rev`, loaded alone."""
+    source = subprocess.run(["git", "show", f"{rev}:spar/proc/masking.py"], cwd=ROOT, check=True,
+                            capture_output=True).stdout
+    path = Path(tempfile.mkdtemp(prefix="spar-masking-")) / "masking_at_rev.py"
+    path.write_bytes(source)
+    spec = importlib.util.spec_from_file_location("masking_at_rev", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def stream_once(module: ModuleType, data: bytes, secrets: list[str]) -> tuple[float, int]:
+    """Seconds to mask `data` in CHUNK pieces, and how many strings were masked."""
+    masker = module.Masker(module.secrets_of(secrets))
+    start = time.perf_counter()
+    size = 0
+    for at in range(0, len(data), CHUNK):
+        size += len(masker.feed(data[at:at + CHUNK]))
+    size += len(masker.flush())
+    return time.perf_counter() - start, masker.count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="5 MB, 3 repetitions")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--mb", type=float, default=20.0)
+    parser.add_argument("--against", default="main", help="git revision to compare with (default main)")
+    parser.add_argument("--credentials", type=int, default=3, help="credentials known (3 or more; 3 printed)")
+    parser.add_argument("--blobs", type=float, default=0.0,
+                        help="share of tool results that are MIME base64 files (default 0)")
+    args = parser.parse_args()
+    megabytes, repeat = (5.0, 3) if args.quick else (args.mb, args.repeat)
+    data, secrets = build_input(megabytes, args.blobs, max(3, args.credentials))
+    sys.path.insert(0, str(ROOT))
+    from spar.proc import masking as current
+
+    sides = {args.against: load_masking(args.against), "this tree": current}
+    times: dict[str, list[float]] = {name: [] for name in sides}
+    counts: dict[str, int] = {}
+    for _ in range(repeat):
+        for name, module in sides.items():
+            seconds, counts[name] = stream_once(module, data, secrets)
+            times[name].append(seconds)
+    mb = len(data) / 1e6
+    print(f"masking {mb:.1f} MB of JSON-lines reviewer output ({args.blobs:.0%} of the files base64) in "
+          f"{CHUNK // 1024} KiB chunks, {len(secrets)} credentials of 40 characters, median of {repeat}")
+    base = statistics.median(times[args.against])
+    for name in sides:
+        median = statistics.median(times[name])
+        print(f"  {name:>10}: {median:6.3f} s  {mb / median:6.1f} MB/s  {median / base:4.2f}x  "
+              f"masked {counts[name]}  (min {min(times[name]):.3f} s, max {max(times[name]):.3f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -128,8 +128,8 @@ def test_a_slash_escaped_credential_is_masked():
 
 
 def test_a_credential_that_looks_escaped_itself_is_masked_as_written():
-    for secret in ("pa\\/ss\\u0041word", "x\u200by-\x1b[1mzzzzzz"):
-        assert _all_masked(f"[{secret}]".encode(), secret), secret
+    for secret in ("pa\\/ss\\u0041word", "x\u200by-\x1b[1mzzzzzz", "pa%40ss%2Fword%", "0123456789abcdefXYZ\n"):
+        assert _masked(secrets_of([secret]), [f"[{secret}]".encode()]) == (b"[" + MASK + b"]", 1), secret
 
 
 def test_text_without_a_credential_passes_unchanged_escapes_and_all():

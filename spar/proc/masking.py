@@ -140,7 +140,7 @@ def _compiled(secrets: tuple[bytes, ...]) -> _Forms:
     token = _token_pattern(frozenset(chr(min(b, 0x80)) for f in plain for b in f))
     # a credential that itself holds what looks like an escape (a password with "\/" or
     # "%40") is matched as it reads once decoded, as the text around it is
-    every = sorted(plain | {_Layers(f, token).text for f in plain}, key=lambda f: (-len(f), f))
+    every = sorted(plain | {_Layers(f, token, whole=True).text for f in plain}, key=lambda f: (-len(f), f))
     return _Forms(tuple(every), re.compile(b"|".join(re.escape(f) for f in every)),
                   frozenset(f[:k] for f in every for k in range(1, len(f))), max(len(f) for f in every), token)
 
@@ -261,12 +261,12 @@ def _unwrapped(text: bytes) -> Iterable[tuple[int, int, bytes]]:
 class _Layers:
     """`data` as the forms are matched in: escapes and hiding decoded (`_hidden`), then URL
     escapes and line breaks in base64 (`_unwrapped`); `cut`: where a sequence that the end
-    of `data` may cut begins (len(data): none)."""
+    of `data` may cut begins (len(data): none, or `whole`: data is all there is)."""
 
-    def __init__(self, data: bytes, token: re.Pattern[bytes]) -> None:
+    def __init__(self, data: bytes, token: re.Pattern[bytes], whole: bool = False) -> None:
         self._first = _View(data, _hidden(data, token))
         first = self._first.text
-        m = _OPEN_WRAP.search(first, max(0, len(first) - 40))
+        m = None if whole else _OPEN_WRAP.search(first, max(0, len(first) - 40))
         self._second = _View(first[:m.start()] if m else first, _unwrapped(first[:m.start()] if m else first))
         self.text = self._second.text
         self.cut = self._first.start(m.start()) if m else len(data)

@@ -234,6 +234,31 @@ def test_base64_base32_and_hex_with_line_breaks_are_masked():
                 _masked_around(form, json_levels=levels)
 
 
+def test_a_wrapped_or_url_encoded_form_cut_anywhere_between_chunks_is_masked_as_if_whole():
+    """Wherever two cuts fall (inside a line break, a JSON escape of one, a %XX, or just
+    before a line's last characters), the output is the one of the stream in one piece."""
+    blob = base64.b64encode(b"k" * 13 + SECRET.encode() + b"rest").decode()
+    forms = [_wrapped(blob, 16), json.dumps(_wrapped(blob, 17, "\r\n")), json.dumps(json.dumps(_wrapped(blob, 18))),
+             quote(SECRET, safe="")]
+    for form in forms:
+        data = f"pre {form} post".encode()
+        whole = _masked(secrets_of([SECRET]), [data])
+        assert whole[1] == 1 and whole[0].startswith(b"pre ") and whole[0].endswith(b" post"), form
+        for cut in range(len(data)):
+            for second in range(cut, len(data), 3):
+                assert _masked(secrets_of([SECRET]), [data[:cut], data[cut:second], data[second:]]) == whole, \
+                    (form, cut, second)
+
+
+def test_a_line_that_ends_a_chunk_is_passed_on_whole():
+    """The monitors wait for whole lines: one ending a chunk is held back only when a form
+    may go on after its line break (a run of 16 base64 characters ending in a form's start)."""
+    masker = Masker(secrets_of([SECRET]))
+    for line in (b"done\n", b"x" * 40 + b"\n", b"ABCD" * 10 + b"\r\n", b'{"a": "' + b"b" * 30 + b'\\n"}\n'):
+        assert masker.feed(line) == line
+    assert masker.feed(b"z" * 20 + b"c2st\n") == b"z" * 20  # c2st: base64 of "sk-"'s start
+    assert masker.feed(b"YW50LWFwaTAzLVRPUFNFQ1JFVFZBTFVF") == MASK
+
 def test_line_breaks_percent_signs_and_runs_of_letters_without_a_credential_pass_unchanged():
     lines = "\n".join(["x" * 20 + "abc", "sk-ant-api03-TOP", "SECRETPUBLIC 100%", "%41%42%4", "QUJD" * 30,
                        "c2stYW50LWFwaTAz", "VE9QU0VDUkVUVkFMVUU=", "\\n", "end\r\n", "%"])

@@ -23,8 +23,8 @@ What is matched, for each credential (`secrets_of`: MIN_SECRET characters or mor
   every byte encoded, only some as `quote` does, or a mix) and line breaks inside base64,
   base32 or hex (MIME's 76 columns, PEM's 64, any width of 16 or more: `\\n` or `\\r\\n`,
   raw or JSON-escaped with up to 16 backslashes). A line break counts only after 16
-  characters of those alphabets (and at the start of what a chunk held back): so text's
-  own line breaks cost nothing, and a value wrapped at fewer than 16 columns is not matched.
+  characters of those alphabets (those passed on before a chunk count too): so text's own
+  line breaks cost nothing, and a value wrapped at fewer than 16 columns is not matched.
 
 The whole span is replaced, so the hiding goes with it.
 
@@ -36,7 +36,8 @@ dropping a few separators would only move the hole, and matching a value's chara
 with any text between them would mask ordinary text.
 
 A string cut between two chunks is still found: the end of a chunk that could be the
-start of one is held back until the next chunk (or the end) decides. Memory stays
+start of one is held back until the next chunk (or the end) decides (a line break ending
+a chunk only with such a start before it: other lines are passed on whole). Memory stays
 bounded (HOLD_LIMIT).
 """
 
@@ -130,8 +131,8 @@ class _Forms:
         """Every form in `text` (the longest where several start)."""
         return self.pattern.finditer(text) if self.found(text) else ()
 
-    def view(self, data: bytes) -> _Layers:
-        return _Layers(data, self.token)
+    def view(self, data: bytes, context: int) -> _Layers:
+        return _Layers(data, self.token, context)
 
 
 @functools.lru_cache(maxsize=64)
@@ -235,23 +236,33 @@ def _decoded(m: re.Match[bytes]) -> bytes | None:
 # encoding (%XX, either case, any byte) and a line break inside a run of base64 (or base32,
 # hex) characters, raw or as JSON writes it (\n, \r\n, nested: \\n). A line break counts
 # only after 16 such characters (a wrapped line is longer; text seldom is, so the common
-# line break costs nothing), or at the start of the data (what a chunk held back).
+# line break costs nothing); at the start of the data, the run before it in what was
+# passed on counts too (`context`).
 _RUN = rb"[A-Za-z0-9+/_\\-]"  # of base64 (both alphabets), base32, hex; "\" for an escaped "/"
-_JSON_BREAK = rb"\\{1,16}(?:r\\{1,16})?n"
+_WIDTH = 16
+_RUN_END = re.compile(_RUN + rb"{0,%d}\Z" % _WIDTH)
 # one flat alternation, each branch starting with a plain byte: the regex engine skips
 # other bytes fast (a group around the line breaks would make it try every byte)
 _WRAPPED = re.compile(
     rb"%(?P<hex>[0-9a-fA-F]{2})|\n(?<=" + _RUN + rb"{16}\n)(?=" + _RUN + rb")|\r(?<=" + _RUN + rb"{16}\r)\n(?="
     + _RUN + rb")|\\(?<=" + _RUN + rb"{16}\\)\\{0,15}(?:r\\{1,16})?n(?=" + _RUN + rb")")
-_LEADING_BREAK = re.compile(_RUN + rb"{0,15}?(\r?\n|" + _JSON_BREAK + rb")(?=" + _RUN + rb")")
-# the start of such a sequence at the very end of the text, held back until the next chunk
-_OPEN_WRAP = re.compile(rb"(?:%[0-9a-fA-F]?|(?<=" + _RUN + rb")(?:\r?\n?|\\{1,16}(?:n|r(?:\\{1,16}n?)?)?))\Z")
+_LEADING_BREAK = re.compile(_RUN + rb"{0,15}?(\r?\n|\\{1,16}(?:r\\{1,16})?n)(?=" + _RUN + rb")")
+# the start of such a sequence at the very end of the text, that the next chunk decides
+_OPEN_ESCAPE = re.compile(rb"%[0-9a-fA-F]?\Z")
+_OPEN_BREAK = re.compile(rb"(?:\r\n?|\n|\\{1,16}(?:n|r(?:\\{1,16}n?)?)?)\Z")
 
 
-def _unwrapped(text: bytes) -> Iterable[tuple[int, int, bytes]]:
+def _run_before(data: bytes, end: int, context: int = 0) -> int:
+    """How many base64 characters (up to 16) end at `end` of `data`, `context` more before it."""
+    run = _RUN_END.search(data, max(0, end - _WIDTH), end)
+    size = len(run.group()) if run else 0  # it always matches (maybe nothing)
+    return min(_WIDTH, size + context if size == end else size)
+
+
+def _unwrapped(text: bytes, context: int) -> Iterable[tuple[int, int, bytes]]:
     """The URL escapes and the line breaks inside base64 in `text` (`_View`'s spans)."""
-    lead = _LEADING_BREAK.match(text)
-    if lead:
+    lead = _LEADING_BREAK.match(text) if context else None
+    if lead and _run_before(text, lead.start(1), context) >= _WIDTH:
         yield lead.start(1), lead.end(1), b""
     for m in _WRAPPED.finditer(text):
         code = m.group("hex")
@@ -260,16 +271,26 @@ def _unwrapped(text: bytes) -> Iterable[tuple[int, int, bytes]]:
 
 class _Layers:
     """`data` as the forms are matched in: escapes and hiding decoded (`_hidden`), then URL
-    escapes and line breaks in base64 (`_unwrapped`); `cut`: where a sequence that the end
-    of `data` may cut begins (len(data): none, or `whole`: data is all there is)."""
+    escapes and line breaks in base64 (`_unwrapped`; `context`: base64 characters passed on
+    just before `data`). Unless `whole` (data is all there is), `text` leaves out a sequence
+    that the end of `data` may cut, and `cut` says where it begins when it must be held
+    back (len(data): none): a URL escape always, a line break only when a form may start
+    before it (it then is, with that start), so a line ending a chunk is passed on whole."""
 
-    def __init__(self, data: bytes, token: re.Pattern[bytes], whole: bool = False) -> None:
+    def __init__(self, data: bytes, token: re.Pattern[bytes], context: int = 0, whole: bool = False) -> None:
         self._first = _View(data, _hidden(data, token))
         first = self._first.text
-        m = None if whole else _OPEN_WRAP.search(first, max(0, len(first) - 40))
-        self._second = _View(first[:m.start()] if m else first, _unwrapped(first[:m.start()] if m else first))
+        end = self.cut = len(first)
+        escape = None if whole else _OPEN_ESCAPE.search(first, max(0, end - 2))
+        if escape:
+            end = self.cut = escape.start()
+        elif not whole:
+            line_break = _OPEN_BREAK.search(first, max(0, end - 40))
+            if line_break and _run_before(first, line_break.start(), context) >= _WIDTH:
+                end = line_break.start()
+        self._second = _View(first[:end], _unwrapped(first[:end], context))
         self.text = self._second.text
-        self.cut = self._first.start(m.start()) if m else len(data)
+        self.cut = self._first.start(self.cut)
 
     def start(self, pos: int) -> int:
         """Where in data the byte at `pos` of text starts."""
@@ -289,12 +310,13 @@ class Masker:
     def __init__(self, secrets: tuple[bytes, ...]) -> None:
         self._forms = _compiled(secrets)
         self._held = b""
+        self._context = 0  # base64 characters passed on just before what is held (up to 16)
         self.count = 0  # strings replaced so far
 
     def feed(self, chunk: bytes) -> bytes:
         data = self._held + chunk
         cut = _open_start(data)  # a sequence cut at the end is matched once it is whole
-        view = self._forms.view(data[:cut])
+        view = self._forms.view(data[:cut], self._context)
         out = bytearray()
         start = after = 0  # in data, and in view.text: after the last mask
         for m in self._forms.finditer(view.text):
@@ -305,8 +327,11 @@ class Masker:
             out += MASK
             self.count += 1
             start, after = view.end(m.end()), m.end()
-        hold = max(start, min(view.start(self._held_from(view.text, after)), view.cut), len(data) - HOLD_LIMIT)
+        held = self._held_from(view.text, after)  # a form may start there
+        begin = view.start(held) if held < len(view.text) else len(data)
+        hold = max(start, min(begin, view.cut), len(data) - HOLD_LIMIT)
         out += data[start:hold]
+        self._context = _run_before(data, hold, self._context)
         self._held = data[hold:]
         return bytes(out)
 
@@ -318,7 +343,7 @@ class Masker:
         return len(text)
 
     def flush(self) -> bytes:
-        held, self._held = self._held, b""
+        held, self._held, self._context = self._held, b"", 0
         return held
 
 
@@ -335,8 +360,7 @@ def mask_text(text: str, secrets: tuple[bytes, ...]) -> tuple[str, int]:
         return text, 0
     data = text.encode("utf-8", "surrogatepass")
     compiled = _compiled(secrets)
-    if not compiled.found(data) and compiled.token.search(data) is None and _WRAPPED.search(data) is None \
-            and _LEADING_BREAK.match(data) is None:
+    if not compiled.found(data) and compiled.token.search(data) is None and _WRAPPED.search(data) is None:
         return text, 0  # the common case, at the cost of a few searches
     masker = Masker(secrets)
     data = masker.feed(data) + masker.flush()

@@ -8,7 +8,8 @@ are MIME base64 instead, a line break to look at every 77 bytes). It is fed in 6
 layer reads) to this tree's masker and to the one of a git revision (`--against`, main by
 default: its spar/proc/masking.py loaded alone), alternating; median of 5 (`--repeat`).
 
-    python bench/masking_cost.py [--quick] [--repeat N] [--against REV] [--mb N] [--blobs SHARE] [--credentials N]
+    python bench/masking_cost.py [--quick] [--repeat N] [--against REV] [--mb N] [--blobs SHARE]
+                                 [--credentials N] [--chunk BYTES]
 """
 
 from __future__ import annotations
@@ -91,13 +92,13 @@ def load_masking(rev: str) -> ModuleType:
     return module
 
 
-def stream_once(module: ModuleType, data: bytes, secrets: list[str]) -> tuple[float, int]:
-    """Seconds to mask `data` in CHUNK pieces, and how many strings were masked."""
+def stream_once(module: ModuleType, data: bytes, secrets: list[str], chunk: int = CHUNK) -> tuple[float, int]:
+    """Seconds to mask `data` in `chunk`-byte pieces, and how many strings were masked."""
     masker = module.Masker(module.secrets_of(secrets))
     start = time.perf_counter()
     size = 0
-    for at in range(0, len(data), CHUNK):
-        size += len(masker.feed(data[at:at + CHUNK]))
+    for at in range(0, len(data), chunk):
+        size += len(masker.feed(data[at:at + chunk]))
     size += len(masker.flush())
     return time.perf_counter() - start, masker.count
 
@@ -108,6 +109,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--mb", type=float, default=20.0)
     parser.add_argument("--against", default="main", help="git revision to compare with (default main)")
+    parser.add_argument("--chunk", type=int, default=CHUNK, help="bytes a feed (default 65536)")
     parser.add_argument("--credentials", type=int, default=3, help="credentials known (3 or more; 3 printed)")
     parser.add_argument("--blobs", type=float, default=0.0,
                         help="share of tool results that are MIME base64 files (default 0)")
@@ -122,11 +124,11 @@ def main() -> None:
     counts: dict[str, int] = {}
     for _ in range(repeat):
         for name, module in sides.items():
-            seconds, counts[name] = stream_once(module, data, secrets)
+            seconds, counts[name] = stream_once(module, data, secrets, args.chunk)
             times[name].append(seconds)
     mb = len(data) / 1e6
     print(f"masking {mb:.1f} MB of JSON-lines reviewer output ({args.blobs:.0%} of the files base64) in "
-          f"{CHUNK // 1024} KiB chunks, {len(secrets)} credentials of 40 characters, median of {repeat}")
+          f"{args.chunk:,}-byte chunks, {len(secrets)} credentials of 40 characters, median of {repeat}")
     base = statistics.median(times[args.against])
     for name in sides:
         median = statistics.median(times[name])

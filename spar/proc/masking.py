@@ -123,13 +123,16 @@ class _Forms:
     token: re.Pattern[bytes]  # a hiding sequence that matters to these forms (_token_pattern)
 
     def found(self, text: bytes) -> bool:
-        """Whether `text` holds a form: a search for each alone, as bytes.find skips along the
-        text far faster than the regex engine tries its many branches at each byte."""
+        """Whether `text` holds a form. In a long text, a search for each alone: bytes.find
+        skips along far faster than the regex engine tries its many branches at each byte
+        (the searches cost more than the regex below ~500 bytes)."""
+        if len(text) < 512:
+            return self.pattern.search(text) is not None
         return any(form in text for form in self.every)
 
     def finditer(self, text: bytes) -> Iterable[re.Match[bytes]]:
         """Every form in `text` (the longest where several start)."""
-        return self.pattern.finditer(text) if self.found(text) else ()
+        return self.pattern.finditer(text) if len(text) < 512 or self.found(text) else ()
 
     def view(self, data: bytes, context: int) -> _Layers:
         return _Layers(data, self.token, context)
@@ -273,9 +276,9 @@ class _Layers:
     """`data` as the forms are matched in: escapes and hiding decoded (`_hidden`), then URL
     escapes and line breaks in base64 (`_unwrapped`; `context`: base64 characters passed on
     just before `data`). Unless `whole` (data is all there is), `text` leaves out a sequence
-    that the end of `data` may cut, and `cut` says where it begins when it must be held
-    back (len(data): none): a URL escape always, a line break only when a form may start
-    before it (it then is, with that start), so a line ending a chunk is passed on whole."""
+    that the end of `data` may cut: a URL escape, held back (`cut` says where it begins;
+    len(data): none), and a line break after 16 base64 characters, held back only with a
+    form's start before it (`Masker`), so a line ending a chunk is passed on whole."""
 
     def __init__(self, data: bytes, token: re.Pattern[bytes], context: int = 0, whole: bool = False) -> None:
         self._first = _View(data, _hidden(data, token))
@@ -329,9 +332,12 @@ class Masker:
             start, after = view.end(m.end()), m.end()
         held = self._held_from(view.text, after)  # a form may start there
         begin = view.start(held) if held < len(view.text) else len(data)
-        hold = max(start, min(begin, view.cut), len(data) - HOLD_LIMIT)
+        kept = max(start, min(begin, view.cut))
+        hold = max(kept, len(data) - HOLD_LIMIT)
         out += data[start:hold]
-        self._context = _run_before(data, hold, self._context)
+        # what is passed on ends where text does before `held` (a line break left out of
+        # text ends it as if dropped), unless too much was held (then a start is let go)
+        self._context = _run_before(view.text, held, self._context) if hold == kept else 0
         self._held = data[hold:]
         return bytes(out)
 

@@ -238,8 +238,11 @@ def test_a_wrapped_or_url_encoded_form_cut_anywhere_between_chunks_is_masked_as_
     """Wherever two cuts fall (inside a line break, a JSON escape of one, a %XX, or just
     before a line's last characters), the output is the one of the stream in one piece."""
     blob = base64.b64encode(b"k" * 13 + SECRET.encode() + b"rest").decode()
+    # a zero-width character every 4 characters, one just before the value's first
+    shifted = base64.b64encode(b"k" * 15 + SECRET.encode() + b"rest").decode()
+    hidden = "\n".join("\u200b".join(line[i:i + 4] for i in range(0, 16, 4)) for line in _wrapped(shifted, 16).split())
     forms = [_wrapped(blob, 16), json.dumps(_wrapped(blob, 17, "\r\n")), json.dumps(json.dumps(_wrapped(blob, 18))),
-             quote(SECRET, safe="")]
+             quote(SECRET, safe=""), hidden]
     for form in forms:
         data = f"pre {form} post".encode()
         whole = _masked(secrets_of([SECRET]), [data])

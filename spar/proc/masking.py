@@ -186,7 +186,7 @@ class _View:
                 parts.append(decoded)
                 size += len(decoded)
             raw = end
-        if not self._pieces:
+        if not raw:
             self.text = data  # nothing hidden: the common case, no mapping needed
             return
         self._add(size, raw, len(data) - raw, True)

@@ -297,12 +297,17 @@ _ENCODINGS = {  # name: (value, bytes before it) -> (what is printed, what must 
 @settings(max_examples=80, deadline=None)
 @given(secret=st.text(alphabet=string.ascii_letters + string.digits + "-_./+~", min_size=12, max_size=60),
        encoding=st.sampled_from(sorted(_ENCODINGS)), prefix=st.binary(max_size=4), levels=st.integers(0, 2),
-       around=st.text(alphabet=" \n\\\"%aZ09{}:,", max_size=20), cuts=st.lists(st.integers(1, 200), max_size=8))
-def test_property_each_encoding_is_masked_however_the_stream_is_cut(secret, encoding, prefix, levels, around, cuts):
-    """Whatever the value, its place in the encoding, the JSON around it and the chunks: the
-    mask takes what a decoder would read the value from, and nothing else."""
+       around=st.text(alphabet=" \n\\\"%aZ09{}:,", max_size=20), cuts=st.lists(st.integers(1, 200), max_size=8),
+       hidden=st.lists(st.tuples(st.integers(0, 400), st.sampled_from(["\u200b", "\x1b[0m"])), max_size=3))
+def test_property_each_encoding_is_masked_however_the_stream_is_cut(secret, encoding, prefix, levels, around, cuts,
+                                                                   hidden):
+    """Whatever the value, its place in the encoding, the hiding inside it, the JSON around
+    it and the chunks: the mask takes what a decoder would read the value from, nothing
+    else, and the output is the one of the stream in one piece."""
     assume(not re.fullmatch(r"[a-z]{1,15}|[0-9]{1,15}", secret))  # a common word or number is no credential
     form, core = _ENCODINGS[encoding](secret.encode(), prefix)
+    for at, hiding in sorted(hidden, reverse=True):
+        form = form[:at] + hiding + form[at:]
     for _ in range(levels):
         form = json.dumps(form)
     data = f"{around}<{form}>{around}".encode()
@@ -311,8 +316,10 @@ def test_property_each_encoding_is_masked_however_the_stream_is_cut(secret, enco
         chunks.append(data[at:at + size])
         at += size
     out, count = _masked(secrets_of([secret]), [*chunks, data[at:]])
+    assert (out, count) == _masked(secrets_of([secret]), [data])
     assert count >= 1 and out.startswith(f"{around}<".encode()) and out.endswith(f">{around}".encode())
-    readable = unquote_to_bytes(re.sub(rb"\\+[rn]|[\r\n]", b"", out.split(b"<", 1)[1].rsplit(b">", 1)[0]))
+    inside = out.split(b"<", 1)[1].rsplit(b">", 1)[0]
+    readable = unquote_to_bytes(re.sub(rb"\\+[rn]|[\r\n]|\\+u200b|\\+u001b\[0m|\xe2\x80\x8b|\x1b\[0m", b"", inside))
     assert core not in readable, (form, out)
 
 

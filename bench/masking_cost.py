@@ -9,7 +9,7 @@ layer reads) to this tree's masker and to the one of a git revision (`--against`
 default: its spar/proc/masking.py loaded alone), alternating; median of 5 (`--repeat`).
 
     python bench/masking_cost.py [--quick] [--repeat N] [--against REV] [--mb N] [--blobs SHARE]
-                                 [--credentials N] [--chunk BYTES]
+                                 [--credentials N] [--chunk BYTES] [--worst]
 """
 
 from __future__ import annotations
@@ -103,23 +103,41 @@ def stream_once(module: ModuleType, data: bytes, secrets: list[str], chunk: int 
     return time.perf_counter() - start, masker.count
 
 
+WORST = {  # 3 MB of one sequence, each a piece of a view
+    "%41": b"%41" * 1_000_000,
+    "\\u0041": b"\\u0041" * 500_000,
+    "16 base64 characters and a line break": (b"A" * 16 + b"\n") * 176_000,
+}
+
+
+def worst(sides: dict[str, ModuleType], repeat: int) -> None:
+    secrets = ["sk-ant-api03-" + "Q" * 27]
+    for label, data in WORST.items():
+        row = [f"{name} {statistics.median(stream_once(module, data, secrets)[0] for _ in range(repeat)):.2f} s"
+               for name, module in sides.items()]
+        print(f"  {label}, {len(data) / 1e6:.1f} MB: " + ", ".join(row))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="5 MB, 3 repetitions")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--mb", type=float, default=20.0)
     parser.add_argument("--against", default="main", help="git revision to compare with (default main)")
+    parser.add_argument("--worst", action="store_true", help="3 MB of one escape or wrapped line repeated")
     parser.add_argument("--chunk", type=int, default=CHUNK, help="bytes a feed (default 65536)")
     parser.add_argument("--credentials", type=int, default=3, help="credentials known (3 or more; 3 printed)")
     parser.add_argument("--blobs", type=float, default=0.0,
                         help="share of tool results that are MIME base64 files (default 0)")
     args = parser.parse_args()
     megabytes, repeat = (5.0, 3) if args.quick else (args.mb, args.repeat)
-    data, secrets = build_input(megabytes, args.blobs, max(3, args.credentials))
     sys.path.insert(0, str(ROOT))
     from spar.proc import masking as current
 
     sides = {args.against: load_masking(args.against), "this tree": current}
+    if args.worst:
+        return worst(sides, repeat)
+    data, secrets = build_input(megabytes, args.blobs, max(3, args.credentials))
     times: dict[str, list[float]] = {name: [] for name in sides}
     counts: dict[str, int] = {}
     for _ in range(repeat):

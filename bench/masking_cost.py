@@ -9,7 +9,7 @@ layer reads) to this tree's masker and to the one of a git revision (`--against`
 default: its spar/proc/masking.py loaded alone), alternating; median of 5 (`--repeat`).
 
     python bench/masking_cost.py [--quick] [--repeat N] [--against REV] [--mb N] [--blobs SHARE]
-                                 [--credentials N] [--chunk BYTES] [--worst]
+                                 [--credentials N] [--printed N] [--chunk BYTES] [--worst]
 """
 
 from __future__ import annotations
@@ -59,8 +59,9 @@ def _events(rng: random.Random, sources: list[str], prose: list[str], blobs: flo
     ]
 
 
-def build_input(megabytes: float, blobs: float = 0.0, credentials: int = 3, seed: int = 7) -> tuple[bytes, list[str]]:
-    """The output, and the credentials (the first 3 printed 8 times each; others only known)."""
+def build_input(megabytes: float, blobs: float = 0.0, credentials: int = 3, printed: int = 8,
+                seed: int = 7) -> tuple[bytes, list[str]]:
+    """The output, and the credentials (the first 3 printed `printed` times each; others only known)."""
     rng = random.Random(seed)
     sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "spar").rglob("*.py"))
     prose = [p.strip() for p in (ROOT / "README.md").read_text(encoding="utf-8").split("\n\n") if len(p) > 80]
@@ -71,7 +72,7 @@ def build_input(megabytes: float, blobs: float = 0.0, credentials: int = 3, seed
         for line in _events(rng, sources, prose, blobs):
             lines.append(line)
             size += len(line) + 1
-    for secret in secrets[:3] * 8:  # each credential in clear in 8 assistant texts
+    for secret in secrets[:3] * printed:  # each credential in clear in 8 assistant texts
         at = rng.randrange(len(lines)) // 3 * 3
         lines.insert(at, json.dumps({"type": "assistant", "message": {
             "content": [{"type": "text", "text": f"the key is {secret}, as printed"}]}}))
@@ -118,6 +119,26 @@ def worst(sides: dict[str, ModuleType], repeat: int) -> None:
         print(f"  {label}, {len(data) / 1e6:.1f} MB: " + ", ".join(row))
 
 
+def events_once(module: ModuleType, data: bytes, secrets: list[str]) -> tuple[float, int]:
+    """Seconds for `mask_value` of every line of `data`, decoded (as a monitor masks each
+    event), and how many strings were masked; the decoding is not timed."""
+    events = [json.loads(line) for line in data.splitlines()]
+    masks = module.secrets_of(secrets)
+    start = time.perf_counter()
+    count = sum(module.mask_value(event, masks)[1] for event in events)
+    return time.perf_counter() - start, count
+
+
+def _report(title: str, sides: dict[str, ModuleType], times: dict[str, list[float]], counts: dict[str, int],
+            mb: float) -> None:
+    print(title)
+    base = statistics.median(next(iter(times.values())))
+    for name in sides:
+        median = statistics.median(times[name])
+        print(f"  {name:>10}: {median:6.3f} s  {mb / median:6.1f} MB/s  {median / base:4.2f}x  "
+              f"masked {counts[name]}  (min {min(times[name]):.3f} s, max {max(times[name]):.3f} s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="5 MB, 3 repetitions")
@@ -127,6 +148,7 @@ def main() -> None:
     parser.add_argument("--worst", action="store_true", help="3 MB of one escape or wrapped line repeated")
     parser.add_argument("--chunk", type=int, default=CHUNK, help="bytes a feed (default 65536)")
     parser.add_argument("--credentials", type=int, default=3, help="credentials known (3 or more; 3 printed)")
+    parser.add_argument("--printed", type=int, default=8, help="times each of 3 credentials is printed (default 8)")
     parser.add_argument("--blobs", type=float, default=0.0,
                         help="share of tool results that are MIME base64 files (default 0)")
     args = parser.parse_args()
@@ -137,21 +159,20 @@ def main() -> None:
     sides = {args.against: load_masking(args.against), "this tree": current}
     if args.worst:
         return worst(sides, repeat)
-    data, secrets = build_input(megabytes, args.blobs, max(3, args.credentials))
-    times: dict[str, list[float]] = {name: [] for name in sides}
-    counts: dict[str, int] = {}
-    for _ in range(repeat):
-        for name, module in sides.items():
-            seconds, counts[name] = stream_once(module, data, secrets, args.chunk)
-            times[name].append(seconds)
+    data, secrets = build_input(megabytes, args.blobs, max(3, args.credentials), args.printed)
     mb = len(data) / 1e6
-    print(f"masking {mb:.1f} MB of JSON-lines reviewer output ({args.blobs:.0%} of the files base64) in "
-          f"{args.chunk:,}-byte chunks, {len(secrets)} credentials of 40 characters, median of {repeat}")
-    base = statistics.median(times[args.against])
-    for name in sides:
-        median = statistics.median(times[name])
-        print(f"  {name:>10}: {median:6.3f} s  {mb / median:6.1f} MB/s  {median / base:4.2f}x  "
-              f"masked {counts[name]}  (min {min(times[name]):.3f} s, max {max(times[name]):.3f} s)")
+    what = f"{mb:.1f} MB of JSON-lines reviewer output ({args.blobs:.0%} of the files base64)"
+    for title, measure in ((f"masking {what} in {args.chunk:,}-byte chunks",
+                            lambda module: stream_once(module, data, secrets, args.chunk)),
+                           (f"mask_value of each of its {len(data.splitlines()):,} events, decoded",
+                            lambda module: events_once(module, data, secrets))):
+        times: dict[str, list[float]] = {name: [] for name in sides}
+        counts: dict[str, int] = {}
+        for _ in range(repeat):
+            for name, module in sides.items():
+                seconds, counts[name] = measure(module)
+                times[name].append(seconds)
+        _report(f"{title}, {len(secrets)} credentials of 40 characters, median of {repeat}", sides, times, counts, mb)
 
 
 if __name__ == "__main__":

@@ -134,9 +134,24 @@ class _Forms:
             return self.pattern.search(text) is not None
         return any(form in text for form in self.every)
 
-    def finditer(self, text: bytes) -> Iterable[re.Match[bytes]]:
-        """Every form in `text` (the longest where several start)."""
-        return self.pattern.finditer(text) if len(text) < _FIND_FROM or self.found(text) else ()
+    def spans(self, text: bytes) -> list[tuple[int, int]]:
+        """Where the forms are in `text`, as the regex finds them (from the left, the longest
+        where several start, none inside another). In a long text, bytes.find looks for
+        each: the regex engine would take ~7x as long."""
+        if len(text) < _FIND_FROM:
+            return [m.span() for m in self.pattern.finditer(text)]
+        ends: dict[int, int] = {}  # start: the furthest end of a form starting there
+        for form in self.every:
+            at = text.find(form)
+            while at >= 0:
+                ends[at] = max(ends.get(at, 0), at + len(form))
+                at = text.find(form, at + 1)
+        found, after = [], 0
+        for at in sorted(ends):
+            if at >= after:
+                found.append((at, ends[at]))
+                after = ends[at]
+        return found
 
     def view(self, data: bytes, context: int) -> _Layers:
         return _Layers(data, self.token, context)
@@ -355,14 +370,14 @@ class Masker:
         view = self._forms.view(data[:cut], self._context)
         out = bytearray()
         start = after = 0  # in data, and in view.text: after the last mask
-        for m in self._forms.finditer(view.text):
-            begin = view.start(m.start())
+        for first, last in self._forms.spans(view.text):
+            begin = view.start(first)
             if begin < start:
                 continue  # its first character was decoded from the sequence the last mask took
             out += data[start:begin]
             out += MASK
             self.count += 1
-            start, after = view.end(m.end()), m.end()
+            start, after = view.end(last), last
         held = self._held_from(view.text, after)  # a form may start there
         begin = view.start(held) if held < len(view.text) else len(data)
         kept = max(start, min(begin, view.cut))

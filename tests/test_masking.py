@@ -262,6 +262,20 @@ def test_a_line_that_ends_a_chunk_is_passed_on_whole():
     assert masker.feed(b"z" * 20 + b"c2st\n") == b"z" * 20  # c2st: base64 of "sk-"'s start
     assert masker.feed(b"YW50LWFwaTAzLVRPUFNFQ1JFVFZBTFVF") == MASK
 
+def test_forms_in_a_long_chunk_are_placed_as_in_short_ones():
+    """A chunk of 2 KiB or more is searched another way (each form alone): the same forms,
+    overlapping, one the start of another, side by side, are masked the same."""
+    longer = SECRET + "-AND-MORE"
+    secrets = secrets_of([SECRET, longer])
+    pieces = [longer, SECRET, SECRET[::-1] + SECRET, base64.b64encode(SECRET.encode()).decode(),
+              SECRET[:10] + longer, SECRET.encode().hex() + SECRET, quote(SECRET, safe="")]
+    data = " ".join(p + " filler" * (i * 37 % 50) for i, p in enumerate(pieces * 6)).encode()
+    assert len(data) > 4096
+    whole = _masked(secrets, [data])
+    assert whole[1] >= len(pieces) * 6 and SECRET.encode() not in whole[0]
+    assert _masked(secrets, [data[i:i + 500] for i in range(0, len(data), 500)]) == whole
+    assert _masked(secrets, [data[i:i + 3000] for i in range(0, len(data), 3000)]) == whole
+
 def test_line_breaks_percent_signs_and_runs_of_letters_without_a_credential_pass_unchanged():
     lines = "\n".join(["x" * 20 + "abc", "sk-ant-api03-TOP", "SECRETPUBLIC 100%", "%41%42%4", "QUJD" * 30,
                        "c2stYW50LWFwaTAz", "VE9QU0VDUkVUVkFMVUU=", "\\n", "end\r\n", "%"])

@@ -1,12 +1,14 @@
-"""Masking cost: how fast `spar.proc.masking.Masker` masks a reviewer's output as it streams.
+"""Masking cost: how fast `spar.proc.masking` masks a reviewer's output, as it streams
+(`Masker`) and event by event once decoded (`mask_value`, as each monitor does).
 
 The input is ~20 MB of JSON-lines output as a claude reviewer prints it (stream-json:
 assistant text from README.md's paragraphs, Read tool calls and their results holding
 spar's own source files, line-numbered and JSON-escaped), seeded, with 3 credentials of 40
-characters printed 8 times each in clear (`--blobs 0.3`: 30% of the files read
-are MIME base64 instead, a line break to look at every 77 bytes). It is fed in 64 KiB chunks (the size the process
-layer reads) to this tree's masker and to the one of a git revision (`--against`, main by
-default: its spar/proc/masking.py loaded alone), alternating; median of 5 (`--repeat`).
+characters printed 8 times each in clear (`--printed N`; `--blobs 0.3`: 30% of the files
+read are MIME base64 instead, a line break to read every 77 bytes). It is fed in 64 KiB
+chunks (`--chunk`; the size the process layer reads at most) to this tree's masker and to
+the one of a git revision (`--against`, main by default: its spar/proc/masking.py loaded
+alone), alternating; median of 5 (`--repeat`). `--worst`: 3 MB of one escape repeated.
 
     python bench/masking_cost.py [--quick] [--repeat N] [--against REV] [--mb N] [--blobs SHARE]
                                  [--credentials N] [--printed N] [--chunk BYTES] [--worst]

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from spar.presets import get_preset
 from spar.proc.environment import credential_values, is_credential, reviewer_env, without_userinfo
-from spar.proc.masking import MASK, Masker, mask_text, mask_value, secrets_of
+from spar.proc.masking import MASK, Masker, _any_of, mask_text, mask_value, secrets_of
 from tests.endpointfake import FakeEndpoint, Reply
 from tests.runsetup import FAKE_ENV, finding, make_setup, result
 
@@ -275,6 +275,16 @@ def test_forms_in_a_long_chunk_are_placed_as_in_short_ones():
     assert whole[1] >= len(pieces) * 6 and SECRET.encode() not in whole[0]
     assert _masked(secrets, [data[i:i + 500] for i in range(0, len(data), 500)]) == whole
     assert _masked(secrets, [data[i:i + 3000] for i in range(0, len(data), 3000)]) == whole
+
+def test_forms_that_start_one_another_many_times_over_compile():
+    """Their tree of common starts would nest a group for each fork: too deep to compile
+    (RecursionError), so they are one branch a form; the longest still wins."""
+    pattern = _any_of([b"k" * i + b"!" for i in range(1, 600)])
+    assert pattern.search(b"x" + b"k" * 5 + b"!k!").span() == (1, 7)
+    values = ["pass-" + "x" * i for i in range(4, 80)]  # beyond the tree's depth, masked all the same
+    out, count = _masked(secrets_of(values), [f"[{values[60]}] [{values[5]}] [{values[-1][::-1]}]".encode()])
+    assert (out, count) == (b"[" + MASK + b"] [" + MASK + b"] [" + MASK + b"]", 3)
+
 
 def test_line_breaks_percent_signs_and_runs_of_letters_without_a_credential_pass_unchanged():
     lines = "\n".join(["x" * 20 + "abc", "sk-ant-api03-TOP", "SECRETPUBLIC 100%", "%41%42%4", "QUJD" * 30,

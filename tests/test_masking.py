@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
+import string
 import sys
+from urllib.parse import quote, quote_plus, unquote_to_bytes
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from spar.presets import get_preset
 from spar.proc.environment import credential_values, is_credential, reviewer_env, without_userinfo
-from spar.proc.masking import MASK, Masker, mask_text, mask_value, secrets_of
+from spar.proc.masking import MASK, Masker, _any_of, mask_text, mask_value, secrets_of
 from tests.endpointfake import FakeEndpoint, Reply
 from tests.runsetup import FAKE_ENV, finding, make_setup, result
 
@@ -123,8 +128,8 @@ def test_a_slash_escaped_credential_is_masked():
 
 
 def test_a_credential_that_looks_escaped_itself_is_masked_as_written():
-    for secret in ("pa\\/ss\\u0041word", "x\u200by-\x1b[1mzzzzzz"):
-        assert _all_masked(f"[{secret}]".encode(), secret), secret
+    for secret in ("pa\\/ss\\u0041word", "x\u200by-\x1b[1mzzzzzz", "pa%40ss%2Fword%", "0123456789abcdefXYZ\n"):
+        assert _masked(secrets_of([secret]), [f"[{secret}]".encode()]) == (b"[" + MASK + b"]", 1), secret
 
 
 def test_text_without_a_credential_passes_unchanged_escapes_and_all():
@@ -154,6 +159,204 @@ def test_a_monitor_masks_every_event_as_decoded():
     monitor.masks = secrets_of([SECRET])
     monitor.feed(json.dumps({"type": "system", "subtype": "init", "model": SECRET, "tools": [], "cwd": "/w"}))
     assert (monitor.init_model, monitor.masked) == (MASK.decode(), 1)
+
+
+
+# ---------------------------------------------------------------- URL encoding, base32, wrapped base64
+
+def _masked_around(form: str, secret: str = SECRET, *, json_levels: int = 0) -> None:
+    """`form` inside ordinary text (JSON-encoded `json_levels` times) is masked, whole, and
+    nothing around it is touched, however the stream is cut into chunks."""
+    text = form
+    for _ in range(json_levels):
+        text = json.dumps(text)
+    data = f"before {text} after".encode()
+    for chunks in ([data], [data[i:i + 1] for i in range(len(data))], [data[i:i + 7] for i in range(0, len(data), 7)]):
+        out, count = _masked(secrets_of([secret]), chunks)
+        assert count >= 1 and out.startswith(b"before ") and out.endswith(b" after"), (form, out)
+        assert text.encode() not in out and secret.encode() not in out, (form, out)
+
+
+def _percent(value: str, pick) -> str:
+    return "".join(pick(i, b) for i, b in enumerate(value.encode()))
+
+
+def test_url_encoded_forms_are_masked_in_either_case_however_many_bytes_are_encoded():
+    secret = "sk-ant-api03/TOP+SECRET~VALUE=x"
+    forms = [
+        quote(secret, safe=""), quote(secret), re.sub("%..", lambda m: m.group().lower(), quote(secret, safe="")),
+        _percent(secret, lambda i, b: f"%{b:02X}"), _percent(secret, lambda i, b: f"%{b:02x}"),
+        _percent(secret, lambda i, b: (f"%{b:02x}", f"%{b:02X}", f"%{b:02x}"[:2] + f"{b:02X}"[1], chr(b))[i % 4]),
+        "sk-ant-api03%2FTOP%2bSECRET~VALUE%3dx",
+        quote(secret, safe="").replace("%", "\\u0025"),  # the percent signs JSON-escaped
+        quote(secret, safe="").replace("%", "%\u200b"),  # a zero-width character inside each escape
+    ]
+    for form in forms:
+        for levels in (0, 1, 2):
+            _masked_around(form, secret, json_levels=levels)
+    spaced = "correct horse battery staple 42!"
+    for form in (quote_plus(spaced), quote(spaced, safe=""), quote_plus(spaced).lower()):
+        _masked_around(form, spaced)
+
+
+def _b32_forms(value: bytes) -> list[str]:
+    """`value` behind 0-4 other bytes and before more, in each base32 alphabet and case."""
+    found = []
+    for skew in range(5):
+        data = b"pre!"[:skew] + value + b"tail"
+        for text in (base64.b32encode(data).decode(), base64.b32hexencode(data).decode()):
+            found += [text, text.lower()]
+    return found
+
+
+def test_base32_forms_are_masked_at_every_alignment_in_both_alphabets_and_cases():
+    for form in _b32_forms(SECRET.encode()):
+        _masked_around(form)
+        _masked_around(form, json_levels=1)
+
+
+def _wrapped(text: str, width: int, newline: str = "\n") -> str:
+    return newline.join(text[i:i + width] for i in range(0, len(text), width))
+
+
+def test_base64_base32_and_hex_with_line_breaks_are_masked():
+    """MIME (76 columns), PEM (64), \\r\\n, raw or JSON-escaped once or twice, the value
+    anywhere on or across the lines."""
+    value = SECRET.encode()
+    for skew in range(7):
+        blob = b"k" * (40 + skew) + value + b"and the rest of the file"
+        forms = [base64.encodebytes(blob).decode(), _wrapped(base64.b64encode(blob).decode(), 64),
+                 _wrapped(base64.b64encode(blob).decode(), 64, "\r\n"),
+                 _wrapped(base64.urlsafe_b64encode(blob).decode(), 76, "\r\n"),
+                 _wrapped(base64.b32encode(blob).decode(), 20), _wrapped(blob.hex(), 60)]
+        for form in forms:
+            for levels in (0, 1, 2):
+                _masked_around(form, json_levels=levels)
+
+
+def test_a_wrapped_or_url_encoded_form_cut_anywhere_between_chunks_is_masked_as_if_whole():
+    """Wherever two cuts fall (inside a line break, a JSON escape of one, a %XX, or just
+    before a line's last characters), the output is the one of the stream in one piece."""
+    blob = base64.b64encode(b"k" * 13 + SECRET.encode() + b"rest").decode()
+    # a zero-width character every 4 characters, one just before the value's first
+    shifted = base64.b64encode(b"k" * 15 + SECRET.encode() + b"rest").decode()
+    hidden = "\n".join("\u200b".join(line[i:i + 4] for i in range(0, 16, 4)) for line in _wrapped(shifted, 16).split())
+    forms = [_wrapped(blob, 16), json.dumps(_wrapped(blob, 17, "\r\n")), json.dumps(json.dumps(_wrapped(blob, 18))),
+             quote(SECRET, safe=""), hidden]
+    for form in forms:
+        data = f"pre {form} post".encode()
+        whole = _masked(secrets_of([SECRET]), [data])
+        assert whole[1] == 1 and whole[0].startswith(b"pre ") and whole[0].endswith(b" post"), form
+        for cut in range(len(data)):
+            for second in range(cut, len(data), 3):
+                assert _masked(secrets_of([SECRET]), [data[:cut], data[cut:second], data[second:]]) == whole, \
+                    (form, cut, second)
+
+
+def test_a_line_that_ends_a_chunk_is_passed_on_whole():
+    """The monitors wait for whole lines: one ending a chunk is held back only when a form
+    may go on after its line break (a run of 16 base64 characters ending in a form's start)."""
+    masker = Masker(secrets_of([SECRET]))
+    for line in (b"done\n", b"x" * 40 + b"\n", b"ABCD" * 10 + b"\r\n", b'{"a": "' + b"b" * 30 + b'\\n"}\n'):
+        assert masker.feed(line) == line
+    assert masker.feed(b"z" * 20 + b"c2st\n") == b"z" * 20  # c2st: base64 of "sk-"'s start
+    assert masker.feed(b"YW50LWFwaTAzLVRPUFNFQ1JFVFZBTFVF") == MASK
+
+def test_forms_in_a_long_chunk_are_placed_as_in_short_ones():
+    """A chunk of 2 KiB or more is searched another way (each form alone): the same forms,
+    overlapping, one the start of another, side by side, are masked the same."""
+    longer = SECRET + "-AND-MORE"
+    secrets = secrets_of([SECRET, longer])
+    pieces = [longer, SECRET, SECRET[::-1] + SECRET, base64.b64encode(SECRET.encode()).decode(),
+              SECRET[:10] + longer, SECRET.encode().hex() + SECRET, quote(SECRET, safe="")]
+    data = " ".join(p + " filler" * (i * 37 % 50) for i, p in enumerate(pieces * 6)).encode()
+    assert len(data) > 4096
+    whole = _masked(secrets, [data])
+    assert whole[1] >= len(pieces) * 6 and SECRET.encode() not in whole[0]
+    assert _masked(secrets, [data[i:i + 500] for i in range(0, len(data), 500)]) == whole
+    assert _masked(secrets, [data[i:i + 3000] for i in range(0, len(data), 3000)]) == whole
+
+def test_forms_that_start_one_another_many_times_over_compile():
+    """Their tree of common starts would nest a group for each fork: too deep to compile
+    (RecursionError), so they are one branch a form; the longest still wins."""
+    pattern = _any_of([b"k" * i + b"!" for i in range(1, 600)])
+    assert pattern.search(b"x" + b"k" * 5 + b"!k!").span() == (1, 7)
+    values = ["pass-" + "x" * i for i in range(4, 80)]  # beyond the tree's depth, masked all the same
+    out, count = _masked(secrets_of(values), [f"[{values[60]}] [{values[5]}] [{values[-1][::-1]}]".encode()])
+    assert (out, count) == (b"[" + MASK + b"] [" + MASK + b"] [" + MASK + b"]", 3)
+
+
+def test_line_breaks_percent_signs_and_runs_of_letters_without_a_credential_pass_unchanged():
+    lines = "\n".join(["x" * 20 + "abc", "sk-ant-api03-TOP", "SECRETPUBLIC 100%", "%41%42%4", "QUJD" * 30,
+                       "c2stYW50LWFwaTAz", "VE9QU0VDUkVUVkFMVUU=", "\\n", "end\r\n", "%"])
+    for data in (lines.encode(), json.dumps(lines).encode(), json.dumps(json.dumps(lines)).encode()):
+        for size in (1, 3, 64, len(data)):
+            assert _masked(secrets_of([SECRET]), [data[i:i + size] for i in range(0, len(data), size)]) == (data, 0)
+
+
+def _core(encode, bits: int, before: bytes, value: bytes, after: bytes = b"") -> tuple[str, bytes]:
+    """`encode(before + value + after)`, and its characters that encode nothing but `value`."""
+    text = encode(before + value + after)
+    return text.decode(), text[-(-8 * len(before) // bits):8 * (len(before) + len(value)) // bits]
+
+
+def _wrap_core(width: int, newline: str, found: tuple[str, bytes]) -> tuple[str, bytes]:
+    return _wrapped(found[0], width, newline), found[1]
+
+
+_ENCODINGS = {  # name: (value, bytes before it) -> (what is printed, what must not be readable of it)
+    "plain": lambda v, pre: (v.decode(), v),
+    "percent": lambda v, pre: (quote(v, safe=""), v),
+    "percent lower": lambda v, pre: ("".join(f"%{b:02x}" for b in v), v),
+    "base64": lambda v, pre: _core(base64.b64encode, 6, pre, v, b"~tail"),
+    "base64 url-safe": lambda v, pre: _core(base64.urlsafe_b64encode, 6, pre, v, b"~tail"),
+    "base64 mime": lambda v, pre: _core(base64.encodebytes, 6, b"=" * 57 + pre, v, b"~tail"),
+    "pem crlf": lambda v, pre: _wrap_core(64, "\r\n", _core(base64.b64encode, 6, b"-" * 40 + pre, v)),
+    "base32": lambda v, pre: _core(base64.b32encode, 5, pre, v, b"~tail"),
+    "base32hex lower": lambda v, pre: _core(lambda d: base64.b32hexencode(d).lower(), 5, pre, v, b"~"),
+    "base32 wrapped": lambda v, pre: _wrap_core(32, "\n", _core(base64.b32encode, 5, b"!" * 30 + pre, v)),
+}
+
+
+@settings(max_examples=80, deadline=None)
+@given(secret=st.text(alphabet=string.ascii_letters + string.digits + "-_./+~", min_size=12, max_size=60),
+       encoding=st.sampled_from(sorted(_ENCODINGS)), prefix=st.binary(max_size=4), levels=st.integers(0, 2),
+       around=st.text(alphabet=" \n\\\"%aZ09{}:,", max_size=20), cuts=st.lists(st.integers(1, 200), max_size=8),
+       hidden=st.lists(st.tuples(st.integers(0, 400), st.sampled_from(["\u200b", "\x1b[0m"])), max_size=3))
+def test_property_each_encoding_is_masked_however_the_stream_is_cut(secret, encoding, prefix, levels, around, cuts,
+                                                                   hidden):
+    """Whatever the value, its place in the encoding, the hiding inside it, the JSON around
+    it and the chunks: the mask takes what a decoder would read the value from, nothing
+    else, and the output is the one of the stream in one piece."""
+    assume(not re.fullmatch(r"[a-z]{1,15}|[0-9]{1,15}", secret))  # a common word or number is no credential
+    form, core = _ENCODINGS[encoding](secret.encode(), prefix)
+    for at, hiding in sorted(hidden, reverse=True):
+        form = form[:at] + hiding + form[at:]
+    for _ in range(levels):
+        form = json.dumps(form)
+    data = f"{around}<{form}>{around}".encode()
+    chunks, at = [], 0
+    for size in cuts:
+        chunks.append(data[at:at + size])
+        at += size
+    out, count = _masked(secrets_of([secret]), [*chunks, data[at:]])
+    assert (out, count) == _masked(secrets_of([secret]), [data])
+    assert count >= 1 and out.startswith(f"{around}<".encode()) and out.endswith(f">{around}".encode())
+    inside = out.split(b"<", 1)[1].rsplit(b">", 1)[0]
+    readable = unquote_to_bytes(re.sub(rb"\\+[rn]|[\r\n]|\\+u200b|\\+u001b\[0m|\xe2\x80\x8b|\x1b\[0m", b"", inside))
+    assert core not in readable, (form, out)
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(alphabet="ab0+/=%\\\"unr\n\r \u200b\x1b[m{}", max_size=300),
+       cuts=st.lists(st.integers(1, 50), max_size=10))
+def test_property_text_without_a_credential_comes_out_byte_identical(text, cuts):
+    data = text.encode()
+    chunks, at = [], 0
+    for size in cuts:
+        chunks.append(data[at:at + size])
+        at += size
+    assert _masked(secrets_of([SECRET, "c2stYW50", "%41%42%43%44"]), [*chunks, data[at:]]) == (data, 0)
 
 
 # ---------------------------------------------------------------- which values are credentials

@@ -11,18 +11,33 @@ What is matched, for each credential (`secrets_of`: MIN_SECRET characters or mor
 
 - the value itself, reversed, in hex (lower and upper case), and the part of its base64
   (standard and URL-safe) that does not depend on what surrounds it, at the three
-  alignments a value can have inside a longer base64 text;
+  alignments a value can have inside a longer base64 text, and likewise of its base32
+  (RFC 4648's alphabet and its "extended hex" one, upper and lower case) at the five;
+  a value holding spaces also as a query string writes it (`+` for each);
 - each of these through what hides text from a plain search: JSON escapes (`\\u0073`, with
   up to 16 backslashes, each maybe itself escaped as `\\u005c`, as nested JSON strings write
   them, and `\\/`), zero-width characters (U+200B-U+200D, U+2060, U+FEFF, U+00AD; raw or escaped) and ANSI
   escape sequences (CSI and two-byte ones; raw or `\\u001b`-escaped) anywhere between its
-  characters. The whole span is replaced, so the hiding goes with it.
+  characters;
+- and, read through those, URL encoding (`%73`, any byte, either case of each digit, so
+  every byte encoded, only some as `quote` does, or a mix) and line breaks inside base64,
+  base32 or hex (MIME's 76 columns, PEM's 64, any width of 16 or more: `\\n` or `\\r\\n`,
+  raw or JSON-escaped with up to 16 backslashes). A line break counts only after 16
+  characters of those alphabets (those passed on before a chunk count too): so text's own
+  line breaks cost nothing, and a value wrapped at fewer than 16 columns is not matched.
 
-Not matched: other encodings (URL encoding, base64 with line breaks, base32, a value
-split over several JSON strings or printed in pieces with other text between them).
+The whole span is replaced, so the hiding goes with it.
+
+Not matched: other encodings (base85, gzip, a cipher), and a value printed in pieces with
+other text between them, such as split over several JSON strings (`["sk-ant-", "api03…"]`)
+or over several events of a stream. No rule can close that soundly: the pieces may be cut
+anywhere and joined by anything (`", "`, `" + "`, `","b":"`, a number, another event), so
+dropping a few separators would only move the hole, and matching a value's characters
+with any text between them would mask ordinary text.
 
 A string cut between two chunks is still found: the end of a chunk that could be the
-start of one is held back until the next chunk (or the end) decides. Memory stays
+start of one is held back until the next chunk (or the end) decides (a line break ending
+a chunk only with such a start before it: other lines are passed on whole). Memory stays
 bounded (HOLD_LIMIT).
 """
 
@@ -65,38 +80,131 @@ def secrets_of(values: Iterable[str]) -> tuple[bytes, ...]:
     return tuple(sorted(kept, key=lambda s: (-len(s), s)))
 
 
+def _cores(encoded: list[bytes], bits: int, size: int) -> list[bytes]:
+    """The characters of each of `encoded` (a `size`-byte value behind 0, 1, ... zero bytes,
+    `bits` bits a character) that encode only the value's bits."""
+    return [text[-(-8 * skew // bits):8 * (skew + size) // bits] for skew, text in enumerate(encoded)]
+
+
 def _base64_cores(secret: bytes) -> set[bytes]:
     """The base64 characters that encode only `secret`'s bits, at each of the 3 alignments."""
-    cores = set()
-    for skew in range(3):
-        encoded = base64.b64encode(b"\0" * skew + secret)
-        core = encoded[-(-8 * skew // 6):8 * (skew + len(secret)) // 6]
-        cores |= {core, core.translate(bytes.maketrans(b"+/", b"-_"))}
+    cores = _cores([base64.b64encode(b"\0" * skew + secret) for skew in range(3)], 6, len(secret))
+    return {*cores, *(core.translate(_URL_SAFE) for core in cores)}
+
+
+def _base32_cores(secret: bytes) -> set[bytes]:
+    """The base32 characters (RFC 4648 and its "extended hex" alphabet, upper and lower case)
+    that encode only `secret`'s bits, at each of the 5 alignments."""
+    cores: set[bytes] = set()
+    for encode in (base64.b32encode, base64.b32hexencode):
+        found = _cores([encode(b"\0" * skew + secret) for skew in range(5)], 5, len(secret))
+        cores.update(found, (core.lower() for core in found))
     return cores
+
+
+_URL_SAFE = bytes.maketrans(b"+/", b"-_")
 
 
 def forms(secret: bytes) -> set[bytes]:
     """Every form of `secret` that is masked (each also through escapes and hiding)."""
-    return {secret, secret[::-1], secret.hex().encode(), secret.hex().upper().encode(), *_base64_cores(secret)}
+    found = {secret, secret[::-1], secret.hex().encode(), secret.hex().upper().encode(),
+             *_base64_cores(secret), *_base32_cores(secret)}
+    if b" " in secret:  # as a query string writes it (quote_plus); the rest is percent-decoded
+        found.add(secret.replace(b" ", b"+"))
+    return found
+
+
+_FIND_FROM = 2048  # bytes of text from which each form is looked for alone first (_Forms.found)
 
 
 @dataclass(frozen=True)
 class _Forms:
-    pattern: re.Pattern[bytes]  # every form, longest first: the longest wins
+    every: tuple[bytes, ...]  # every form, longest first
+    pattern: re.Pattern[bytes]  # any of them: the longest wins
     prefixes: frozenset[bytes]  # every proper start of a form
     longest: int
+    shortest: int  # a text shorter than this holds no form, however it is read (reading only shortens)
     token: re.Pattern[bytes]  # a hiding sequence that matters to these forms (_token_pattern)
+
+    def found(self, text: bytes) -> bool:
+        """Whether `text` holds a form. In a long text, a search for each alone: bytes.find
+        skips along far faster than the regex engine tries its branches at nearly every
+        byte (below ~2 KiB the searches' own cost is more than the regex's)."""
+        if len(text) < _FIND_FROM:
+            return self.pattern.search(text) is not None
+        return any(form in text for form in self.every)
+
+    def spans(self, text: bytes) -> list[tuple[int, int]]:
+        """Where the forms are in `text`, as the regex finds them (from the left, the longest
+        where several start, none inside another). In a long text, bytes.find looks for
+        each: the regex engine would take ~7x as long."""
+        if len(text) < _FIND_FROM:
+            return [m.span() for m in self.pattern.finditer(text)]
+        ends: dict[int, int] = {}  # start: the furthest end of a form starting there
+        for form in self.every:
+            at = text.find(form)
+            while at >= 0:
+                ends[at] = max(ends.get(at, 0), at + len(form))
+                at = text.find(form, at + 1)
+        found, after = [], 0
+        for at in sorted(ends):
+            if at >= after:
+                found.append((at, ends[at]))
+                after = ends[at]
+        return found
+
+    def view(self, data: bytes, context: int) -> _Layers:
+        return _Layers(data, self.token, context)
 
 
 @functools.lru_cache(maxsize=64)
 def _compiled(secrets: tuple[bytes, ...]) -> _Forms:
     plain = {f for s in secrets for f in forms(s)}
     token = _token_pattern(frozenset(chr(min(b, 0x80)) for f in plain for b in f))
-    # a credential that itself holds what looks like an escape (a password with "\/") is
-    # matched as it reads once decoded, as the text around it is
-    every = sorted(plain | {_View(f, token).text for f in plain}, key=lambda f: (-len(f), f))
-    return _Forms(re.compile(b"|".join(re.escape(f) for f in every)),
-                  frozenset(f[:k] for f in every for k in range(1, len(f))), max(len(f) for f in every), token)
+    # a credential that itself holds what looks like an escape (a password with "\/" or
+    # "%40") is matched as it reads once decoded, as the text around it is
+    every = sorted(plain | {_Layers(f, token, whole=True).text for f in plain}, key=lambda f: (-len(f), f))
+    return _Forms(tuple(every), _any_of(every),
+                  frozenset(f[:k] for f in every for k in range(1, len(f))), len(every[0]), len(every[-1]), token)
+
+
+_Tree = dict[int, "_Tree"]  # byte: what follows it (-1: a form ends)
+_DEEPEST = 64  # forks on one way through the tree, at most (each a nested group: the regex compiler recurses)
+
+
+def _any_of(every: list[bytes]) -> re.Pattern[bytes]:
+    """A regex matching any of `every`, the longest where several start at one place, as a
+    tree of their common starts: the engine tries each first byte once at each place, not
+    each form (twice as fast as one branch a form). Credentials that start one another many
+    times over would nest too deep: then one branch a form, longest first."""
+    tree: _Tree = {}
+    for form in every:
+        node = tree
+        for byte in form:
+            node = node.setdefault(byte, {})
+        node[-1] = {}  # a form ends here
+    todo, deepest = [(tree, 0)], 0
+    while todo:
+        node, forks = todo.pop()
+        forks += len(node) > 1
+        deepest = max(deepest, forks)
+        todo += [(child, forks) for child in node.values()]
+    if deepest > _DEEPEST:
+        return re.compile(b"|".join(re.escape(f) for f in sorted(every, key=lambda f: (-len(f), f))))
+
+    def written(node: _Tree) -> bytes:
+        branches = []
+        for first in sorted(b for b in node if b >= 0):
+            child, run = node[first], bytes([first])
+            while len(child) == 1 and -1 not in child:  # one way on: one literal
+                (byte, child), = child.items()
+                run += bytes([byte])
+            branches.append(re.escape(run) + written(child))
+        if -1 in node and branches:
+            branches.append(b"")  # ends here, when no longer form does
+        return branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")" if branches else b""
+
+    return re.compile(written(tree))
 
 
 def _token_pattern(alphabet: frozenset[str]) -> re.Pattern[bytes]:
@@ -114,28 +222,29 @@ def _token_pattern(alphabet: frozenset[str]) -> re.Pattern[bytes]:
 
 
 class _View:
-    """`data` with escapes decoded and hiding dropped (`text`), and the way back to `data`."""
+    """`data` with some spans replaced (`text`), and the way back to `data`."""
 
-    def __init__(self, data: bytes, token: re.Pattern[bytes]) -> None:
+    def __init__(self, data: bytes, spans: Iterable[tuple[int, int, bytes]]) -> None:
+        """`spans`: (start, end, what the bytes between stand for), in order; one that
+        starts inside the one before is passed over."""
         self.data = data
         parts: list[bytes] = []
         self._starts: list[int] = []  # per piece of `text` that maps to one piece of data: its start in text
         self._pieces: list[tuple[int, int, bool]] = []  # (start in data, length in data, literal)
         raw = size = 0
-        for m in token.finditer(data):
-            decoded = _decoded(m)
-            if decoded is None:
-                continue  # not one (a surrogate escape): left as it stands
-            if m.start() > raw:
-                self._add(size, raw, m.start() - raw, True)
-                parts.append(data[raw:m.start()])
-                size += m.start() - raw
+        for begin, end, decoded in spans:
+            if begin < raw:
+                continue
+            if begin > raw:
+                self._add(size, raw, begin - raw, True)
+                parts.append(data[raw:begin])
+                size += begin - raw
             if decoded:
-                self._add(size, m.start(), m.end() - m.start(), False)
+                self._add(size, begin, end - begin, False)
                 parts.append(decoded)
                 size += len(decoded)
-            raw = m.end()
-        if not self._pieces:
+            raw = end
+        if not raw:
             self.text = data  # nothing hidden: the common case, no mapping needed
             return
         self._add(size, raw, len(data) - raw, True)
@@ -163,6 +272,14 @@ class _View:
         return raw + (pos - self._starts[i]) if literal else raw + length
 
 
+def _hidden(data: bytes, token: re.Pattern[bytes]) -> Iterable[tuple[int, int, bytes]]:
+    """The escapes and hiding sequences in `data` (`_View`'s spans)."""
+    for m in token.finditer(data):
+        decoded = _decoded(m)
+        if decoded is not None:  # else not one (a surrogate escape): left as it stands
+            yield m.start(), m.end(), decoded
+
+
 def _decoded(m: re.Match[bytes]) -> bytes | None:
     """What one hiding sequence stands for: b"" when it hides, None when it is no sequence."""
     code = m.group("hex")
@@ -176,6 +293,75 @@ def _decoded(m: re.Match[bytes]) -> bytes | None:
     return char.encode("utf-8")
 
 
+# The second layer, read on the first one's text (so through JSON escapes and hiding): URL
+# encoding (%XX, either case, any byte) and a line break inside a run of base64 (or base32,
+# hex) characters, raw or as JSON writes it (\n, \r\n, nested: \\n). A line break counts
+# only after 16 such characters (a wrapped line is longer; text seldom is, so the common
+# line break costs nothing); at the start of the data, the run before it in what was
+# passed on counts too (`context`).
+_RUN = rb"[A-Za-z0-9+/_\\-]"  # of base64 (both alphabets), base32, hex; "\" for an escaped "/"
+_WIDTH = 16
+_RUN_END = re.compile(_RUN + rb"{0,%d}\Z" % _WIDTH)
+# one flat alternation, each branch starting with a plain byte: the regex engine skips
+# other bytes fast (a group around the line breaks would make it try every byte)
+_WRAPPED = re.compile(
+    rb"%(?P<hex>[0-9a-fA-F]{2})|\n(?<=" + _RUN + rb"{16}\n)(?=" + _RUN + rb")|\r(?<=" + _RUN + rb"{16}\r)\n(?="
+    + _RUN + rb")|\\(?<=" + _RUN + rb"{16}\\)\\{0,15}(?:r\\{1,16})?n(?=" + _RUN + rb")")
+_LEADING_BREAK = re.compile(_RUN + rb"{0,15}?(\r?\n|\\{1,16}(?:r\\{1,16})?n)(?=" + _RUN + rb")")
+# the start of such a sequence at the very end of the text, that the next chunk decides
+_OPEN_ESCAPE = re.compile(rb"%[0-9a-fA-F]?\Z")
+_OPEN_BREAK = re.compile(rb"(?:\r\n?|\n|\\{1,16}(?:n|r(?:\\{1,16}n?)?)?)\Z")
+
+
+def _run_before(data: bytes, end: int, context: int = 0) -> int:
+    """How many base64 characters (up to 16) end at `end` of `data`, `context` more before it."""
+    run = _RUN_END.search(data, max(0, end - _WIDTH), end)
+    size = len(run.group()) if run else 0  # it always matches (maybe nothing)
+    return min(_WIDTH, size + context if size == end else size)
+
+
+def _unwrapped(text: bytes, context: int) -> Iterable[tuple[int, int, bytes]]:
+    """The URL escapes and the line breaks inside base64 in `text` (`_View`'s spans)."""
+    lead = _LEADING_BREAK.match(text) if context else None
+    if lead and _run_before(text, lead.start(1), context) >= _WIDTH:
+        yield lead.start(1), lead.end(1), b""
+    for m in _WRAPPED.finditer(text):
+        code = m.group("hex")
+        yield m.start(), m.end(), bytes([int(code, 16)]) if code else b""
+
+
+class _Layers:
+    """`data` as the forms are matched in: escapes and hiding decoded (`_hidden`), then URL
+    escapes and line breaks in base64 (`_unwrapped`; `context`: base64 characters passed on
+    just before `data`). Unless `whole` (data is all there is), `text` leaves out a sequence
+    that the end of `data` may cut: a URL escape, held back (`cut` says where it begins;
+    len(data): none), and a line break after 16 base64 characters, held back only with a
+    form's start before it (`Masker`), so a line ending a chunk is passed on whole."""
+
+    def __init__(self, data: bytes, token: re.Pattern[bytes], context: int = 0, whole: bool = False) -> None:
+        self._first = _View(data, _hidden(data, token))
+        first = self._first.text
+        end = self.cut = len(first)
+        escape = None if whole else _OPEN_ESCAPE.search(first, max(0, end - 2))
+        if escape:
+            end = self.cut = escape.start()
+        elif not whole:
+            line_break = _OPEN_BREAK.search(first, max(0, end - 40))
+            if line_break and _run_before(first, line_break.start(), context) >= _WIDTH:
+                end = line_break.start()
+        self._second = _View(first[:end], _unwrapped(first[:end], context))
+        self.text = self._second.text
+        self.cut = self._first.start(self.cut)
+
+    def start(self, pos: int) -> int:
+        """Where in data the byte at `pos` of text starts."""
+        return self._first.start(self._second.start(pos))
+
+    def end(self, pos: int) -> int:
+        """Where in data the text up to `pos` (exclusive, > 0) ends."""
+        return self._first.end(self._second.end(pos))
+
+
 HOLD_LIMIT = 64 * 1024  # at most this much is held back (a start hidden among more is let go)
 
 
@@ -185,24 +371,31 @@ class Masker:
     def __init__(self, secrets: tuple[bytes, ...]) -> None:
         self._forms = _compiled(secrets)
         self._held = b""
+        self._context = 0  # base64 characters passed on just before what is held (up to 16)
         self.count = 0  # strings replaced so far
 
     def feed(self, chunk: bytes) -> bytes:
         data = self._held + chunk
         cut = _open_start(data)  # a sequence cut at the end is matched once it is whole
-        view = _View(data[:cut], self._forms.token)
+        view = self._forms.view(data[:cut], self._context)
         out = bytearray()
         start = after = 0  # in data, and in view.text: after the last mask
-        for m in self._forms.pattern.finditer(view.text):
-            begin = view.start(m.start())
+        for first, last in self._forms.spans(view.text):
+            begin = view.start(first)
             if begin < start:
                 continue  # its first character was decoded from the sequence the last mask took
             out += data[start:begin]
             out += MASK
             self.count += 1
-            start, after = view.end(m.end()), m.end()
-        hold = max(start, min(view.start(self._held_from(view.text, after)), cut), len(data) - HOLD_LIMIT)
+            start, after = view.end(last), last
+        held = self._held_from(view.text, after)  # a form may start there
+        begin = view.start(held) if held < len(view.text) else len(data)
+        kept = max(start, min(begin, view.cut))
+        hold = max(kept, len(data) - HOLD_LIMIT)
         out += data[start:hold]
+        # what is passed on ends where text does before `held` (a line break left out of
+        # text ends it as if dropped), unless too much was held (then a start is let go)
+        self._context = _run_before(view.text, held, self._context) if hold == kept else 0
         self._held = data[hold:]
         return bytes(out)
 
@@ -214,7 +407,7 @@ class Masker:
         return len(text)
 
     def flush(self) -> bytes:
-        held, self._held = self._held, b""
+        held, self._held, self._context = self._held, b"", 0
         return held
 
 
@@ -231,8 +424,10 @@ def mask_text(text: str, secrets: tuple[bytes, ...]) -> tuple[str, int]:
         return text, 0
     data = text.encode("utf-8", "surrogatepass")
     compiled = _compiled(secrets)
-    if compiled.pattern.search(data) is None and compiled.token.search(data) is None:
-        return text, 0  # the common case, at the cost of two searches
+    if len(data) < compiled.shortest:
+        return text, 0  # most strings of an event (its type, ids, names)
+    if not compiled.found(data) and compiled.token.search(data) is None and _WRAPPED.search(data) is None:
+        return text, 0  # the common case, at the cost of a few searches
     masker = Masker(secrets)
     data = masker.feed(data) + masker.flush()
     if not masker.count:

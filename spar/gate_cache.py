@@ -39,9 +39,8 @@ FINDING_KEYS = ("id", "class", "class_reason", "claimed_link", "claimed_link_kin
                 "introduced_by_change", "location", "path", "repeat_of")
 LEDGER_KEYS = ("finding", "disposition", "auto", "of")
 WAIVER_KEYS = ("reviewer",)
-# the files whose change makes a round read again (the folder: a record made, replaced or
-# removed, a *.tmp file a killed write left)
-WATCHED = ("", readers.ROUND_FILE, readers.FINDINGS_FILE, readers.LEDGER_FILE, readers.WAIVERS_FILE)
+# the records whose change makes a round read again (and the folders: readers.scanned_folders)
+WATCHED = (readers.ROUND_FILE, readers.FINDINGS_FILE, readers.LEDGER_FILE, readers.WAIVERS_FILE)
 
 Stats = list[list[int] | None]
 
@@ -85,9 +84,12 @@ class RoundCache:
         return cls(series, kept)
 
     def _stats(self, name: str) -> Stats:
+        """A stat of each record the gate reads and of each folder it looks into for *.tmp
+        files (the round's and its reviewers': a file made or removed in one changes it)."""
         if name not in self._now:
             folder = os.path.join(self.series, name)
-            self._now[name] = [_stat(os.path.join(folder, file) if file else folder) for file in WATCHED]
+            self._now[name] = ([_stat(os.path.join(folder, file)) for file in WATCHED]
+                               + [_stat(path) for path in readers.scanned_folders(folder)])
         return self._now[name]
 
     def _fresh(self, name: str) -> list[bytes] | None:
@@ -133,7 +135,10 @@ class RoundCache:
             return item
         stats = self._stats(name)  # before reading: a write meanwhile makes the next call read again
         item = gating.read_listed(arg, real)
-        if item.state == "ok" and item.waivers_error is None and None not in stats[:3]:
+        # a *.tmp file is kept out whether or not a write holds the lock now: once the lock is
+        # free, a leftover blocks the round, and nothing the stats watch would change
+        if (item.state == "ok" and item.waivers_error is None and None not in stats[:2]
+                and not readers.temporary_files(real)):
             self.used[name] = _kept(item, stats)
             self._changed = True
         return item
@@ -170,7 +175,8 @@ def _take(kept: dict[str, list[bytes]], line: bytes) -> None:
 
 
 def _json(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    # ASCII: a lone surrogate a record's JSON escape made (readers accept it) encodes too
+    return json.dumps(value, separators=(",", ":")).encode()
 
 
 def _header(series: str) -> bytes:

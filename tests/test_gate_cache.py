@@ -250,3 +250,35 @@ def test_a_kept_file_over_the_bound_is_not_read(repo, monkeypatch, capsys):
     reads = _reads(monkeypatch)
     assert _hook(monkeypatch, capsys, repo)[0] == blocked
     assert reads == ["code-1"]  # judged from the records, the kept file left unread
+
+
+def test_a_leftover_seen_while_a_write_holds_the_lock_is_never_kept(repo, monkeypatch, capsys):
+    """While a run holds the series lock a *.tmp file is a write in progress and the round reads
+    as finished; once the lock is free it is a leftover that blocks. A round with any *.tmp file
+    is therefore never kept, and one made later in a reviewer's folder is seen too."""
+    from spar.records.lock import series_lock
+    series = repo / "reviews"
+    rf.make_round(series, "code-1", repo=repo)
+    (series / "code-1" / "ledger.jsonl.tmp").write_text("{")
+    with series_lock(series):
+        assert _hook(monkeypatch, capsys, repo)[0] == {}  # a write in progress
+    assert _hook(monkeypatch, capsys, repo)[0]["decision"] == "block"
+    kept = json.loads((series / ".spar-hook.json").read_text())["series"]
+    assert any("ledger.jsonl.tmp" in reason for reason in kept["reasons"])
+    (series / "code-1" / "ledger.jsonl.tmp").unlink()
+    assert _hook(monkeypatch, capsys, repo)[0] == {}  # kept now
+    (series / "code-1" / "claude" / "answer.json.tmp").write_text("{")
+    assert _hook(monkeypatch, capsys, repo)[0]["decision"] == "block"
+    kept = json.loads((series / ".spar-hook.json").read_text())["series"]
+    assert any("claude/answer.json.tmp" in reason for reason in kept["reasons"])
+
+
+def test_a_record_with_a_lone_surrogate_is_kept_as_json_reads_it(repo, monkeypatch, capsys):
+    series = repo / "reviews"
+    folder = rf.make_round(series, "code-1", repo=repo, findings=[dict(rf.finding("claude", 1, cls="note"))])
+    findings = (folder / "findings.json").read_text().replace('"path": "app/main.py"', '"path": "app/\\udc80.py"')
+    (folder / "findings.json").write_text(findings)
+    assert _hook(monkeypatch, capsys, repo)[0] == {}
+    (series / ".spar-hook.json").unlink()
+    assert _hook(monkeypatch, capsys, repo)[0] == {}
+    assert (series / CACHE_FILE).read_bytes().count(b"\n") == 2  # the header and the round

@@ -32,7 +32,7 @@ from spar.gating import GateList, build_gate, real_paths, series_gate_list
 from spar.judge import stop
 from spar.judge.answer import parse_answer
 from spar.judge.caps import stage_cap
-from spar.records import atomic, paths, readers
+from spar.records import atomic, lock, paths, readers
 from spar.records.model import ReviewerStatus
 from spar.round.sandboxing import choose_sandbox
 
@@ -178,7 +178,7 @@ def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> tuple[stop.S
     remembered = _read_state(series)
     # the series as it is on disk: the judgment kept from the last call is reused while it is the same
     fingerprint = _fingerprint(series)
-    seen = remembered.get("series") if remembered.get("fingerprint") == fingerprint else None
+    seen = remembered.get("series") if fingerprint and remembered.get("fingerprint") == fingerprint else None
     cache = None
     if not isinstance(seen, dict) or set(seen) != SERIES_KEYS:
         seen, cache = _judge_kept(series)
@@ -259,19 +259,24 @@ def _judge_series(series: Path, cache: RoundCache) -> dict[str, Any]:
 
 
 def _fingerprint(series: Path) -> str:
-    """Each round folder's own change time (a record replaced, created or removed in it, a
-    *.tmp file a killed write left) and its appended records' (ledger, waivers): any write
-    to the series changes it."""
+    """Each round folder's and reviewer folder's own change time (a record replaced, created
+    or removed in it, a *.tmp file a killed write left) and its appended records' (ledger,
+    waivers): any write to the series changes it. "" while a write holds the series lock: a
+    *.tmp file is then no leftover, and the lock's end changes no stat, so that judgment is
+    never reused."""
     digest = hashlib.sha256()
     try:
         with os.scandir(series) as entries:
             folders = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
     except FileNotFoundError:
         return ""
+    if lock.is_locked(series):
+        return ""
     digest.update(repr(_stat(series / readers.EXTENSIONS_FILE)).encode())
     for name in folders:
         folder = series / name
-        stats = (_stat(folder), _stat(folder / readers.LEDGER_FILE), _stat(folder / readers.WAIVERS_FILE))
+        stats = ([_stat(Path(path)) for path in readers.scanned_folders(folder)],
+                 _stat(folder / readers.LEDGER_FILE), _stat(folder / readers.WAIVERS_FILE))
         digest.update(f"{name}\0{stats}\0".encode())
     return digest.hexdigest()
 

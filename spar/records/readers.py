@@ -256,13 +256,26 @@ def leftover_temporary_files(round_dir: Path | str, listing: list[os.DirEntry[st
     relative to the round. While the series lock is held a write is in progress and
     its `NAME.tmp` is no leftover: only files seen before and after finding the lock
     free count. `listing`: the round folder's `list_round`, when the caller has it."""
-    first = _temporary_files(round_dir, listing)
+    first = temporary_files(round_dir, listing)
     if not first or lock.is_locked(Path(round_dir).parent):
         return []
-    return [name for name in _temporary_files(round_dir) if name in first]
+    return [name for name in temporary_files(round_dir) if name in first]
 
 
-def _temporary_files(round_dir: Path | str, children: list[os.DirEntry[str]] | None = None) -> list[str]:
+def scanned_folders(round_dir: Path | str) -> list[str]:
+    """The folders of a round whose `*.tmp` files `temporary_files` looks for: the round's
+    own and its reviewer folders (no link, not its copies or verification folders)."""
+    try:
+        with os.scandir(round_dir) as listing:
+            inner = sorted(e.name for e in listing if e.name not in _NOT_SCANNED and _is_dir(e) and not e.is_symlink())
+    except OSError:
+        return [os.fspath(round_dir)]
+    return [os.fspath(round_dir), *(os.path.join(round_dir, name) for name in inner)]
+
+
+def temporary_files(round_dir: Path | str, children: list[os.DirEntry[str]] | None = None) -> list[str]:
+    """Every `*.tmp` file of a round folder and its reviewer folders, in progress or left
+    over (`leftover_temporary_files` tells which), relative to the round."""
     found = []
     if children is None:
         try:

@@ -266,9 +266,9 @@ def snapshot_worktree(repo: Path | str, parent: str, max_bytes: int | None = Non
     streaming = ["-c", f"core.bigFileThreshold={max_bytes}"] if max_bytes is not None else []
     with tempfile.TemporaryDirectory(prefix="spar-index-") as tmp:
         # every command of the index: one that looks at a file again would run the filter
-        filters = _without_local_filters(repo)
-        index = {"GIT_INDEX_FILE": os.path.join(tmp, "index"), **filters}
-        _parent_index(repo, parent, index, seed=filters.get("GIT_CONFIG_COUNT") == "0")
+        filters = _local_filters(repo)
+        index = {"GIT_INDEX_FILE": os.path.join(tmp, "index"), **_index_settings(filters)}
+        _parent_index(repo, parent, index, seed=not filters)
         large = _large_untracked(repo, index, max_bytes) if max_bytes is not None else {}
         pathspecs = ":/\0" + "".join(literal_pathspec(path_text(p), exclude=True) + "\0" for p in large)
         run(repo, *streaming, "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul",
@@ -292,7 +292,10 @@ def _parent_index(repo: Path | str, parent: str, index: dict[str, str], *, seed:
     index (`read-tree --reset` keeps an entry's stat data where its content is the tree's,
     and drops a conflict's), so `git add` reads again only the files changed since git last
     looked at them, not every file; their assume-unchanged and skip-worktree marks are
-    cleared, so no file is taken as it was without a look. Not with a filter of the
+    cleared, so no file is taken as it was without a look (and `_INDEX_SETTINGS` keeps git's
+    own checks of a file whatever the repository's configuration says). As in a commit of
+    the user's, an unchanged file keeps the blob git made of it when it last read it: a line
+    ending rule changed since applies once the file is read again. Not with a filter of the
     repository's own (the user's entries hold what it made of the files), a sparse checkout
     or an index git cannot read: then every file is read."""
     own = _decode(run(repo, "rev-parse", "--path-format=absolute", "--git-path", "index").stdout).strip()
@@ -301,8 +304,7 @@ def _parent_index(repo: Path | str, parent: str, index: dict[str, str], *, seed:
     if seed and b"true" not in sparse and os.path.isfile(own) and not os.path.islink(own):
         try:
             shutil.copy2(own, index["GIT_INDEX_FILE"])  # its time too: git's check of racily clean entries
-            run(repo, "-c", "core.splitIndex=false", "-c", "core.untrackedCache=false", "read-tree", "--reset", parent,
-                env=index)
+            run(repo, "read-tree", "--reset", parent, env=index)
             marked = [raw[2:] for raw in run(repo, "ls-files", "-v", "-z", env=index).stdout.split(b"\0")
                       if raw[:1].islower() or raw[:1] == b"S"]
             for unmark in ("--no-assume-unchanged", "--no-skip-worktree") if marked else ():
@@ -314,17 +316,30 @@ def _parent_index(repo: Path | str, parent: str, index: dict[str, str], *, seed:
     run(repo, "read-tree", parent, env=index)
 
 
-def _without_local_filters(repo: Path | str) -> dict[str, str]:
-    """Variables that turn off every filter driver the repository's own configuration
-    defines: whoever wrote the change could write `.git/config` too, and a clean filter
-    would record other bytes than the working tree holds. The user's and system's drivers
-    (git-lfs installs its own there) stay as they are."""
+def _local_filters(repo: Path | str) -> list[str]:
+    """The filter drivers the repository's own configuration defines, by name."""
     out = run(repo, "config", "--local", "-z", "--get-regexp", r"^filter\..+\.(clean|smudge|process|required)$",
               ok=(0, 1)).stdout
-    names = {_decode(entry.split(b"\n", 1)[0]).partition(".")[2].rpartition(".")[0]
-             for entry in out.split(b"\0") if entry}
-    settings = [(f"filter.{name}.{key}", value) for name in sorted(names)
-                for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))]
+    return sorted({_decode(entry.split(b"\n", 1)[0]).partition(".")[2].rpartition(".")[0]
+                   for entry in out.split(b"\0") if entry})
+
+
+# git's own checks of whether a file changed, whatever the repository's configuration says
+# (core.checkStat=minimal or core.trustctime=false would let a rewritten file pass as the
+# index entry seeded from the user's); the index written whole, nothing of it in .git
+_INDEX_SETTINGS = (("core.checkStat", "default"), ("core.trustctime", "true"), ("core.ignoreStat", "false"),
+                   ("core.splitIndex", "false"), ("core.untrackedCache", "false"))
+
+
+def _index_settings(filters: list[str]) -> dict[str, str]:
+    """Variables for every git command on the snapshot's index: `_INDEX_SETTINGS`, and each
+    of the repository's own filter drivers (`filters`) turned off: whoever wrote the change
+    could write `.git/config` too, and a clean filter would record other bytes than the
+    working tree holds. The user's and system's drivers (git-lfs installs its own there)
+    stay as they are."""
+    settings = list(_INDEX_SETTINGS) + [
+        (f"filter.{name}.{key}", value) for name in filters
+        for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))]
     env = {"GIT_CONFIG_COUNT": str(len(settings))}
     for n, (key, value) in enumerate(settings):
         env[f"GIT_CONFIG_KEY_{n}"], env[f"GIT_CONFIG_VALUE_{n}"] = key, value

@@ -402,6 +402,24 @@ def test_the_snapshot_starts_from_the_users_index_yet_reads_every_change(two_com
     assert "mtime: 0:0" in git.run(repo, "ls-files", "--debug", "e.txt", env=index).stdout.decode()
 
 
+def test_the_seeded_index_checks_files_as_git_does_by_default_and_writes_nothing_into_git(two_commits, tmp_path):
+    """The repository's own configuration cannot weaken the look at each file (core.checkStat,
+    core.trustctime: a rewrite of the same size with its time put back), nor make the
+    snapshot's index write into .git (core.splitIndex)."""
+    repo, _, head = two_commits
+    for key, value in (("core.checkStat", "minimal"), ("core.trustctime", "false"), ("core.splitIndex", "true")):
+        run_git(repo, "config", key, value)
+    run_git(repo, "update-index", "--refresh")
+    target = repo / "a.txt"
+    before = target.stat()
+    target.write_text("TWO\n")  # the same size
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    git_files = sorted(p.name for p in (repo / ".git").iterdir())
+    made = git.snapshot_worktree(repo, head)
+    assert run_git(repo, "show", f"{made.commit}:a.txt") == "TWO\n"
+    assert sorted(p.name for p in (repo / ".git").iterdir()) == git_files
+
+
 def test_a_conflicted_index_or_a_filter_of_the_repository_reads_every_file(two_commits, tmp_path):
     repo, base, head = two_commits
     branch = run_git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()

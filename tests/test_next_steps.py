@@ -52,3 +52,17 @@ def test_spar_gate_and_the_report_end_a_blocked_verdict_with_them(tmp_path, caps
     assert main(["report", str(series), "--out", str(tmp_path / "page.html")]) in (0, 1)
     page = (tmp_path / "page.html").read_text()
     assert "What to do:" in page and "spar waive" in page
+
+
+def test_the_folders_in_every_reason_are_quoted_for_a_shell():
+    """The commands a reason holds are pasted by a person or an agent: a folder with spaces or
+    shell signs is one quoted word (`rm -rf My Docs/r1` would remove two other paths)."""
+    from spar.judge import gate as judgement
+    item = judgement.ListedRound(arg="My Docs/$(x)/r1", path="/p/r1", series_arg="My Docs/$(x)", series="/p",
+                                 name="r1", error="round.json: not JSON")
+    (reason,) = judgement.listed_round_reasons(item)
+    assert "rm -rf 'My Docs/$(x)/r1';" in reason and "chmod -R u+w 'My Docs/$(x)/r1' first" in reason
+    listing = judgement.SeriesListing(path="/p", arg="My Docs/$(x)",
+                                      rounds=[judgement.ListingRound("r2", {"finished_at": "t"})])
+    (unlisted,) = judgement.unlisted_round_reasons(set(), [listing])
+    assert unlisted.endswith("(spar gate --series 'My Docs/$(x)')")

@@ -8,6 +8,7 @@ blocked reason here — the gate never refuses over what it reads.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -236,9 +237,11 @@ def listed_round_reasons(item: ListedRound) -> list[str]:
 
 
 def remove_advice(folder: str) -> str:
-    """What to do about a round folder a stopped run left: the words every view ends with."""
-    return (f"when no spar run is writing it, remove the folder (rm -rf {folder}; an unprivileged user "
-            f"runs chmod -R u+w {folder} first, its copies are read-only) and run the round again")
+    """What to do about a round folder a stopped run left: the words every view ends with
+    (the folder quoted for a shell: the commands are pasted, by a person or an agent)."""
+    quoted = shlex.quote(folder)
+    return (f"when no spar run is writing it, remove the folder (rm -rf {quoted}; an unprivileged user "
+            f"runs chmod -R u+w {quoted} first, its copies are read-only) and run the round again")
 
 
 def unlisted_round_reasons(listed: set[RoundKey], series: list[SeriesListing]) -> list[str]:
@@ -258,7 +261,7 @@ def unlisted_round_reasons(listed: set[RoundKey], series: list[SeriesListing]) -
                 )
             else:
                 reasons.append(f"{listing.arg}: round {found.name} of the series is not in the gate list: "
-                               f"list it too, or gate the whole series (spar gate --series {listing.arg})")
+                               f"list it too, or gate the whole series (spar gate --series {shlex.quote(listing.arg)})")
     return reasons
 
 

@@ -546,3 +546,22 @@ def test_encoded_reversed_and_hidden_forms_of_a_key_leave_no_log(tmp_path):
         assert form.encode() not in logs and form.encode("unicode_escape") not in logs, form
     assert logs.count(MASK) >= 2 * len(hidden)
     assert _leaks(s, SECRET, proc.stdout, proc.stderr) == []
+
+
+def test_a_long_credential_costs_memory_in_proportion_to_its_length_and_is_masked_cut_anywhere():
+    """Every start of every form kept whole would grow with the square of a credential's length
+    (an RSA key in a variable: 1.2 GB for 6 KB); starts past _SHORT_START bytes are looked up
+    by their first bytes instead. A form cut after more than that many bytes is still held
+    back and masked."""
+    from spar.proc.masking import _SHORT_START, _compiled
+
+    def kept_bytes(length: int) -> int:
+        forms = _compiled(secrets_of([("k7" * length)[:length]]))
+        return sum(map(len, forms.prefixes)) + sum(len(f) for group in forms.long_starts.values() for f in group)
+    assert kept_bytes(4000) < 5 * kept_bytes(1000)  # linear (quadratic would be 16x)
+    secret = "".join(chr(65 + (i * 7919) % 26) for i in range(3000))
+    data = ("before " + secret + " after").encode()
+    for cut in (7 + _SHORT_START - 1, 7 + _SHORT_START + 1, 7 + 2999, 1500):
+        masker = Masker(secrets_of([secret]))
+        out = masker.feed(data[:cut]) + masker.feed(data[cut:]) + masker.flush()
+        assert out == b"before " + MASK + b" after", cut

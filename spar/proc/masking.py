@@ -115,16 +115,28 @@ def forms(secret: bytes) -> set[bytes]:
 
 
 _FIND_FROM = 2048  # bytes of text from which each form is looked for alone first (_Forms.found)
+_SHORT_START = 128  # starts of a form kept whole up to this many bytes (_Forms.starts_a_form)
 
 
 @dataclass(frozen=True)
 class _Forms:
     every: tuple[bytes, ...]  # every form, longest first
     pattern: re.Pattern[bytes]  # any of them: the longest wins
-    prefixes: frozenset[bytes]  # every proper start of a form
+    prefixes: frozenset[bytes]  # every proper start of a form, up to _SHORT_START bytes long
+    long_starts: dict[bytes, tuple[bytes, ...]]  # the first _SHORT_START bytes of a longer form -> those forms
     longest: int
     shortest: int  # a text shorter than this holds no form, however it is read (reading only shortens)
     token: re.Pattern[bytes]  # a hiding sequence that matters to these forms (_token_pattern)
+
+    def starts_a_form(self, tail: bytes) -> bool:
+        """Whether `tail` is a proper start of a form. Kept as every start up to _SHORT_START
+        bytes, and past that looked up by its first _SHORT_START bytes: every start of a
+        long credential's forms would hold memory quadratic in its length (355 MB for a
+        3.3 KB PEM key)."""
+        if len(tail) <= _SHORT_START:
+            return tail in self.prefixes
+        return any(len(form) > len(tail) and form.startswith(tail)
+                   for form in self.long_starts.get(tail[:_SHORT_START], ()))
 
     def found(self, text: bytes) -> bool:
         """Whether `text` holds a form. In a long text, a search for each alone: bytes.find
@@ -164,8 +176,13 @@ def _compiled(secrets: tuple[bytes, ...]) -> _Forms:
     # a credential that itself holds what looks like an escape (a password with "\/" or
     # "%40") is matched as it reads once decoded, as the text around it is
     every = sorted(plain | {_Layers(f, token, whole=True).text for f in plain}, key=lambda f: (-len(f), f))
+    long_starts: dict[bytes, list[bytes]] = {}
+    for form in every:
+        if len(form) > _SHORT_START + 1:
+            long_starts.setdefault(form[:_SHORT_START], []).append(form)
     return _Forms(tuple(every), _any_of(every),
-                  frozenset(f[:k] for f in every for k in range(1, len(f))), len(every[0]), len(every[-1]), token)
+                  frozenset(f[:k] for f in every for k in range(1, min(len(f), _SHORT_START + 1))),
+                  {start: tuple(forms) for start, forms in long_starts.items()}, len(every[0]), len(every[-1]), token)
 
 
 _Tree = dict[int, "_Tree"]  # byte: what follows it (-1: a form ends)
@@ -402,7 +419,7 @@ class Masker:
     def _held_from(self, text: bytes, after: int) -> int:
         """Where the longest end of `text` (after `after`) that starts a form begins."""
         for size in range(min(len(text) - after, self._forms.longest - 1), 0, -1):
-            if text[-size:] in self._forms.prefixes:
+            if self._forms.starts_a_form(text[-size:]):
                 return len(text) - size
         return len(text)
 

@@ -135,6 +135,16 @@ def test_reading_a_path_that_became_a_fifo_does_not_block(tmp_path):
     assert "it is a FIFO" in outcome[0].detail
 
 
+def test_a_configuration_file_over_the_bound_is_refused_unread(tmp_path):
+    """A sparse 4 GiB file named as the configuration is refused after its first MiB: every
+    command reads the configuration, the stop hook at every stop."""
+    huge = tmp_path / "spar.toml"
+    with open(huge, "wb") as fh:
+        fh.truncate(4 * 1024**3)
+    with pytest.raises(ConfigError, match="configuration is over 1048576 bytes"):
+        read_source(Source(str(huge), "toml", "user"))
+
+
 def test_the_skipped_spar_config_is_found_however_it_was_spelled(tmp_path, monkeypatch):
     """`spar run` warns and `spar doctor` reports a problem when the file SPAR_CONFIG names
     was skipped; G16 records the skipped path absolute, so a relative SPAR_CONFIG must

@@ -82,6 +82,11 @@ def test_cursor_is_never_sent_back_after_the_person_aborted_or_an_error(repo, mo
     assert answer == {} and "ended on an error" in err and "spar gate --series" in err
     # neither counted as a send-back
     assert json.loads((repo / "reviews" / ".spar-hook.json").read_text())["sends"] == 1
+    # a project hook of the second root of a multi-root workspace runs in that root: judged there
+    monkeypatch.chdir(repo)
+    answer, _ = _hook(monkeypatch, capsys, {**cursor, "workspace_roots": [str(elsewhere), str(repo)],
+                                            "status": "completed"})
+    assert "spar run" in answer["followup_message"]
 
 
 def test_open_defects_are_listed_with_place_claim_and_what_settles_them(repo, monkeypatch, capsys):

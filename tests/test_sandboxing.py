@@ -416,3 +416,41 @@ def test_a_round_of_native_reviewers_records_no_sandbox(tmp_path):
     rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())
     assert rj["sandbox"] == {"kind": None, "why": "no reviewer of this round runs a program (native: the host agent "
                                                   "answers)"}
+
+
+class _Alarm(Exception):
+    pass
+
+
+def test_a_probe_cut_short_by_its_callers_deadline_is_ended_with_its_children(tmp_path):
+    """spar hook probes the sandbox under its own alarm: when the alarm lands while the probe
+    runs, the probe's whole process group ends before the exception goes on."""
+    import signal
+
+    from spar.proc import sandbox
+    from tests.proctools import wait_for
+    pids = tmp_path / "pids"
+    script = f"sleep 300 & echo $$ $! > {pids}.tmp && mv {pids}.tmp {pids}; wait"
+
+    def ring(signum, frame):
+        if pids.exists():  # the probe's children are there: the deadline lands in its wait
+            raise _Alarm
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2, 0.2)  # again until it lands inside the wait
+        with pytest.raises(_Alarm):
+            sandbox._run_probe("sh", ["sh", "-c", script])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert wait_for(pids.exists)
+    shell, sleeper = (int(p) for p in pids.read_text().split())
+
+    def ended(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    assert wait_for(lambda: ended(shell) and ended(sleeper))

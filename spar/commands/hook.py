@@ -156,15 +156,21 @@ def _ended_otherwise(payload: dict[str, Any]) -> stop.StopVerdict | None:
 
 
 def _agent_folder(payload: dict[str, Any]) -> str:
-    """Where the agent works: Claude Code and Codex name it `cwd`, Cursor its first
-    `workspace_roots`; a project's hook runs there anyway."""
+    """Where the agent works: Claude Code and Codex name it `cwd`; Cursor names its
+    `workspace_roots` and runs a project's hook in the root that holds it (so the folder the
+    hook runs in, when it is in one of them; else the first: a user-level hook)."""
     cwd = payload.get("cwd")
-    roots = payload.get("workspace_roots")
     if isinstance(cwd, str) and cwd:
         return cwd
-    if isinstance(roots, list) and roots and isinstance(roots[0], str) and roots[0]:
-        return roots[0]
-    return os.getcwd()
+    roots = [r for r in payload.get("workspace_roots") or [] if isinstance(r, str) and r]
+    here = os.getcwd()
+    if not roots or any(_inside(here, root) for root in roots):
+        return here
+    return roots[0]
+
+
+def _inside(path: str, root: str) -> bool:
+    return os.path.commonpath([os.path.realpath(path), os.path.realpath(root)]) == os.path.realpath(root)
 
 
 def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> tuple[stop.StopVerdict, Callable[[], None]]:

@@ -112,6 +112,9 @@ def named_skipped(env: Mapping[str, str], skipped: list[dict[str, Any]]) -> dict
     return next((entry for entry in skipped if entry["path"] == path), None)
 
 
+CONFIG_LIMIT = 1024 * 1024  # bytes of a configuration file read (a sparse or endless one is refused)
+
+
 def read_source(source: Source) -> Loaded:
     """Read and decode one file; the sha256 is of its bytes.
 
@@ -126,7 +129,10 @@ def read_source(source: Source) -> Loaded:
         if not stat.S_ISREG(mode):
             raise ConfigError(source.path, None, f"configuration is not a regular file (it is {_kind(mode)})")
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            raw = fh.read()
+            raw = fh.read(CONFIG_LIMIT + 1)
+        if len(raw) > CONFIG_LIMIT:
+            raise ConfigError(source.path, None, f"configuration is over {CONFIG_LIMIT} bytes; a configuration "
+                              "file is a few lines")
     except OSError as err:
         raise ConfigError(source.path, None, f"cannot read configuration: {err.strerror or err}") from None
     finally:

@@ -303,13 +303,21 @@ def _run_probe(bwrap: str, argv: list[str]) -> tuple[int, bytes, bytes] | str:
         try:
             proc.wait(timeout=PROBE_SECONDS)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            _end_probe(proc)
             return f"{bwrap} did not start a program within {PROBE_SECONDS:g}s"
+        except BaseException:  # Ctrl-C, or a caller's deadline (spar hook's alarm): the probe ends too
+            _end_probe(proc)
+            raise
         out.seek(0)
         size = err.seek(0, os.SEEK_END)
         err.seek(max(0, size - _PROBE_OUTPUT))
         return proc.returncode, out.read(_PROBE_OUTPUT), err.read(_PROBE_OUTPUT)
+
+
+def _end_probe(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 __all__ = ["JAIL_UID", "NAMESPACES", "PROC_COVERS", "Bind", "Jail", "find_bwrap", "find_setpriv", "jail_argv",

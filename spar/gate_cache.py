@@ -55,16 +55,17 @@ class RoundCache:
     judged, and a round kept again is written back as the very bytes read: a long series
     is never held decoded whole."""
 
-    def __init__(self, series: Path, kept: dict[str, list[bytes]]) -> None:
+    def __init__(self, series: Path, kept: dict[str, list[bytes]], now: dict[str, Stats] | None = None) -> None:
         self.series = os.path.realpath(series)
         self._kept = kept  # name -> [stats, round, rest], each a JSON text
-        self._now: dict[str, Stats] = {}  # stats taken this call, each folder once
+        # stats taken this call, each folder once (`now`: taken by the caller, `round_stats`)
+        self._now: dict[str, Stats] = dict(now or {})
         self._parents: dict[str, str] = {}  # the real path of each folder of rounds named
         self.used: dict[str, list[bytes]] = {}  # what the next call keeps: the rounds read this call
         self._changed = False
 
     @classmethod
-    def load(cls, series: Path) -> RoundCache:
+    def load(cls, series: Path, now: dict[str, Stats] | None = None) -> RoundCache:
         """The kept rounds; none when the file is missing, too big, of another version or
         of another series (then every round is read); a damaged line keeps no round."""
         kept: dict[str, list[bytes]] = {}
@@ -74,22 +75,18 @@ class RoundCache:
                 st = os.fstat(fh.fileno())
                 if (not stat.S_ISREG(st.st_mode) or st.st_size > LIMIT
                         or fh.readline() != _header(os.path.realpath(series)) + b"\n"):
-                    return cls(series, {})
+                    return cls(series, {}, now)
                 left = LIMIT  # a file that grows meanwhile is read no further than the bound
                 while left > 0 and (line := fh.readline(left)):  # a line at a time: never held twice
                     left -= len(line)
                     _take(kept, line.rstrip(b"\n"))
         except OSError:
-            return cls(series, {})
-        return cls(series, kept)
+            return cls(series, {}, now)
+        return cls(series, kept, now)
 
     def _stats(self, name: str) -> Stats:
-        """A stat of each record the gate reads and of each folder it looks into for *.tmp
-        files (the round's and its reviewers': a file made or removed in one changes it)."""
         if name not in self._now:
-            folder = os.path.join(self.series, name)
-            self._now[name] = ([_stat(os.path.join(folder, file)) for file in WATCHED]
-                               + [_stat(path) for path in readers.scanned_folders(folder)])
+            self._now[name] = round_stats(os.path.join(self.series, name))
         return self._now[name]
 
     def _fresh(self, name: str) -> list[bytes] | None:
@@ -181,6 +178,13 @@ def _json(value: Any) -> bytes:
 
 def _header(series: str) -> bytes:
     return _json({"schema": SCHEMA, "spar_version": __version__, "series": series})
+
+
+def round_stats(folder: str) -> Stats:
+    """A stat of each record of a round the gate reads and of each folder it looks into for
+    *.tmp files (the round's and its reviewers': a file made or removed in one changes it)."""
+    return ([_stat(os.path.join(folder, file)) for file in WATCHED]
+            + [_stat(path) for path in readers.scanned_folders(folder)])
 
 
 def _stat(path: str) -> list[int] | None:

@@ -27,7 +27,7 @@ from spar.argparsing import Parser, command_parser
 from spar.config.load import load_config
 from spar.config.model import DEFAULT_CAPS, DEFAULT_MAX_COPY_BYTES, AppliedConfig
 from spar.errors import EXIT_OK, Refused, SparError, UsageError
-from spar.gate_cache import RoundCache
+from spar.gate_cache import RoundCache, Stats, round_stats
 from spar.gating import GateList, build_gate, real_paths, series_gate_list
 from spar.judge import stop
 from spar.judge.answer import parse_answer
@@ -183,11 +183,12 @@ def _judge(payload: dict[str, Any], series_arg: str, bound: int) -> tuple[stop.S
     tree = _current_tree(repo, config.max_copy_bytes if config is not None else DEFAULT_MAX_COPY_BYTES)
     remembered = _read_state(series)
     # the series as it is on disk: the judgment kept from the last call is reused while it is the same
-    fingerprint = _fingerprint(series)
+    stats = _series_stats(series)
+    fingerprint = _fingerprint(series, stats)
     seen = remembered.get("series") if fingerprint and remembered.get("fingerprint") == fingerprint else None
     cache = None
     if not isinstance(seen, dict) or set(seen) != SERIES_KEYS:
-        seen, cache = _judge_kept(series)
+        seen, cache = _judge_kept(series, stats or {})
     shown = os.path.relpath(series, repo) if series.is_relative_to(repo) else str(series)
     reviewed = seen["head"]
     # the next round reviews the whole change from the series' base, committed parts included
@@ -229,16 +230,16 @@ def _current_tree(repo: Path, max_copy_bytes: int) -> str:
     return git.tree_of(repo, head)
 
 
-def _judge_kept(series: Path) -> tuple[dict[str, Any], RoundCache]:
+def _judge_kept(series: Path, stats: dict[str, Stats]) -> tuple[dict[str, Any], RoundCache]:
     """The series judged with the rounds kept by the last call that judged it; judged
     from the records alone when what was kept does not hold up (a damaged file)."""
-    cache = RoundCache.load(series)
+    cache = RoundCache.load(series, stats)
     try:
         return _judge_series(series, cache), cache
     except _Deadline:
         raise
     except Exception:  # whatever the kept file held, the records decide
-        cache = RoundCache(series, {})
+        cache = RoundCache(series, {}, stats)
         return _judge_series(series, cache), cache
 
 
@@ -264,26 +265,28 @@ def _judge_series(series: Path, cache: RoundCache) -> dict[str, Any]:
     return seen
 
 
-def _fingerprint(series: Path) -> str:
-    """Each round folder's and reviewer folder's own change time (a record replaced, created
-    or removed in it, a *.tmp file a killed write left) and its appended records' (ledger,
-    waivers): any write to the series changes it. "" while a write holds the series lock: a
-    *.tmp file is then no leftover, and the lock's end changes no stat, so that judgment is
-    never reused."""
-    digest = hashlib.sha256()
+def _series_stats(series: Path) -> dict[str, Stats] | None:
+    """Each round folder's `round_stats`, by name (taken once: the fingerprint and the kept
+    rounds read them both); None when there is no series folder."""
     try:
         with os.scandir(series) as entries:
             folders = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
     except FileNotFoundError:
+        return None
+    return {name: round_stats(os.path.join(series, name)) for name in folders}
+
+
+def _fingerprint(series: Path, stats: dict[str, Stats] | None) -> str:
+    """The series as the stats of its rounds' records and folders show it (a record replaced,
+    appended, created or removed, a *.tmp file a killed write left, in a round's folder or a
+    reviewer's) and its extensions': any write to the series changes it. "" while a write
+    holds the series lock: a *.tmp file is then no leftover, and the lock's end changes no
+    stat, so that judgment is never reused."""
+    if stats is None or lock.is_locked(series):
         return ""
-    if lock.is_locked(series):
-        return ""
-    digest.update(repr(_stat(series / readers.EXTENSIONS_FILE)).encode())
-    for name in folders:
-        folder = series / name
-        stats = ([_stat(Path(path)) for path in readers.scanned_folders(folder)],
-                 _stat(folder / readers.LEDGER_FILE), _stat(folder / readers.WAIVERS_FILE))
-        digest.update(f"{name}\0{stats}\0".encode())
+    digest = hashlib.sha256(repr(_stat(series / readers.EXTENSIONS_FILE)).encode())
+    for name, seen in stats.items():
+        digest.update(f"{name}\0{seen}\0".encode())
     return digest.hexdigest()
 
 

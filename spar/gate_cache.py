@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from spar import __version__, gating
-from spar.errors import Refused
 from spar.judge.gate import ListedRound
 from spar.records import atomic, paths, readers
 from spar.records.model import RoundRecord
@@ -61,6 +60,7 @@ class RoundCache:
         # stats taken this call, each folder once (`now`: taken by the caller, `round_stats`)
         self._now: dict[str, Stats] = dict(now or {})
         self._parents: dict[str, str] = {}  # the real path of each folder of rounds named
+        self._rounds: dict[str, RoundRecord] = {}  # kept round.json records decoded this call, by name
         self.used: dict[str, list[bytes]] = {}  # what the next call keeps: the rounds read this call
         self._changed = False
 
@@ -110,12 +110,17 @@ class RoundCache:
         if self._parents[parent] != self.series or os.path.islink(folder):
             return None
         texts = self._fresh(folder.name)
-        if texts is None:
-            return None
-        record = json.loads(texts[1])
-        if not isinstance(record, dict):
-            raise ValueError(f"{CACHE_FILE}: round {folder.name} is damaged")
-        return record  # type: ignore[return-value]
+        return self._round(folder.name, texts) if texts is not None else None
+
+    def _round(self, name: str, texts: list[bytes]) -> RoundRecord:
+        """A kept round's round.json, decoded once a call (the series list, the judgment
+        and the hook each ask for it)."""
+        if name not in self._rounds:
+            record = json.loads(texts[1])
+            if not isinstance(record, dict):
+                raise ValueError(f"{CACHE_FILE}: round {name} is damaged")
+            self._rounds[name] = record  # type: ignore[assignment]
+        return self._rounds[name]
 
     def read_listed(self, arg: str, real: str) -> ListedRound:
         """The listed round from what was kept, or read from its records (and kept)."""
@@ -126,7 +131,7 @@ class RoundCache:
         if texts is not None:
             item = gating.listed_round(arg, real)
             rest = json.loads(texts[2])
-            item.round, item.waivers = json.loads(texts[1]), rest["waivers"]
+            item.round, item.waivers = self._round(name, texts), rest["waivers"]
             item.findings = _records(rest["findings"], FINDING_KEYS)  # type: ignore[assignment]
             item.ledger = _records(rest["ledger"], LEDGER_KEYS)  # type: ignore[assignment]
             return item
@@ -148,9 +153,7 @@ class RoundCache:
     def write(self, repo: Path) -> None:
         """Keep the rounds of this call (rounds removed from the series are dropped)."""
         target = Path(self.series) / CACHE_FILE
-        link = paths.link_below(repo, target)
-        if link is not None:
-            raise Refused(f"{link} is a symbolic link inside the repository; the hook writes no file through it")
+        paths.check_no_link_below(repo, target, writer="the hook")
         pieces = [_header(self.series), b"\n"]
         for name in sorted(self.used):
             stats, round_json, rest = self.used[name]
@@ -183,11 +186,13 @@ def _header(series: str) -> bytes:
 def round_stats(folder: str) -> Stats:
     """A stat of each record of a round the gate reads and of each folder it looks into for
     *.tmp files (the round's and its reviewers': a file made or removed in one changes it)."""
-    return ([_stat(os.path.join(folder, file)) for file in WATCHED]
-            + [_stat(path) for path in readers.scanned_folders(folder)])
+    return ([file_stat(os.path.join(folder, file)) for file in WATCHED]
+            + [file_stat(path) for path in readers.scanned_folders(folder)])
 
 
-def _stat(path: str) -> list[int] | None:
+def file_stat(path: str) -> list[int] | None:
+    """Device, inode, size and change times of `path` (None: not there): a write to it, or
+    its replacement, changes them."""
     try:
         st = os.stat(path)  # the readers follow a link: so does the stat
     except OSError:

@@ -310,6 +310,12 @@ def test_jail_argv_puts_private_folders_before_binds_and_links_last():
     assert argv[-2:] == ["--", "prog"] and argv[argv.index("--chdir") + 1] == "/w"
 
 
+def _doctor_sandbox(s) -> dict:
+    """spar doctor's one sandbox check, as its JSON gives it."""
+    (check,) = [c for c in json.loads(s.spar("doctor", "--format", "json").stdout)["checks"] if c["check"] == "sandbox"]
+    return check
+
+
 @pytest.mark.slow
 def test_required_refuses_the_round_before_it_is_counted_and_doctor_says_why(tmp_path):
     s = make_setup(tmp_path)
@@ -320,8 +326,7 @@ def test_required_refuses_the_round_before_it_is_counted_and_doctor_says_why(tmp
     assert proc.returncode == 65, stderr
     assert 'no kernel sandbox for the reviewers' in stderr and "No permissions to create a new namespace" in stderr
     assert not (s.repo / "reviews").exists()  # nothing written, nothing counted
-    doctor = s.spar("doctor", "--format", "json")
-    (check,) = [c for c in json.loads(doctor.stdout)["checks"] if c["check"] == "sandbox"]
+    check = _doctor_sandbox(s)
     assert check["status"] == "problem" and "No permissions" in check["detail"]
     s.configure([s.answer_reviewer("house", result(findings=[]))], sandbox="auto")
     proc = s.run()
@@ -383,7 +388,7 @@ def test_without_a_network_namespace_auto_says_why_and_required_refuses(tmp_path
     assert proc.returncode == 65, stderr
     assert "no network namespace for the reviewers' sandbox" in stderr and "RTM_NEWADDR" in stderr
     assert not (s.repo / "reviews").exists()  # nothing written, nothing counted
-    (check,) = [c for c in json.loads(s.spar("doctor", "--format", "json").stdout)["checks"] if c["check"] == "sandbox"]
+    check = _doctor_sandbox(s)
     assert check["status"] == "problem" and "RTM_NEWADDR" in check["detail"]
     s.configure([s.answer_reviewer("house", result(findings=[]))], sandbox="auto")
     proc = s.run()
@@ -392,7 +397,7 @@ def test_without_a_network_namespace_auto_says_why_and_required_refuses(tmp_path
     rj = json.loads((s.repo / "reviews" / "r1" / "round.json").read_text())
     assert rj["sandbox"]["kind"] == "bwrap" and rj["sandbox"]["network"] == "host"
     assert "RTM_NEWADDR" in rj["sandbox"]["network_why"]
-    (check,) = [c for c in json.loads(s.spar("doctor", "--format", "json").stdout)["checks"] if c["check"] == "sandbox"]
+    check = _doctor_sandbox(s)
     assert check["status"] == "warning" and "host's network" in check["detail"] and "RTM_NEWADDR" in check["detail"]
 
 

@@ -27,7 +27,7 @@ from spar.argparsing import Parser, command_parser
 from spar.config.load import load_config
 from spar.config.model import DEFAULT_CAPS, DEFAULT_MAX_COPY_BYTES, AppliedConfig
 from spar.errors import EXIT_OK, Refused, SparError, UsageError
-from spar.gate_cache import RoundCache, Stats, round_stats
+from spar.gate_cache import RoundCache, Stats, file_stat, round_stats
 from spar.gating import GateList, build_gate, real_paths, series_gate_list
 from spar.judge import stop
 from spar.judge.answer import parse_answer
@@ -284,18 +284,10 @@ def _fingerprint(series: Path, stats: dict[str, Stats] | None) -> str:
     stat, so that judgment is never reused."""
     if stats is None or lock.is_locked(series):
         return ""
-    digest = hashlib.sha256(repr(_stat(series / readers.EXTENSIONS_FILE)).encode())
+    digest = hashlib.sha256(repr(file_stat(os.path.join(series, readers.EXTENSIONS_FILE))).encode())
     for name, seen in stats.items():
         digest.update(f"{name}\0{seen}\0".encode())
     return digest.hexdigest()
-
-
-def _stat(path: Path) -> tuple[int, int, int, int] | None:
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def _tree_or_none(repo: Path, commit: str) -> str | None:
@@ -391,9 +383,7 @@ def _remember(repo: Path, series: Path, state: dict[str, Any], cache: RoundCache
     if not series.is_dir():
         paths.check_record_path(series, kind="--series", directory=True)
         series.mkdir(parents=True, exist_ok=True)
-    link = paths.link_below(repo, series / STATE_FILE)
-    if link is not None:
-        raise Refused(f"{link} is a symbolic link inside the repository; the hook writes no file through it")
+    paths.check_no_link_below(repo, series / STATE_FILE, writer="the hook")
     atomic.write_text(series / STATE_FILE, atomic.dumps(state), unique_tmp=True)
     if cache is not None and cache.stale:
         try:

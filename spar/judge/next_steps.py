@@ -12,6 +12,12 @@ import shlex
 from typing import Any
 
 
+def triage_command(folder: str, finding: str) -> str:
+    """`spar triage ROUND FINDING`, each quoted for a shell (the views and the stop hook
+    print it to be pasted, by a person or an agent); the caller adds the disposition."""
+    return f"spar triage {shlex.quote(folder)} {shlex.quote(finding)}"
+
+
 def next_steps(doc: dict[str, Any]) -> list[str]:
     """The steps that settle what blocks `doc` (a review-gate/v1 document); none when it passed."""
     if doc.get("state") != "blocked":
@@ -21,8 +27,7 @@ def next_steps(doc: dict[str, Any]) -> list[str]:
     open_ids = [ident for ident in doc.get("open") or [] if isinstance(ident, str) and "/" in ident]
     if open_ids:
         name, _, finding = open_ids[0].partition("/")
-        folder = shlex.quote(str(paths.get(name) or name))
-        command = f"spar triage {folder} {shlex.quote(finding)}"
+        command = triage_command(str(paths.get(name) or name), finding)
         steps.append(
             f"settle each of the {len(open_ids)} open finding(s): fix a defect, commit, and record the fix "
             f"({command} --to fixed --commit REV --failed-before CHECK --passed-after CHECK), or give it the "

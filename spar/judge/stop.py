@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from spar.judge.next_steps import triage_command
+
 AGENTS = ("claude", "codex", "cursor")
 DEFAULT_BOUND = 3  # consecutive sends-back for one change with no new round, then the person
 
@@ -77,13 +79,13 @@ def _send_back(facts: StopFacts) -> str:
                 + "then deal with what the gate lists and stop again.")
     if facts.open:
         listed = "".join(f"- {f.id} at {f.place}: {f.claim}\n" for f in facts.open)
-        first = facts.open[0].id.partition("/")
-        folder, ident = f"{facts.series}/{first[0]}", first[2]
+        name, _, ident = facts.open[0].id.partition("/")
+        command = triage_command(f"{facts.series}/{name}", ident)
         return _with_demoted(
             f"spar: the review gate is blocked by {len(facts.open)} open finding(s):\n{listed}"
             "Settle each. Fix it, commit the fix and record it, e.g.\n"
-            f"  spar triage {folder} {ident} --to fixed --commit HEAD --failed-before CHECK --passed-after CHECK\n"
-            f"or, when it is wrong, spar triage {folder} {ident} --to rejected --evidence TEXT "
+            f"  {command} --to fixed --commit HEAD --failed-before CHECK --passed-after CHECK\n"
+            f"or, when it is wrong, {command} --to rejected --evidence TEXT "
             "(spar triage --help: every disposition). Then review the change again. " + run_them, facts)
     reasons = "".join(f"- {reason}\n" for reason in facts.reasons)
     return _with_demoted(f"spar: the review gate is blocked:\n{reasons}Deal with each, then " + run_them, facts)

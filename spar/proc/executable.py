@@ -36,7 +36,7 @@ def find_executable(name: str, path_env: str | None, *, script: bool = True) -> 
         if not stat.S_ISREG(st.st_mode):
             continue
         if os.access(candidate, os.X_OK):
-            return _startable(name, candidate, path_env) if script else ExecutableLookup("ok", path=candidate)
+            return _startable(name, candidate, path_env, script)
         seen_non_exec = True
     if seen_non_exec:
         return ExecutableLookup("unavailable",
@@ -58,15 +58,18 @@ def _check_path(name: str, path_env: str | None, script: bool) -> ExecutableLook
         return ExecutableLookup("failed", reason=f"executable {quote(name)} is not a regular file")
     if not os.access(path, os.X_OK):
         return ExecutableLookup("failed", reason=f"executable {quote(name)} has no execute permission")
-    return _startable(name, path, path_env) if script else ExecutableLookup("ok", path=path)
+    return _startable(name, path, path_env, script)
 
 
 SHEBANG_LIMIT = 256  # bytes of a script read for its #! line (the kernel reads fewer)
 
 
-def _startable(name: str, path: str, path_env: str | None) -> ExecutableLookup:
+def _startable(name: str, path: str, path_env: str | None, script: bool) -> ExecutableLookup:
     """`path`, unless it is a script whose #! line names an interpreter that cannot start
-    (the kernel would refuse the script: say so before a round, not as a reviewer's exit 127)."""
+    (the kernel would refuse the script: say so before a round, not as a reviewer's exit 127).
+    `script` False: the #! line is not looked at."""
+    if not script:
+        return ExecutableLookup("ok", path=path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:

@@ -247,6 +247,13 @@ def check_gate_out(path: Path | str, round_dirs: Iterable[Path | str],
     return hashlib.sha256(data).hexdigest()
 
 
+def check_no_link_below(root: Path | str, path: Path | str, *, writer: str) -> None:
+    """Refused when `link_below` finds a link on `path` (`writer` names who would write)."""
+    link = link_below(root, path)
+    if link is not None:
+        raise Refused(f"{link} is a symbolic link inside the repository; {writer} writes no file through it")
+
+
 def link_below(root: Path | str, path: Path | str) -> Path | None:
     """The first symbolic link on `path` below the work tree `root` (its repository-relative
     part), or None. Folders above the root may be links (a home on another disk); a link

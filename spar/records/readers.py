@@ -267,10 +267,15 @@ def scanned_folders(round_dir: Path | str) -> list[str]:
     own and its reviewer folders (no link, not its copies or verification folders)."""
     try:
         with os.scandir(round_dir) as listing:
-            inner = sorted(e.name for e in listing if e.name not in _NOT_SCANNED and _is_dir(e) and not e.is_symlink())
+            inner = sorted(e.name for e in listing if _scanned(e))
     except OSError:
         return [os.fspath(round_dir)]
     return [os.fspath(round_dir), *(os.path.join(round_dir, name) for name in inner)]
+
+
+def _scanned(entry: os.DirEntry[str]) -> bool:
+    """A reviewer folder of a round, looked into for *.tmp files (no link, not the copies)."""
+    return entry.name not in _NOT_SCANNED and _is_dir(entry) and not entry.is_symlink()
 
 
 def temporary_files(round_dir: Path | str, children: list[os.DirEntry[str]] | None = None) -> list[str]:
@@ -288,7 +293,7 @@ def temporary_files(round_dir: Path | str, children: list[os.DirEntry[str]] | No
         if name.endswith(".tmp") and not _is_dir(child):
             if name not in _NOT_LEFTOVERS:
                 found.append(name)
-        elif name not in _NOT_SCANNED and _is_dir(child) and not child.is_symlink():
+        elif _scanned(child):
             try:
                 inner = os.listdir(child.path)
             except OSError:
